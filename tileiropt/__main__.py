@@ -1,0 +1,3 @@
+from tileiropt.cli import main
+
+main()

@@ -1,0 +1,35 @@
+"""Errors the user can act on, and the exit codes every command shares.
+
+A `UserError` is printed as one line -- ``file:line: message (fix: hint)`` -- and turns into
+a non-zero exit; it never becomes a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Exit codes scripts can trust (documented in the README)."""
+
+    OK = 0
+    FAILED = 1  # the command ran and the answer is "no": a check failed, a finding, a mismatch
+    BAD_INPUT = 2  # unreadable file, wrong TOML, bad flags: nothing was done
+    NOT_RUN = 3  # nothing could run here (no GPU for bench, nothing to validate)
+
+
+@dataclass
+class UserError(Exception):
+    message: str
+    file: str | None = None
+    line: int | None = None
+    hint: str | None = None
+    code: ExitCode = ExitCode.BAD_INPUT
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file:
+            where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
+        fix = f" (fix: {self.hint})" if self.hint else ""
+        return f"{where}{self.message}{fix}"

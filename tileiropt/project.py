@@ -1,0 +1,412 @@
+"""The project file (`tileiropt.toml`): kernel paths, entry points, shapes, dtypes, references.
+
+The same model is built from a TOML file (`load_project`) or from the command-line flags of a
+single kernel (`project_from_flags`). Every error names the file, the key path and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+from tileiropt.errors import UserError
+
+PROJECT_FILE = "tileiropt.toml"
+DEFAULT_SIZES = (128, 1024, 8192)
+DEFAULT_ARTIFACTS = ".tileiropt"
+DEFAULT_TIMEOUT_S = 300.0
+
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2")
+INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
+DTYPES = FLOAT_DTYPES + INT_DTYPES + ("bool",)
+DTYPE_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32",
+                 "float": "float32", "fp64": "float64", "double": "float64", "int": "int32",
+                 "long": "int64"}
+
+# Default comparison tolerances per dtype (the loosest dtype among a kernel's inputs wins).
+DEFAULT_TOLERANCES = {
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (2e-2, 2e-2),
+    "float32": (1e-4, 1e-4),
+    "float64": (1e-7, 1e-7),
+    "float8_e4m3fn": (1e-1, 1e-1),
+    "float8_e5m2": (2e-1, 2e-1),
+}
+
+REFERENCE_ORIGINAL = "original"
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KERNEL_KEYS = {"name", "path", "entry", "reference", "inputs", "dims", "sweep", "dtypes", "args",
+                "ranges", "atol", "rtol", "flops", "bytes", "timeout", "optimized"}
+_DEFAULT_KEYS = {"sizes", "dtypes", "atol", "rtol", "timeout", "seed"}
+_TOP_KEYS = {"project", "defaults", "kernel"}
+_PROJECT_KEYS = {"artifacts", "max_configs"}
+
+
+@dataclass
+class KernelSpec:
+    """One kernel entry point: how to call it, on what, and what it must equal."""
+
+    name: str
+    path: Path
+    entry: str
+    reference: str | None
+    inputs: dict[str, list[int | str]]  # tensor name -> shape; a str is a named dim
+    dims: dict[str, int] = field(default_factory=dict)
+    sweep: list[str] = field(default_factory=list)  # named dims set to each bench size
+    dtypes: list[dict[str, str]] = field(default_factory=list)  # one dict per dtype variant
+    args: dict[str, Any] = field(default_factory=dict)  # non-tensor keyword arguments
+    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)  # int tensors: [lo, hi)
+    atol: float | None = None
+    rtol: float | None = None
+    flops: str | None = None  # expression over dims and shapes, for TFLOP/s
+    bytes: str | None = None  # expression, for GB/s; estimated from tensors when absent
+    timeout: float = DEFAULT_TIMEOUT_S
+    optimized: Path | None = None  # the transformed file; default <stem>_tileir.py beside path
+    sizes: list[int] = field(default_factory=lambda: list(DEFAULT_SIZES))
+    seed: int = 0
+
+    @property
+    def optimized_path(self) -> Path:
+        return self.optimized or self.path.with_name(f"{self.path.stem}_tileir.py")
+
+    def shapes(self, dims: dict[str, int] | None = None) -> dict[str, list[int]]:
+        """Concrete shapes with named dims resolved (`dims` overrides the project's)."""
+        values = {**self.dims, **(dims or {})}
+        return {name: [values[d] if isinstance(d, str) else d for d in shape]
+                for name, shape in self.inputs.items()}
+
+    def sweep_dims(self, size: int) -> dict[str, int]:
+        """The dims for one bench size: every swept named dim set to `size`."""
+        return {name: size for name in self.sweep}
+
+    def tolerances(self, dtypes: dict[str, str]) -> tuple[float, float]:
+        """(atol, rtol): the project's, else the default of the loosest float input dtype."""
+        floats = [d for d in dtypes.values() if d in DEFAULT_TOLERANCES]
+        loosest = max(floats, key=lambda d: DEFAULT_TOLERANCES[d][0], default="float32")
+        atol, rtol = DEFAULT_TOLERANCES[loosest]
+        return (self.atol if self.atol is not None else atol,
+                self.rtol if self.rtol is not None else rtol)
+
+
+@dataclass
+class Project:
+    file: Path | None  # None when built from command-line flags
+    root: Path
+    kernels: list[KernelSpec]
+    artifacts: Path
+    max_configs: int = 16
+
+    def select(self, names: list[str] | None) -> list[KernelSpec]:
+        if not names:
+            return list(self.kernels)
+        known = {k.name: k for k in self.kernels}
+        missing = [n for n in names if n not in known]
+        if missing:
+            raise UserError(f"no kernel named {', '.join(missing)} in the project",
+                            file=str(self.file) if self.file else None,
+                            hint=f"choose among: {', '.join(known)}")
+        return [known[n] for n in names]
+
+
+# --------------------------------------------------------------------------- parsing helpers
+
+
+class _Where:
+    """Builds errors that name the file and the key path."""
+
+    def __init__(self, file: str | None):
+        self.file = file
+
+    def error(self, key: str, message: str, hint: str | None = None) -> UserError:
+        prefix = f"[{key}] " if key else ""
+        return UserError(f"{prefix}{message}", file=self.file, hint=hint)
+
+
+def normalize_dtype(value: Any, where: _Where, key: str) -> str:
+    if not isinstance(value, str):
+        raise where.error(key, f"dtype must be a string, got {value!r}", f"use one of {', '.join(DTYPES)}")
+    name = value.strip().removeprefix("torch.")
+    name = DTYPE_ALIASES.get(name, name)
+    if name not in DTYPES:
+        raise where.error(key, f"unknown dtype {value!r}", f"use one of {', '.join(DTYPES)}")
+    return name
+
+
+def _shape(value: Any, where: _Where, key: str) -> list[int | str]:
+    if not isinstance(value, list):
+        raise where.error(key, f"shape must be a list of sizes, got {value!r}",
+                          'write it like [32, 512] or ["M", 512]')
+    shape: list[int | str] = []
+    for i, dim in enumerate(value):
+        if isinstance(dim, bool) or not isinstance(dim, (int, str)):
+            raise where.error(f"{key}[{i}]", f"dimension must be an integer or a dim name, got {dim!r}")
+        if isinstance(dim, int) and dim < 0:
+            raise where.error(f"{key}[{i}]", f"dimension must be >= 0, got {dim}")
+        if isinstance(dim, str) and not _NAME.match(dim):
+            raise where.error(f"{key}[{i}]", f"dim name {dim!r} is not an identifier")
+        shape.append(dim)
+    return shape
+
+
+def _number(value: Any, where: _Where, key: str, *, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise where.error(key, f"expected a number, got {value!r}")
+    if positive and value < 0:
+        raise where.error(key, f"expected a number >= 0, got {value!r}")
+    return float(value)
+
+
+def _unknown_keys(table: dict, allowed: set[str], where: _Where, key: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise where.error(key + "." + unknown[0] if key else unknown[0], "unknown key",
+                          f"allowed keys: {', '.join(sorted(allowed))}")
+
+
+def _dtype_variants(value: Any, inputs: dict[str, list], where: _Where, key: str) -> list[dict[str, str]]:
+    """dtypes as one string, a list of strings (a sweep), or a table per input name."""
+    if value is None:
+        value = "float32"
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, list):
+        if not value:
+            raise where.error(key, "dtype list is empty")
+        return [{name: normalize_dtype(v, where, f"{key}[{i}]") for name in inputs}
+                for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        extra = sorted(set(value) - set(inputs))
+        if extra:
+            raise where.error(f"{key}.{extra[0]}", "dtype given for an input that is not in `inputs`",
+                              f"inputs are: {', '.join(inputs)}")
+        base = {name: normalize_dtype(value.get(name, "float32"), where, f"{key}.{name}") for name in inputs}
+        return [base]
+    raise where.error(key, f"expected a dtype string, a list or a table, got {value!r}")
+
+
+def _kernel(raw: Any, index: int, defaults: dict, root: Path, where: _Where) -> KernelSpec:
+    key = f"kernel[{index}]"
+    if not isinstance(raw, dict):
+        raise where.error(key, "each [[kernel]] must be a table")
+    _unknown_keys(raw, _KERNEL_KEYS, where, key)
+    for required in ("path", "entry"):
+        if required not in raw:
+            raise where.error(f"{key}.{required}", "missing required key",
+                              f'add {required} = "..." to the [[kernel]] table')
+    path_value = raw["path"]
+    if not isinstance(path_value, str) or not path_value:
+        raise where.error(f"{key}.path", "must be a file path string")
+    path = (root / path_value).resolve()
+    if not path.is_file():
+        raise where.error(f"{key}.path", f"kernel file not found: {path}", "fix the path (relative to the project file)")
+    entry = raw["entry"]
+    if not isinstance(entry, str) or not _NAME.match(entry):
+        raise where.error(f"{key}.entry", f"entry must be a function name, got {entry!r}")
+    name = raw.get("name", entry)
+    if not isinstance(name, str) or not name:
+        raise where.error(f"{key}.name", "must be a non-empty string")
+    reference = raw.get("reference")
+    if reference is not None and (not isinstance(reference, str) or not reference.strip()):
+        raise where.error(f"{key}.reference", "must be a torch expression, 'pkg.mod:fn' or \"original\"")
+
+    inputs_raw = raw.get("inputs", {})
+    if not isinstance(inputs_raw, dict) or not inputs_raw:
+        raise where.error(f"{key}.inputs", "missing or empty", 'give tensor shapes, e.g. inputs = { x = [1024, 512] }')
+    inputs = {}
+    for tname, shape in inputs_raw.items():
+        if not _NAME.match(tname):
+            raise where.error(f"{key}.inputs.{tname}", "input name is not an identifier")
+        inputs[tname] = _shape(shape, where, f"{key}.inputs.{tname}")
+
+    dims_raw = raw.get("dims", {})
+    if not isinstance(dims_raw, dict):
+        raise where.error(f"{key}.dims", "must be a table of dim name = size")
+    dims = {}
+    for dname, size in dims_raw.items():
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise where.error(f"{key}.dims.{dname}", f"dim size must be an integer >= 0, got {size!r}")
+        dims[dname] = size
+    named = {d for shape in inputs.values() for d in shape if isinstance(d, str)}
+    undefined = sorted(named - set(dims))
+    if undefined:
+        raise where.error(f"{key}.dims", f"dim {undefined[0]!r} is used in inputs but has no size",
+                          f"add dims = {{ {undefined[0]} = 1024 }}")
+
+    sweep = raw.get("sweep")
+    if sweep is None:
+        sweep = sorted(named, key=lambda d: [d in s for s in inputs.values()].index(True)) if named else []
+        sweep = sweep[:1]
+    if not isinstance(sweep, list) or any(s not in dims for s in sweep):
+        raise where.error(f"{key}.sweep", f"sweep must list dims defined in `dims`, got {sweep!r}",
+                          f"dims defined: {', '.join(dims) or 'none'}")
+
+    args = raw.get("args", {})
+    if not isinstance(args, dict):
+        raise where.error(f"{key}.args", "must be a table of keyword = value")
+    ranges = {}
+    for rname, bounds in raw.get("ranges", {}).items():
+        if (not isinstance(bounds, list) or len(bounds) != 2
+                or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) or bounds[0] >= bounds[1]):
+            raise where.error(f"{key}.ranges.{rname}", f"must be [low, high) integers, got {bounds!r}")
+        ranges[rname] = (bounds[0], bounds[1])
+
+    def optional_number(name: str) -> float | None:
+        value = raw.get(name, defaults.get(name))
+        return None if value is None else _number(value, where, f"{key}.{name}")
+
+    def optional_expr(name: str) -> str | None:
+        value = raw.get(name)
+        if value is not None and not isinstance(value, str):
+            raise where.error(f"{key}.{name}", "must be a Python expression string over dims and shapes")
+        return value
+
+    optimized = raw.get("optimized")
+    return KernelSpec(
+        name=name,
+        path=path,
+        entry=entry,
+        reference=reference,
+        inputs=inputs,
+        dims=dims,
+        sweep=list(sweep),
+        dtypes=_dtype_variants(raw.get("dtypes", defaults.get("dtypes")), inputs, where, f"{key}.dtypes"),
+        args=dict(args),
+        ranges=ranges,
+        atol=optional_number("atol"),
+        rtol=optional_number("rtol"),
+        flops=optional_expr("flops"),
+        bytes=optional_expr("bytes"),
+        timeout=optional_number("timeout") or DEFAULT_TIMEOUT_S,
+        optimized=(root / optimized).resolve() if isinstance(optimized, str) else None,
+        sizes=list(defaults.get("sizes", DEFAULT_SIZES)),
+        seed=int(defaults.get("seed", 0)),
+    )
+
+
+def parse_project(data: dict, file: Path | None, root: Path) -> Project:
+    where = _Where(str(file) if file else None)
+    _unknown_keys(data, _TOP_KEYS, where, "")
+    project = data.get("project", {})
+    defaults = data.get("defaults", {})
+    if not isinstance(project, dict):
+        raise where.error("project", "must be a table")
+    if not isinstance(defaults, dict):
+        raise where.error("defaults", "must be a table")
+    _unknown_keys(project, _PROJECT_KEYS, where, "project")
+    _unknown_keys(defaults, _DEFAULT_KEYS, where, "defaults")
+    sizes = defaults.get("sizes", list(DEFAULT_SIZES))
+    if (not isinstance(sizes, list) or not sizes
+            or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes)):
+        raise where.error("defaults.sizes", f"must be a list of positive integers, got {sizes!r}")
+    kernels_raw = data.get("kernel", [])
+    if not isinstance(kernels_raw, list) or not kernels_raw:
+        raise where.error("kernel", "no [[kernel]] table", "add one [[kernel]] table per kernel entry point")
+    kernels = [_kernel(raw, i, defaults, root, where) for i, raw in enumerate(kernels_raw)]
+    seen: set[str] = set()
+    for i, k in enumerate(kernels):
+        if k.name in seen:
+            raise where.error(f"kernel[{i}].name", f"duplicate kernel name {k.name!r}", "give each kernel a unique name")
+        seen.add(k.name)
+    max_configs = project.get("max_configs", 16)
+    if isinstance(max_configs, bool) or not isinstance(max_configs, int) or max_configs < 1:
+        raise where.error("project.max_configs", f"must be a positive integer, got {max_configs!r}")
+    artifacts = project.get("artifacts", DEFAULT_ARTIFACTS)
+    if not isinstance(artifacts, str):
+        raise where.error("project.artifacts", "must be a folder path string")
+    return Project(file=file, root=root, kernels=kernels, artifacts=(root / artifacts), max_configs=max_configs)
+
+
+def load_project(path: Path | str) -> Project:
+    """Load and validate a project file; a folder means its `tileiropt.toml`."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / PROJECT_FILE
+    if not path.is_file():
+        raise UserError("project file not found", file=str(path),
+                        hint="run `tileiropt init` to write one, or pass the kernel file with --entry/--shapes")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        line = re.search(r"line (\d+)", str(exc))
+        raise UserError(f"invalid TOML: {exc}", file=str(path), line=int(line.group(1)) if line else None,
+                        hint="check the TOML syntax at that line") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read: {exc}", file=str(path)) from None
+    return parse_project(data, path.resolve(), path.resolve().parent)
+
+
+def _json_flag(flag: str, text: str | None, expected: type) -> Any:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{flag}: not valid JSON ({exc.msg} at column {exc.colno})",
+                        hint=f"""quote it for the shell, e.g. {flag} '{{"x": [32, 512]}}'""") from None
+    if not isinstance(value, expected):
+        raise UserError(f"{flag}: expected a JSON {expected.__name__}, got {type(value).__name__}")
+    return value
+
+
+def project_from_flags(
+    kernel: Path | str,
+    *,
+    entry: str | None,
+    shapes: str | None,
+    dtypes: str | None = None,
+    reference: str | None = None,
+    args: str | None = None,
+    atol: float | None = None,
+    rtol: float | None = None,
+    sizes: list[int] | None = None,
+    artifacts: Path | str | None = None,
+) -> Project:
+    """The seed's flags (--entry, --shapes, --dtypes, --reference, --args) as a one-kernel project."""
+    kernel = Path(kernel)
+    if not kernel.is_file():
+        raise UserError("kernel file not found", file=str(kernel))
+    if not entry:
+        raise UserError("--entry is required with a kernel file", file=str(kernel),
+                        hint="name the Python wrapper that launches the kernel, e.g. --entry softmax")
+    if shapes is None:
+        raise UserError("--shapes is required with a kernel file", file=str(kernel),
+                        hint="""e.g. --shapes '{"x": [32, 512, 4096]}'""")
+    raw: dict[str, Any] = {"path": str(kernel.resolve()), "entry": entry,
+                           "inputs": _json_flag("--shapes", shapes, dict)}
+    if dtypes is not None:
+        raw["dtypes"] = _json_flag("--dtypes", dtypes, object) if dtypes.strip()[:1] in '{["' else dtypes
+    if reference is not None:
+        raw["reference"] = reference
+    if args is not None:
+        raw["args"] = _json_flag("--args", args, dict)
+    if atol is not None:
+        raw["atol"] = atol
+    if rtol is not None:
+        raw["rtol"] = rtol
+    data: dict[str, Any] = {"kernel": [raw]}
+    if sizes:
+        data["defaults"] = {"sizes": sizes}
+    root = Path.cwd()
+    if artifacts is not None:
+        data["project"] = {"artifacts": str(artifacts)}
+    return parse_project(data, None, root)
+
+
+def resolve_target(target: Path | str | None, **flags: Any) -> Project:
+    """A project from `target`: a project file, a folder holding one, or a kernel file with flags."""
+    target = Path(target) if target else Path.cwd()
+    if target.suffix == ".py":
+        return project_from_flags(target, **flags)
+    if any(v is not None for k, v in flags.items() if k in ("entry", "shapes")):
+        raise UserError("--entry/--shapes apply to a kernel .py file, not to a project", file=str(target))
+    return load_project(target)

@@ -1,0 +1,83 @@
+"""Find the Triton kernels and autotuners a module defines, and pin one config at a time.
+
+An autotuner holding a single config launches it without benchmarking: that is how every
+config is validated on its own, and how autotuned kernels run under TRITON_INTERPRET=1
+(the benchmarker needs a GPU driver).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+from triton.runtime.autotuner import Autotuner, Heuristics
+
+try:  # the interpreter wraps kernels in InterpretedFunction, a JITFunction look-alike
+    from triton.runtime.interpreter import InterpretedFunction
+except ImportError:  # pragma: no cover - very old Triton
+    InterpretedFunction = ()  # type: ignore[assignment,misc]
+from triton.runtime.jit import JITFunction
+
+KERNEL_TYPES = (JITFunction, Autotuner, Heuristics) + (
+    (InterpretedFunction,) if isinstance(InterpretedFunction, type) else ()
+)
+
+
+def innermost(obj: Any) -> Any:
+    """The JIT function under any stack of autotune/heuristics wrappers."""
+    seen = 0
+    while isinstance(obj, (Autotuner, Heuristics)) and seen < 16:
+        obj = obj.fn
+        seen += 1
+    return obj
+
+
+def function_name(obj: Any) -> str:
+    """The Python name of the kernel function behind a Triton wrapper."""
+    fn = innermost(obj)
+    inner = getattr(fn, "fn", fn)
+    return getattr(inner, "__name__", repr(inner))
+
+
+def kernel_objects(module: ModuleType) -> dict[str, Any]:
+    """Module attribute name -> Triton kernel object (JIT function, autotuner or heuristics)."""
+    return {name: value for name, value in vars(module).items() if isinstance(value, KERNEL_TYPES)}
+
+
+def autotuners(module: ModuleType) -> dict[str, Autotuner]:
+    """Module attribute name -> the autotuner bound under it (looking through heuristics)."""
+    found: dict[str, Autotuner] = {}
+    for name, obj in kernel_objects(module).items():
+        seen = 0
+        while isinstance(obj, (Autotuner, Heuristics)) and seen < 16:
+            if isinstance(obj, Autotuner):
+                found[name] = obj
+                break
+            obj = obj.fn
+            seen += 1
+    return found
+
+
+def config_label(config: Any) -> str:
+    """A stable, readable label for a triton.Config: its kwargs, then its launch options."""
+    parts = [f"{k}={v}" for k, v in sorted(getattr(config, "kwargs", {}).items())]
+    for option in ("num_warps", "num_stages", "num_ctas", "maxnreg", "occupancy"):
+        value = getattr(config, option, None)
+        if value is not None:
+            parts.append(f"{option}={value}")
+    return ", ".join(parts)
+
+
+@contextlib.contextmanager
+def pinned(autotuner: Autotuner, config: Any) -> Iterator[Autotuner]:
+    """Run `autotuner` with exactly `config` (no benchmarking), restoring it afterwards."""
+    saved_configs, saved_cache = autotuner.configs, dict(getattr(autotuner, "cache", {}))
+    autotuner.configs = [config]
+    autotuner.cache = {}
+    try:
+        yield autotuner
+    finally:
+        autotuner.configs = saved_configs
+        autotuner.cache = saved_cache
