@@ -1,0 +1,371 @@
+"""Phase 1: what is installed and active -- the `check` report and the provenance of every record.
+
+Public API:
+
+- `triton_distribution()`: which distribution provides `import triton` (cached).
+- `device_description()`: the GPU this process would use, or ``{"name": "cpu", ...}`` (cached).
+- `check_environment(env)`: the full `CheckReport` behind `tileiropt check`.
+
+Nothing here touches CUDA at import time, and no probe raises on a machine without a GPU. The
+`probe_*` functions are small on purpose: tests replace them to simulate other machines.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+NVTRITON = "nvtriton"
+TILEIR_BACKEND_MODULE = "triton.backends.tileir"
+TILEIR_BACKEND = "tileir"
+BLACKWELL_MAJOR = 10
+TILEIRAS = "tileiras"
+TILEIRAS_TIMEOUT_S = 5.0
+
+# Environment variables the report shows, in display order. nvtriton reads the TILEIR_* names;
+# early builds read CUTILE_ENABLE_APPROX / CUTILE_ENABLE_FTZ instead (shown only when set).
+ENV_KEYS = ("ENABLE_TILE", "TILEIR_ENABLE_APPROX", "TILEIR_ENABLE_FTZ", "TRITON_INTERPRET",
+            "TRITON_TILEIRAS_PATH", "CUDA_HOME")
+LEGACY_ENV_KEYS = ("CUTILE_ENABLE_APPROX", "CUTILE_ENABLE_FTZ")
+
+CPU_DEVICE: dict[str, Any] = {"name": "cpu", "capability": None, "sm_count": None}
+
+
+# --------------------------------------------------------------------------- probes
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def probe_distributions() -> list[dict[str, str]]:
+    """Every installed distribution that ships the top-level `triton` package: [{name, version}]."""
+    try:
+        names = importlib.metadata.packages_distributions().get("triton", [])
+    except Exception:  # a broken metadata folder must not break the report
+        return []
+    found: dict[str, dict[str, str]] = {}
+    for name in names:
+        key = _normalize(name)
+        if key in found:
+            continue
+        try:
+            version = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            version = "unknown"
+        found[key] = {"name": name, "version": version}
+    return list(found.values())
+
+
+def probe_triton_location() -> str | None:
+    """The folder `import triton` loads from (found without importing it), or None."""
+    try:
+        spec = importlib.util.find_spec("triton")
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return str(Path(next(iter(spec.submodule_search_locations))).resolve())
+    return str(Path(spec.origin).resolve().parent) if spec.origin else None
+
+
+def probe_distribution_owner(names: list[str], location: str | None) -> str | None:
+    """Which of `names` installed the files at `location` (the package folder of `triton`)."""
+    if location is None:
+        return None
+    init = Path(location) / "__init__.py"
+    for name in names:
+        try:
+            dist = importlib.metadata.distribution(name)
+            files = dist.files or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for entry in files:
+            if entry.as_posix() == "triton/__init__.py":
+                try:
+                    if Path(dist.locate_file(entry)).resolve() == init.resolve():
+                        return name
+                except OSError:
+                    pass
+    return None
+
+
+def probe_tileir_backend() -> bool:
+    """True when `triton.backends.tileir` exists (nvtriton, the Triton-to-tile-IR fork)."""
+    try:
+        return importlib.util.find_spec(TILEIR_BACKEND_MODULE) is not None
+    except (ImportError, ValueError, AttributeError):
+        return False
+    except Exception:  # importing a broken triton can raise anything; it simply is not usable
+        return False
+
+
+def probe_triton_version() -> str | None:
+    """`triton.__version__` of the imported package, or None when it does not import."""
+    try:
+        import triton
+    except Exception:
+        return None
+    return str(getattr(triton, "__version__", None) or "unknown")
+
+
+def probe_torch() -> dict[str, str | None]:
+    """torch's version and the CUDA runtime it was built with (None for a CPU build)."""
+    try:
+        import torch
+    except Exception:
+        return {"version": None, "cuda": None}
+    return {"version": str(torch.__version__), "cuda": getattr(torch.version, "cuda", None)}
+
+
+def probe_gpu() -> dict[str, Any] | None:
+    """Name, capability and SM count of the current CUDA device; None without a usable GPU."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        index = torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+    except Exception:
+        return None
+    return {
+        "name": str(props.name),
+        "capability": f"{props.major}.{props.minor}",
+        "sm_count": int(props.multi_processor_count),
+    }
+
+
+def probe_active_backend() -> tuple[str | None, str | None]:
+    """(backend, error): `triton.runtime.driver.active.get_current_target().backend`."""
+    try:
+        import triton
+
+        return str(triton.runtime.driver.active.get_current_target().backend), None
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}".strip()
+
+
+def probe_tileiras_version(path: str) -> str | None:
+    """The version `tileiras --version` prints (e.g. "13.1, V13.1.80"), or None."""
+    try:
+        result = subprocess.run([path, "--version"], capture_output=True, text=True,
+                                timeout=TILEIRAS_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    text = (result.stdout or "") + (result.stderr or "")
+    match = re.search(r"release\s+([0-9][0-9.]*)(?:,\s*V([0-9][0-9.]*))?", text)
+    if match:
+        return f"{match.group(1)}, V{match.group(2)}" if match.group(2) else match.group(1)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:120] if lines else None
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def find_tileiras(env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(path, where): TRITON_TILEIRAS_PATH (a folder), then CUDA_HOME/bin, then PATH."""
+    folder = env.get("TRITON_TILEIRAS_PATH")
+    if folder and _executable(Path(folder) / TILEIRAS):
+        return str(Path(folder) / TILEIRAS), "TRITON_TILEIRAS_PATH"
+    cuda_home = env.get("CUDA_HOME")
+    if cuda_home and _executable(Path(cuda_home) / "bin" / TILEIRAS):
+        return str(Path(cuda_home) / "bin" / TILEIRAS), "CUDA_HOME"
+    on_path = shutil.which(TILEIRAS, path=env.get("PATH", ""))
+    if on_path:
+        return on_path, "PATH"
+    return None, None
+
+
+# --------------------------------------------------------------------------- provenance API
+
+
+def _triton_distribution() -> dict[str, Any]:
+    dists = probe_distributions()
+    names = [d["name"] for d in dists]
+    location = probe_triton_location()
+    owner = probe_distribution_owner(names, location) if len(names) > 1 else (names[0] if names else None)
+    version = next((d["version"] for d in dists if d["name"] == owner), None)
+    tileir = probe_tileir_backend()
+    imported_version = probe_triton_version() if location else None
+    return {
+        "name": NVTRITON if tileir else (owner or ("unknown" if location else None)),
+        "version": imported_version or version,
+        "all": names,
+        "distribution": owner,
+        "versions": {d["name"]: d["version"] for d in dists},
+        "location": location,
+        "tileir_backend": tileir,
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def triton_distribution() -> dict[str, Any]:
+    """Which distribution provides `import triton`, for provenance records.
+
+    Keys: ``name`` ("triton", "pytorch-triton", "nvtriton" when `triton.backends.tileir` exists,
+    "unknown" when no distribution claims the package, None when triton is not installed),
+    ``version`` (`triton.__version__`), ``all`` (names of every installed distribution shipping
+    `triton`), ``distribution`` (the metadata name of the one imported), ``versions``
+    (name -> version), ``location`` (package folder), ``tileir_backend`` (bool).
+    Imports triton (not CUDA); cached -- call ``triton_distribution.cache_clear()`` to re-probe.
+    """
+    return _triton_distribution()
+
+
+@functools.lru_cache(maxsize=1)
+def device_description() -> dict[str, Any]:
+    """The current GPU as ``{"name", "capability" ("9.0"), "sm_count"}``, else `CPU_DEVICE`.
+
+    Queries torch.cuda when called (never at import); never raises. Cached -- call
+    ``device_description.cache_clear()`` to re-probe.
+    """
+    gpu = probe_gpu()
+    return dict(gpu) if gpu else dict(CPU_DEVICE)
+
+
+def capability_major(capability: str | None) -> int | None:
+    if not capability:
+        return None
+    try:
+        return int(capability.split(".")[0])
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------- the check report
+
+
+@dataclass
+class CheckReport:
+    """Everything `tileiropt check` reports; `tileir_ready` is True exactly when `reasons` is empty."""
+
+    python: str
+    triton: dict[str, Any]
+    torch: dict[str, str | None]
+    gpu: dict[str, Any]
+    blackwell: bool
+    env: dict[str, str | None]
+    active_backend: str | None
+    active_backend_error: str | None
+    tileiras: dict[str, str | None]
+    tileir_ready: bool
+    reasons: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    recommendation: str = ""
+
+
+def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, blackwell: bool,
+             backend: str | None, backend_error: str | None) -> list[str]:
+    reasons = []
+    if not nvtriton:
+        reasons.append(f"nvtriton is not installed ({TILEIR_BACKEND_MODULE} not found)")
+    if not enable_tile:
+        reasons.append("ENABLE_TILE is not 1")
+    if gpu is None:
+        reasons.append("no GPU")
+    elif not blackwell:
+        reasons.append(f"{gpu['name']} is sm_{gpu['capability'].replace('.', '')}; "
+                       "TileIR needs Blackwell (sm_100+)")
+    if gpu is not None and backend != TILEIR_BACKEND:
+        if backend is None:
+            reasons.append(f"active backend unknown ({backend_error or 'no driver'})")
+        else:
+            reasons.append(f"active backend is {backend!r}, not {TILEIR_BACKEND!r}")
+    return reasons
+
+
+def _recommendation(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, blackwell: bool,
+                    backend: str | None, ready: bool) -> str:
+    if ready:
+        return "TileIR ready: validate and bench both PTX (ENABLE_TILE=0) and TileIR (ENABLE_TILE=1)"
+    if gpu is None:
+        return "no GPU: validate under TRITON_INTERPRET=1; TileIR configs are added but cannot run here"
+    if not blackwell:
+        return "PTX only; TileIR needs Blackwell (sm_100+) and nvtriton"
+    if not nvtriton:
+        return "Blackwell without nvtriton: PTX only; install nvtriton (Triton-to-tile-IR) to run TileIR"
+    if not enable_tile:
+        return "set ENABLE_TILE=1 to run TileIR (ENABLE_TILE=0 runs PTX)"
+    return (f"ENABLE_TILE=1 but the active backend is {backend or 'unknown'}: "
+            "make sure nvtriton is the triton that Python imports")
+
+
+def check_environment(env: Mapping[str, str] | None = None) -> CheckReport:
+    """Probe this machine. `env` (default `os.environ`) supplies the variables that are reported
+    and searched (ENABLE_TILE, TRITON_TILEIRAS_PATH, CUDA_HOME, PATH, ...); the active backend is
+    the one this process sees."""
+    env = os.environ if env is None else env
+    dist = _triton_distribution()
+    torch_info = probe_torch()
+    gpu = probe_gpu()
+    blackwell = bool(gpu) and (capability_major(gpu["capability"]) or 0) >= BLACKWELL_MAJOR
+    nvtriton = bool(dist["tileir_backend"])
+    enable_tile = env.get("ENABLE_TILE") == "1"
+    backend, backend_error = probe_active_backend() if gpu is not None else (None, None)
+
+    tileiras_path, found_via = find_tileiras(env)
+    tileiras = {"path": tileiras_path, "found_via": found_via,
+                "version": probe_tileiras_version(tileiras_path) if tileiras_path else None}
+
+    reasons = _reasons(nvtriton, enable_tile, gpu, blackwell, backend, backend_error)
+    ready = not reasons
+    warnings = _warnings(dist, env, nvtriton, enable_tile, tileiras)
+    variables = {key: env.get(key) for key in ENV_KEYS}
+    variables.update({key: env[key] for key in LEGACY_ENV_KEYS if key in env})
+    return CheckReport(
+        python=sys.version.split()[0],
+        triton=dist,
+        torch=torch_info,
+        gpu=dict(gpu) if gpu else dict(CPU_DEVICE),
+        blackwell=blackwell,
+        env=variables,
+        active_backend=backend,
+        active_backend_error=backend_error,
+        tileiras=tileiras,
+        tileir_ready=ready,
+        reasons=reasons,
+        warnings=warnings,
+        recommendation=_recommendation(nvtriton, enable_tile, gpu, blackwell, backend, ready),
+    )
+
+
+def _warnings(dist: dict[str, Any], env: Mapping[str, str], nvtriton: bool, enable_tile: bool,
+              tileiras: dict[str, str | None]) -> list[str]:
+    warnings = []
+    if len(dist["all"]) > 1:
+        listed = ", ".join(f"{n} {v}" for n, v in dist["versions"].items())
+        provider = dist["distribution"] or "cannot tell which"
+        warnings.append(f"{len(dist['all'])} distributions ship `import triton` ({listed}); "
+                        f"the one imported: {provider}. Keep only one installed")
+    if dist["location"] is None:
+        warnings.append("triton is not installed")
+    if enable_tile and not nvtriton:
+        warnings.append("ENABLE_TILE=1 has no effect: this triton has no TileIR backend")
+    folder = env.get("TRITON_TILEIRAS_PATH")
+    if folder and not _executable(Path(folder) / TILEIRAS):
+        warnings.append(f"TRITON_TILEIRAS_PATH={folder} holds no executable tileiras; "
+                        "nvtriton does not look further when it is set")
+    if nvtriton and tileiras["path"] is None:
+        warnings.append("tileiras not found (TRITON_TILEIRAS_PATH, CUDA_HOME/bin, PATH): "
+                        "TileIR compiles will fail or fall back to PTX")
+    if env.get("TRITON_INTERPRET") == "1":
+        warnings.append("TRITON_INTERPRET=1: kernels run in the interpreter, no backend compiles them")
+    for key in LEGACY_ENV_KEYS:
+        if key in env:
+            new = key.replace("CUTILE_", "TILEIR_")
+            warnings.append(f"{key} is read only by early nvtriton builds; current builds read {new}")
+    return warnings
