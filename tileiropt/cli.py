@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -61,6 +62,54 @@ def root(
     ] = False,
 ) -> None:
     """Phases: check -> classify -> apply -> validate -> bench -> report; `run` does them all."""
+
+
+@app.command()
+@user_errors
+def check(
+    json_output: JsonFlag = False,
+    require_tileir: Annotated[
+        bool, typer.Option("--require-tileir", help="Exit 1 unless TileIR is ready (for scripts).")
+    ] = False,
+) -> None:
+    """Phase 1: which triton, GPU, backend and tileiras this machine has, and whether TileIR is ready."""
+    from rich.markup import escape
+
+    from tileiropt.environment import check_environment, print_check
+    from tileiropt.output import console, print_json
+
+    report = check_environment()
+    if json_output:
+        print_json(report)
+    else:
+        print_check(report, console)
+    if require_tileir and not report.tileir_ready:
+        reasons = escape("; ".join(report.reasons))
+        err_console.print(f"[bold red]error[/]: TileIR is not ready: {reasons}", soft_wrap=True)
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+@app.command()
+@user_errors
+def init(
+    path: Annotated[
+        Path | None,
+        typer.Argument(help="File to write; a folder gets tileiropt.toml. [default: ./tileiropt.toml]",
+                       show_default=False),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """Write a commented project-file template (tileiropt.toml) to edit."""
+    from tileiropt.output import console, print_json
+    from tileiropt.project_template import write_project_template
+
+    written = write_project_template(path, force=force)
+    if json_output:
+        print_json({"written": str(written.resolve())})
+    else:
+        console.print(f"wrote {written}: edit its [[kernel]] table (path, entry, inputs, reference)",
+                      markup=False)
 
 
 def main() -> None:
