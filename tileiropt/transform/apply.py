@@ -1,0 +1,367 @@
+"""Phase 3: rewrite a kernel file for TileIR without changing its PTX path.
+
+The rewrite only ever *inserts* code: the standalone gate after the imports, and after each
+kernel an `if _TILEIR:` block (plus a `<name>_tileir` twin when the body must change). Every
+original statement -- kernels, decorators, config lists -- stays byte-identical, so with the
+gate off the module is the original one.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+from tileiropt.analysis.discovery import KernelInfo, ModuleInfo, discover
+from tileiropt.errors import UserError
+from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
+from tileiropt.transform.gate import ACTIVE_FLAG, GATE_MARKER, GATE_SOURCE
+from tileiropt.transform.kernel_facts import kernel_facts, size_arguments
+from tileiropt.transform.math_rewrites import rewrite_math
+from tileiropt.transform.spaces import DEFAULT_MAX_CONFIGS, Space, TileIRConfig, build_space, load_spaces
+
+TWIN_SUFFIX = "_tileir"
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
+
+
+@dataclass
+class Change:
+    line: int
+    what: str
+    why: str
+
+
+@dataclass
+class KernelReport:
+    kernel: str
+    line: int
+    kernel_class: str
+    changes: list[Change] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # why something was not done
+    twin: str | None = None
+    configs_added: int = 0
+
+
+@dataclass
+class ApplyResult:
+    path: str
+    output: str | None
+    already_prepared: bool
+    kernels: list[KernelReport]
+    source: str
+    new_source: str
+
+    @property
+    def changed(self) -> bool:
+        return self.new_source != self.source
+
+    def diff(self) -> str:
+        out = self.output or f"{self.path} (rewritten)"
+        return "".join(difflib.unified_diff(self.source.splitlines(keepends=True),
+                                            self.new_source.splitlines(keepends=True),
+                                            fromfile=self.path, tofile=out))
+
+
+ClassifyFn = Callable[[ModuleInfo, KernelInfo], str]
+
+
+# ----------------------------------------------------------------------------- code builders
+
+
+def _config_call(config: TileIRConfig) -> str:
+    kwargs = ", ".join(f"{name!r}: {value!r}" for name, value in config.kwargs)
+    parts = [f"{{{kwargs}}}", f"occupancy={config.occupancy}", f"num_ctas={config.num_ctas}"]
+    if config.num_stages is not None:
+        parts.append(f"num_stages={config.num_stages}")
+    if config.num_warps is not None:
+        parts.append(f"num_warps={config.num_warps}")
+    return f"_tileiropt_config({', '.join(parts)})"
+
+
+def _config_list(configs: list[TileIRConfig], indent: str) -> str:
+    inner = indent + "    "
+    return "[\n" + "".join(f"{inner}{_config_call(c)},\n" for c in configs) + f"{indent}]"
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+@dataclass
+class _Plan:
+    report: KernelReport
+    twin: cst.FunctionDef | None = None
+    block: list[str] = field(default_factory=list)  # statements inside `if _TILEIR:`
+
+
+def _existing_rows(values: list[ConfigValue]) -> tuple[list[dict], list[str], list[int | None]]:
+    rows: list[dict] = []
+    names: list[str] = []
+    warps: list[int | None] = []
+    for value in values:
+        if value.kwargs not in rows:
+            rows.append(value.kwargs)
+            warps.append(value.num_warps if isinstance(value.num_warps, int) else None)
+        for name in value.kwargs:
+            if name not in names:
+                names.append(name)
+    return rows, names, warps
+
+
+def _plan_autotuned(kernel: KernelInfo, info: ModuleInfo, source: str, space: Space, cap: int,
+                    target: str, plan: _Plan) -> None:
+    autotune = kernel.autotune
+    assert autotune is not None
+    try:
+        values = resolve_configs(source, autotune.configs_source, info.triton_names)
+    except Unresolvable as exc:
+        plan.report.skipped.append(f"TileIR configs not added: {exc}")
+        return
+    rows, names, warps = _existing_rows(values)
+    params = {p.name for p in kernel.params}
+    unknown = [n for n in names if n not in params]
+    if unknown:
+        plan.report.skipped.append(f"TileIR configs not added: configs set {unknown[0]!r}, not a kernel parameter")
+        return
+    allow_ctas = "NUM_SMS" not in params  # persistent kernels: see the 2-CTA note below
+    if not allow_ctas and any(c > 1 for c in space.num_ctas):
+        plan.report.skipped.append(
+            "num_ctas=2 not added: persistent kernel (NUM_SMS); its grid and tile stride would need "
+            "NUM_SMS // num_ctas, which a config pre_hook cannot pass to the launch")
+    configs = []
+    for row, row_warps in zip(rows, warps):
+        configs += build_space(space, [row], names, num_warps=[row_warps], allow_num_ctas=allow_ctas, cap=10**6)
+    configs = _dedupe(configs)
+    from tileiropt.transform.spaces import _cover  # noqa: PLC0415 - one shared capping rule
+
+    axes = [("occupancy", o) for o in space.occupancy] + [("num_stages", s) for s in space.num_stages]
+    if allow_ctas:
+        axes += [("num_ctas", c) for c in space.num_ctas]
+    configs = _cover(configs, axes + [(k, v) for c in configs for k, v in c.kwargs], cap)
+    plan.block.append(f"_tileiropt_add_configs({target}, {_config_list(configs, '    ')})")
+    plan.report.configs_added = len(configs)
+    sized = sorted({k for c in configs for k, _ in c.kwargs if k in names and any(
+        c.kwargs_dict()[k] != r.get(k) for r in rows)})
+    plan.report.changes.append(Change(
+        autotune.line,
+        f"{len(configs)} TileIR configs added to the autotune space of {target} "
+        f"(occupancy {sorted({c.occupancy for c in configs})}, num_ctas {sorted({c.num_ctas for c in configs})}, "
+        f"num_stages {sorted({c.num_stages for c in configs if c.num_stages})}"
+        + (f", larger {', '.join(sized)}" if sized else "") + ")",
+        "TileIR tunes occupancy and 2-CTA mode; num_stages is a cost hint; larger tiles suit CGA-level tiles; "
+        f"the kernel's own {len(values)} configs are kept first"))
+
+
+def _dedupe(configs: list[TileIRConfig]) -> list[TileIRConfig]:
+    seen, unique = set(), []
+    for config in configs:
+        if config not in seen:
+            seen.add(config)
+            unique.append(config)
+    return unique
+
+
+def _plan_hint_only(kernel: KernelInfo, function_source: str, space: Space, cap: int, target: str,
+                    plan: _Plan) -> None:
+    if not kernel.launches:
+        plan.report.skipped.append("no hint autotune: the kernel is not launched in this file")
+        return
+    facts = kernel_facts(function_source, [p.name for p in kernel.params])
+    if facts.atomics:
+        plan.report.skipped.append(
+            f"no hint autotune: atomics (line {facts.atomics[0]}) accumulate across runs, and autotuning re-runs "
+            "the kernel")
+        return
+    key = size_arguments([(p.name, p.is_constexpr) for p in kernel.params])
+    if not key:
+        plan.report.skipped.append("no hint autotune: no runtime size argument to key the autotuner on")
+        return
+    passed = {name for launch in kernel.launches for name in launch.kwargs}
+    positional_max = max(len(launch.args) for launch in kernel.launches)
+    params = [p.name for p in kernel.params]
+    passed |= set(params[:positional_max])
+    constexprs = [p.name for p in kernel.params if p.is_constexpr and p.default is None]
+    not_passed = [c for c in constexprs if c not in passed and c not in kernel.heuristics]
+    if not_passed:
+        plan.report.skipped.append(f"no hint autotune: meta-parameter {not_passed[0]!r} is not passed at every launch")
+        return
+    stages = None if "num_stages" in passed else space.num_stages
+    ctas = [1] if "num_ctas" in passed else space.num_ctas
+    hint_space = Space(space.occupancy, ctas, stages or [0], {})
+    configs = build_space(hint_space, [{}], [], num_warps=[None], cap=cap)
+    if stages is None:
+        configs = _dedupe([TileIRConfig(c.kwargs, c.occupancy, c.num_ctas, None) for c in configs])
+    restore = facts.in_place
+    restore_arg = f", restore_value={restore!r}" if restore else ""
+    plan.block.append(
+        f"{kernel.name} = _tileiropt_hint_autotune(\n    {target},\n    key={key!r},\n"
+        f"    configs={_config_list(configs, '    ')}{restore_arg},\n)")
+    plan.report.configs_added = len(configs)
+    plan.report.changes.append(Change(
+        kernel.line,
+        f"hint-only autotune under the gate: {len(configs)} configs over occupancy "
+        f"{sorted({c.occupancy for c in configs})}" + (f", num_stages {stages}" if stages else "")
+        + (f", num_ctas {ctas}" if len(ctas) > 1 else "") + f", keyed on {', '.join(key)}"
+        + (f", restoring {', '.join(restore)} between trials" if restore else ""),
+        "the launch passes its own block sizes, so only TileIR hints are tuned; launch options it passes "
+        "(" + (", ".join(o for o in LAUNCH_OPTIONS if o in passed) or "none") + ") are left to it"))
+
+
+def _function_source(node: cst.FunctionDef) -> str:
+    return cst.Module(body=[node.with_changes(leading_lines=[])]).code
+
+
+def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, classify: ClassifyFn,
+                 spaces: dict[str, Space], cap: int) -> dict[str, _Plan]:
+    nodes = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    plans: dict[str, _Plan] = {}
+    names = {k.name for k in info.kernels}
+    for kernel in info.kernels:
+        if kernel.name.endswith(TWIN_SUFFIX) and kernel.name[: -len(TWIN_SUFFIX)] in names:
+            continue
+        kernel_class = classify(info, kernel)
+        plan = _Plan(KernelReport(kernel.name, kernel.line, kernel_class))
+        plans[kernel.name] = plan
+        node = nodes.get(kernel.name)
+        if node is None:
+            plan.report.skipped.append("not a module-level function: left alone")
+            continue
+        twin, rewrites = rewrite_math(node, info.tl_names, kernel.first_line)
+        target = kernel.name
+        if rewrites:
+            plan.twin = twin.with_changes(name=cst.Name(kernel.name + TWIN_SUFFIX))
+            plan.report.twin = kernel.name + TWIN_SUFFIX
+            target = plan.report.twin
+            for rewrite in rewrites:
+                plan.report.changes.append(Change(rewrite.line, f"twin {target}: {rewrite.what}",
+                                                  "TileIR's compiler does not rewrite exp into ex2 + mul itself"))
+        space = spaces[kernel_class]
+        if kernel.autotune is not None:
+            _plan_autotuned(kernel, info, source, space, cap, target, plan)
+        elif kernel.is_entry:
+            _plan_hint_only(kernel, _function_source(node), space, cap, target, plan)
+        if plan.twin is not None and not any(line.startswith(f"{kernel.name} =") for line in plan.block):
+            plan.block.append(f"{kernel.name} = {target}")
+            plan.report.changes.append(Change(kernel.line, f"{kernel.name} bound to {target} under the gate",
+                                              "every caller, in this module or another, gets the TileIR body"))
+    return plans
+
+
+# ----------------------------------------------------------------------------- rewriting
+
+
+def _gate_insert_index(module: cst.Module) -> int:
+    """After the last import that precedes the first function or class definition."""
+    index = 0
+    for i, statement in enumerate(module.body):
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            break
+        if isinstance(statement, cst.SimpleStatementLine) and any(
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body):
+            index = i + 1
+    return index
+
+
+def _block_statement(kernel: str, lines: list[str]) -> cst.BaseStatement:
+    body = "\n".join("    " + line.replace("\n", "\n    ") for line in lines)
+    code = f"# tileiropt: TileIR code for {kernel} (inactive unless the gate is on)\nif {ACTIVE_FLAG}:\n{body}\n"
+    return cst.parse_statement(code).with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+
+
+def rewrite_module(module: cst.Module, plans: dict[str, _Plan]) -> cst.Module:
+    body = list(module.body)
+    gate = cst.parse_module(GATE_SOURCE).body
+    new_body: list[cst.BaseStatement] = []
+    gate_index = _gate_insert_index(module)
+    for i, statement in enumerate(body):
+        if i == gate_index:
+            new_body.extend(_gate_statements(gate))
+        new_body.append(statement)
+        if isinstance(statement, cst.FunctionDef) and statement.name.value in plans:
+            plan = plans[statement.name.value]
+            if plan.twin is not None:
+                comment = cst.EmptyLine(comment=cst.Comment(
+                    f"# tileiropt: TileIR twin of {statement.name.value} (the original above is unchanged)"))
+                new_body.append(plan.twin.with_changes(
+                    leading_lines=[cst.EmptyLine(), cst.EmptyLine(), comment]))
+            if plan.block:
+                new_body.append(_block_statement(statement.name.value, plan.block))
+    if gate_index >= len(body):
+        new_body.extend(_gate_statements(gate))
+    return module.with_changes(body=new_body)
+
+
+def _gate_statements(gate: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    first = gate[0]
+    comment_lines = [line for line in first.leading_lines if line.comment is not None]
+    return [first.with_changes(leading_lines=[cst.EmptyLine(), *comment_lines]), *gate[1:]]
+
+
+def _default_classify(info: ModuleInfo, kernel: KernelInfo) -> str:
+    from tileiropt.analysis.classify import kernel_class  # noqa: PLC0415 - avoid an import cycle
+
+    return kernel_class(info, kernel)
+
+
+def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, Space] | None = None,
+                     max_configs: int = DEFAULT_MAX_CONFIGS, classify: ClassifyFn | None = None) -> ApplyResult:
+    """Plan and rewrite one module's source; nothing is written."""
+    if GATE_MARKER in source:
+        return ApplyResult(path, None, True, [], source, source)
+    info = discover(source, path)
+    if not info.kernels:
+        raise UserError("no Triton kernel found (no @triton.jit function)", file=path,
+                        hint="point apply at a file that defines @triton.jit kernels")
+    module = cst.parse_module(source)
+    plans = plan_kernels(info, module, source, classify or _default_classify, spaces or load_spaces(),
+                         max_configs)
+    if not any(plan.block or plan.twin for plan in plans.values()):
+        return ApplyResult(path, None, False, [p.report for p in plans.values()], source, source)
+    new_module = rewrite_module(module, plans)
+    return ApplyResult(path, None, False, [p.report for p in plans.values()], source, new_module.code)
+
+
+def output_path_for(path: Path, output: Path | None, in_place: bool) -> Path:
+    if in_place and output is not None:
+        raise UserError("--in-place and -o/--output exclude each other", hint="choose one")
+    if in_place:
+        return path
+    return output or path.with_name(f"{path.stem}{TWIN_SUFFIX}.py")
+
+
+def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,
+               spaces: dict[str, Space] | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
+               classify: ClassifyFn | None = None) -> ApplyResult:
+    """Transform one kernel file and write the result (atomically) unless `dry_run`.
+
+    The input is never overwritten unless `in_place`; then the original is kept beside it as
+    `<name>.orig` (never replacing an existing backup).
+    """
+    from tileiropt.output import write_atomic  # noqa: PLC0415
+
+    path = Path(path)
+    if not path.is_file():
+        raise UserError("kernel file not found", file=str(path))
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read: {exc}", file=str(path)) from None
+    target = output_path_for(path, output, in_place)
+    if target.resolve() == path.resolve() and not in_place:
+        raise UserError("the output would overwrite the input", file=str(path),
+                        hint="pass --in-place to rewrite the file itself (a .orig backup is kept)")
+    result = transform_source(source, str(path), spaces=spaces, max_configs=max_configs, classify=classify)
+    result.output = str(target)
+    if dry_run:
+        return result
+    if in_place:
+        if result.changed:
+            backup = path.with_name(path.name + ".orig")
+            if not backup.exists():
+                write_atomic(backup, source)
+            write_atomic(path, result.new_source)
+    else:
+        write_atomic(target, result.new_source)
+    return result

@@ -1,0 +1,189 @@
+"""TileIR config spaces: per-class hint ranges from `templates/spaces.toml`, mapped onto a
+kernel's own meta-parameter names, and capped to a budget with coverage of every value."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from tileiropt.errors import UserError
+
+KERNEL_CLASSES = ("dot", "norm", "elementwise", "reduction")
+HINTS = ("occupancy", "num_ctas", "num_stages")
+DEFAULT_MAX_CONFIGS = 16
+
+# Role of a block-size meta-parameter, read from its name: BLOCK_SIZE_M, BLOCK_M, BM, TILE_M ...
+_ROLE_PATTERNS = {
+    "M": re.compile(r"^(BLOCK|TILE)(_SIZE)?_?M$|^BM$", re.IGNORECASE),
+    "N": re.compile(r"^(BLOCK|TILE)(_SIZE)?_?N$|^BN$", re.IGNORECASE),
+    "K": re.compile(r"^(BLOCK|TILE)(_SIZE)?_?K$|^BK$", re.IGNORECASE),
+    "BLOCK": re.compile(r"^(X?BLOCK|TILE)(_SIZE)?$|^BS$", re.IGNORECASE),
+}
+
+
+@dataclass
+class Space:
+    """The hint ranges and tile sizes searched for one kernel class."""
+
+    occupancy: list[int]
+    num_ctas: list[int]
+    num_stages: list[int]
+    tiles: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TileIRConfig:
+    """One config to add under the gate: meta-parameters plus TileIR hints."""
+
+    kwargs: tuple[tuple[str, Any], ...]
+    occupancy: int
+    num_ctas: int
+    num_stages: int | None
+    num_warps: int | None = None
+
+    def kwargs_dict(self) -> dict[str, Any]:
+        return dict(self.kwargs)
+
+
+def role_of(name: str) -> str | None:
+    for role, pattern in _ROLE_PATTERNS.items():
+        if pattern.match(name):
+            return role
+    return None
+
+
+def _int_list(value: Any, where: str) -> list[int]:
+    if (not isinstance(value, list) or not value
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
+        raise UserError(f"[{where}] must be a non-empty list of positive integers, got {value!r}")
+    return list(value)
+
+
+def parse_spaces(data: dict, source: str) -> dict[str, Space]:
+    spaces: dict[str, Space] = {}
+    for cls, table in data.items():
+        if cls not in KERNEL_CLASSES:
+            raise UserError(f"[{cls}] is not a kernel class", file=source,
+                            hint=f"use one of {', '.join(KERNEL_CLASSES)}")
+        if not isinstance(table, dict):
+            raise UserError(f"[{cls}] must be a table", file=source)
+        unknown = set(table) - {*HINTS, "tiles"}
+        if unknown:
+            raise UserError(f"[{cls}.{sorted(unknown)[0]}] unknown key", file=source,
+                            hint="allowed: occupancy, num_ctas, num_stages, tiles")
+        tiles = table.get("tiles", {})
+        if not isinstance(tiles, dict) or any(role not in _ROLE_PATTERNS for role in tiles):
+            raise UserError(f"[{cls}.tiles] must map roles {', '.join(_ROLE_PATTERNS)} to sizes", file=source)
+        try:
+            spaces[cls] = Space(
+                occupancy=_int_list(table.get("occupancy", [1]), f"{cls}.occupancy"),
+                num_ctas=_int_list(table.get("num_ctas", [1]), f"{cls}.num_ctas"),
+                num_stages=_int_list(table.get("num_stages", [3]), f"{cls}.num_stages"),
+                tiles={role: _int_list(v, f"{cls}.tiles.{role}") for role, v in tiles.items()},
+            )
+        except UserError as exc:
+            exc.file = source
+            raise
+    missing = [c for c in KERNEL_CLASSES if c not in spaces]
+    if missing:
+        raise UserError(f"no space for class {missing[0]!r}", file=source, hint=f"add a [{missing[0]}] table")
+    return spaces
+
+
+def load_spaces(path: Path | None = None) -> dict[str, Space]:
+    """The shipped spaces, or the user's file given with --spaces."""
+    if path is None:
+        text = resources.files("tileiropt.templates").joinpath("spaces.toml").read_text(encoding="utf-8")
+        source = "templates/spaces.toml"
+    else:
+        if not Path(path).is_file():
+            raise UserError("spaces file not found", file=str(path))
+        text, source = Path(path).read_text(encoding="utf-8"), str(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"invalid TOML: {exc}", file=source) from None
+    return parse_spaces(data, source)
+
+
+def _cover(candidates: list[TileIRConfig], axes: list[tuple[str, Any]], cap: int) -> list[TileIRConfig]:
+    """Pick at most `cap` candidates, greedily covering every (axis, value) pair first,
+    then filling with a fixed-seed sample: deterministic and spread over every lever."""
+    if len(candidates) <= cap:
+        return candidates
+    order = list(range(len(candidates)))
+    random.Random(0).shuffle(order)
+    chosen: list[int] = []
+    uncovered = {(axis, value) for axis, value in axes}
+
+    def pairs(i: int) -> set[tuple[str, Any]]:
+        c = candidates[i]
+        found = {("occupancy", c.occupancy), ("num_ctas", c.num_ctas), ("num_stages", c.num_stages)}
+        found |= {(k, v) for k, v in c.kwargs}
+        return found & {(a, v) for a, v in axes}
+
+    while uncovered and len(chosen) < cap:
+        best = max((i for i in order if i not in chosen), key=lambda i: len(pairs(i) & uncovered))
+        gain = pairs(best) & uncovered
+        if not gain:
+            break
+        chosen.append(best)
+        uncovered -= gain
+    for i in order:
+        if len(chosen) >= cap:
+            break
+        if i not in chosen:
+            chosen.append(i)
+    return [candidates[i] for i in sorted(chosen)]
+
+
+def build_space(
+    space: Space,
+    existing: list[dict[str, Any]],
+    tunable_names: list[str],
+    *,
+    num_warps: list[int | None] | None = None,
+    allow_num_ctas: bool = True,
+    cap: int = DEFAULT_MAX_CONFIGS,
+) -> list[TileIRConfig]:
+    """The TileIR configs for one kernel.
+
+    `existing` are the meta-parameter dicts of the kernel's own configs (literal values); a
+    meta-parameter whose role the class space sizes (M/N/K/BLOCK) takes the template's larger
+    tiles, every other one keeps the values the kernel already uses. `tunable_names` are the
+    kernel's meta-parameter names set by its configs (never a name the kernel lacks).
+    """
+    base_rows = existing or [{}]
+    resized: list[dict[str, Any]] = []
+    sized_names = {name: space.tiles[role] for name in tunable_names
+                   if (role := role_of(name)) is not None and role in space.tiles}
+    for row in base_rows:
+        fixed = {k: v for k, v in row.items() if k not in sized_names}
+        names = list(sized_names)
+        for values in itertools.product(*(sized_names[n] for n in names)):
+            combo = {**fixed, **dict(zip(names, values))}
+            if combo not in resized:
+                resized.append(combo)
+    ctas = space.num_ctas if allow_num_ctas else [1]
+    warps = num_warps or [None]
+    candidates = []
+    for kwargs, occupancy, n_ctas, stages in itertools.product(resized, space.occupancy, ctas, space.num_stages):
+        # keep the rows' original order of meta-parameters for readable generated code
+        ordered = tuple((k, kwargs[k]) for k in [*tunable_names, *kwargs] if k in kwargs)
+        ordered = tuple(dict(ordered).items())
+        candidates.append(TileIRConfig(ordered, occupancy, n_ctas, stages, warps[0]))
+    axes = [("occupancy", o) for o in space.occupancy] + [("num_ctas", c) for c in ctas]
+    axes += [("num_stages", s) for s in space.num_stages]
+    axes += [(name, v) for name, values in sized_names.items() for v in values]
+    return _cover(candidates, axes, cap)
