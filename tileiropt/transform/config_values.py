@@ -70,7 +70,7 @@ def _evaluate(expr: ast.expr, namespace: dict[str, Any]) -> Any:
         if name not in namespace and name not in _SAFE_BUILTINS and not _is_attribute_name(expr, name):
             raise Unresolvable(f"configs use {name!r}, which is only known at run time")
     try:
-        return eval(code, {"__builtins__": dict(_SAFE_BUILTINS)}, namespace)  # noqa: S307 - restricted namespace
+        return eval(code, {"__builtins__": dict(_SAFE_BUILTINS), **namespace})  # noqa: S307 - restricted namespace
     except Unresolvable:
         raise
     except Exception as exc:  # any failure means: not statically resolvable

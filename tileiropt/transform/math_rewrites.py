@@ -17,7 +17,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 LOG2E = "1.4426950408889634"  # log2(e)
 
-_ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)
+# operands that bind at least as tightly as `*` and need no parentheses in `x * LOG2E`
+_ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.UnaryOperation)
 
 
 @dataclass
@@ -74,8 +75,9 @@ class _MathRewriter(cst.CSTTransformer):
                 left=cst.Float("1.0"), operator=cst.Add(),
                 right=cst.Call(func=exp2, args=[cst.Arg(_times_log2e(negated))]),
                 lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            # parenthesised, so it stays one operand wherever the call stood
             return cst.BinaryOperation(left=cst.Float("1.0"), operator=cst.Divide(), right=denominator,
-                                       lpar=list(updated.lpar), rpar=list(updated.rpar))
+                                       lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return updated
 
 

@@ -1,0 +1,180 @@
+"""Before/after and unit tests of the apply building blocks (spaces, config values, math rewrites)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from tileiropt.errors import UserError
+from tileiropt.transform.config_values import Unresolvable, resolve_configs
+from tileiropt.transform.kernel_facts import kernel_facts, size_arguments
+from tileiropt.transform.math_rewrites import rewrite_math
+from tileiropt.transform.spaces import Space, build_space, load_spaces, parse_spaces, role_of
+
+
+def _function(source: str) -> cst.FunctionDef:
+    node = cst.parse_module(textwrap.dedent(source)).body[0]
+    assert isinstance(node, cst.FunctionDef)
+    return node
+
+
+def _render(node: cst.FunctionDef) -> str:
+    return cst.Module(body=[node]).code
+
+
+# ----------------------------------------------------------------------------- math rewrites
+
+MATH_CASES = [
+    ("y = tl.exp(x)", "y = tl.exp2(x * 1.4426950408889634)"),
+    ("y = tl.exp(x - m)", "y = tl.exp2((x - m) * 1.4426950408889634)"),
+    ("y = tl.math.exp(x[:, None])", "y = tl.math.exp2(x[:, None] * 1.4426950408889634)"),
+    ("y = a * tl.sigmoid(a)", "y = a * (1.0 / (1.0 + tl.exp2(-a * 1.4426950408889634)))"),
+    ("y = tl.sigmoid(a + b)", "y = (1.0 / (1.0 + tl.exp2(-(a + b) * 1.4426950408889634)))"),
+    ("y = tl.exp2(x)", "y = tl.exp2(x)"),  # already exp2: unchanged
+    ("y = torch.exp(x)", "y = torch.exp(x)"),  # not triton.language: unchanged
+]
+
+
+@pytest.mark.parametrize(("before", "after"), MATH_CASES)
+def test_math_rewrite_before_after(before: str, after: str) -> None:
+    node = _function(f"@triton.jit\ndef k(x):\n    {before}\n")
+    new, rewrites = rewrite_math(node, {"tl"}, first_line=10)
+    assert _render(new) == f"@triton.jit\ndef k(x):\n    {after}\n"
+    assert len(rewrites) == (0 if before == after else 1)
+    for rewrite in rewrites:
+        assert rewrite.line == 12  # decorator at line 10, statement two lines below
+
+
+def test_math_rewrite_keeps_comments_and_other_lines() -> None:
+    source = "@triton.jit\ndef k(x_ptr):\n    # load\n    x = tl.load(x_ptr)  # keep me\n    return tl.exp(x)\n"
+    new, rewrites = rewrite_math(_function(source), {"tl"})
+    text = _render(new)
+    assert "# load\n    x = tl.load(x_ptr)  # keep me\n" in text
+    assert [r.line for r in rewrites] == [5]
+
+
+def test_math_rewrite_is_numerically_exp() -> None:
+    import math
+
+    x = 0.37
+    assert math.isclose(2 ** (x * 1.4426950408889634), math.exp(x), rel_tol=1e-15)
+
+
+# ----------------------------------------------------------------------------- config values
+
+CONFIG_MODULE = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+
+    SIZES = [32, 64]
+
+    def get_configs(pre_hook=None):
+        """Configs."""
+        return [triton.Config({"BLOCK_M": m, "BLOCK_N": 64}, num_warps=w, pre_hook=pre_hook)
+                for m in SIZES for w in (4, 8)]
+
+    LITERAL = [triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 2048}, num_stages=2)]
+
+    def dynamic():
+        return [triton.Config({"BLOCK": torch.cuda.device_count()})]
+
+    def branchy():
+        if is_cuda():
+            return []
+        return []
+''')
+
+
+def test_resolve_call_with_comprehension_and_constants() -> None:
+    configs = resolve_configs(CONFIG_MODULE, "get_configs()", {"triton"})
+    assert [(c.kwargs, c.num_warps) for c in configs] == [
+        ({"BLOCK_M": 32, "BLOCK_N": 64}, 4), ({"BLOCK_M": 32, "BLOCK_N": 64}, 8),
+        ({"BLOCK_M": 64, "BLOCK_N": 64}, 4), ({"BLOCK_M": 64, "BLOCK_N": 64}, 8)]
+
+
+def test_resolve_module_level_name_and_literal() -> None:
+    configs = resolve_configs(CONFIG_MODULE, "LITERAL", {"triton"})
+    assert [(c.kwargs, c.num_stages) for c in configs] == [({"BLOCK": 1024}, 3), ({"BLOCK": 2048}, 2)]
+    inline = resolve_configs(CONFIG_MODULE, '[triton.Config({"X": 1})]', {"triton"})
+    assert inline[0].kwargs == {"X": 1}
+
+
+@pytest.mark.parametrize(("expr", "reason"), [
+    ("dynamic()", "torch"),
+    ("branchy()", "more than return"),
+    ("missing()", "not defined"),
+    ("UNKNOWN", "not assigned"),
+])
+def test_unresolvable_configs_say_why(expr: str, reason: str) -> None:
+    with pytest.raises(Unresolvable, match=reason):
+        resolve_configs(CONFIG_MODULE, expr, {"triton"})
+
+
+# ----------------------------------------------------------------------------- spaces
+
+
+def test_roles_from_names() -> None:
+    assert [role_of(n) for n in ("BLOCK_SIZE_M", "BLOCK_N", "BK", "TILE_M", "BLOCK_SIZE", "XBLOCK", "GROUP_SIZE_M")] \
+        == ["M", "N", "K", "M", "BLOCK", "BLOCK", None]
+
+
+def test_shipped_spaces_match_the_documented_ranges() -> None:
+    spaces = load_spaces()
+    assert spaces["dot"].occupancy == [1, 2, 4] and spaces["dot"].num_ctas == [1, 2]
+    assert spaces["dot"].num_stages == [2, 3, 4, 5, 6]
+    assert spaces["norm"].occupancy == [1, 2, 4, 8] and spaces["reduction"].occupancy == [1, 2, 4, 8]
+    assert max(spaces["elementwise"].occupancy) == 16
+
+
+def test_bad_spaces_file_names_the_key() -> None:
+    with pytest.raises(UserError, match=r"\[dot.occupancy\]"):
+        parse_spaces({c: {"occupancy": "x" if c == "dot" else [1]} for c in
+                      ("dot", "norm", "elementwise", "reduction")}, "spaces.toml")
+    with pytest.raises(UserError, match="no space for class"):
+        parse_spaces({"dot": {}}, "spaces.toml")
+
+
+def test_dot_space_uses_kernel_names_caps_and_covers_every_value() -> None:
+    space = load_spaces()["dot"]
+    existing = [{"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8}]
+    configs = build_space(space, existing, list(existing[0]), cap=16)
+    assert len(configs) == 16
+    assert all(set(c.kwargs_dict()) == set(existing[0]) for c in configs)
+    assert all(c.kwargs_dict()["GROUP_SIZE_M"] == 8 for c in configs)
+    for attr, values in (("occupancy", [1, 2, 4]), ("num_ctas", [1, 2]), ("num_stages", [2, 3, 4, 5, 6])):
+        assert sorted({getattr(c, attr) for c in configs}) == values
+    assert {c.kwargs_dict()["BLOCK_SIZE_M"] for c in configs} == {128, 256}
+    assert {c.kwargs_dict()["BLOCK_SIZE_K"] for c in configs} == {64, 128}
+    assert configs == build_space(space, existing, list(existing[0]), cap=16)  # deterministic
+
+
+def test_space_never_invents_names() -> None:
+    space = Space([1, 2], [1], [2], tiles={"M": [128]})
+    configs = build_space(space, [{"num_rows": 4}], ["num_rows"], cap=16)
+    assert {c.kwargs for c in configs} == {(("num_rows", 4),)}
+
+
+# ----------------------------------------------------------------------------- kernel facts
+
+
+def test_kernel_facts_in_place_and_atomics() -> None:
+    source = textwrap.dedent('''
+        def k(x_ptr, y_ptr, lock_ptr, n_cols, stride_x, BLOCK: tl.constexpr):
+            ptrs = x_ptr + tl.arange(0, BLOCK)
+            x = tl.load(ptrs)
+            tl.store(ptrs, x * 2)
+            tl.store(y_ptr + 1, x)
+            tl.atomic_add(lock_ptr, 1)
+    ''')
+    facts = kernel_facts(source, ["x_ptr", "y_ptr", "lock_ptr", "n_cols"])
+    assert facts.in_place == ["x_ptr"]
+    assert facts.stored == {"x_ptr", "y_ptr"}
+    assert facts.atomics == [7]
+
+
+def test_size_arguments() -> None:
+    params = [("x_ptr", False), ("n_cols", False), ("stride_x", False), ("M", False), ("eps", False),
+              ("BLOCK", True), ("n_elements", False)]
+    assert size_arguments(params) == ["n_cols", "M", "n_elements"]
