@@ -111,3 +111,16 @@ def test_template_ships_in_the_package():
     shipped = importlib.resources.files("tileiropt.templates").joinpath("tileiropt.toml")
     assert shipped.is_file()
     assert shipped.read_text(encoding="utf-8").startswith("# tileiropt project file")
+
+
+def test_template_found_when_running_uninstalled(monkeypatch):
+    """Run from a source checkout (PYTHONPATH, no install), `tileiropt.templates` does not exist."""
+    import tileiropt.project_template as module
+
+    def not_installed(package: str):
+        raise ModuleNotFoundError(f"No module named {package!r}")
+
+    monkeypatch.setattr(module, "files", not_installed)
+    assert module.project_template_text().startswith("# tileiropt project file")
+    with pytest.raises(UserError, match="missing from the installation"):
+        module.read_template("no-such-template.toml")

@@ -12,9 +12,23 @@ from tileiropt.project import PROJECT_FILE
 TEMPLATE_NAME = "tileiropt.toml"
 
 
+def read_template(name: str) -> str:
+    """A file of `templates/`: from the installed `tileiropt.templates` package, or from the
+    source checkout when tileiropt runs uninstalled (e.g. through PYTHONPATH)."""
+    try:
+        resource = files("tileiropt.templates").joinpath(name)
+        return resource.read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        source = Path(__file__).resolve().parent.parent / "templates" / name
+        if not source.is_file():
+            raise UserError(f"template {name!r} is missing from the installation",
+                            hint="reinstall tileiropt (pip install -e .)") from None
+        return source.read_text(encoding="utf-8")
+
+
 def project_template_text() -> str:
-    """The template's text, read from the installed `tileiropt.templates` package."""
-    return files("tileiropt.templates").joinpath(TEMPLATE_NAME).read_text(encoding="utf-8")
+    """The commented project-file template."""
+    return read_template(TEMPLATE_NAME)
 
 
 def write_project_template(path: Path | str | None = None, *, force: bool = False) -> Path:
