@@ -102,7 +102,7 @@ def test_resolve_module_level_name_and_literal() -> None:
 
 
 @pytest.mark.parametrize(("expr", "reason"), [
-    ("dynamic()", "torch"),
+    ("dynamic()", "depend on 'torch'"),
     ("branchy()", "more than return"),
     ("missing()", "not defined"),
     ("UNKNOWN", "not assigned"),

@@ -96,18 +96,17 @@ class _Plan:
     block: list[str] = field(default_factory=list)  # statements inside `if _TILEIR:`
 
 
-def _existing_rows(values: list[ConfigValue]) -> tuple[list[dict], list[str], list[int | None]]:
+def _existing_rows(values: list[ConfigValue]) -> tuple[list[dict], list[str]]:
+    """The distinct meta-parameter dicts of the kernel's configs, and their names in order."""
     rows: list[dict] = []
     names: list[str] = []
-    warps: list[int | None] = []
     for value in values:
         if value.kwargs not in rows:
             rows.append(value.kwargs)
-            warps.append(value.num_warps if isinstance(value.num_warps, int) else None)
         for name in value.kwargs:
             if name not in names:
                 names.append(name)
-    return rows, names, warps
+    return rows, names
 
 
 def _plan_autotuned(kernel: KernelInfo, info: ModuleInfo, source: str, space: Space, cap: int,
@@ -119,7 +118,7 @@ def _plan_autotuned(kernel: KernelInfo, info: ModuleInfo, source: str, space: Sp
     except Unresolvable as exc:
         plan.report.skipped.append(f"TileIR configs not added: {exc}")
         return
-    rows, names, warps = _existing_rows(values)
+    rows, names = _existing_rows(values)
     params = {p.name for p in kernel.params}
     unknown = [n for n in names if n not in params]
     if unknown:
@@ -131,8 +130,8 @@ def _plan_autotuned(kernel: KernelInfo, info: ModuleInfo, source: str, space: Sp
             "num_ctas=2 not added: persistent kernel (NUM_SMS); its grid and tile stride would need "
             "NUM_SMS // num_ctas, which a config pre_hook cannot pass to the launch")
     configs = []
-    for row, row_warps in zip(rows, warps):
-        configs += build_space(space, [row], names, num_warps=[row_warps], allow_num_ctas=allow_ctas, cap=10**6)
+    for row in rows:
+        configs += build_space(space, [row], names, allow_num_ctas=allow_ctas, cap=10**6)
     configs = _dedupe(configs)
     from tileiropt.transform.spaces import _cover  # noqa: PLC0415 - one shared capping rule
 
@@ -140,7 +139,7 @@ def _plan_autotuned(kernel: KernelInfo, info: ModuleInfo, source: str, space: Sp
     if allow_ctas:
         axes += [("num_ctas", c) for c in space.num_ctas]
     configs = _cover(configs, axes + [(k, v) for c in configs for k, v in c.kwargs], cap)
-    plan.block.append(f"_tileiropt_add_configs({target}, {_config_list(configs, '    ')})")
+    plan.block.append(f"_tileiropt_add_configs({target}, {_config_list(configs, '')})")
     plan.report.configs_added = len(configs)
     sized = sorted({k for c in configs for k, _ in c.kwargs if k in names and any(
         c.kwargs_dict()[k] != r.get(k) for r in rows)})
@@ -267,12 +266,13 @@ def _gate_insert_index(module: cst.Module) -> int:
 def _block_statement(kernel: str, lines: list[str]) -> cst.BaseStatement:
     body = "\n".join("    " + line.replace("\n", "\n    ") for line in lines)
     code = f"# tileiropt: TileIR code for {kernel} (inactive unless the gate is on)\nif {ACTIVE_FLAG}:\n{body}\n"
-    return cst.parse_statement(code).with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+    statement = cst.parse_statement(code)
+    return statement.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *statement.leading_lines])
 
 
 def rewrite_module(module: cst.Module, plans: dict[str, _Plan]) -> cst.Module:
     body = list(module.body)
-    gate = cst.parse_module(GATE_SOURCE).body
+    gate = cst.parse_module(GATE_SOURCE)
     new_body: list[cst.BaseStatement] = []
     gate_index = _gate_insert_index(module)
     for i, statement in enumerate(body):
@@ -293,10 +293,11 @@ def rewrite_module(module: cst.Module, plans: dict[str, _Plan]) -> cst.Module:
     return module.with_changes(body=new_body)
 
 
-def _gate_statements(gate: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
-    first = gate[0]
-    comment_lines = [line for line in first.leading_lines if line.comment is not None]
-    return [first.with_changes(leading_lines=[cst.EmptyLine(), *comment_lines]), *gate[1:]]
+def _gate_statements(gate: cst.Module) -> list[cst.BaseStatement]:
+    """The gate's statements, its header comment (with the marker) attached to the first."""
+    comments = [line for line in gate.header if line.comment is not None]
+    first, *rest = gate.body
+    return [first.with_changes(leading_lines=[cst.EmptyLine(), *comments]), *rest]
 
 
 def _default_classify(info: ModuleInfo, kernel: KernelInfo) -> str:

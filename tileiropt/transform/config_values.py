@@ -38,6 +38,9 @@ class _FakeConfig:
                  **options: Any):
         if not isinstance(kwargs, dict):
             raise Unresolvable("triton.Config meta-parameters are not a dict literal")
+        for name, value in kwargs.items():
+            if not isinstance(value, (int, float, bool, str, type(None))):
+                raise Unresolvable(f"meta-parameter {name!r} has no literal value ({value!r})")
         self.value = ConfigValue(dict(kwargs), num_warps, num_stages, num_ctas, options)
 
 
@@ -46,10 +49,13 @@ class _FakeTriton:
 
 
 class _Opaque:
-    """A value the evaluator may pass around but not look into (e.g. a `pre_hook` parameter)."""
+    """A value the evaluator may pass around but not look into (e.g. a `pre_hook` function)."""
+
+    def __init__(self, name: str = "?"):
+        self.name = name
 
     def __repr__(self) -> str:
-        return "<opaque>"
+        return f"<{self.name}>"
 
 
 def _module_constants(tree: ast.Module) -> dict[str, Any]:
@@ -65,21 +71,20 @@ def _module_constants(tree: ast.Module) -> dict[str, Any]:
 
 
 def _evaluate(expr: ast.expr, namespace: dict[str, Any]) -> Any:
+    """Evaluate with unknown names bound to opaque stand-ins: passing one along (a `pre_hook=hook`)
+    is fine, looking into it (`torch.cuda.device_count()`) makes the configs unresolvable."""
+    free = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    unknown = [n for n in dict.fromkeys(free) if n not in namespace and n not in _SAFE_BUILTINS]
+    scope = {"__builtins__": dict(_SAFE_BUILTINS), **{n: _Opaque(n) for n in unknown}, **namespace}
     code = compile(ast.Expression(body=expr), "<configs>", "eval")
-    for name in code.co_names:
-        if name not in namespace and name not in _SAFE_BUILTINS and not _is_attribute_name(expr, name):
-            raise Unresolvable(f"configs use {name!r}, which is only known at run time")
     try:
-        return eval(code, {"__builtins__": dict(_SAFE_BUILTINS), **namespace})  # noqa: S307 - restricted namespace
+        return eval(code, scope)  # noqa: S307 - restricted namespace, no builtins beyond pure ones
     except Unresolvable:
         raise
     except Exception as exc:  # any failure means: not statically resolvable
+        if unknown:
+            raise Unresolvable(f"configs depend on {unknown[0]!r}, only known at run time") from None
         raise Unresolvable(f"configs could not be evaluated statically ({type(exc).__name__}: {exc})") from None
-
-
-def _is_attribute_name(expr: ast.expr, name: str) -> bool:
-    """True when `name` only appears as an attribute (`triton.Config`), not as a free variable."""
-    return not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(expr))
 
 
 def _function_return(tree: ast.Module, name: str) -> tuple[ast.FunctionDef, ast.expr]:

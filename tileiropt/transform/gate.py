@@ -14,7 +14,6 @@ from __future__ import annotations
 from tileiropt import __version__
 
 GATE_MARKER = "# --- tileiropt: TileIR gate"
-GATE_END = "# --- tileiropt: end of TileIR gate"
 FORCE_ENV = "TILEIROPT_FORCE_TILEIR"
 ACTIVE_FLAG = "_TILEIR"
 
@@ -92,6 +91,4 @@ def _tileiropt_hint_autotune(kernel, key, configs, restore_value=()):
             unique.append(config)
     return _tileiropt_triton.autotune(configs=unique, key=list(key), restore_value=list(restore_value))(kernel)
 
-
-{GATE_END} ---
 '''

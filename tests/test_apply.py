@@ -1,0 +1,294 @@
+"""apply: before/after rewrites, idempotence, the structural guarantee (PTX path unchanged) and
+the TileIR space under a simulated TileIR backend."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import libcst as cst
+import pytest
+import triton
+from typer.testing import CliRunner
+
+from tileiropt.cli import app
+from tileiropt.errors import UserError
+from tileiropt.runtime.autotuners import autotuners, config_label, function_name
+from tileiropt.transform.apply import apply_file, transform_source
+from tileiropt.transform.gate import FORCE_ENV, GATE_MARKER
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLE_FILES = sorted(p for p in EXAMPLES.glob("*.py") if not p.stem.endswith("_tileir"))
+
+AUTOTUNED = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+
+
+    def hook(nargs):
+        pass
+
+
+    @triton.autotune(
+        configs=[triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4, pre_hook=hook)],
+        key=["M", "N"],
+    )
+    @triton.jit
+    def dot_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+        acc = tl.dot(tl.load(a_ptr), tl.load(b_ptr))
+        tl.store(c_ptr, tl.exp(acc))
+''')
+
+HINT_ONLY = textwrap.dedent('''
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def scale_kernel(x_ptr, y_ptr, n_elements, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n_elements)
+        tl.store(y_ptr + offs, x * 2, mask=offs < n_elements)
+
+
+    def scale(x, y):
+        n = x.numel()
+        scale_kernel[(triton.cdiv(n, 256),)](x, y, n, BLOCK=256, num_warps=4)
+        return y
+''')
+
+
+def _classes(kind: str):
+    return lambda info, kernel: kind
+
+
+def _statements(source: str) -> list[str]:
+    module = cst.parse_module(source)
+    return [module.code_for_node(statement) for statement in module.body]
+
+
+def assert_original_preserved(before: str, after: str) -> None:
+    """Every top-level statement of the original appears, byte-identical and in order, in the output."""
+    position = 0
+    for statement in _statements(before):
+        found = after.find(statement, position)
+        assert found >= 0, f"statement not preserved:\n{statement[:300]}"
+        position = found + len(statement)
+
+
+# ----------------------------------------------------------------------------- before / after
+
+
+def test_autotuned_kernel_gets_twin_configs_and_binding() -> None:
+    result = transform_source(AUTOTUNED, "dot.py", classify=_classes("dot"), max_configs=8)
+    out = result.new_source
+    assert GATE_MARKER in out
+    assert_original_preserved(AUTOTUNED, out)
+    assert "def dot_kernel_tileir(" in out and "tl.exp2(acc * 1.4426950408889634)" in out
+    block = out[out.index("if _TILEIR:\n    _tileiropt_add_configs(dot_kernel_tileir"):]
+    assert block.count("_tileiropt_config({'BLOCK_M': ") == 8
+    assert "dot_kernel = dot_kernel_tileir" in block
+    (report,) = result.kernels
+    assert report.twin == "dot_kernel_tileir" and report.configs_added == 8
+    assert any("tl.exp(x) -> tl.exp2" in c.what and c.line == 17 for c in report.changes)
+
+
+def test_hint_only_autotune_respects_launch_options() -> None:
+    result = transform_source(HINT_ONLY, "scale.py", classify=_classes("elementwise"))
+    out = result.new_source
+    assert_original_preserved(HINT_ONLY, out)
+    assert "scale_kernel = _tileiropt_hint_autotune(\n        scale_kernel,\n        key=['n_elements']" in out
+    block = out[out.index("_tileiropt_hint_autotune(\n"):]
+    block = block[: block.index("\n    )\n")]
+    assert "num_warps=" not in block  # the launch passes it
+    assert "restore_value" not in block
+
+
+def test_in_place_kernel_restores_its_buffer_between_trials() -> None:
+    source = HINT_ONLY.replace("tl.store(y_ptr + offs", "tl.store(x_ptr + offs")
+    out = transform_source(source, "s.py", classify=_classes("elementwise")).new_source
+    assert "restore_value=['x_ptr']" in out
+
+
+def test_atomics_and_unresolvable_configs_are_left_alone_with_reasons() -> None:
+    atomic = HINT_ONLY.replace("tl.store(y_ptr + offs, x * 2, mask=offs < n_elements)", "tl.atomic_add(y_ptr, 1)")
+    result = transform_source(atomic, "a.py", classify=_classes("reduction"))
+    assert not result.changed
+    assert "atomics" in result.kernels[0].skipped[0]
+    dynamic = AUTOTUNED.replace('configs=[triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4, pre_hook=hook)]',
+                                "configs=make_configs(torch.cuda.device_count())")
+    result = transform_source(dynamic, "d.py", classify=_classes("dot"))
+    assert any("TileIR configs not added" in s for s in result.kernels[0].skipped)
+
+
+def test_no_kernel_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no Triton kernel found"):
+        transform_source("x = 1\n", "plain.py")
+    bad = tmp_path / "bad.py"
+    bad.write_text("def broken(:\n")
+    result = CliRunner().invoke(app, ["apply", str(bad)])
+    assert result.exit_code == 2
+    assert "bad.py" in result.output and "Traceback" not in result.output
+
+
+def test_apply_writes_beside_never_overwrites_and_keeps_backup(tmp_path: Path) -> None:
+    src = tmp_path / "scale.py"
+    src.write_text(HINT_ONLY)
+    result = apply_file(src, classify=_classes("elementwise"))
+    assert result.output == str(tmp_path / "scale_tileir.py")
+    assert src.read_text() == HINT_ONLY
+    with pytest.raises(UserError, match="overwrite the input"):
+        apply_file(src, output=src)
+    apply_file(src, in_place=True, classify=_classes("elementwise"))
+    assert (tmp_path / "scale.py.orig").read_text() == HINT_ONLY
+    assert GATE_MARKER in src.read_text()
+
+
+def test_cli_diff_dry_run_and_json(tmp_path: Path) -> None:
+    src = tmp_path / "scale.py"
+    src.write_text(HINT_ONLY)
+    runner = CliRunner()
+    diff = runner.invoke(app, ["apply", str(src), "--dry-run", "--diff"])
+    assert diff.exit_code == 0, diff.output
+    assert "+# --- tileiropt: TileIR gate" in diff.output
+    assert not (tmp_path / "scale_tileir.py").exists()
+    as_json = runner.invoke(app, ["apply", str(src), "--json"])
+    assert as_json.exit_code == 0
+    import json
+
+    record = json.loads(as_json.stdout)
+    (kernel,) = record["files"][0]["kernels"]
+    assert kernel["kernel"] == "scale_kernel" and kernel["configs_added"] > 0
+    assert (tmp_path / "scale_tileir.py").exists()
+
+
+# ----------------------------------------------------------------------------- examples and liger
+
+
+def _liger_files() -> list[Path]:
+    try:
+        import liger_kernel
+    except ImportError:
+        return []
+    root = Path(liger_kernel.__file__).parent
+    return sorted(p for p in root.rglob("*.py") if "triton.jit" in p.read_text(encoding="utf-8"))
+
+
+LIGER_FILES = _liger_files()
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES + LIGER_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_idempotent_and_original_preserved(path: Path) -> None:
+    source = path.read_text(encoding="utf-8")
+    result = transform_source(source, str(path))
+    cst.parse_module(result.new_source)  # the output parses
+    assert_original_preserved(source, result.new_source)
+    again = transform_source(result.new_source, str(path))
+    assert again.new_source == result.new_source
+
+
+def _import_path(path: Path, name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(name, None)
+    return module
+
+
+def _config_lists(module: types.ModuleType) -> dict[str, list[str]]:
+    return {name: [config_label(c) for c in tuner.configs] for name, tuner in autotuners(module).items()}
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES + LIGER_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_ptx_path_unchanged_on_import(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With standard Triton on CPU the output defines the same autotuners with the same configs."""
+    monkeypatch.delenv("ENABLE_TILE", raising=False)
+    monkeypatch.delenv(FORCE_ENV, raising=False)
+    monkeypatch.syspath_prepend(str(path.parent))
+    try:
+        original = _import_path(path, f"_orig_{path.stem}")
+    except Exception as exc:  # a library file that only imports inside its package
+        pytest.skip(f"original does not import standalone: {type(exc).__name__}")
+    out = tmp_path / f"{path.stem}_tileir.py"
+    out.write_text(transform_source(path.read_text(encoding="utf-8"), str(path)).new_source)
+    optimized = _import_path(out, f"_opt_{path.stem}")
+    assert optimized._TILEIR is False if hasattr(optimized, "_TILEIR") else True
+    assert _config_lists(optimized) == _config_lists(original)
+    for name, obj in vars(original).items():
+        if name in autotuners(original) or type(obj).__name__ in ("JITFunction", "InterpretedFunction"):
+            assert function_name(getattr(optimized, name)) == function_name(obj)
+
+
+# ----------------------------------------------------------------------------- simulated TileIR
+
+
+class _TileIRConfig(triton.Config):
+    """A triton.Config that accepts occupancy, as nvtriton's does."""
+
+    def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None,
+                 ir_override=None, occupancy=None):
+        super().__init__(kwargs, num_warps=num_warps, num_stages=num_stages, num_ctas=num_ctas, maxnreg=maxnreg,
+                         pre_hook=pre_hook, ir_override=ir_override)
+        self.occupancy = occupancy
+
+
+@pytest.fixture
+def simulated_tileir(monkeypatch: pytest.MonkeyPatch):
+    fake = types.ModuleType("triton.backends.tileir")
+    fake.__spec__ = importlib.machinery.ModuleSpec("triton.backends.tileir", None)
+    monkeypatch.setitem(sys.modules, "triton.backends.tileir", fake)
+    monkeypatch.setenv("ENABLE_TILE", "1")
+    monkeypatch.delenv(FORCE_ENV, raising=False)
+    monkeypatch.setattr(triton, "Config", _TileIRConfig)
+
+
+def test_simulated_tileir_space(simulated_tileir, tmp_path: Path) -> None:
+    src = tmp_path / "dot.py"
+    src.write_text(AUTOTUNED)
+    apply_file(src, classify=_classes("dot"), max_configs=12)
+    module = _import_path(tmp_path / "dot_tileir.py", "_sim_dot")
+    assert module._TILEIR is True
+    tuner = autotuners(module)["dot_kernel"]
+    assert function_name(tuner) == "dot_kernel_tileir"  # the twin is bound
+    own, added = tuner.configs[:1], tuner.configs[1:]
+    assert own[0].kwargs == {"BLOCK_M": 32, "BLOCK_N": 32}
+    assert len(added) == 12
+    assert {c.occupancy for c in added} == {1, 2, 4}
+    assert {c.num_ctas for c in added} == {1, 2}
+    assert {c.num_stages for c in added} == {2, 3, 4, 5, 6}
+    assert all(set(c.kwargs) == {"BLOCK_M", "BLOCK_N"} for c in added)  # the kernel's own names
+    assert {c.kwargs["BLOCK_M"] for c in added} == {128, 256}
+    assert all(c.pre_hook is module.hook for c in added)  # the kernel's pre_hook is wired
+
+
+def test_simulated_tileir_hint_only(simulated_tileir, tmp_path: Path) -> None:
+    src = tmp_path / "scale.py"
+    src.write_text(HINT_ONLY)
+    apply_file(src, classify=_classes("elementwise"))
+    module = _import_path(tmp_path / "scale_tileir.py", "_sim_scale")
+    tuner = autotuners(module)["scale_kernel"]
+    assert tuner.keys == ["n_elements"]
+    assert {c.occupancy for c in tuner.configs} == {1, 2, 4, 8, 16}
+    assert all(c.kwargs == {} and c.num_warps is None for c in tuner.configs)
+
+
+def test_forced_tileir_code_drops_rejected_hints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ENABLE_TILE", raising=False)
+    monkeypatch.setenv(FORCE_ENV, "1")
+    src = tmp_path / "dot.py"
+    src.write_text(AUTOTUNED)
+    apply_file(src, classify=_classes("dot"), max_configs=12)
+    module = _import_path(tmp_path / "dot_tileir.py", "_forced_dot")
+    tuner = autotuners(module)["dot_kernel"]
+    assert function_name(tuner) == "dot_kernel_tileir"
+    added = tuner.configs[1:]
+    assert added and all(c.num_ctas == 1 and not hasattr(c, "occupancy") for c in added)
+    assert all(set(c.tileir_dropped) <= {"occupancy", "num_ctas"} for c in added)
