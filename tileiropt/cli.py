@@ -112,6 +112,30 @@ def init(
                       markup=False)
 
 
+@app.command()
+@user_errors
+def apply(
+    paths: Annotated[list[Path], typer.Argument(help="Kernel files or folders (searched recursively).")],
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Output file (one input only).")] = None,
+    in_place: Annotated[
+        bool, typer.Option("--in-place", help="Rewrite the input itself; the original is kept as <file>.orig.")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff of each rewrite.")] = False,
+    spaces: Annotated[
+        Path | None, typer.Option("--spaces", help="TOML file of TileIR config spaces (see templates/spaces.toml).")
+    ] = None,
+    max_configs: Annotated[int, typer.Option("--max-configs", help="Cap on TileIR configs added per kernel.")] = 16,
+    json_output: JsonFlag = False,
+) -> None:
+    """Phase 3: write <stem>_tileir.py with TileIR configs and twins behind a backend gate (PTX path unchanged)."""
+    from tileiropt.transform.command import run_apply
+
+    code = run_apply(paths, output=output, in_place=in_place, dry_run=dry_run, diff=diff,
+                     json_output=json_output, spaces_file=spaces, max_configs=max_configs)
+    raise typer.Exit(code)
+
+
 def main() -> None:
     try:
         app()
