@@ -38,7 +38,8 @@ def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool
                 ) -> tuple[list[ApplyResult], list[FileError]]:
     files = kernel_files(paths)
     if output is not None and len(files) != 1:
-        raise UserError("-o/--output needs exactly one input file", hint="drop -o to write <stem>_tileir.py beside each")
+        raise UserError("-o/--output needs exactly one input file",
+                        hint="drop -o to write <stem>_tileir.py beside each")
     spaces = load_spaces(spaces_file)
     results: list[ApplyResult] = []
     errors: list[FileError] = []

@@ -8,7 +8,6 @@ import random
 import re
 import sys
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from tileiropt.errors import UserError
+from tileiropt.project_template import read_template
 
 KERNEL_CLASSES = ("dot", "norm", "elementwise", "reduction")
 HINTS = ("occupancy", "num_ctas", "num_stages")
@@ -104,7 +104,7 @@ def parse_spaces(data: dict, source: str) -> dict[str, Space]:
 def load_spaces(path: Path | None = None) -> dict[str, Space]:
     """The shipped spaces, or the user's file given with --spaces."""
     if path is None:
-        text = resources.files("tileiropt.templates").joinpath("spaces.toml").read_text(encoding="utf-8")
+        text = read_template("spaces.toml")
         source = "templates/spaces.toml"
     else:
         if not Path(path).is_file():
