@@ -1,0 +1,70 @@
+"""The backends a kernel can be validated (or benchmarked) on, and the environment of each.
+
+The backend is fixed when Triton and the kernel module are imported, so each backend runs in
+its own subprocess with these variables set before Python starts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+FORCE_TILEIR_ENV = "TILEIROPT_FORCE_TILEIR"
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    description: str
+    env: dict[str, str]  # variables set in the worker
+    interpreted: bool  # runs under TRITON_INTERPRET=1 on CPU tensors
+    needs_gpu: bool
+    optimized_only: bool  # only meaningful for an optimized file (forces its TileIR code on)
+    expected_backend: str  # what should compile the kernels: "cuda", "tileir", "interpreter"
+
+    @property
+    def device(self) -> str:
+        return "cpu" if self.interpreted else "cuda"
+
+
+PTX = Backend("ptx", "PTX backend (ENABLE_TILE=0)", {"ENABLE_TILE": "0"},
+              interpreted=False, needs_gpu=True, optimized_only=False, expected_backend="cuda")
+TILEIR = Backend("tileir", "TileIR backend (ENABLE_TILE=1)", {"ENABLE_TILE": "1"},
+                 interpreted=False, needs_gpu=True, optimized_only=False, expected_backend="tileir")
+INTERPRET = Backend("interpret", "Triton interpreter (TRITON_INTERPRET=1, CPU tensors)",
+                    {"TRITON_INTERPRET": "1", "ENABLE_TILE": "0"},
+                    interpreted=True, needs_gpu=False, optimized_only=False, expected_backend="interpreter")
+TILEIR_CODE_ON_PTX = Backend("tileir-code-on-ptx", "TileIR code forced on, PTX backend",
+                             {"ENABLE_TILE": "0", FORCE_TILEIR_ENV: "1"},
+                             interpreted=False, needs_gpu=True, optimized_only=True, expected_backend="cuda")
+TILEIR_CODE_ON_INTERPRET = Backend("tileir-code-on-interpret", "TileIR code forced on, Triton interpreter",
+                                   {"TRITON_INTERPRET": "1", "ENABLE_TILE": "0", FORCE_TILEIR_ENV: "1"},
+                                   interpreted=True, needs_gpu=False, optimized_only=True,
+                                   expected_backend="interpreter")
+
+BACKENDS: dict[str, Backend] = {b.name: b for b in (PTX, TILEIR, INTERPRET, TILEIR_CODE_ON_PTX,
+                                                     TILEIR_CODE_ON_INTERPRET)}
+
+# Variables a backend may set; the worker environment starts without them so the parent's
+# own settings (say ENABLE_TILE=1 in the user's shell) cannot leak into another backend.
+_CONTROLLED = ("ENABLE_TILE", "TRITON_INTERPRET", FORCE_TILEIR_ENV)
+
+
+def backend_env(backend: Backend, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The full environment of a worker process for `backend`."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in _CONTROLLED}
+    env.update(backend.env)
+    return env
+
+
+def default_backends(has_gpu: bool, tileir_ready: bool) -> list[str]:
+    """The backends `validate` runs when none is named.
+
+    With a GPU: PTX and TileIR (a "not run" record when TileIR is not ready, plus the TileIR code
+    forced on under PTX so rewritten bodies are still proven correct). Without one: the
+    interpreter, the TileIR code under the interpreter, and TileIR as "not run".
+    """
+    if has_gpu:
+        return ["ptx", "tileir"] if tileir_ready else ["ptx", "tileir", "tileir-code-on-ptx"]
+    return ["interpret", "tileir-code-on-interpret", "tileir"]

@@ -1,0 +1,57 @@
+"""A validation case: one kernel file, entry, shape set and dtype set, as sent to a worker.
+
+The parent (`validate.py`) builds cases from the project; the worker (`worker.py`) runs every
+autotune config of each. Cases travel as JSON, so every field is a plain value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from tileiropt.runtime.records import NOT_RUN, Provenance, ValidationRecord
+from tileiropt.runtime.scaling import describe_scaling
+
+
+@dataclass
+class Case:
+    id: int
+    kernel: str
+    variant: str  # "original" | "optimized"
+    path: str  # the file to validate
+    entry: str
+    reference: str  # torch expression, "pkg.mod:fn" or "original"
+    shapes: dict[str, list[int]]
+    dtypes: dict[str, str]
+    atol: float
+    rtol: float
+    original_path: str | None = None  # the untransformed file, for reference = "original"
+    dims: dict[str, int] = field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
+    ranges: dict[str, list[int]] = field(default_factory=dict)
+    seed: int = 0
+    search_paths: list[str] = field(default_factory=list)  # importable folders (the project root)
+    scaled_from: dict[str, list[int]] | None = None
+    start_item: int = 0  # resume after a timeout or crash: the first config item to run
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Case:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def record_for(case: Case, backend: str, config: str, status: str, reason: str = "",
+               provenance: Provenance | None = None, **measures: Any) -> ValidationRecord:
+    """A record of `case` on `backend`; `measures` fills max_abs, mismatches, seconds, ..."""
+    if case.scaled_from and status != NOT_RUN:
+        note = describe_scaling(case.scaled_from, case.shapes)
+        reason = f"{reason}; {note}" if reason else note
+    return ValidationRecord(
+        kernel=case.kernel, variant=case.variant, backend=backend, config=config, status=status,
+        reason=reason, path=case.path, shapes=case.shapes, dtypes=case.dtypes, reference=case.reference,
+        atol=case.atol, rtol=case.rtol, scaled_from=case.scaled_from,
+        provenance=provenance or Provenance(), **measures,
+    )

@@ -1,0 +1,145 @@
+"""Which kernels and autotuners a call launched, and which Triton backend compiled each kernel.
+
+`LaunchRecorder` wraps the ``run`` method of every Triton kernel object bound in a module (an
+instance attribute, removed afterwards), so a launch through ``kernel[grid](...)``, an
+autotuner or a heuristics wrapper is seen. The backend comes from the compiled kernel that
+``run`` returned (``metadata.target.backend``), else from the JIT function's caches
+(``device_caches`` -> target); under TRITON_INTERPRET=1 it is "interpreter".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from tileiropt.runtime.autotuners import function_name, kernel_objects
+
+try:
+    from triton.runtime.autotuner import Autotuner, Heuristics
+except ImportError:  # pragma: no cover - triton is a dependency
+    Autotuner = Heuristics = ()  # type: ignore[assignment,misc]
+
+INTERPRETER = "interpreter"
+_MISSING = object()
+
+
+def _target_backend(target: Any) -> str | None:
+    """`GPUTarget.backend`, a dict's "backend", or a tuple's first item (older Triton)."""
+    if target is None:
+        return None
+    backend = getattr(target, "backend", None)
+    if backend is None and isinstance(target, dict):
+        backend = target.get("backend")
+    if backend is None and isinstance(target, (tuple, list)) and target and isinstance(target[0], str):
+        backend = target[0]
+    return str(backend) if backend else None
+
+
+def compiled_backend(compiled: Any) -> str | None:
+    """The backend that produced a compiled kernel (`CompiledKernel.metadata.target.backend`)."""
+    metadata = getattr(compiled, "metadata", None)
+    target = getattr(metadata, "target", None)
+    if target is None and isinstance(metadata, dict):
+        target = metadata.get("target")
+    return _target_backend(target)
+
+
+def cached_backends(jit_function: Any) -> set[str]:
+    """Backends found in a JIT function's caches: the target of each device cache and the
+    targets of the kernels compiled there. Empty when the Triton version keeps them elsewhere."""
+    found: set[str] = set()
+    caches = getattr(jit_function, "device_caches", None)
+    if not isinstance(caches, dict):
+        return found
+    for entry in list(caches.values()):
+        try:
+            kernel_cache, target = entry[0], entry[2]
+        except (TypeError, IndexError, KeyError):
+            continue
+        for kernel in list(getattr(kernel_cache, "values", lambda: [])()):
+            backend = compiled_backend(kernel)
+            if backend:
+                found.add(backend)
+        if not found:
+            backend = _target_backend(target)
+            if backend:
+                found.add(backend)
+    return found
+
+
+def _chain(obj: Any) -> list[Any]:
+    """The object and every wrapper below it (autotuner -> heuristics -> JIT function)."""
+    chain, seen = [obj], 0
+    while isinstance(obj, (Autotuner, Heuristics)) and seen < 16:
+        obj = obj.fn
+        chain.append(obj)
+        seen += 1
+    return chain
+
+
+class LaunchRecorder:
+    """Context manager: records the autotuners (by module attribute name) and the kernels (by
+    function name, with their compiling backend) that ran while it was active."""
+
+    def __init__(self, module: ModuleType):
+        self.module = module
+        self.autotuners: set[str] = set()  # module attribute names of autotuners that ran
+        self.kernels: dict[str, str] = {}  # kernel function name -> backend
+        self._wrapped: list[tuple[Any, Any]] = []
+
+    def __enter__(self) -> LaunchRecorder:
+        done: set[int] = set()
+        for name, obj in kernel_objects(self.module).items():
+            for item in _chain(obj):
+                if id(item) in done or not hasattr(item, "run"):
+                    continue
+                done.add(id(item))
+                self._wrap(item, name)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for item, saved in reversed(self._wrapped):
+            if saved is _MISSING:
+                try:
+                    del item.run
+                except AttributeError:
+                    pass
+            else:
+                item.run = saved
+        self._wrapped.clear()
+
+    def _wrap(self, item: Any, attribute: str) -> None:
+        saved = vars(item).get("run", _MISSING) if hasattr(item, "__dict__") else _MISSING
+        original: Callable[..., Any] = item.run
+        is_autotuner = isinstance(item, Autotuner)
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            if is_autotuner:
+                self.autotuners.add(attribute)
+            result = original(*args, **kwargs)
+            if not isinstance(item, (Autotuner, Heuristics)):
+                self.kernels[function_name(item)] = self._backend(item, result)
+            return result
+
+        try:
+            item.run = run
+        except (AttributeError, TypeError):
+            return
+        self._wrapped.append((item, saved))
+
+    @staticmethod
+    def _backend(jit_function: Any, result: Any) -> str:
+        if os.environ.get("TRITON_INTERPRET") == "1" or type(jit_function).__name__ == "InterpretedFunction":
+            return INTERPRETER
+        backend = compiled_backend(result)
+        if backend:
+            return backend
+        cached = cached_backends(jit_function)
+        return ",".join(sorted(cached)) if cached else "unknown"
+
+    def backend_summary(self) -> str | None:
+        """The distinct backends that compiled the launched kernels, joined by ","."""
+        backends = sorted({b for value in self.kernels.values() for b in value.split(",")})
+        return ",".join(backends) if backends else None

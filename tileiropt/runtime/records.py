@@ -1,0 +1,158 @@
+"""Validation records: one per (kernel, variant, shapes, dtypes, backend, config), saved for `report`.
+
+`ValidateRun` is what `tileiropt validate` writes to ``<artifacts>/validate.json``;
+`load_validate_run` reads it back. The schema is documented in ``docs/validate.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from tileiropt.errors import ExitCode, UserError
+from tileiropt.output import dumps, write_atomic
+
+SCHEMA_VERSION = 1
+VALIDATE_FILE = "validate.json"
+
+PASS = "pass"
+FAIL = "fail"  # the kernel ran and its output is wrong (values, dtype, shape, structure)
+ERROR = "error"  # it could not produce an output: compile error, exception, timeout, crash, bad reference
+NOT_RUN = "not-run"  # it cannot run here (no GPU, TileIR not ready, no optimized file, no reference)
+STATUSES = (PASS, FAIL, ERROR, NOT_RUN)
+
+VARIANTS = ("original", "optimized")
+
+# Config labels of records that are not one autotune config.
+LAUNCH = "(launch)"  # the kernel has no autotuner: one plain launch
+AUTOTUNED = "(autotuned)"  # --best-config: the autotuner chose (the record's label names the choice)
+PREPARE = "(prepare)"  # importing the file, building inputs or evaluating the reference
+NONE = "-"  # not-run records that never reached a config
+
+
+@dataclass
+class Provenance:
+    """Where a record's numbers came from."""
+
+    compiled_backend: str | None = None  # "cuda", "tileir", "interpreter"; several joined by ","
+    fallback: bool = False  # a tileir run whose kernels were compiled by another backend
+    kernels: dict[str, str] = field(default_factory=dict)  # launched kernel -> backend that compiled it
+    device: dict[str, Any] = field(default_factory=dict)  # {name, capability, sm_count}
+    triton_distribution: str | None = None
+    triton_version: str | None = None
+    torch_version: str | None = None
+
+
+@dataclass
+class ValidationRecord:
+    kernel: str
+    variant: str  # "original" | "optimized"
+    backend: str  # see tileiropt.runtime.backends.BACKENDS
+    config: str  # autotune config label, LAUNCH, AUTOTUNED, PREPARE or NONE
+    status: str  # PASS | FAIL | ERROR | NOT_RUN
+    reason: str = ""
+    path: str = ""  # the file that was validated
+    shapes: dict[str, list[int]] = field(default_factory=dict)  # the shapes that ran
+    dtypes: dict[str, str] = field(default_factory=dict)
+    reference: str | None = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    mismatches: int | None = None
+    elements: int | None = None  # output elements compared
+    first_mismatch: list[int] | None = None  # index of the first wrong element in `mismatch_in`
+    mismatch_in: str | None = None  # which output holds it: "out", "out[1]", "out['y']"
+    atol: float | None = None
+    rtol: float | None = None
+    seconds: float | None = None
+    scaled_from: dict[str, list[int]] | None = None  # the user's shapes when the interpreter scaled them
+    provenance: Provenance = field(default_factory=Provenance)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
+
+
+@dataclass
+class ValidateRun:
+    """Every record of one `validate` invocation, with the environment and the command line."""
+
+    records: list[ValidationRecord]
+    backends: list[str]
+    command: list[str] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    project: str | None = None
+    started: str = ""
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    schema: int = SCHEMA_VERSION
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATUSES, 0)
+        for record in self.records:
+            counts[record.status] = counts.get(record.status, 0) + 1
+        return counts
+
+    def exit_code(self) -> ExitCode:
+        """0 when every record that ran passed, 1 when any failed or errored, 3 when none ran."""
+        counts = self.counts()
+        if counts[FAIL] or counts[ERROR]:
+            return ExitCode.FAILED
+        if counts[PASS] == 0:
+            return ExitCode.NOT_RUN
+        return ExitCode.OK
+
+
+def _from_dict(cls: type, data: dict[str, Any]) -> Any:
+    known = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _number(value: Any) -> float | None:
+    """JSON keeps non-finite floats as strings ("nan", "inf"); turn them back into floats."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return value
+
+
+def record_from_dict(data: dict[str, Any]) -> ValidationRecord:
+    data = dict(data)
+    data["provenance"] = _from_dict(Provenance, data.get("provenance") or {})
+    for key in ("max_abs", "max_rel"):
+        data[key] = _number(data.get(key))
+    return _from_dict(ValidationRecord, data)
+
+
+def run_from_dict(data: dict[str, Any]) -> ValidateRun:
+    data = dict(data)
+    data["records"] = [record_from_dict(r) for r in data.get("records", [])]
+    return _from_dict(ValidateRun, data)
+
+
+def save_validate_run(run: ValidateRun, artifacts: Path | str) -> Path:
+    """Write `run` to ``<artifacts>/validate.json`` (atomically) and return the path."""
+    path = Path(artifacts) / VALIDATE_FILE
+    write_atomic(path, dumps(run) + "\n")
+    return path
+
+
+def load_validate_run(path: Path | str) -> ValidateRun:
+    """Read a `validate.json` (or the artifacts folder holding one)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / VALIDATE_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError("no validation records", file=str(path), hint="run `tileiropt validate` first") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"cannot read validation records: {exc}", file=str(path),
+                        hint="rerun `tileiropt validate` to rewrite it") from None
+    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
+        raise UserError("not a validation record file (no `records` list)", file=str(path))
+    return run_from_dict(data)
+

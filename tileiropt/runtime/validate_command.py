@@ -1,0 +1,87 @@
+"""`tileiropt validate`: resolve the target, validate, save the records, print a summary."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from tileiropt.errors import ExitCode, UserError
+from tileiropt.output import console, err_console, print_json
+from tileiropt.project import resolve_target
+from tileiropt.runtime.records import ERROR, FAIL, NOT_RUN, PASS, ValidateRun, ValidationRecord, save_validate_run
+from tileiropt.runtime.validate import validate_project
+
+_STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.2e}"
+
+
+def _dtypes(record: ValidationRecord) -> str:
+    distinct = sorted(set(record.dtypes.values()))
+    return distinct[0] if len(distinct) == 1 else ", ".join(f"{k}={v}" for k, v in record.dtypes.items())
+
+
+def summary_table(run: ValidateRun) -> Table:
+    table = Table(title="validate", show_lines=False)
+    for column in ("kernel", "variant", "dtypes", "backend", "config", "status", "max abs", "max rel",
+                   "mismatches", "s", "note"):
+        table.add_column(column, overflow="fold", justify="right" if column in ("max abs", "max rel", "s") else "left")
+    for r in run.records:
+        mismatches = "" if r.mismatches is None else f"{r.mismatches}/{r.elements}"
+        status = r.status + (" (fallback)" if r.provenance.fallback else "")
+        table.add_row(r.kernel, r.variant, _dtypes(r), r.backend, r.config, f"[{_STYLE[r.status]}]{status}[/]",
+                      _number(r.max_abs), _number(r.max_rel), mismatches,
+                      "" if r.seconds is None else f"{r.seconds:.2f}", r.reason)
+    return table
+
+
+def run_validate_command(
+    target: Path | None,
+    *,
+    entry: str | None = None,
+    shapes: str | None = None,
+    dtypes: str | None = None,
+    reference: str | None = None,
+    args: str | None = None,
+    kernels: list[str] | None = None,
+    backends: list[str] | None = None,
+    variant: str | None = None,
+    all_configs: bool = True,
+    timeout: float | None = None,
+    as_json: bool = False,
+) -> ExitCode:
+    """Everything behind the command; returns the exit code."""
+    project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
+    if variant not in (None, "original", "optimized", "both"):
+        raise UserError(f"--variant: unknown value {variant!r}", hint="use original, optimized or both")
+    variants = None if variant is None else ["original", "optimized"] if variant == "both" else [variant]
+    done = [0]
+
+    with err_console.status("validating") as status:
+        def progress(record: ValidationRecord) -> None:
+            done[0] += 1
+            status.update(f"validating: {done[0]} records ({record.kernel} {record.variant} {record.backend})")
+
+        run = validate_project(project, kernels=kernels, backends=backends, variants=variants,
+                               all_configs=all_configs, timeout=timeout, command=["tileiropt", *sys.argv[1:]],
+                               on_record=progress)
+    saved = save_validate_run(run, project.artifacts)
+    code = run.exit_code()
+    if as_json:
+        print_json(run)
+        return code
+    if not run.records:
+        err_console.print("nothing to validate (no record for the chosen kernels, variants and backends)")
+        return ExitCode.NOT_RUN
+    console.print(summary_table(run))
+    counts = run.counts()
+    line: list[Any] = [f"{counts[s]} {s}" for s in (PASS, FAIL, ERROR, NOT_RUN) if counts[s]]
+    for note in run.notes:
+        err_console.print(f"note: {note}")
+    console.print(f"{', '.join(line)} in {run.seconds:.1f}s; records saved to {saved}")
+    return code

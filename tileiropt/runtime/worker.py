@@ -1,0 +1,266 @@
+"""One backend's validation worker: ``python -m tileiropt.runtime.worker``.
+
+The parent (`validate.py`) starts it with the backend's environment (ENABLE_TILE,
+TRITON_INTERPRET, TILEIROPT_FORCE_TILEIR) and writes a job to its stdin:
+
+    {"backend": "interpret", "best_config": false, "cases": [Case, ...]}
+
+It answers with one JSON event per line on stdout, flushed as each happens:
+
+    {"event": "hello", "provenance": {...}}           once, after start-up
+    {"event": "case", "id": 3}                          a case begins
+    {"event": "plan", "id": 3, "labels": [...]}         its config items, in order
+    {"event": "start", "id": 3, "item": 0}              an item begins (the parent times it)
+    {"event": "record", "id": 3, "item": 0, "record": {...}}
+    {"event": "skip", "id": 3, "item": 2}               an item of an autotuner the entry never launches
+    {"event": "case_done", "id": 3}
+    {"event": "done"}
+
+Anything the kernels print goes to stderr (stdout is kept for the events). After an error
+that leaves the CUDA context unusable, the worker exits; the parent starts a new one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import asdict
+from typing import IO, Any
+
+from tileiropt.runtime.backends import BACKENDS, Backend
+from tileiropt.runtime.cases import Case, record_for
+from tileiropt.runtime.records import ERROR, FAIL, NONE, NOT_RUN, PASS, PREPARE, Provenance
+
+_POISONED = re.compile(r"illegal memory access|device-side assert|CUDA error|unspecified launch failure",
+                       re.IGNORECASE)
+
+
+class Emitter:
+    def __init__(self, stream: IO[str]):
+        self.stream = stream
+
+    def __call__(self, event: str, **fields: Any) -> None:
+        from tileiropt.output import to_jsonable
+
+        self.stream.write(json.dumps(to_jsonable({"event": event, **fields})) + "\n")
+        self.stream.flush()
+
+
+def base_provenance(backend: Backend) -> Provenance:
+    """Device, Triton distribution and versions as this worker sees them."""
+    import torch
+
+    from tileiropt.environment import CPU_DEVICE, device_description, triton_distribution
+
+    dist = triton_distribution()
+    return Provenance(
+        device=dict(CPU_DEVICE) if backend.interpreted else device_description(),
+        triton_distribution=dist.get("name"),
+        triton_version=dist.get("version"),
+        torch_version=str(torch.__version__),
+    )
+
+
+def _install_allocator(device: str) -> None:
+    """A default allocator for device-side TMA descriptors (a kernel file may set its own)."""
+    import torch
+    import triton
+
+    if hasattr(triton, "set_allocator"):
+        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=device))
+
+
+class CaseRunner:
+    """Runs every config item of one case and emits a record for each."""
+
+    def __init__(self, case: Case, backend: Backend, best_config: bool, base: Provenance, emit: Emitter):
+        self.case, self.backend, self.best_config, self.base, self.emit = case, backend, best_config, base, emit
+
+    def record(self, config: str, status: str, reason: str = "", provenance: Provenance | None = None,
+               **measures: Any) -> dict[str, Any]:
+        return asdict(record_for(self.case, self.backend.name, config, status, reason,
+                                 provenance or Provenance(**asdict(self.base)), **measures))
+
+    def run(self) -> bool:
+        """Run the case; False when the worker must exit (the CUDA context is unusable)."""
+        from tileiropt.runtime import harness
+        from tileiropt.runtime.configs import config_items
+
+        case, emit = self.case, self.emit
+        emit("case", id=case.id)
+        try:
+            module = harness.import_kernel_module(case.path, case.search_paths)
+            entry = harness.entry_function(module, case.entry)
+        except Exception as exc:
+            reason = f"cannot import the kernel file: {harness.describe_exception(exc)}"
+            emit("record", id=case.id, item=None, record=self.record(PREPARE, ERROR, reason))
+            emit("case_done", id=case.id)
+            return True
+        items = config_items(module, self.best_config)
+        emit("plan", id=case.id, labels=[item.label for item in items])
+        try:
+            prepared = self.prepare()
+        except Exception as exc:
+            emit("record", id=case.id, item=None, record=self.record(PREPARE, ERROR, self.explain(exc, "reference")))
+            emit("case_done", id=case.id)
+            return not _POISONED.search(str(exc))
+        launched_known: set[str] | None = None
+        for index in range(case.start_item, len(items)):
+            item = items[index]
+            if item.autotuner is not None and launched_known is not None and item.autotuner not in launched_known:
+                emit("skip", id=case.id, item=index)
+                continue
+            emit("start", id=case.id, item=index)
+            record, launched, poisoned = self.run_item(module, entry, item, prepared)
+            if launched is not None:
+                launched_known = launched
+            if item.autotuner is not None and launched is not None and item.autotuner not in launched:
+                emit("skip", id=case.id, item=index)
+                continue
+            emit("record", id=case.id, item=index, record=record)
+            if poisoned:
+                return False
+        emit("case_done", id=case.id)
+        return True
+
+    def prepare(self) -> dict[str, Any]:
+        """Inputs, the reference output, and the expected output structure (dtypes, shapes)."""
+        from tileiropt.runtime import harness
+        from tileiropt.runtime.configs import first_configs
+
+        case = self.case
+        inputs = harness.build_inputs(case.shapes, case.dtypes, seed=case.seed, ranges=case.ranges,
+                                      device=self.backend.device)
+        reference = harness.Reference.parse(case.reference)
+        if reference.kind == "original":
+            if not case.original_path:
+                raise harness.HarnessError('reference "original" needs the untransformed kernel file')
+            original_module = harness.import_kernel_module(case.original_path, case.search_paths)
+            function = reference.resolve(harness.entry_function(original_module, case.entry))
+            with first_configs(original_module):
+                expected, used = harness.evaluate_reference(function, reference.kind, inputs, case.args, case.dims)
+            structure, check_dtype = expected, True
+        else:
+            function = reference.resolve()
+            expected, used = harness.evaluate_reference(function, reference.kind, inputs, case.args, case.dims)
+            structure = harness.expected_structure(function, inputs, case.args, case.dims)
+            check_dtype = structure is not None
+            if structure is None:
+                structure = expected  # shapes still checked; the dtype is the upcast one
+        harness.synchronize(self.backend.device)
+        return {"inputs": inputs, "expected": expected, "reference_inputs": used,
+                "structure": structure, "check_dtype": check_dtype}
+
+    def explain(self, exc: BaseException, stage: str) -> str:
+        from tileiropt.runtime import harness
+
+        text = harness.describe_exception(exc)
+        if self.backend.interpreted and harness.needs_cuda(exc):
+            return f"the code needs CUDA, which the interpreter cannot provide ({text})"
+        if stage == "reference":
+            who = "the original kernel" if self.case.reference == "original" else "the reference"
+            return f"{who} raised: {text}"
+        return text
+
+    def run_item(self, module: Any, entry: Any, item: Any, prepared: dict[str, Any]
+                 ) -> tuple[dict[str, Any], set[str] | None, bool]:
+        """(record, autotuners launched or None when the call raised, CUDA context poisoned)."""
+        from tileiropt.runtime import harness
+        from tileiropt.runtime.configs import label_after_run, pinned_item
+        from tileiropt.runtime.launches import LaunchRecorder
+
+        case = self.case
+        started = time.perf_counter()
+        inputs = harness.clone_inputs(prepared["inputs"])
+        output, failure = None, None
+        with pinned_item(module, item), LaunchRecorder(module) as launches:
+            try:
+                output = harness.call_entry(entry, inputs, case.args)
+                harness.synchronize(self.backend.device)
+            except Exception as exc:
+                failure = exc
+        label = label_after_run(module, item, launches.autotuners)
+        provenance = self.provenance(launches)
+        if failure is not None:
+            seconds = time.perf_counter() - started
+            record = self.record(label, ERROR, self.explain(failure, "kernel"), provenance, seconds=seconds)
+            return record, None, bool(_POISONED.search(str(failure)))
+
+        expected, structure = prepared["expected"], prepared["structure"]
+        path = "out"
+        if output is None and expected is None:  # in-place kernel and reference: compare the inputs
+            output, expected, structure = inputs, prepared["reference_inputs"], None
+        elif output is None:  # an in-place kernel: its output is the one input it wrote
+            written = harness.written_inputs(prepared["inputs"], inputs)
+            if len(written) == 1:
+                path = f"{written[0]} (written in place)"
+                output = inputs[written[0]]
+        problem = harness.check_structure(output, structure, path, check_dtype=prepared["check_dtype"]) \
+            if structure is not None else None
+        if problem:
+            seconds = time.perf_counter() - started
+            return self.record(label, FAIL, problem, provenance, seconds=seconds), launches.autotuners, False
+        result = harness.compare(output, expected, case.atol, case.rtol, path)
+        seconds = time.perf_counter() - started
+        reason = result.reason
+        if provenance.fallback:
+            note = f"fallback: compiled by {provenance.compiled_backend}, not {self.backend.expected_backend}"
+            reason = f"{reason}; {note}" if reason else note
+        record = self.record(label, PASS if result.ok else FAIL, reason, provenance, max_abs=result.max_abs,
+                             max_rel=result.max_rel, mismatches=result.mismatches, elements=result.elements,
+                             first_mismatch=result.first_mismatch, mismatch_in=result.mismatch_in, seconds=seconds)
+        return record, launches.autotuners, False
+
+    def provenance(self, launches: Any) -> Provenance:
+        provenance = Provenance(**asdict(self.base))
+        provenance.kernels = dict(launches.kernels)
+        provenance.compiled_backend = launches.backend_summary()
+        if self.backend.name == "tileir" and provenance.compiled_backend:
+            provenance.fallback = any(b != "tileir" for b in provenance.compiled_backend.split(","))
+        return provenance
+
+
+def tileir_not_ready() -> str | None:
+    """Why TileIR cannot run in this process, or None when it can."""
+    from tileiropt.environment import check_environment
+
+    report = check_environment()
+    return None if report.tileir_ready else "; ".join(report.reasons)
+
+
+def run_job(job: dict[str, Any], emit: Emitter) -> int:
+    backend = BACKENDS[job["backend"]]
+    cases = [Case.from_json(c) for c in job["cases"]]
+    base = base_provenance(backend)
+    emit("hello", provenance=base, pid=os.getpid())
+    if backend.name == "tileir":
+        reason = tileir_not_ready()
+        if reason:
+            for case in cases:
+                emit("case", id=case.id)
+                record = record_for(case, backend.name, NONE, NOT_RUN, f"not run: {reason}", base)
+                emit("record", id=case.id, item=None, record=record)
+                emit("case_done", id=case.id)
+            emit("done")
+            return 0
+    _install_allocator(backend.device)
+    for case in cases:
+        if not CaseRunner(case, backend, bool(job.get("best_config")), base, emit).run():
+            return 0  # the parent restarts a fresh worker for what is left
+    emit("done")
+    return 0
+
+
+def main() -> int:
+    # Keep the real stdout for events; anything else printed to stdout goes to stderr.
+    events = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    job = json.loads(sys.stdin.read())
+    return run_job(job, Emitter(events))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
