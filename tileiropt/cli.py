@@ -136,6 +136,54 @@ def apply(
     raise typer.Exit(code)
 
 
+
+@app.command()
+@user_errors
+def validate(
+    target: Annotated[
+        Path | None,
+        typer.Argument(help="Project file or folder (default: ./tileiropt.toml), "
+                            "or a kernel .py with --entry/--shapes.", show_default=False),
+    ] = None,
+    entry: Annotated[str | None, typer.Option("--entry", help="Wrapper to call (kernel .py target).")] = None,
+    shapes: Annotated[str | None, typer.Option("--shapes", help='Input shapes as JSON, e.g. {"x": [32, 512]}.')] = None,
+    dtypes: Annotated[
+        str | None, typer.Option("--dtypes", help='Input dtypes: JSON {"x": "bfloat16"}, a list, or one name.')
+    ] = None,
+    reference: Annotated[
+        str | None, typer.Option("--reference", help='Torch expression, "pkg.mod:fn" or "original".')
+    ] = None,
+    args: Annotated[str | None, typer.Option("--args", help="Non-tensor keyword arguments as JSON.")] = None,
+    kernel: Annotated[
+        list[str] | None, typer.Option("--kernel", help="Validate only this kernel (repeatable).")
+    ] = None,
+    backend: Annotated[
+        list[str] | None,
+        typer.Option("--backend", help="ptx, tileir, interpret, tileir-code-on-ptx, tileir-code-on-interpret "
+                                       "(repeatable; default: by machine)", show_default=False),
+    ] = None,
+    variant: Annotated[
+        str | None, typer.Option("--variant", help="original, optimized or both (default: both when the "
+                                                   "optimized file exists)", show_default=False)
+    ] = None,
+    all_configs: Annotated[
+        bool, typer.Option("--all-configs/--best-config", help="Every autotune config, or only the one the "
+                                                               "autotuner picks (GPU).")
+    ] = True,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Seconds per record (default: the project's timeout).",
+                                   show_default=False)
+    ] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """Phase 4: numerics against the reference, per backend (own subprocess) and per autotune config."""
+    from tileiropt.runtime.validate_command import run_validate_command
+
+    code = run_validate_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
+                                kernels=kernel, backends=backend, variant=variant, all_configs=all_configs,
+                                timeout=timeout, as_json=json_output)
+    raise typer.Exit(int(code))
+
 def main() -> None:
     try:
         app()
