@@ -6,19 +6,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
 from tileiropt.runtime.records import ERROR, FAIL, NOT_RUN, PASS, ValidateRun, ValidationRecord, save_validate_run
+from tileiropt.runtime.scaling import describe_scaling
 from tileiropt.runtime.validate import validate_project
 
 _STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
 
 
 def _number(value: float | None) -> str:
-    return "" if value is None else f"{value:.2e}"
+    return "" if value is None else f"{value:.1e}"
 
 
 def _dtypes(record: ValidationRecord) -> str:
@@ -26,18 +29,40 @@ def _dtypes(record: ValidationRecord) -> str:
     return distinct[0] if len(distinct) == 1 else ", ".join(f"{k}={v}" for k, v in record.dtypes.items())
 
 
+def short_config(label: str) -> str:
+    """A config label for the table: launch options shortened, default num_ctas=1 dropped."""
+    parts = [p.strip() for p in label.split(",")]
+    parts = [p for p in parts if p != "num_ctas=1"]
+    return " ".join(p.replace("num_warps=", "warps=").replace("num_stages=", "stages=") for p in parts)
+
+
 def summary_table(run: ValidateRun) -> Table:
-    table = Table(title="validate", show_lines=False)
-    for column in ("kernel", "variant", "dtypes", "backend", "config", "status", "max abs", "max rel",
-                   "mismatches", "s", "note"):
-        table.add_column(column, overflow="fold", justify="right" if column in ("max abs", "max rel", "s") else "left")
+    table = Table(title="validate", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for column in ("kernel", "variant", "dtype", "backend", "config", "status", "max abs", "wrong"):
+        table.add_column(column, overflow="fold", no_wrap=column == "status",
+                         min_width=14 if column == "config" else None,
+                         justify="right" if column in ("max abs", "wrong") else "left")
     for r in run.records:
-        mismatches = "" if r.mismatches is None else f"{r.mismatches}/{r.elements}"
+        wrong = "" if r.mismatches is None else f"{r.mismatches}/{r.elements}"
         status = r.status + (" (fallback)" if r.provenance.fallback else "")
-        table.add_row(r.kernel, r.variant, _dtypes(r), r.backend, r.config, f"[{_STYLE[r.status]}]{status}[/]",
-                      _number(r.max_abs), _number(r.max_rel), mismatches,
-                      "" if r.seconds is None else f"{r.seconds:.2f}", r.reason)
+        table.add_row(r.kernel, r.variant, _dtypes(r), r.backend, escape(short_config(r.config)),
+                      f"[{_STYLE[r.status]}]{status}[/]", _number(r.max_abs), wrong)
     return table
+
+
+def detail_lines(run: ValidateRun) -> list[str]:
+    """One line per record that did not pass, then each distinct scaling note once."""
+    lines, seen = [], set()
+    for r in run.records:
+        where = f"{r.kernel} {r.variant} {_dtypes(r)} {r.backend} [{short_config(r.config)}]"
+        if r.status != PASS:
+            lines.append(f"{r.status}: {where}: {r.reason.removeprefix('not run: ')}")
+        elif r.scaled_from and r.kernel not in seen:
+            seen.add(r.kernel)
+            lines.append(f"note: {r.kernel}: {describe_scaling(r.scaled_from, r.shapes)}")
+        if r.provenance.fallback:
+            lines.append(f"fallback: {where}: {r.reason}")
+    return lines
 
 
 def run_validate_command(
@@ -79,6 +104,8 @@ def run_validate_command(
         err_console.print("nothing to validate (no record for the chosen kernels, variants and backends)")
         return ExitCode.NOT_RUN
     console.print(summary_table(run))
+    for line in detail_lines(run):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     counts = run.counts()
     line: list[Any] = [f"{counts[s]} {s}" for s in (PASS, FAIL, ERROR, NOT_RUN) if counts[s]]
     for note in run.notes:
