@@ -9,6 +9,7 @@ gate off the module is the original one.
 from __future__ import annotations
 
 import difflib
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,19 +174,14 @@ def _plan_hint_only(kernel: KernelInfo, function_source: str, space: Space, cap:
             f"no hint autotune: atomics (line {facts.atomics[0]}) accumulate across runs, and autotuning re-runs "
             "the kernel")
         return
-    key = size_arguments([(p.name, p.is_constexpr) for p in kernel.params])
+    key = size_arguments([p.name for p in kernel.params])
     if not key:
         plan.report.skipped.append("no hint autotune: no runtime size argument to key the autotuner on")
         return
+    # Launch options the call sites pass stay theirs; a `**options` splat may pass any of them.
     passed = {name for launch in kernel.launches for name in launch.kwargs}
-    positional_max = max(len(launch.args) for launch in kernel.launches)
-    params = [p.name for p in kernel.params]
-    passed |= set(params[:positional_max])
-    constexprs = [p.name for p in kernel.params if p.is_constexpr and p.default is None]
-    not_passed = [c for c in constexprs if c not in passed and c not in kernel.heuristics]
-    if not_passed:
-        plan.report.skipped.append(f"no hint autotune: meta-parameter {not_passed[0]!r} is not passed at every launch")
-        return
+    if "**" in passed:
+        passed |= set(LAUNCH_OPTIONS)
     stages = None if "num_stages" in passed else space.num_stages
     ctas = [1] if "num_ctas" in passed else space.num_ctas
     hint_space = Space(space.occupancy, ctas, stages or [0], {})
@@ -208,13 +204,15 @@ def _plan_hint_only(kernel: KernelInfo, function_source: str, space: Space, cap:
         "(" + (", ".join(o for o in LAUNCH_OPTIONS if o in passed) or "none") + ") are left to it"))
 
 
-def _function_source(node: cst.FunctionDef) -> str:
-    return cst.Module(body=[node.with_changes(leading_lines=[])]).code
+def _function_source(source_lines: list[str], kernel: KernelInfo) -> str:
+    """The kernel's text, decorators included, cut from the file by its lines."""
+    return textwrap.dedent("".join(source_lines[kernel.first_line - 1: kernel.end_line]))
 
 
 def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, classify: ClassifyFn,
                  spaces: dict[str, Space], cap: int) -> dict[str, _Plan]:
     nodes = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    source_lines = source.splitlines(keepends=True)
     plans: dict[str, _Plan] = {}
     names = {k.name for k in info.kernels}
     for kernel in info.kernels:
@@ -227,7 +225,7 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, classify: Cl
         if node is None:
             plan.report.skipped.append("not a module-level function: left alone")
             continue
-        twin, rewrites = rewrite_math(node, info.tl_names, kernel.first_line)
+        twin, rewrites = rewrite_math(node, info.tl_names, _function_source(source_lines, kernel), kernel.first_line)
         target = kernel.name
         if rewrites:
             plan.twin = twin.with_changes(name=cst.Name(kernel.name + TWIN_SUFFIX))
@@ -240,7 +238,7 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, classify: Cl
         if kernel.autotune is not None:
             _plan_autotuned(kernel, info, source, space, cap, target, plan)
         elif kernel.is_entry:
-            _plan_hint_only(kernel, _function_source(node), space, cap, target, plan)
+            _plan_hint_only(kernel, _function_source(source_lines, kernel), space, cap, target, plan)
         if plan.twin is not None and not any(line.startswith(f"{kernel.name} =") for line in plan.block):
             plan.block.append(f"{kernel.name} = {target}")
             plan.report.changes.append(Change(kernel.line, f"{kernel.name} bound to {target} under the gate",

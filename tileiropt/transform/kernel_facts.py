@@ -12,7 +12,8 @@ _SIZE_NAME = re.compile(
     r"|hidden|width|height|count|^[mnk]_|_[mnk]$",
     re.IGNORECASE,
 )
-_NOT_SIZE = re.compile(r"ptr|stride|eps|scale|seed|offset|^p_|prob|alpha|beta|temp|value", re.IGNORECASE)
+_NOT_SIZE = re.compile(r"ptr|stride|eps|scale|seed|offset|^p_|prob|alpha|beta|temp|value|block|tile|group|warps|stages"
+                       r"|^(has|have|use|is|enable)_", re.IGNORECASE)
 _ATOMICS = {"atomic_add", "atomic_max", "atomic_min", "atomic_cas", "atomic_xchg", "atomic_and",
             "atomic_or", "atomic_xor"}
 
@@ -67,7 +68,7 @@ def kernel_facts(function_source: str, params: list[str]) -> KernelFacts:
     return facts
 
 
-def size_arguments(params: list[tuple[str, bool]]) -> list[str]:
-    """Runtime (non-constexpr) parameters that look like problem sizes, to key an autotuner on."""
-    return [name for name, is_constexpr in params
-            if not is_constexpr and _SIZE_NAME.search(name) and not _NOT_SIZE.search(name)]
+def size_arguments(params: list[str]) -> list[str]:
+    """Parameters that look like problem sizes (`n_cols`, `M`, `H_dim`; not pointers, strides,
+    block sizes or flags), to key an autotuner on. Constexpr sizes count: they are launch values."""
+    return [name for name in params if _SIZE_NAME.search(name) and not _NOT_SIZE.search(name)]

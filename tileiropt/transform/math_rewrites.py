@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 LOG2E = "1.4426950408889634"  # log2(e)
 
@@ -38,12 +37,10 @@ def _times_log2e(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 
 class _MathRewriter(cst.CSTTransformer):
-    METADATA_DEPENDENCIES = (PositionProvider,)
-
     def __init__(self, tl_names: set[str]):
         super().__init__()
         self.tl_names = tl_names
-        self.rewrites: list[Rewrite] = []
+        self.rewrites: list[tuple[cst.Call, str]] = []  # (original call, what)
 
     def _tl_function(self, func: cst.BaseExpression) -> tuple[str, cst.BaseExpression] | None:
         """('exp', <the `tl` / `tl.math` object expression>) for tl.exp / tl.math.exp."""
@@ -62,14 +59,13 @@ class _MathRewriter(cst.CSTTransformer):
         if not found or len(updated.args) != 1 or updated.args[0].keyword is not None:
             return updated
         name, base = found
-        line = self.get_metadata(PositionProvider, original).start.line
         arg = updated.args[0].value
         exp2 = cst.Attribute(value=base, attr=cst.Name("exp2"))
         if name == "exp":
-            self.rewrites.append(Rewrite(line, "tl.exp(x) -> tl.exp2(x * log2(e))"))
+            self.rewrites.append((original, "tl.exp(x) -> tl.exp2(x * log2(e))"))
             return updated.with_changes(func=exp2, args=[cst.Arg(_times_log2e(arg))])
         if name == "sigmoid":
-            self.rewrites.append(Rewrite(line, "tl.sigmoid(x) -> 1 / (1 + tl.exp2(-x * log2(e)))"))
+            self.rewrites.append((original, "tl.sigmoid(x) -> 1 / (1 + tl.exp2(-x * log2(e)))"))
             negated = cst.UnaryOperation(operator=cst.Minus(), expression=_paren(arg))
             denominator = cst.BinaryOperation(
                 left=cst.Float("1.0"), operator=cst.Add(),
@@ -81,23 +77,27 @@ class _MathRewriter(cst.CSTTransformer):
         return updated
 
 
-def rewrite_math(function: cst.FunctionDef, tl_names: set[str], first_line: int = 1
-                 ) -> tuple[cst.FunctionDef, list[Rewrite]]:
-    """The function with exp/sigmoid rewritten, and what changed (lines of the original file).
+def rewrite_math(function: cst.FunctionDef, tl_names: set[str], source: str | None = None,
+                 first_line: int = 1) -> tuple[cst.FunctionDef, list[Rewrite]]:
+    """The function with exp/sigmoid rewritten, and what changed.
 
-    `first_line` is the line of `function` in its file; positions are computed on the function
-    alone, so they are shifted by it.
+    `source` is the function's text as it stands in its file, starting at `first_line`; each
+    rewrite's line is found by locating the call's text in it (no position metadata, which
+    costs more than the whole rewrite). Without `source`, lines count from the function itself.
     """
-    wrapper = MetadataWrapper(cst.Module(body=[function]), unsafe_skip_copy=True)
     rewriter = _MathRewriter(tl_names)
-    new_module = wrapper.visit(rewriter)
-    offset = first_line - 1 - _leading_lines(function)
-    rewrites = [Rewrite(r.line + offset, r.what) for r in rewriter.rewrites]
-    new_function = new_module.body[0]
+    new_function = function.visit(rewriter)
     assert isinstance(new_function, cst.FunctionDef)
+    if not rewriter.rewrites:
+        return new_function, []
+    if source is None:
+        source = cst.Module(body=[function.with_changes(leading_lines=[])]).code
+    empty = cst.Module(body=[])
+    rewrites, searched_from = [], {}
+    for call, what in rewriter.rewrites:
+        text = empty.code_for_node(call)
+        offset = source.find(text, searched_from.get(text, 0))
+        searched_from[text] = offset + 1 if offset >= 0 else 0
+        line = first_line + source.count("\n", 0, offset) if offset >= 0 else first_line
+        rewrites.append(Rewrite(line, what))
     return new_function, rewrites
-
-
-def _leading_lines(function: cst.FunctionDef) -> int:
-    """Blank/comment lines libcst keeps in front of the function's first decorator."""
-    return len(function.leading_lines)
