@@ -87,13 +87,15 @@ def environment_summary() -> dict[str, Any]:
 class WorkerProcess:
     """A running worker: its events on a queue, the tail of its stderr kept for crash reports."""
 
-    def __init__(self, backend: Backend, job: dict[str, Any]):
+    def __init__(self, backend: Backend, job: dict[str, Any], module: str = "tileiropt.runtime.worker",
+                 extra_env: dict[str, str] | None = None):
         env = backend_env(backend)
+        env.update(extra_env or {})
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tileiropt.runtime.worker"],
+            [sys.executable, "-m", module],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=env, text=True, encoding="utf-8", errors="replace", start_new_session=True,
         )
