@@ -45,7 +45,8 @@ def scale_for_interpreter(inputs: dict[str, list[int | str]], dims: dict[str, in
     """Halve the largest dim until the inputs and the FLOP count are small enough."""
     dims = dict(dims)
     original = _resolve(inputs, dims, {})
-    named = [d for shape in inputs.values() for d in shape if isinstance(d, str)]
+    # Dims used in the shapes come first (in order); dims only the flops expression uses follow.
+    named = [d for shape in inputs.values() for d in shape if isinstance(d, str)] + list(dims)
     literal: dict[int, int] = {d: d for shape in inputs.values() for d in shape if not isinstance(d, str)}
 
     def too_big() -> bool:

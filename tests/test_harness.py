@@ -1,0 +1,336 @@
+"""Units of the validation harness: inputs, references, structure checks, comparison, scaling,
+records, and (under the interpreter, in this process) config items and launch recording."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from tileiropt.errors import ExitCode
+from tileiropt.project import parse_project
+from tileiropt.runtime import harness
+from tileiropt.runtime.harness import HarnessError, Reference
+from tileiropt.runtime.records import (
+    ERROR,
+    FAIL,
+    NOT_RUN,
+    PASS,
+    Provenance,
+    ValidateRun,
+    ValidationRecord,
+    load_validate_run,
+    save_validate_run,
+)
+from tileiropt.runtime.scaling import MAX_ELEMENTS, describe_scaling, scale_for_interpreter
+
+FIXTURES = Path(__file__).parent / "fixtures" / "validate"
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def test_inputs_are_deterministic_per_seed_and_typed_per_name():
+    shapes = {"x": [4, 8], "idx": [16], "mask": [5]}
+    dtypes = {"x": "bfloat16", "idx": "int32", "mask": "bool"}
+    a = harness.build_inputs(shapes, dtypes, seed=3)
+    b = harness.build_inputs(shapes, dtypes, seed=3)
+    c = harness.build_inputs(shapes, dtypes, seed=4)
+    for name in shapes:
+        assert torch.equal(a[name], b[name])
+        assert list(a[name].shape) == shapes[name]
+    assert not torch.equal(a["x"], c["x"])
+    assert a["x"].dtype == torch.bfloat16 and a["idx"].dtype == torch.int32 and a["mask"].dtype == torch.bool
+
+
+def test_int_inputs_respect_ranges_and_default_range():
+    inputs = harness.build_inputs({"a": [2000], "b": [2000]}, {"a": "int64", "b": "int16"},
+                                  ranges={"a": [-3, 2]})
+    assert int(inputs["a"].min()) == -3 and int(inputs["a"].max()) == 1
+    assert int(inputs["b"].min()) >= 0 and int(inputs["b"].max()) <= 15
+
+
+def test_clone_inputs_protects_the_originals():
+    inputs = harness.build_inputs({"x": [10]}, {"x": "float32"})
+    copy = harness.clone_inputs(inputs)
+    copy["x"].add_(1.0)
+    assert not torch.equal(copy["x"], inputs["x"])
+
+
+def test_upcast_widens_half_types_only():
+    assert harness.upcast(torch.ones(2, dtype=torch.bfloat16)).dtype == torch.float32
+    assert harness.upcast(torch.ones(2, dtype=torch.float16)).dtype == torch.float32
+    assert harness.upcast(torch.ones(2, dtype=torch.float64)).dtype == torch.float64
+    assert harness.upcast(torch.ones(2, dtype=torch.int32)).dtype == torch.int32
+
+
+def test_written_inputs_names_the_tensor_a_call_changed():
+    before = {"x": torch.tensor([1.0, float("nan")]), "y": torch.tensor([2.0, 3.0])}
+    after = harness.clone_inputs(before)
+    assert harness.written_inputs(before, after) == []
+    after["y"][0] = 5.0
+    assert harness.written_inputs(before, after) == ["y"]
+
+
+# --------------------------------------------------------------------------- references
+
+
+def test_reference_forms_are_recognised():
+    assert Reference.parse("original").kind == "original"
+    assert Reference.parse("refs:scaled").kind == "function"
+    assert Reference.parse("torch.nn.functional:silu").kind == "function"
+    assert Reference.parse("x[:, 0] + y").kind == "expression"
+    with pytest.raises(HarnessError, match="not a Python expression"):
+        Reference.parse("x +")
+
+
+def test_expression_reference_sees_torch_F_args_and_dims():
+    reference = Reference.parse("F.relu(x) * alpha + N")
+    fn = reference.resolve()
+    inputs = {"x": torch.tensor([-1.0, 2.0])}
+    out, _ = harness.evaluate_reference(fn, reference.kind, inputs, {"alpha": 2.0}, {"N": 10})
+    assert out.tolist() == [10.0, 14.0]
+
+
+def test_expression_reference_runs_upcast_and_meta_gives_native_dtype():
+    reference = Reference.parse("x.sum(-1)")
+    fn = reference.resolve()
+    inputs = harness.build_inputs({"x": [4, 8]}, {"x": "bfloat16"})
+    out, used = harness.evaluate_reference(fn, reference.kind, inputs, {}, {})
+    assert out.dtype == torch.float32 and used["x"].dtype == torch.float32
+    meta = harness.expected_structure(fn, inputs, {}, {})
+    assert meta.dtype == torch.bfloat16 and meta.device.type == "meta" and list(meta.shape) == [4]
+
+
+def test_function_reference_is_imported_and_retried_natively(monkeypatch):
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    inputs = {"x": torch.ones(3, dtype=torch.float16)}
+    scaled = Reference.parse("refs:scaled")
+    out, _ = harness.evaluate_reference(scaled.resolve(), scaled.kind, inputs, {"alpha": 2.0}, {})
+    assert out.tolist() == [3.0, 3.0, 3.0]
+    half = Reference.parse("refs:half_only")
+    out, used = harness.evaluate_reference(half.resolve(), half.kind, inputs, {}, {})
+    assert out.dtype == torch.float16 and used["x"].dtype == torch.float16
+    with pytest.raises(HarnessError, match="has no attribute"):
+        Reference.parse("refs:missing").resolve()
+    with pytest.raises(HarnessError, match="cannot import"):
+        Reference.parse("no_such_module_xyz:fn").resolve()
+
+
+def test_original_reference_calls_the_original_entry_on_native_inputs():
+    reference = Reference.parse("original")
+    with pytest.raises(HarnessError):
+        reference.resolve()
+    fn = reference.resolve(lambda x: x * 2)
+    inputs = {"x": torch.ones(2, dtype=torch.bfloat16)}
+    out, _ = harness.evaluate_reference(fn, reference.kind, inputs, {}, {})
+    assert out.dtype == torch.bfloat16 and out.tolist() == [2.0, 2.0]
+
+
+# --------------------------------------------------------------------------- structure and comparison
+
+
+def test_check_structure_reports_dtype_shape_and_arity():
+    expected = (torch.empty(4, 2, dtype=torch.bfloat16, device="meta"), torch.empty(4, device="meta"))
+    assert harness.check_structure((torch.zeros(4, 2, dtype=torch.bfloat16), torch.zeros(4)), expected) is None
+    assert "dtype float32, expected bfloat16" in harness.check_structure(
+        (torch.zeros(4, 2), torch.zeros(4)), expected)
+    assert "shape [4, 3], expected [4, 2]" in harness.check_structure(
+        (torch.zeros(4, 3, dtype=torch.bfloat16), torch.zeros(4)), expected)
+    assert "1 items, expected 2" in harness.check_structure((torch.zeros(4, 2, dtype=torch.bfloat16),), expected)
+    assert "expected a tensor" in harness.check_structure(None, torch.empty(1, device="meta"))
+    assert harness.check_structure(torch.zeros(4), torch.empty(4, dtype=torch.float16), check_dtype=False) is None
+
+
+def test_compare_locates_the_first_mismatch():
+    expected = torch.zeros(3, 4)
+    actual = expected.clone()
+    actual[2, 1] = 0.5
+    actual[2, 3] = 0.25
+    result = harness.compare(actual, expected, atol=1e-3, rtol=1e-3)
+    assert not result.ok
+    assert result.mismatches == 2 and result.elements == 12
+    assert result.first_mismatch == [2, 1] and result.mismatch_in == "out"
+    assert result.max_abs == pytest.approx(0.5)
+    assert "first at (2, 1)" in result.reason
+
+
+def test_compare_tolerances_and_relative_error():
+    expected = torch.tensor([1.0, 100.0])
+    assert harness.compare(torch.tensor([1.005, 100.5]), expected, atol=1e-2, rtol=1e-2).ok
+    result = harness.compare(torch.tensor([1.0, 103.0]), expected, atol=1e-2, rtol=1e-2)
+    assert not result.ok and result.first_mismatch == [1]
+    assert result.max_rel == pytest.approx(0.03, rel=1e-4)
+
+
+def test_compare_nan_and_inf_positions_must_match():
+    nan, inf = float("nan"), float("inf")
+    expected = torch.tensor([nan, inf, -inf, 1.0])
+    assert harness.compare(torch.tensor([nan, inf, -inf, 1.0]), expected, 1e-4, 1e-4).ok
+    assert harness.compare(torch.tensor([0.0, inf, -inf, 1.0]), expected, 1e-4, 1e-4).first_mismatch == [0]
+    assert harness.compare(torch.tensor([nan, -inf, -inf, 1.0]), expected, 1e-4, 1e-4).first_mismatch == [1]
+    assert harness.compare(torch.tensor([nan, inf, -inf, nan]), expected, 1e-4, 1e-4).first_mismatch == [3]
+
+
+def test_compare_recurses_into_tuples_dicts_and_scalars():
+    expected = {"a": (torch.zeros(2), 1.5), "b": [torch.ones(3, dtype=torch.int32)]}
+    good = {"a": (torch.zeros(2), 1.5), "b": [torch.ones(3, dtype=torch.int32)]}
+    assert harness.compare(good, expected, 1e-4, 1e-4).ok
+    bad = {"a": (torch.zeros(2), 1.5), "b": [torch.tensor([1, 2, 1], dtype=torch.int32)]}
+    result = harness.compare(bad, expected, 1e-4, 1e-4)
+    assert not result.ok and result.mismatch_in == "out['b'][0]" and result.first_mismatch == [1]
+    scalar = harness.compare({"a": (torch.zeros(2), 2.5), "b": expected["b"]}, expected, 1e-4, 1e-4)
+    assert not scalar.ok and scalar.mismatch_in == "out['a'][1]"
+    assert not harness.compare([torch.zeros(2)], expected, 1e-4, 1e-4).ok
+
+
+def test_compare_half_output_against_float32_reference():
+    expected = torch.randn(64, generator=torch.Generator().manual_seed(0))
+    assert harness.compare(expected.to(torch.bfloat16), expected, 2e-2, 2e-2).ok
+    assert not harness.compare(expected.to(torch.bfloat16), expected, 1e-5, 1e-5).ok
+
+
+def test_default_tolerances_follow_the_loosest_input_dtype():
+    project = parse_project({"kernel": [{"path": "refs.py", "entry": "scaled", "inputs": {"x": [4]},
+                                         "dtypes": ["bfloat16", "float32"]}]}, None, FIXTURES)
+    spec = project.kernels[0]
+    assert spec.tolerances(spec.dtypes[0]) == (2e-2, 2e-2)
+    assert spec.tolerances(spec.dtypes[1]) == (1e-4, 1e-4)
+
+
+# --------------------------------------------------------------------------- importing
+
+
+def test_import_kernel_module_unique_names_and_sibling_imports():
+    a = harness.import_kernel_module(FIXTURES / "uses_sibling.py")
+    b = harness.import_kernel_module(FIXTURES / "other" / "uses_sibling.py")
+    assert a is not b and a.__name__ != b.__name__
+    assert harness.import_kernel_module(FIXTURES / "uses_sibling.py") is a
+    x = torch.ones(2)
+    assert harness.entry_function(a, "triple")(x).tolist() == [3.0, 3.0]
+    assert harness.entry_function(b, "triple")(x).tolist() == [30.0, 30.0]
+    with pytest.raises(HarnessError, match="has no function 'nope'"):
+        harness.entry_function(a, "nope")
+
+
+def test_needs_cuda_recognises_cpu_only_torch_errors():
+    assert harness.needs_cuda(RuntimeError("PyTorch was compiled without CUDA support"))
+    assert harness.needs_cuda(AssertionError("Torch not compiled with CUDA enabled"))
+    assert not harness.needs_cuda(ValueError("shapes differ"))
+
+
+# --------------------------------------------------------------------------- scaling
+
+
+def test_scaling_halves_the_largest_named_dim_until_small():
+    scaled = scale_for_interpreter({"a": ["M", "K"], "b": ["K", "N"]}, {"M": 512, "N": 512, "K": 512},
+                                   "2 * M * N * K")
+    total = sum(math.prod(s) for s in scaled.shapes.values())
+    assert total <= MAX_ELEMENTS
+    assert scaled.shapes["a"][1] == scaled.shapes["b"][0]  # K stays consistent
+    assert scaled.scaled_from == {"a": [512, 512], "b": [512, 512]}
+    assert "from a=512x512, b=512x512 to" in describe_scaling(scaled.scaled_from, scaled.shapes)
+
+
+def test_scaling_keeps_small_shapes_and_small_dims():
+    small = scale_for_interpreter({"x": ["N"]}, {"N": 1000})
+    assert small.scaled_from is None and small.shapes == {"x": [1000]}
+    attention = scale_for_interpreter({"q": ["Z", "H", "S", "D"]}, {"Z": 2, "H": 4, "S": 4096, "D": 64})
+    assert attention.dims["D"] == 64 and attention.dims["Z"] == 2 and attention.dims["S"] < 4096
+
+
+def test_scaling_literal_sizes_everywhere_they_occur():
+    scaled = scale_for_interpreter({"x": [1024, 4096], "w": [4096]}, {})
+    assert scaled.shapes["x"][1] == scaled.shapes["w"][0]
+    assert sum(math.prod(s) for s in scaled.shapes.values()) <= MAX_ELEMENTS
+
+
+def test_scaling_flops_bound():
+    scaled = scale_for_interpreter({"a": ["M", "K"]}, {"M": 64, "K": 64, "N": 1 << 20}, "2 * M * N * K",
+                                   max_flops=1 << 26)
+    assert 2 * scaled.dims["M"] * scaled.dims["N"] * scaled.dims["K"] <= 1 << 26
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _record(status: str, **kw) -> ValidationRecord:
+    return ValidationRecord(kernel="k", variant="original", backend="interpret", config="(launch)",
+                            status=status, **kw)
+
+
+def test_exit_codes_follow_the_statuses():
+    assert ValidateRun([_record(PASS), _record(NOT_RUN)], ["interpret"]).exit_code() == ExitCode.OK
+    assert ValidateRun([_record(PASS), _record(FAIL)], ["interpret"]).exit_code() == ExitCode.FAILED
+    assert ValidateRun([_record(ERROR), _record(NOT_RUN)], ["interpret"]).exit_code() == ExitCode.FAILED
+    assert ValidateRun([_record(NOT_RUN)], ["tileir"]).exit_code() == ExitCode.NOT_RUN
+    assert ValidateRun([], []).exit_code() == ExitCode.NOT_RUN
+
+
+def test_records_round_trip_through_validate_json(tmp_path):
+    record = _record(FAIL, max_abs=float("nan"), max_rel=float("inf"), mismatches=1, elements=4,
+                     first_mismatch=[0, 3], shapes={"x": [1, 4]},
+                     provenance=Provenance(compiled_backend="interpreter", kernels={"k": "interpreter"}))
+    run = ValidateRun([record], ["interpret"], command=["tileiropt", "validate"], environment={"python": "3"})
+    path = save_validate_run(run, tmp_path / "artifacts")
+    assert json.loads(path.read_text())["records"][0]["max_abs"] == "nan"
+    loaded = load_validate_run(tmp_path / "artifacts")
+    assert math.isnan(loaded.records[0].max_abs) and math.isinf(loaded.records[0].max_rel)
+    assert loaded.records[0].first_mismatch == [0, 3]
+    assert loaded.records[0].provenance.kernels == {"k": "interpreter"}
+    assert loaded.command == ["tileiropt", "validate"] and loaded.exit_code() == ExitCode.FAILED
+
+
+def test_load_validate_run_errors_are_user_errors(tmp_path):
+    from tileiropt.errors import UserError
+
+    with pytest.raises(UserError, match="run `tileiropt validate` first"):
+        load_validate_run(tmp_path)
+    (tmp_path / "validate.json").write_text("{not json")
+    with pytest.raises(UserError, match="cannot read"):
+        load_validate_run(tmp_path)
+
+
+# --------------------------------------------------------------------------- configs and launches (interpreter)
+
+
+@pytest.fixture
+def interpreted(monkeypatch):
+    """Kernels decorated during the test are interpreted (Triton reads the variable at decoration)."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+def test_config_items_pin_one_config_at_a_time_and_record_launches(interpreted):
+    from tileiropt.runtime.configs import config_items, label_after_run, pinned_item
+    from tileiropt.runtime.launches import LaunchRecorder
+
+    module = harness.import_kernel_module(FIXTURES / "two_tuners.py")
+    items = config_items(module)
+    assert [(i.autotuner, i.index) for i in items] == [
+        (None, 0), ("double_kernel", 1), ("negate_kernel", 1), ("negate_kernel", 2)]
+    x = torch.arange(100, dtype=torch.float32)
+    with pinned_item(module, items[0]), LaunchRecorder(module) as launches:
+        module.first_only(x)
+    assert launches.autotuners == {"double_kernel"}
+    assert launches.kernels == {"double_kernel": "interpreter"}
+    assert label_after_run(module, items[0], launches.autotuners).startswith("double_kernel: BLOCK_SIZE=32")
+    with pinned_item(module, items[3]), LaunchRecorder(module) as launches:
+        doubled, negated = module.both(x)
+    assert launches.autotuners == {"double_kernel", "negate_kernel"}
+    assert torch.equal(negated, -x) and torch.equal(doubled, 2 * x)
+    assert len(module.negate_kernel.configs) == 3  # restored after pinning
+    assert "run" not in vars(module.negate_kernel)  # the recorder removed its wrapper
+
+
+def test_config_items_for_plain_and_best_config(interpreted):
+    from tileiropt.runtime.configs import config_items
+    from tileiropt.runtime.records import AUTOTUNED, LAUNCH
+
+    plain = harness.import_kernel_module(FIXTURES / "off_by_one.py")
+    assert [i.label for i in config_items(plain)] == [LAUNCH]
+    tuned = harness.import_kernel_module(FIXTURES / "bad_config.py")
+    assert len(config_items(tuned)) == 3
+    assert [i.label for i in config_items(tuned, best_config=True)] == [AUTOTUNED]

@@ -1,0 +1,278 @@
+"""`validate` end to end under Triton's interpreter: worker subprocesses, every autotune config,
+failures located, timeouts and crashes costing only their own record, the CLI and its exit codes.
+
+The fixture kernels in `tests/fixtures/validate/` are small and each is wrong in one known way.
+One module-scoped run validates all of them (two backends, run side by side) to keep this fast.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tileiropt.cli import app
+from tileiropt.errors import ExitCode
+from tileiropt.project import load_project, parse_project
+from tileiropt.runtime.records import ERROR, FAIL, NOT_RUN, PASS, PREPARE, load_validate_run
+from tileiropt.runtime.validate import Machine, validate_project
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures" / "validate"
+TIMEOUT_S = 6.0
+
+KERNELS = [
+    {"name": "off_by_one", "path": "off_by_one.py", "entry": "add", "reference": "x + y",
+     "inputs": {"x": [1000], "y": [1000]}},
+    {"name": "bad_config", "path": "bad_config.py", "entry": "scale", "reference": "x * 2", "inputs": {"x": [300]}},
+    {"name": "wrong_dtype", "path": "wrong_dtype.py", "entry": "copy", "reference": "x.clone()",
+     "inputs": {"x": [300]}, "dtypes": "bfloat16"},
+    {"name": "reference_raises", "path": "wrong_dtype.py", "entry": "copy", "reference": "refs:raises",
+     "inputs": {"x": [300]}},
+    {"name": "cuda_only", "path": "cuda_only.py", "entry": "copy", "reference": "x", "inputs": {"x": [300]}},
+    {"name": "compile_error", "path": "compile_error.py", "entry": "run", "reference": "x", "inputs": {"x": [300]}},
+    {"name": "exits", "path": "exits.py", "entry": "copy", "reference": "x", "inputs": {"x": [300]}},
+    {"name": "hang", "path": "hang.py", "entry": "copy", "reference": "x", "inputs": {"x": [300]}},
+    {"name": "segfault", "path": "segfault.py", "entry": "crash", "reference": "x", "inputs": {"x": [300]}},
+    {"name": "two_first", "path": "two_tuners.py", "entry": "first_only", "reference": "x * 2",
+     "inputs": {"x": [300]}},
+    {"name": "two_both", "path": "two_tuners.py", "entry": "both", "reference": "(x * 2, -x)",
+     "inputs": {"x": [300]}},
+    {"name": "in_place", "path": "inplace_add.py", "entry": "add_", "reference": "x + y",
+     "inputs": {"x": [300], "y": [300]}, "dtypes": "int32", "ranges": {"x": [-5, 5]}},
+    {"name": "scale", "path": "scale.py", "entry": "scale", "reference": "original", "inputs": {"x": [1000]},
+     "args": {"alpha": 0.5}},
+    {"name": "scale_function", "path": "scale.py", "entry": "scale", "reference": "refs:scaled",
+     "inputs": {"x": [1000]}, "args": {"alpha": 0.5}},
+    {"name": "scaled_down", "path": "scale.py", "entry": "scale", "reference": "x * alpha + 1",
+     "inputs": {"x": ["N"]}, "dims": {"N": 1 << 20}, "args": {"alpha": 0.5}},
+]
+
+
+def _project(kernels=KERNELS):
+    return parse_project({"kernel": kernels}, None, FIXTURES)
+
+
+@pytest.fixture(scope="module")
+def run():
+    started = time.monotonic()
+    result = validate_project(_project(), backends=["interpret", "tileir-code-on-interpret", "tileir"],
+                              timeout=TIMEOUT_S)
+    result.wall_seconds = time.monotonic() - started  # type: ignore[attr-defined]
+    return result
+
+
+def _records(run, kernel, backend="interpret", variant="original"):
+    return [r for r in run.records if r.kernel == kernel and r.backend == backend and r.variant == variant]
+
+
+def test_off_by_one_mask_points_at_the_last_element(run):
+    (record,) = _records(run, "off_by_one")
+    assert record.status == FAIL and record.config == "(launch)"
+    assert record.first_mismatch == [999] and record.mismatches == 1 and record.elements == 1000
+    assert "first at (999,)" in record.reason
+    assert record.provenance.compiled_backend == "interpreter"
+    assert record.provenance.kernels == {"add_kernel": "interpreter"}
+    assert record.provenance.triton_version and record.provenance.torch_version
+
+
+def test_only_the_wrong_config_fails(run):
+    records = _records(run, "bad_config")
+    assert [r.config.split(",")[0] for r in records] == ["BLOCK_SIZE=32", "BLOCK_SIZE=64", "BLOCK_SIZE=128"]
+    assert [r.status for r in records] == [PASS, FAIL, PASS]
+    assert records[1].first_mismatch == [0] and records[1].mismatches == 300
+
+
+def test_wrong_output_dtype_fails_with_the_dtypes(run):
+    (record,) = _records(run, "wrong_dtype")
+    assert record.status == FAIL
+    assert "dtype float32, expected bfloat16" in record.reason
+
+
+def test_reference_that_raises_gives_one_clear_record(run):
+    (record,) = _records(run, "reference_raises")
+    assert record.status == ERROR and record.config == PREPARE
+    assert "the reference raised: ValueError: this reference always fails" in record.reason
+
+
+def test_cuda_only_wrapper_is_a_clear_failure_under_the_interpreter(run):
+    (record,) = _records(run, "cuda_only")
+    assert record.status == ERROR
+    assert "needs CUDA, which the interpreter cannot provide" in record.reason
+
+
+def test_compile_error_keeps_the_first_lines_of_the_error(run):
+    (record,) = _records(run, "compile_error")
+    assert record.status == ERROR and "no_such_function" in record.reason
+
+
+def test_a_config_that_ends_the_process_costs_only_its_record(run):
+    records = _records(run, "exits")
+    assert [r.status for r in records] == [PASS, ERROR, PASS]
+    assert records[1].reason.startswith("crashed (exit code 7)")
+    assert records[1].config.startswith("BLOCK_SIZE=64")
+
+
+def test_a_hanging_config_times_out_and_the_rest_still_run(run):
+    records = _records(run, "hang")
+    assert [r.status for r in records] == [PASS, ERROR, PASS]
+    assert records[1].reason == f"timeout after {TIMEOUT_S:g}s"
+
+
+def test_a_segfault_does_not_stop_the_kernels_after_it(run):
+    (record,) = _records(run, "segfault")
+    assert record.status == ERROR and record.reason.startswith("crashed: SIGSEGV")
+    assert all(r.status == PASS for r in _records(run, "two_first") + _records(run, "in_place"))
+
+
+def test_only_launched_autotuners_are_varied(run):
+    first = _records(run, "two_first")
+    assert [r.config.split(",")[0] for r in first] == ["double_kernel: BLOCK_SIZE=32", "double_kernel: BLOCK_SIZE=64"]
+    both = _records(run, "two_both")
+    assert len(both) == 4  # first configs together, then 1 more double and 2 more negate configs
+    assert both[0].config.startswith("double_kernel: BLOCK_SIZE=32") and "negate_kernel" in both[0].config
+    assert all(r.status == PASS for r in first + both)
+    assert both[0].provenance.kernels == {"double_kernel": "interpreter", "negate_kernel": "interpreter"}
+
+
+def test_in_place_kernel_is_compared_through_the_input_it_wrote(run):
+    (record,) = _records(run, "in_place")
+    assert record.status == PASS and record.atol is not None and record.elements == 300
+
+
+def test_reference_original_validates_the_optimized_file(run):
+    assert [r.status for r in _records(run, "scale")] == [NOT_RUN]  # the original against itself
+    optimized = _records(run, "scale", variant="optimized")
+    assert [r.status for r in optimized] == [PASS, PASS]
+    forced = _records(run, "scale", backend="tileir-code-on-interpret", variant="optimized")
+    assert [r.config.split(",")[0] for r in forced] == ["BLOCK_SIZE=64", "BLOCK_SIZE=256", "BLOCK_SIZE=512"]
+    assert [r.status for r in forced] == [PASS, PASS, FAIL]  # the TileIR-only config is wrong
+
+
+def test_function_reference_and_both_variants(run):
+    assert [r.status for r in _records(run, "scale_function")] == [PASS, PASS]
+    assert [r.status for r in _records(run, "scale_function", variant="optimized")] == [PASS, PASS]
+    assert _records(run, "scale_function", backend="tileir-code-on-interpret") == []  # optimized only
+
+
+def test_large_shapes_are_scaled_for_the_interpreter(run):
+    records = _records(run, "scaled_down")
+    assert all(r.status == PASS for r in records)
+    assert records[0].scaled_from == {"x": [1 << 20]} and records[0].shapes["x"][0] <= 1 << 18
+    assert "scaled for the interpreter from x=1048576 to x=" in records[0].reason
+
+
+def test_tileir_without_gpu_is_one_not_run_record_per_variant(run):
+    records = [r for r in run.records if r.backend == "tileir"]
+    assert records and all(r.status == NOT_RUN and r.reason.startswith("not run: ") for r in records)
+    assert len(_records(run, "bad_config", backend="tileir")) == 1
+
+
+def test_run_summary_and_speed(run):
+    assert run.exit_code() == ExitCode.FAILED
+    assert run.environment.get("triton") and run.backends == ["interpret", "tileir-code-on-interpret", "tileir"]
+    assert run.wall_seconds < 120
+
+
+# --------------------------------------------------------------------------- planning without a worker
+
+
+def test_gpu_backends_are_not_run_without_a_gpu():
+    cpu = Machine(device={"name": "cpu"}, tileir_blockers=["no GPU"])
+    result = validate_project(_project(KERNELS[:1]), backends=["ptx", "tileir-code-on-ptx"], machine=cpu)
+    assert [(r.backend, r.status, r.reason) for r in result.records] == [("ptx", NOT_RUN, "not run: no GPU")]
+    assert result.exit_code() == ExitCode.NOT_RUN
+
+
+def test_default_backends_follow_the_machine():
+    from tileiropt.runtime.backends import default_backends
+
+    assert default_backends(has_gpu=False, tileir_ready=False) == ["interpret", "tileir-code-on-interpret", "tileir"]
+    assert default_backends(has_gpu=True, tileir_ready=True) == ["ptx", "tileir"]
+    assert default_backends(has_gpu=True, tileir_ready=False) == ["ptx", "tileir", "tileir-code-on-ptx"]
+
+
+def test_missing_optimized_file_and_missing_reference_are_not_run():
+    cpu = Machine(device={"name": "cpu"}, tileir_blockers=["no GPU"])
+    project = _project([{"name": "k", "path": "off_by_one.py", "entry": "add", "inputs": {"x": [4], "y": [4]}}])
+    result = validate_project(project, backends=["ptx"], variants=["original", "optimized"], machine=cpu)
+    reasons = [r.reason for r in result.records]
+    assert any("no reference" in r for r in reasons)
+    assert any("no optimized file off_by_one_tileir.py" in r for r in reasons)
+
+
+def test_unknown_backend_is_bad_input():
+    from tileiropt.errors import UserError
+
+    with pytest.raises(UserError, match="unknown backend 'cuda'"):
+        validate_project(_project(KERNELS[:1]), backends=["cuda"])
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def test_cli_json_exit_codes_and_saved_records(tmp_path, monkeypatch):
+    runner = CliRunner()
+    kernel = str(FIXTURES / "bad_config.py")
+    flags = ["--entry", "scale", "--shapes", '{"x": [300]}', "--reference", "x * 2"]
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["validate", kernel, *flags, "--backend", "interpret", "--json"])
+    assert result.exit_code == ExitCode.FAILED, result.output
+    data = json.loads(result.stdout)
+    assert [r["status"] for r in data["records"]] == [PASS, FAIL, PASS]
+    assert data["command"][0] == "tileiropt" and data["environment"]["triton"]
+    saved = load_validate_run(Path(".tileiropt"))
+    assert [r.status for r in saved.records] == [PASS, FAIL, PASS]
+
+    table = runner.invoke(app, ["validate", kernel, *flags, "--backend", "ptx"])
+    assert table.exit_code == ExitCode.NOT_RUN, table.output
+    assert "no GPU" in table.stdout
+
+    bad = runner.invoke(app, ["validate", kernel, "--entry", "scale", "--shapes", "{x"])
+    assert bad.exit_code == ExitCode.BAD_INPUT and "--shapes: not valid JSON" in bad.output
+    bad = runner.invoke(app, ["validate", kernel, *flags, "--backend", "nope"])
+    assert bad.exit_code == ExitCode.BAD_INPUT and "unknown backend" in bad.output
+    bad = runner.invoke(app, ["validate", kernel, *flags, "--variant", "newest"])
+    assert bad.exit_code == ExitCode.BAD_INPUT
+    bad = runner.invoke(app, ["validate", kernel, "--entry", "scale", "--shapes", '{"x": [3]}',
+                              "--reference", "x +"])
+    assert bad.exit_code == ExitCode.BAD_INPUT and "not a Python expression" in bad.output
+
+
+def test_cli_passes_with_exit_zero(tmp_path):
+    runner = CliRunner()
+    project = tmp_path / "tileiropt.toml"
+    project.write_text(f"""
+[[kernel]]
+name = "scale"
+path = "{FIXTURES / 'scale.py'}"
+entry = "scale"
+reference = "x * alpha + 1"
+inputs = {{ x = [500] }}
+args = {{ alpha = 2.0 }}
+dtypes = ["float32", "float16"]
+""")
+    result = runner.invoke(app, ["validate", str(project), "--backend", "interpret", "--variant", "original"])
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "4 pass" in result.stdout
+    saved = load_validate_run(tmp_path / ".tileiropt" / "validate.json")
+    assert {r.dtypes["x"] for r in saved.records} == {"float32", "float16"}
+    assert {r.atol for r in saved.records} == {1e-4, 1e-2}
+
+
+# --------------------------------------------------------------------------- the examples
+
+
+def test_examples_pass_under_the_interpreter_for_every_config():
+    project = load_project(ROOT / "examples")
+    started = time.monotonic()
+    result = validate_project(project, backends=["interpret"], variants=["original"])
+    seconds = time.monotonic() - started
+    failures = [f"{r.kernel} {r.config}: {r.reason}" for r in result.records if r.status != PASS]
+    assert not failures, failures
+    kernels = {r.kernel for r in result.records}
+    assert kernels == {k.name for k in project.kernels}
+    assert seconds < 120
