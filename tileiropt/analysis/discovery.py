@@ -100,6 +100,10 @@ class Scan:
     text: SourceText
     kernel_nodes: list[ast.FunctionDef]  # parallel to module.kernels
     functions: dict[str, ast.FunctionDef]  # module-level defs by name
+    launch_functions: dict[tuple[str, int], ast.FunctionDef | None] = field(default_factory=dict)
+    # (kernel name, launch line) -> the def that holds the launch (None at module level)
+    launch_calls: dict[tuple[str, int], ast.Call] = field(default_factory=dict)  # -> the launch call
+    constants: dict[str, int] = field(default_factory=dict)  # module-level names bound once to an int literal
 
 
 def discover(source: str, path: str = "<string>") -> ModuleInfo:
@@ -135,7 +139,7 @@ class _Collector(ast.NodeVisitor):
         self.defs: list[ast.FunctionDef] = []  # every def, in source order
         self.module_functions: dict[str, ast.FunctionDef] = {}
         self.module_values: dict[str, list[ast.expr]] = {}  # module-level name -> assigned values
-        self.subscript_calls: list[tuple[ast.Call, str | None]] = []  # name[...](...) with enclosing def
+        self.subscript_calls: list[tuple[ast.Call, ast.FunctionDef | None]] = []  # name[...](...), enclosing def
         self.called: dict[int, list[str]] = {}  # id(def) -> names it calls, in order
         self.returns_value: set[int] = set()  # id(def) with a `return <expr>`
         self._stack: list[ast.FunctionDef] = []
@@ -200,7 +204,7 @@ class _Collector(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):
-            self.subscript_calls.append((node, self._stack[-1].name if self._stack else None))
+            self.subscript_calls.append((node, self._stack[-1] if self._stack else None))
         elif isinstance(func, ast.Name) and self._stack:
             self.called.setdefault(id(self._stack[-1]), []).append(func.id)
         elif (self._module_level() and isinstance(func, ast.Attribute) and func.attr in ("append", "extend")
@@ -238,7 +242,7 @@ class _Builder:
                 kernel_nodes.append(node)
                 jit_decorators.append(decorator)
         jit_function_names = {node.name for node in kernel_nodes}
-        launches = self._launches(jit_function_names)
+        launches, launch_functions, launch_calls = self._launches(jit_function_names)
 
         kernels = [self._kernel(node, decorator, jit_function_names, launches)
                    for node, decorator in zip(kernel_nodes, jit_decorators, strict=True)]
@@ -261,7 +265,15 @@ class _Builder:
             aliases=dict(aliases),
         )
         return Scan(module=module, tree=tree, text=self.text, kernel_nodes=kernel_nodes,
-                    functions=dict(self.c.module_functions))
+                    functions=dict(self.c.module_functions), launch_functions=launch_functions,
+                    launch_calls=launch_calls, constants=self._constants())
+
+    def _constants(self) -> dict[str, int]:
+        constants = {}
+        for name, values in self.c.module_values.items():
+            if len(values) == 1 and isinstance(values[0], ast.Constant) and type(values[0].value) is int:
+                constants[name] = values[0].value
+        return constants
 
     def _jit_decorator(self, node: ast.FunctionDef) -> ast.expr | None:
         for decorator in node.decorator_list:
@@ -428,8 +440,12 @@ class _Builder:
         return self._meta_dict(values) if values is not None else {}
 
     # launches ----------------------------------------------------------------
-    def _launches(self, jit_function_names: set[str]) -> dict[str, list[LaunchSite]]:
+    def _launches(self, jit_function_names: set[str]) -> tuple[
+            dict[str, list[LaunchSite]], dict[tuple[str, int], ast.FunctionDef | None],
+            dict[tuple[str, int], ast.Call]]:
         launches: dict[str, list[LaunchSite]] = {}
+        functions: dict[tuple[str, int], ast.FunctionDef | None] = {}
+        calls: dict[tuple[str, int], ast.Call] = {}
         for call, function in self.c.subscript_calls:
             subscript = call.func
             assert isinstance(subscript, ast.Subscript) and isinstance(subscript.value, ast.Name)
@@ -439,14 +455,16 @@ class _Builder:
             kwargs = {}
             for keyword in call.keywords:
                 kwargs[keyword.arg or "**"] = self.text.segment(keyword.value)
+            functions[(name, call.lineno)] = function
+            calls[(name, call.lineno)] = call
             launches.setdefault(name, []).append(LaunchSite(
                 line=call.lineno,
-                function=function,
+                function=function.name if function is not None else None,
                 grid=self.text.segment(subscript.slice),
                 args=[self.text.segment(arg) for arg in call.args],
                 kwargs=kwargs,
             ))
-        return launches
+        return launches, functions, calls
 
 
 def _configs_kind(node: ast.expr | None) -> str:

@@ -1,0 +1,317 @@
+"""Phase 2: classify every Triton kernel (dot / norm / elementwise / reduction) and lint it for TileIR.
+
+The class follows the decision tree of the TileIR workflow, on evidence found in the syntax tree
+(helpers called by the kernel count, transitively):
+
+    tl.dot / tl.dot_scaled?                    -> dot        (TMA + 2CTA + occupancy + larger tiles)
+    reduction + a statistic that scales/shifts -> norm       (high occupancy)
+    loaded elements?
+    reduction (or cross-program atomics)?      -> reduction  (high occupancy)
+    otherwise                                  -> elementwise (occupancy + num_stages)
+
+`classify_paths` is what `run` and `report` call; `classify_file` and `classify_source` do one file.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tileiropt.analysis.discovery import KernelInfo, Scan, scan
+from tileiropt.analysis.facts import TL, FactsBuilder, FunctionFacts
+from tileiropt.analysis.rules import ALL_RULES, Finding, KernelContext, Rule, select_rules, suppressed
+from tileiropt.analysis.source import read_source
+from tileiropt.errors import UserError
+from tileiropt.output import to_jsonable
+
+CLASSES = ("dot", "norm", "elementwise", "reduction")
+STRATEGIES = {
+    "dot": "TMA + 2CTA + occupancy + larger tiles",
+    "norm": "high occupancy",
+    "elementwise": "occupancy + num_stages",
+    "reduction": "high occupancy",
+}
+MAX_EVIDENCE = 12
+_ACCUMULATING_ATOMICS = frozenset({"tl.atomic_add", "tl.atomic_max", "tl.atomic_min"})
+
+
+@dataclass
+class Evidence:
+    line: int
+    text: str
+
+
+@dataclass
+class KernelRecord:
+    """One JIT function: its class, why, and its lint findings. JSON: see `to_json` (key "class")."""
+
+    file: str
+    kernel: str
+    line: int
+    kernel_class: str  # "dot" | "norm" | "elementwise" | "reduction"
+    confidence: float  # 0..1, a score of how direct the deciding evidence is (not a calibrated probability)
+    evidence: list[Evidence]
+    strategy: str
+    is_entry: bool
+    persistent: bool  # a persistent loop over tiles (for ... in tl.range(pid, total, NUM_SMS))
+    uses_tma: bool  # tensor descriptors (device or host) already in use
+    uses_block_ptr: bool  # tl.make_block_ptr (unsupported by TileIR)
+    findings: list[Finding]
+    tensor_of_pointer_lines: list[int] = field(default_factory=list)  # block-shaped pointer loads/stores
+    calls: list[str] = field(default_factory=list)  # JIT helpers it calls
+
+    def to_json(self) -> dict[str, Any]:
+        data = to_jsonable(self)
+        data["class"] = data.pop("kernel_class")
+        order = ["file", "kernel", "line", "class", "confidence", "evidence", "strategy", "is_entry", "persistent",
+                 "uses_tma", "uses_block_ptr", "findings", "tensor_of_pointer_lines", "calls"]
+        return {key: data[key] for key in order}
+
+
+@dataclass
+class FileResult:
+    file: str
+    status: str  # "ok" | "no_kernels" | "error"
+    kernels: list[KernelRecord]
+    message: str | None = None  # why a file has no records (parse error, no kernel)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "status": self.status, "message": self.message,
+                "kernels": [k.to_json() for k in self.kernels]}
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def classify_paths(paths: Iterable[Path | str], select: list[str] | None = None,
+                   ignore: list[str] | None = None) -> list[FileResult]:
+    """Classify every `*.py` file under `paths` (files or folders, recursive).
+
+    Raises UserError (exit 2) when a path does not exist; a file that does not parse becomes a
+    FileResult with status "error" and the others are still processed.
+    """
+    rules = select_rules(ALL_RULES, select, ignore)
+    return [classify_file(path, rules=rules) for path in collect_files(paths)]
+
+
+def collect_files(paths: Iterable[Path | str]) -> list[Path]:
+    files: list[Path] = []
+    seen: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise UserError("no such file or folder", file=str(path), hint="check the path")
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*.py") if p.is_file() and not _hidden(p, path))
+        else:
+            found = [path]
+        for file in found:
+            key = file.resolve()
+            if key not in seen:
+                seen.add(key)
+                files.append(file)
+    return files
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    """Skip dot-folders (.git, .venv) and __pycache__ below a scanned folder."""
+    parts = path.relative_to(root).parts[:-1]
+    return any(part.startswith(".") or part == "__pycache__" for part in parts)
+
+
+def classify_file(path: Path | str, select: list[str] | None = None, ignore: list[str] | None = None,
+                  rules: list[Rule] | None = None) -> FileResult:
+    """Classify the kernels of one file; problems with the file become a FileResult message."""
+    path = Path(path)
+    try:
+        source = read_source(path)
+    except UserError as exc:
+        return FileResult(file=str(path), status="error", kernels=[], message=str(exc))
+    return classify_source(source, str(path), select=select, ignore=ignore, rules=rules)
+
+
+def classify_source(source: str, path: str = "<string>", select: list[str] | None = None,
+                    ignore: list[str] | None = None, rules: list[Rule] | None = None) -> FileResult:
+    if rules is None:
+        rules = select_rules(ALL_RULES, select, ignore)
+    # A file without both words cannot define a Triton JIT function: skip the parse (speed only).
+    if "triton" not in source or "jit" not in source:
+        return FileResult(file=path, status="no_kernels", kernels=[], message="no Triton kernel (no triton import)")
+    try:
+        scanned = scan(source, path)
+    except UserError as exc:
+        return FileResult(file=path, status="error", kernels=[], message=str(exc))
+    if not scanned.module.kernels:
+        return FileResult(file=path, status="no_kernels", kernels=[], message="no @triton.jit function")
+    return FileResult(file=path, status="ok", kernels=classify_scan(scanned, rules))
+
+
+def classify_scan(scanned: Scan, rules: list[Rule]) -> list[KernelRecord]:
+    module = scanned.module
+    jit_functions = {node.name: node for node in scanned.kernel_nodes}
+    builder = FactsBuilder(jit_functions, module.aliases, scanned.text)
+    records = []
+    for kernel, node in zip(module.kernels, scanned.kernel_nodes, strict=True):
+        own = builder.facts(node)
+        everything = _transitive(own, builder, jit_functions)
+        record = _classify(kernel, own, everything, scanned)
+        context = KernelContext(kernel=kernel, node=node, facts=own, kernel_class=record.kernel_class,
+                                scan=scanned)
+        record.findings = _lint(context, rules, scanned)
+        records.append(record)
+    return records
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def _transitive(own: FunctionFacts, builder: FactsBuilder,
+                jit_functions: dict[str, ast.FunctionDef]) -> list[tuple[FunctionFacts, str | None]]:
+    """The kernel's facts and those of every JIT helper it calls (with the helper's name)."""
+    result: list[tuple[FunctionFacts, str | None]] = [(own, None)]
+    seen = {own.name}
+    queue = [own]
+    while queue:
+        facts = queue.pop(0)
+        for _, callee in facts.helper_calls:
+            if callee in seen or callee not in jit_functions:
+                continue
+            seen.add(callee)
+            helper = builder.facts(jit_functions[callee])
+            result.append((helper, callee))
+            queue.append(helper)
+    return result
+
+
+def _collect(everything: list[tuple[FunctionFacts, str | None]], attribute: str) -> list[Evidence]:
+    items = []
+    for facts, helper in everything:
+        for line, text in getattr(facts, attribute):
+            items.append(Evidence(line, f"{text} (in helper {helper})" if helper else text))
+    return items
+
+
+def _classify(kernel: KernelInfo, own: FunctionFacts, everything: list[tuple[FunctionFacts, str | None]],
+              scanned: Scan) -> KernelRecord:
+    dots = _collect(everything, "dots")
+    reductions = _collect(everything, "reductions")
+    scans = _collect(everything, "scans")
+    norms = _collect(everything, "normalisation")
+    atomics = [Evidence(a.line, f"{a.name} accumulates across programs (in helper {helper})" if helper
+                        else f"{a.name} accumulates across programs")
+               for facts, helper in everything for a in facts.accesses
+               if a.kind == "atomic" and a.name in _ACCUMULATING_ATOMICS]
+    accesses = [a for facts, _ in everything for a in facts.accesses]
+
+    evidence: list[Evidence] = []
+    if dots:
+        kernel_class = "dot"
+        direct = any(facts is own for facts, _ in everything if facts.dots)
+        confidence = 0.95 if direct else 0.85
+        evidence += [Evidence(e.line, f"{e.text}: matrix multiply") for e in dots]
+    elif norms and (reductions or scans):
+        kernel_class = "norm"
+        confidence = min(0.95, 0.75 + 0.05 * len({e.line for e in norms}))
+        evidence += [Evidence(e.line, f"{e.text} reduction") for e in reductions] + norms
+    elif reductions or scans or atomics:
+        kernel_class = "reduction"
+        confidence = 0.85 if reductions else 0.65
+        evidence += [Evidence(e.line, f"{e.text} reduction, result not used to normalise elements")
+                     for e in reductions]
+        evidence += [Evidence(e.line, f"{e.text} scan") for e in scans] + atomics
+    else:
+        kernel_class = "elementwise"
+        confidence = 0.9 if accesses else 0.6
+        if accesses:
+            lines = sorted({a.line for a in accesses})
+            evidence.append(Evidence(lines[0], f"{len(accesses)} loads/stores, no reduction and no dot"))
+        else:
+            evidence.append(Evidence(kernel.line, "no memory access, no reduction and no dot (a math helper)"))
+    if kernel_class == "dot" and (reductions or norms):
+        evidence += [Evidence(e.line, f"{e.text} reduction (inside a dot kernel)") for e in reductions[:2]]
+
+    persistent = _collect(everything, "persistent_loops")
+    descriptors = _collect(everything, "descriptors")
+    host_descriptors = _host_descriptors(kernel, scanned)
+    block_pointers = _collect(everything, "block_pointers")
+    evidence += persistent + [Evidence(e.line, f"TMA: {e.text}") for e in descriptors[:2]] + host_descriptors
+    evidence += [Evidence(e.line, f"block pointer: {e.text}") for e in block_pointers[:2]]
+    pointer_lines = sorted({a.line for a in own.accesses if a.tile and a.name in ("tl.load", "tl.store")})
+    if kernel_class == "dot" and pointer_lines:
+        evidence.append(Evidence(pointer_lines[0], f"tensor-of-pointer loads/stores at lines "
+                                                   f"{', '.join(map(str, pointer_lines[:6]))}"))
+    if kernel.calls:
+        evidence.append(Evidence(kernel.line, f"calls JIT helpers: {', '.join(kernel.calls)}"))
+
+    return KernelRecord(
+        file=scanned.module.path,
+        kernel=kernel.name,
+        line=kernel.line,
+        kernel_class=kernel_class,
+        confidence=round(confidence, 2),
+        evidence=_dedupe(evidence)[:MAX_EVIDENCE],
+        strategy=STRATEGIES[kernel_class],
+        is_entry=kernel.is_entry,
+        persistent=bool(persistent),
+        uses_tma=bool(descriptors or host_descriptors),
+        uses_block_ptr=bool(block_pointers),
+        findings=[],
+        tensor_of_pointer_lines=pointer_lines if kernel_class == "dot" else [],
+        calls=list(kernel.calls),
+    )
+
+
+def _host_descriptors(kernel: KernelInfo, scanned: Scan) -> list[Evidence]:
+    """Host-side TensorDescriptor objects built in a function that launches this kernel."""
+    found: list[Evidence] = []
+    wrappers = {id(w): w for launch in kernel.launches
+                if (w := scanned.launch_functions.get((kernel.name, launch.line))) is not None}
+    for wrapper in wrappers.values():
+        for node in ast.walk(wrapper):
+            if isinstance(node, ast.Call):
+                func = node.func
+                target = func.value if isinstance(func, ast.Attribute) else func
+                if isinstance(target, ast.Name) and target.id == "TensorDescriptor":
+                    found.append(Evidence(node.lineno, f"TMA: host TensorDescriptor in {wrapper.name}"))
+                    return found
+    return found
+
+
+def _dedupe(items: list[Evidence]) -> list[Evidence]:
+    seen: set[tuple[int, str]] = set()
+    result = []
+    for item in items:
+        key = (item.line, item.text)
+        if key not in seen:
+            seen.add(key)
+            result.append(item)
+    return result
+
+
+# --------------------------------------------------------------------------- lint
+
+
+def _lint(context: KernelContext, rules: list[Rule], scanned: Scan) -> list[Finding]:
+    findings: list[Finding] = []
+    seen: set[tuple[str, int, str]] = set()
+    for rule in rules:
+        for finding in rule.check(context):
+            key = (finding.code, finding.line, finding.message)
+            if key in seen or suppressed(finding, scanned.text.line(finding.line)):
+                continue
+            seen.add(key)
+            findings.append(finding)
+    findings.sort(key=lambda f: (f.line, f.code))
+    return findings
+
+
+def has_errors(results: list[FileResult]) -> bool:
+    """True when any kernel has an error-severity finding (for --strict)."""
+    return any(f.severity == "error" for r in results for k in r.kernels for f in k.findings)
+
+
+__all__ = ["CLASSES", "STRATEGIES", "TL", "Evidence", "FileResult", "KernelRecord", "classify_file",
+           "classify_paths", "classify_scan", "classify_source", "collect_files", "has_errors"]
