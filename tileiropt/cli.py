@@ -91,6 +91,25 @@ def check(
 
 @app.command()
 @user_errors
+def classify(
+    paths: Annotated[list[Path], typer.Argument(help="Kernel files or folders (searched recursively for *.py).")],
+    select: Annotated[
+        list[str] | None, typer.Option("--select", help="Only these lint codes or prefixes (repeatable, e.g. TIR0).")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option("--ignore", help="Skip these lint codes or prefixes (repeatable).")
+    ] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when an error-severity finding exists.")] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """Phase 2: each Triton kernel -> dot / norm / elementwise / reduction, with evidence and TileIR lint."""
+    from tileiropt.analysis.command import run_classify
+
+    raise typer.Exit(run_classify(paths, select=select, ignore=ignore, strict=strict, json_output=json_output))
+
+
+@app.command()
+@user_errors
 def init(
     path: Annotated[
         Path | None,

@@ -1,0 +1,119 @@
+"""`tileiropt classify`: tables for people, JSON for scripts, exit codes both can trust."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from tileiropt.analysis.classify import CLASSES, FileResult, classify_paths, has_errors
+from tileiropt.errors import ExitCode, UserError
+from tileiropt.output import console, err_console, print_json
+
+SCHEMA_VERSION = 1
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "perf": "cyan"}
+
+
+def run_classify(paths: list[Path], select: list[str] | None = None, ignore: list[str] | None = None,
+                 strict: bool = False, json_output: bool = False) -> int:
+    """Classify and lint `paths`; print; return the exit code."""
+    results = classify_paths(paths, select=select, ignore=ignore)
+    if not results:
+        raise UserError("no Python files found", file=", ".join(str(p) for p in paths),
+                        hint="pass .py files or folders that contain them")
+    if json_output:
+        print_json(classify_json(results))
+    else:
+        _print_human(results, explicit={Path(p).resolve() for p in paths if Path(p).is_file()})
+    if all(r.status == "error" for r in results):
+        if not json_output:
+            err_console.print("[bold red]error[/]: no file could be parsed", soft_wrap=True)
+        return int(ExitCode.BAD_INPUT)
+    if strict and has_errors(results):
+        return int(ExitCode.FAILED)
+    return int(ExitCode.OK)
+
+
+def classify_json(results: list[FileResult]) -> dict[str, Any]:
+    """The documented JSON document (docs/classify.md)."""
+    kernels = [k.to_json() for r in results for k in r.kernels]
+    severities = Counter(f["severity"] for k in kernels for f in k["findings"])
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kernels": kernels,
+        "files": [{"file": r.file, "status": r.status, "message": r.message, "kernels": len(r.kernels)}
+                  for r in results],
+        "summary": {
+            "files": len(results),
+            "files_with_kernels": sum(r.status == "ok" for r in results),
+            "files_not_parsed": sum(r.status == "error" for r in results),
+            "kernels": len(kernels),
+            "classes": {c: sum(k["class"] == c for k in kernels) for c in CLASSES},
+            "findings": {s: severities.get(s, 0) for s in ("error", "warning", "perf")},
+        },
+    }
+
+
+def _findings_cell(counts: Counter) -> str:
+    parts = [f"[{_SEVERITY_STYLE[s]}]{counts[s]} {s}[/]" for s in ("error", "warning", "perf") if counts[s]]
+    return ", ".join(parts) if parts else "-"
+
+
+def _short_names(results: list[FileResult]) -> tuple[str, dict[str, str]]:
+    """File names relative to the folder all kernel files share (keeps the table narrow)."""
+    files = [r.file for r in results if r.kernels]
+    if not files:
+        return "", {}
+    root = os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files])
+    return root, {f: os.path.relpath(os.path.abspath(f), root) for f in files}
+
+
+def _print_human(results: list[FileResult], explicit: set[Path]) -> None:
+    root, short = _short_names(results)
+    table = Table(title=f"Triton kernels in {root}", title_justify="left")
+    table.add_column("file", overflow="fold", ratio=1)
+    table.add_column("kernel", overflow="fold", ratio=2)
+    table.add_column("line", justify="right", no_wrap=True)
+    table.add_column("class", no_wrap=True)
+    table.add_column("conf", justify="right", no_wrap=True)
+    table.add_column("entry", no_wrap=True)
+    table.add_column("findings", no_wrap=True)
+    for result in results:
+        for kernel in result.kernels:
+            counts = Counter(f.severity for f in kernel.findings)
+            table.add_row(short[result.file], kernel.kernel, str(kernel.line), kernel.kernel_class,
+                          f"{kernel.confidence:.2f}", "yes" if kernel.is_entry else "helper", _findings_cell(counts))
+    if table.row_count:
+        console.print(table)
+
+    for result in results:
+        for kernel in result.kernels:
+            for finding in kernel.findings:
+                style = _SEVERITY_STYLE[finding.severity]
+                console.print(f"{result.file}:{finding.line}: [bold]{finding.code}[/] [{style}]{finding.severity}[/] "
+                              f"{_escape(finding.message)} [dim](fix: {_escape(finding.hint)})[/]", soft_wrap=True)
+
+    skipped = 0
+    for result in results:
+        if result.status == "error":
+            err_console.print(f"[bold red]not parsed[/]: {_escape(result.message or '')}", soft_wrap=True)
+        elif result.status == "no_kernels":
+            if Path(result.file).resolve() in explicit:
+                err_console.print(f"{_escape(result.file)}: {_escape(result.message or '')}", soft_wrap=True)
+            else:
+                skipped += 1
+    kernels = [k for r in results for k in r.kernels]
+    classes = Counter(k.kernel_class for k in kernels)
+    summary = ", ".join(f"{classes[c]} {c}" for c in CLASSES if classes[c]) or "no kernels"
+    extra = f"; {skipped} files without Triton kernels" if skipped else ""
+    console.print(f"{len(kernels)} kernels in {sum(r.status == 'ok' for r in results)} files ({summary}){extra}",
+                  markup=False)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
