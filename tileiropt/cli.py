@@ -203,6 +203,58 @@ def validate(
                                 timeout=timeout, as_json=json_output)
     raise typer.Exit(int(code))
 
+
+@app.command()
+@user_errors
+def bench(
+    target: Annotated[
+        Path | None,
+        typer.Argument(help="Project file or folder (default: ./tileiropt.toml), "
+                            "or a kernel .py with --entry/--shapes.", show_default=False),
+    ] = None,
+    entry: Annotated[str | None, typer.Option("--entry", help="Wrapper to call (kernel .py target).")] = None,
+    shapes: Annotated[str | None, typer.Option("--shapes", help='Input shapes as JSON, e.g. {"x": [32, 512]}.')] = None,
+    dtypes: Annotated[
+        str | None, typer.Option("--dtypes", help='Input dtypes: JSON {"x": "bfloat16"}, a list, or one name.')
+    ] = None,
+    reference: Annotated[
+        str | None, typer.Option("--reference", help='Torch expression or "pkg.mod:fn" (timed as the baseline).')
+    ] = None,
+    args: Annotated[str | None, typer.Option("--args", help="Non-tensor keyword arguments as JSON.")] = None,
+    kernel: Annotated[list[str] | None, typer.Option("--kernel", help="Bench only this kernel (repeatable).")] = None,
+    sizes: Annotated[
+        list[int] | None, typer.Option("--size", help="Bench size (repeatable; default: the project's sizes).")
+    ] = None,
+    method: Annotated[
+        str, typer.Option("--method", help="auto (CUDA graphs when the tensors fit in L2), do_bench or "
+                                           "do_bench_cudagraph.")
+    ] = "auto",
+    warmup_ms: Annotated[float, typer.Option("--warmup-ms", help="do_bench warm-up, in milliseconds.")] = 25.0,
+    rep_ms: Annotated[float, typer.Option("--rep-ms", help="Time spent repeating each kernel, in milliseconds.")
+                      ] = 100.0,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Seconds per measurement (default: the project's timeout).",
+                                   show_default=False)
+    ] = None,
+    isolate: Annotated[
+        bool, typer.Option("--isolate", help="One worker process per measurement (slower start-up, full isolation).")
+    ] = False,
+    remeasure_peaks: Annotated[
+        bool, typer.Option("--remeasure-peaks", help="Measure the device's copy and matmul peaks again.")
+    ] = False,
+    json_output: JsonFlag = False,
+) -> None:
+    """Phase 5: original vs optimized (PTX), PTX vs TileIR, torch baseline, over the size sweep."""
+    from tileiropt.runtime.bench import BenchSettings
+    from tileiropt.runtime.bench_command import run_bench_command
+
+    settings = BenchSettings(method=method, warmup_ms=warmup_ms, rep_ms=rep_ms, timeout=timeout, isolate=isolate,
+                             sizes=sizes or None)
+    code = run_bench_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
+                             kernels=kernel, settings=settings, remeasure_peaks=remeasure_peaks, as_json=json_output)
+    raise typer.Exit(int(code))
+
+
 def main() -> None:
     try:
         app()

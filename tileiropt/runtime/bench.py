@@ -1,0 +1,357 @@
+"""Phase 5: time original vs optimized under PTX, PTX vs TileIR, and the torch reference.
+
+`bench_project(project, ...)` is the API (`tileiropt bench` and `tileiropt run` call it). For
+each kernel, dtype set and bench size it produces one row per (variant, backend):
+
+    original / ptx, optimized / ptx, original / tileir, optimized / tileir, reference / torch
+
+Rows that cannot run here (no GPU, TileIR not ready, no optimized file, no torch reference)
+are decided in this process and say "not run: <reason>"; nothing is timed on a CPU. The rest
+run in worker subprocesses (`bench_worker.py`), one per (kernel, variant, backend) -- or one
+per measurement with `isolate` -- strictly one after another so no two timings overlap, each
+measurement with its own timeout, each worker with a fresh Triton cache (so the first call
+really compiles and autotunes). A worker that times out or crashes costs its measurement; a
+new worker goes on with the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import queue
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tileiropt.errors import UserError
+from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
+from tileiropt.runtime.backends import BACKENDS
+from tileiropt.runtime.bench_records import (
+    ERROR,
+    METHODS,
+    NOT_RUN,
+    OPTIMIZED,
+    ORIGINAL,
+    PTX,
+    REFERENCE,
+    ROW_KINDS,
+    TILEIR,
+    BenchKernel,
+    BenchRow,
+    BenchRun,
+    compare_rows,
+    derive_metrics,
+    mark_fallback,
+    row_from_dict,
+)
+from tileiropt.runtime.bench_worker import BenchItem
+from tileiropt.runtime.records import Provenance
+from tileiropt.runtime.validate import STARTUP_TIMEOUT_S, Machine, WorkerProcess, environment_summary
+
+WORKER_MODULE = "tileiropt.runtime.bench_worker"
+PEAKS_TIMEOUT_S = 300.0
+RowCallback = Callable[[BenchRow], None]
+
+
+@dataclass
+class BenchSettings:
+    method: str = "auto"  # "auto" | "do_bench" | "do_bench_cudagraph"
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0
+    timeout: float | None = None  # seconds per measurement; default: each kernel's `timeout`
+    isolate: bool = False  # one worker process per measurement
+    sizes: list[int] | None = None  # override the project's bench sizes
+
+    def check(self) -> None:
+        if self.method not in METHODS:
+            raise UserError(f"--method: unknown value {self.method!r}", hint=f"use one of {', '.join(METHODS)}")
+        for name, value in (("--warmup-ms", self.warmup_ms), ("--rep-ms", self.rep_ms)):
+            if value <= 0:
+                raise UserError(f"{name} must be > 0, got {value:g}")
+        if self.timeout is not None and self.timeout <= 0:
+            raise UserError(f"--timeout must be > 0 seconds, got {self.timeout:g}")
+        if self.sizes is not None and (not self.sizes or any(s <= 0 for s in self.sizes)):
+            raise UserError(f"--sizes must be positive integers, got {self.sizes}")
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def kernel_info(spec: KernelSpec, sizes: list[int] | None = None) -> BenchKernel:
+    return BenchKernel(name=spec.name, path=str(spec.path), optimized_path=str(spec.optimized_path),
+                       entry=spec.entry, reference=spec.reference, flops=spec.flops, bytes=spec.bytes,
+                       sizes=list(sizes or spec.sizes), sweep=list(spec.sweep))
+
+
+def size_points(spec: KernelSpec, sizes: list[int] | None = None) -> list[tuple[int | None, dict[str, int]]]:
+    """(size, dims) per bench size; one point (size None) when the kernel sweeps no dim."""
+    if not spec.sweep:
+        return [(None, dict(spec.dims))]
+    return [(size, {**spec.dims, **spec.sweep_dims(size)}) for size in (sizes or spec.sizes)]
+
+
+def not_runnable(spec: KernelSpec, variant: str, backend: str, machine: Machine) -> str | None:
+    """Why a row cannot be timed here, or None."""
+    if not machine.has_gpu:
+        return "not run: no GPU"
+    if variant == OPTIMIZED and not spec.optimized_path.is_file():
+        return f"not run: no optimized file {spec.optimized_path.name} (run `tileiropt apply` first)"
+    if backend == TILEIR and machine.tileir_blockers:
+        return "not run: " + "; ".join(machine.tileir_blockers)
+    if variant == REFERENCE:
+        if not spec.reference:
+            return "not run: no torch reference (the project gives no `reference`)"
+        if spec.reference.strip() == REFERENCE_ORIGINAL:
+            return 'not run: the reference is "original"; the original PTX row is the baseline'
+    return None
+
+
+@dataclass
+class Plan:
+    groups: list[tuple[str, list[BenchItem]]] = field(default_factory=list)  # (backend, items) per worker
+    keys: dict[int, tuple[int, ...]] = field(default_factory=dict)  # item id -> row order
+    decided: list[tuple[tuple[int, ...], BenchRow]] = field(default_factory=list)
+
+
+def parent_provenance(machine: Machine) -> Provenance:
+    """Device, Triton and torch as this process sees them (for rows that never reach a worker)."""
+    from tileiropt.environment import probe_torch, triton_distribution
+
+    dist = triton_distribution()
+    return Provenance(device=dict(machine.device), triton_distribution=dist.get("name"),
+                      triton_version=dist.get("version"), torch_version=probe_torch().get("version"))
+
+
+def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSettings, machine: Machine) -> Plan:
+    plan = Plan()
+    base = parent_provenance(machine)
+    next_id = 0
+    for s_index, spec in enumerate(specs):
+        for k_index, (variant, backend) in enumerate(ROW_KINDS):
+            group: list[BenchItem] = []
+            for d_index, dtypes in enumerate(spec.dtypes):
+                for z_index, (size, dims) in enumerate(size_points(spec, settings.sizes)):
+                    item = BenchItem(
+                        id=next_id, kernel=spec.name, variant=variant, backend=backend,
+                        path="" if variant == REFERENCE else str(spec.path if variant == ORIGINAL
+                                                                 else spec.optimized_path),
+                        entry=spec.entry, reference=spec.reference, size=size, dims=dims,
+                        shapes=spec.shapes(dims), dtypes=dict(dtypes), args=dict(spec.args),
+                        ranges={k: list(v) for k, v in spec.ranges.items()}, seed=spec.seed,
+                        search_paths=[str(project.root)], method=settings.method, warmup_ms=settings.warmup_ms,
+                        rep_ms=settings.rep_ms, timeout_s=float(settings.timeout or spec.timeout),
+                    )
+                    next_id += 1
+                    key = (s_index, d_index, z_index, k_index)
+                    reason = not_runnable(spec, variant, backend, machine)
+                    if reason:
+                        plan.decided.append((key, item.row(NOT_RUN, reason, Provenance(**asdict(base)))))
+                        continue
+                    plan.keys[item.id] = key
+                    group.append(item)
+            if group:
+                if settings.isolate:
+                    plan.groups.extend((backend, [item]) for item in group)
+                else:
+                    plan.groups.append((backend, group))
+    return plan
+
+
+# --------------------------------------------------------------------------- running workers
+
+
+def _worker(backend: str, job: dict[str, Any], cache: str) -> WorkerProcess:
+    environment = BACKENDS[TILEIR if backend == TILEIR else PTX]
+    return WorkerProcess(environment, job, module=WORKER_MODULE, extra_env={"TRITON_CACHE_DIR": cache})
+
+
+@dataclass
+class GroupRunner:
+    """Runs the items of one group in workers, restarting after a timeout or a crash."""
+
+    backend: str
+    items: list[BenchItem]
+    on_row: RowCallback | None = None
+    rows: dict[int, BenchRow] = field(default_factory=dict)
+    base: Provenance = field(default_factory=Provenance)
+
+    def add(self, item: BenchItem, row: BenchRow) -> None:
+        self.rows[item.id] = row
+        if self.on_row:
+            self.on_row(row)
+
+    def error(self, item: BenchItem, reason: str) -> None:
+        self.add(item, item.row(ERROR, reason, Provenance(**asdict(self.base))))
+
+    def run(self) -> dict[int, BenchRow]:
+        pending = list(self.items)
+        while pending:
+            cache = tempfile.mkdtemp(prefix="tileiropt-triton-cache-")
+            try:
+                pending = self._one_worker(pending, cache)
+            finally:
+                shutil.rmtree(cache, ignore_errors=True)
+        return self.rows
+
+    def _one_worker(self, pending: list[BenchItem], cache: str) -> list[BenchItem]:
+        worker = _worker(self.backend, {"kind": "bench", "backend": self.backend,
+                                        "items": [item.to_json() for item in pending]}, cache)
+        hello = finished = False
+        started: int | None = None
+        started_at = 0.0
+        last_done = -1
+        cause = ""
+        while True:
+            timeout = pending[started].timeout_s if started is not None else STARTUP_TIMEOUT_S
+            try:
+                event = worker.next_event(timeout)
+            except queue.Empty:
+                worker.kill()
+                cause = f"timeout after {timeout:g}s"
+                break
+            if event is None:
+                cause = worker.exit_description()
+                break
+            kind = event.get("event")
+            if kind == "hello":
+                hello = True
+                self.base = Provenance(**(event.get("provenance") or {}))
+            elif kind == "start":
+                started, started_at = int(event["item"]), time.monotonic()
+            elif kind == "row":
+                index = int(event["item"])
+                self.add(pending[index], row_from_dict(event["row"]))
+                last_done, started = index, None
+            elif kind == "done":
+                finished = True
+                worker.proc.wait()
+                break
+        if finished:
+            return []
+        if not hello:
+            for item in pending:
+                self.error(item, f"the worker did not start: {cause}")
+            return []
+        if started is not None:  # the measurement that was running costs its row
+            seconds = time.monotonic() - started_at
+            self.error(pending[started], f"{cause} (after {seconds:.1f}s)")
+            return pending[started + 1:]
+        if last_done < 0:
+            for item in pending:
+                self.error(item, f"the worker stopped: {cause}")
+            return []
+        return pending[last_done + 1:]
+
+
+# --------------------------------------------------------------------------- peaks
+
+
+def obtain_peaks(machine: Machine, remeasure: bool = False) -> tuple[dict[str, Any] | None, str]:
+    """(peaks, where they came from): the cache, or a fresh measurement in a worker."""
+    from tileiropt.environment import probe_torch
+    from tileiropt.runtime.peaks import load_cached_peaks, peaks_path, save_peaks
+
+    if not machine.has_gpu:
+        return None, "not run: no GPU"
+    device, torch_version = str(machine.device.get("name")), str(probe_torch().get("version"))
+    if not remeasure:
+        cached = load_cached_peaks(device, torch_version)
+        if cached:
+            return cached, f"cached in {peaks_path()} (measured {cached.get('measured', '?')})"
+    cache = tempfile.mkdtemp(prefix="tileiropt-triton-cache-")
+    try:
+        worker = _worker(PTX, {"kind": "peaks"}, cache)
+        peaks, cause = None, ""
+        while True:
+            try:
+                event = worker.next_event(PEAKS_TIMEOUT_S)
+            except queue.Empty:
+                worker.kill()
+                cause = f"timeout after {PEAKS_TIMEOUT_S:g}s"
+                break
+            if event is None:
+                cause = worker.exit_description()
+                break
+            if event.get("event") == "peaks":
+                peaks = event.get("peaks")
+            elif event.get("event") == "done":
+                worker.proc.wait()
+                break
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    if not peaks:
+        return None, f"peaks not measured: {cause or 'no answer from the worker'}"
+    try:
+        path = save_peaks(peaks)
+        return peaks, f"measured now, cached in {path}"
+    except OSError as exc:
+        return peaks, f"measured now (not cached: {exc})"
+
+
+# --------------------------------------------------------------------------- the API
+
+
+def finish_rows(rows: list[BenchRow], specs: list[KernelSpec], peaks: dict[str, Any] | None) -> list[str]:
+    """Derived metrics, fallback flags, speedups and PTX ratios; returns notes."""
+    by_name = {spec.name: spec for spec in specs}
+    notes: list[str] = []
+    for row in rows:
+        spec = by_name.get(row.kernel)
+        if spec is not None:
+            for problem in derive_metrics(row, spec.flops, spec.bytes, peaks):
+                if problem not in notes:
+                    notes.append(problem)
+        mark_fallback(row)
+    notes.extend(compare_rows(rows))
+    return notes
+
+
+def bench_project(
+    project: Project,
+    kernels: list[str] | None = None,
+    settings: BenchSettings | None = None,
+    *,
+    remeasure_peaks: bool = False,
+    command: list[str] | None = None,
+    on_row: RowCallback | None = None,
+    machine: Machine | None = None,
+) -> BenchRun:
+    """Benchmark the project's kernels; every row is returned (none is saved here)."""
+    settings = settings or BenchSettings()
+    settings.check()
+    started = time.monotonic()
+    started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    machine = machine or Machine.probe()
+    specs = project.select(kernels)
+    plan = plan_items(project, specs, settings, machine)
+    for _, row in plan.decided:
+        if on_row:
+            on_row(row)
+    peaks, peaks_note = obtain_peaks(machine, remeasure_peaks) if plan.groups else (None, "not run: nothing to time")
+    if not machine.has_gpu:
+        peaks_note = "not run: no GPU"
+    keyed = list(plan.decided)
+    for backend, items in plan.groups:
+        runner = GroupRunner(backend, items, on_row=on_row)
+        for item_id, row in runner.run().items():
+            keyed.append((plan.keys[item_id], row))
+    keyed.sort(key=lambda pair: pair[0])
+    rows = [row for _, row in keyed]
+    notes = finish_rows(rows, specs, peaks)
+    return BenchRun(
+        rows=rows,
+        kernels=[kernel_info(spec, settings.sizes) for spec in specs],
+        peaks=peaks,
+        peaks_note=peaks_note,
+        settings={**asdict(settings), "triton_cache": "fresh TRITON_CACHE_DIR per worker",
+                  "rotation": "input copies rotated when inputs + outputs fit in L2"},
+        environment=environment_summary(),
+        command=list(command) if command is not None else list(sys.argv),
+        project=str(project.file) if project.file else None,
+        started=started_at,
+        seconds=round(time.monotonic() - started, 3),
+        notes=notes,
+    )

@@ -1,0 +1,129 @@
+"""`tileiropt bench`: resolve the target, benchmark, save the rows, print a table or JSON."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rich.markup import escape
+from rich.table import Table
+
+from tileiropt.errors import ExitCode
+from tileiropt.output import console, err_console, print_json
+from tileiropt.project import resolve_target
+from tileiropt.runtime.bench import BenchSettings, bench_project
+from tileiropt.runtime.bench_records import ERROR, NOT_RUN, OK, BenchRow, BenchRun, dtype_key, save_bench_run
+
+_STYLE = {OK: "green", ERROR: "bold red", NOT_RUN: "yellow"}
+
+
+def _ms(value: float | None, digits: int = 4) -> str:
+    return "" if value is None else f"{value:.{digits}g}"
+
+
+def rate(row: BenchRow) -> str:
+    """TFLOP/s when the project gives FLOPs, else GB/s."""
+    if row.tflops is not None:
+        return f"{row.tflops:.1f} TFLOP/s"
+    if row.gbps is not None:
+        return f"{row.gbps:.0f} GB/s"
+    return ""
+
+
+def percent_of_peak(row: BenchRow) -> str:
+    if row.pct_peak_compute is not None:
+        return f"{row.pct_peak_compute:.0f}% of {row.peak_key} matmul"
+    if row.pct_peak_bandwidth is not None:
+        return f"{row.pct_peak_bandwidth:.0f}% of copy"
+    return ""
+
+
+def spread(row: BenchRow) -> str:
+    t = row.timing
+    if t is None or t.p20_ms is None or t.p80_ms is None:
+        return ""
+    return f"{t.p20_ms:.4g}-{t.p80_ms:.4g}"
+
+
+def note(row: BenchRow) -> str:
+    parts = [row.reason] if row.reason else []
+    if row.ratio_to_original is not None:
+        parts.append(f"opt/orig {row.ratio_to_original:.3f}" + ("" if row.within_noise else " OUTSIDE NOISE"))
+    if row.timing is not None:
+        parts.append(row.timing.method + (f", {row.timing.input_sets} input sets" if row.timing.input_sets > 1
+                                          else ""))
+        if row.timing.note:
+            parts.append(row.timing.note)
+    return "; ".join(parts)
+
+
+def summary_table(run: BenchRun) -> Table:
+    """One line per timed (or failed) row; rows that did not run are summarized below the table."""
+    table = Table(title="bench", show_lines=False)
+    for column in ("kernel", "dtypes", "size", "row", "median ms", "p20-p80", "rate", "% peak", "speedup",
+                   "autotune ms", "compiled by", "note"):
+        table.add_column(column, overflow="fold",
+                         justify="right" if column in ("size", "median ms", "speedup", "autotune ms") else "left")
+    for r in run.rows:
+        if r.status == NOT_RUN:
+            continue
+        median = _ms(r.median_ms) if r.status == OK else f"[{_STYLE[r.status]}]{r.status}[/]"
+        compiled = (r.provenance.compiled_backend or "") + (" [bold red](fallback)[/]" if r.provenance.fallback
+                                                             else "")
+        table.add_row(r.kernel, dtype_key(r.dtypes), "" if r.size is None else str(r.size), r.short_label, median,
+                      spread(r), rate(r), percent_of_peak(r), "" if r.speedup is None else f"{r.speedup:.2f}x",
+                      _ms(r.autotune_ms, 3), compiled, escape(note(r)))
+    return table
+
+
+def not_run_lines(run: BenchRun) -> list[str]:
+    """"12 rows: not run: no GPU", one line per distinct reason."""
+    reasons: dict[str, int] = {}
+    for row in run.rows:
+        if row.status == NOT_RUN:
+            reasons[row.reason] = reasons.get(row.reason, 0) + 1
+    return [f"{count} row{'s' if count > 1 else ''}: {reason}" for reason, count in reasons.items()]
+
+
+def run_bench_command(
+    target: Path | None,
+    *,
+    entry: str | None = None,
+    shapes: str | None = None,
+    dtypes: str | None = None,
+    reference: str | None = None,
+    args: str | None = None,
+    kernels: list[str] | None = None,
+    settings: BenchSettings | None = None,
+    remeasure_peaks: bool = False,
+    as_json: bool = False,
+) -> ExitCode:
+    """Everything behind the command; returns the exit code."""
+    project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
+    done = [0]
+    with err_console.status("benchmarking") as status:
+        def progress(row: BenchRow) -> None:
+            done[0] += 1
+            status.update(f"benchmarking: {done[0]} rows ({row.kernel} {row.label} size {row.size})")
+
+        run = bench_project(project, kernels=kernels, settings=settings, remeasure_peaks=remeasure_peaks,
+                            command=["tileiropt", *sys.argv[1:]], on_row=progress)
+    saved = save_bench_run(run, project.artifacts)
+    code = run.exit_code()
+    if as_json:
+        print_json(run)
+        return code
+    if any(r.status != NOT_RUN for r in run.rows):
+        console.print(summary_table(run))
+    for line in not_run_lines(run):
+        console.print(line, markup=False, soft_wrap=True)
+    for line in run.notes:
+        err_console.print(f"note: {escape(line)}", soft_wrap=True)
+    counts = run.counts()
+    summary = ", ".join(f"{counts[s]} {s}" for s in (OK, ERROR, NOT_RUN) if counts[s])
+    if code == ExitCode.NOT_RUN:
+        err_console.print("nothing was timed (no fake CPU timings): run `tileiropt bench` on a machine with an "
+                          "NVIDIA GPU", soft_wrap=True)
+    console.print(f"peaks: {escape(run.peaks_note)}", soft_wrap=True)
+    console.print(f"{summary} in {run.seconds:.1f}s; rows saved to {saved}", markup=False)
+    return code

@@ -1,0 +1,372 @@
+"""Benchmark records: one row per (kernel, variant, backend, dtypes, size), saved for `report`.
+
+`BenchRun` is what `tileiropt bench` writes to ``<artifacts>/bench.json``; `load_bench_run`
+reads it back. The pure functions here -- statistics, derived metrics, speedups, the fallback
+flag -- take recorded timings and never touch a GPU, so they are tested with fixtures. The
+schema is documented in ``docs/bench.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from tileiropt.errors import ExitCode, UserError
+from tileiropt.output import dumps, write_atomic
+from tileiropt.runtime.records import Provenance
+
+SCHEMA_VERSION = 1
+BENCH_FILE = "bench.json"
+
+OK = "ok"
+ERROR = "error"  # it could not be timed: import error, exception, timeout, crash
+NOT_RUN = "not-run"  # it cannot run here: no GPU, TileIR not ready, no optimized file, no torch reference
+STATUSES = (OK, ERROR, NOT_RUN)
+
+ORIGINAL, OPTIMIZED, REFERENCE = "original", "optimized", "reference"
+PTX, TILEIR, TORCH = "ptx", "tileir", "torch"
+
+DO_BENCH = "do_bench"
+CUDAGRAPH = "do_bench_cudagraph"
+METHODS = ("auto", DO_BENCH, CUDAGRAPH)
+
+NOISE_FLOOR = 0.03  # relative time differences below 3% are noise even when the spread is tighter
+
+# (variant, backend) in the order rows are run and shown.
+ROW_KINDS = ((ORIGINAL, PTX), (OPTIMIZED, PTX), (ORIGINAL, TILEIR), (OPTIMIZED, TILEIR), (REFERENCE, TORCH))
+ROW_LABELS = {
+    (ORIGINAL, PTX): "PTX (ENABLE_TILE=0), original",
+    (OPTIMIZED, PTX): "PTX (ENABLE_TILE=0), optimized",
+    (ORIGINAL, TILEIR): "TileIR (ENABLE_TILE=1), original",
+    (OPTIMIZED, TILEIR): "TileIR (ENABLE_TILE=1), optimized",
+    (REFERENCE, TORCH): "torch reference",
+}
+
+SHORT_LABELS = {
+    (ORIGINAL, PTX): "original PTX",
+    (OPTIMIZED, PTX): "optimized PTX",
+    (ORIGINAL, TILEIR): "original TileIR",
+    (OPTIMIZED, TILEIR): "optimized TileIR",
+    (REFERENCE, TORCH): "torch reference",
+}
+
+
+@dataclass
+class Timing:
+    """Kernel time over many runs (milliseconds), and how it was measured."""
+
+    method: str  # DO_BENCH or CUDAGRAPH
+    median_ms: float
+    p20_ms: float | None = None
+    p80_ms: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    mean_ms: float | None = None
+    samples: int | None = None  # timings behind the statistics (None when Triton only gave quantiles)
+    warmup_ms: float | None = None
+    rep_ms: float | None = None
+    input_sets: int = 1  # input sets rotated between runs (more than one when the tensors fit in L2)
+    l2_flush: bool = False  # do_bench clears L2 before every run; CUDA-graph replays do not
+    note: str = ""  # e.g. why the CUDA-graph variant was not used
+
+    @property
+    def spread(self) -> float | None:
+        """(p80 - p20) / median: the relative noise of this measurement."""
+        if self.p20_ms is None or self.p80_ms is None or not self.median_ms:
+            return None
+        return (self.p80_ms - self.p20_ms) / self.median_ms
+
+
+@dataclass
+class AutotuneInfo:
+    """What one autotuner did on its first call with an empty cache."""
+
+    name: str  # module attribute of the autotuner
+    configs: int  # configs it held
+    benchmarked: int | None = None  # configs it timed (after pruning); None when it did not benchmark
+    best_config: str | None = None  # `Autotuner.best_config`, as a label
+    seconds: float | None = None  # `Autotuner.bench_time`: benchmarking (and compiling) the configs
+
+
+@dataclass
+class BenchRow:
+    kernel: str
+    variant: str  # ORIGINAL | OPTIMIZED | REFERENCE
+    backend: str  # PTX | TILEIR | TORCH
+    size: int | None  # the bench size given to the swept dims; None when the kernel sweeps nothing
+    status: str  # OK | ERROR | NOT_RUN
+    reason: str = ""
+    path: str = ""  # the kernel file, or the reference text for torch rows
+    dims: dict[str, int] = field(default_factory=dict)
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+    dtypes: dict[str, str] = field(default_factory=dict)
+    timing: Timing | None = None
+    first_call_ms: float | None = None  # first call, empty autotuner cache, fresh Triton cache: compile + tune
+    autotune_ms: float | None = None  # autotuning alone (sum of `bench_time`), else first call - median
+    autotune_source: str | None = None  # "Autotuner.bench_time" | "first call - median"
+    autotuners: list[AutotuneInfo] = field(default_factory=list)
+    input_bytes: int | None = None
+    output_bytes: int | None = None
+    flops: float | None = None
+    bytes: float | None = None
+    bytes_source: str | None = None  # "project" (the `bytes` expression) | "estimate (inputs + outputs)"
+    tflops: float | None = None
+    gbps: float | None = None
+    peak_tflops: float | None = None
+    peak_gbps: float | None = None
+    peak_key: str | None = None  # which matmul peak applies: "float16", "bfloat16", "tf32"
+    pct_peak_compute: float | None = None
+    pct_peak_bandwidth: float | None = None
+    speedup: float | None = None  # original PTX median / this median (same kernel, dtypes, size)
+    ratio_to_original: float | None = None  # optimized PTX median / original PTX median
+    within_noise: bool | None = None  # ratio_to_original is 1.00 within the two rows' spread
+    provenance: Provenance = field(default_factory=Provenance)
+
+    @property
+    def label(self) -> str:
+        return ROW_LABELS.get((self.variant, self.backend), f"{self.backend}, {self.variant}")
+
+    @property
+    def short_label(self) -> str:
+        return SHORT_LABELS.get((self.variant, self.backend), f"{self.variant} {self.backend}")
+
+    @property
+    def median_ms(self) -> float | None:
+        return self.timing.median_ms if self.timing and self.status == OK else None
+
+
+@dataclass
+class BenchKernel:
+    """The project's description of a benchmarked kernel, so `report` needs no project file."""
+
+    name: str
+    path: str
+    optimized_path: str
+    entry: str
+    reference: str | None = None
+    flops: str | None = None
+    bytes: str | None = None
+    sizes: list[int] = field(default_factory=list)
+    sweep: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BenchRun:
+    rows: list[BenchRow]
+    kernels: list[BenchKernel] = field(default_factory=list)
+    peaks: dict[str, Any] | None = None
+    peaks_note: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    command: list[str] = field(default_factory=list)
+    project: str | None = None
+    started: str = ""
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    schema: int = SCHEMA_VERSION
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(STATUSES, 0)
+        for row in self.rows:
+            counts[row.status] = counts.get(row.status, 0) + 1
+        return counts
+
+    def exit_code(self) -> ExitCode:
+        """1 when a row errored, 3 when no row could be timed (no GPU), else 0."""
+        counts = self.counts()
+        if counts[ERROR]:
+            return ExitCode.FAILED
+        if counts[OK] == 0:
+            return ExitCode.NOT_RUN
+        return ExitCode.OK
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def quantile(sorted_values: list[float], q: float) -> float:
+    """Linear-interpolation quantile (as numpy and torch.quantile compute it) of sorted values."""
+    if not sorted_values:
+        raise ValueError("no values")
+    position = q * (len(sorted_values) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def summarize(samples: list[float], method: str, **extra: Any) -> Timing:
+    """Median, 20th/80th percentiles, min, max and mean of per-run times in milliseconds."""
+    values = sorted(float(v) for v in samples)
+    if not values:
+        raise ValueError("no timings to summarize")
+    return Timing(method=method, median_ms=quantile(values, 0.5), p20_ms=quantile(values, 0.2),
+                  p80_ms=quantile(values, 0.8), min_ms=values[0], max_ms=values[-1],
+                  mean_ms=sum(values) / len(values), samples=len(values), **extra)
+
+
+QUANTILES = (0.0, 0.2, 0.5, 0.8, 1.0)
+
+
+def summarize_quantiles(values: list[float], method: str, **extra: Any) -> Timing:
+    """A Timing from Triton's answer to ``quantiles=QUANTILES`` (older Triton without "all")."""
+    low, p20, median, p80, high = (float(v) for v in values)
+    return Timing(method=method, median_ms=median, p20_ms=p20, p80_ms=p80, min_ms=low, max_ms=high, **extra)
+
+
+def within_noise(ratio: float, a: Timing, b: Timing, floor: float = NOISE_FLOOR) -> bool:
+    """Whether a time ratio of 1.00 is within the noise of the two measurements."""
+    spreads = [s for s in (a.spread, b.spread) if s is not None]
+    return abs(ratio - 1.0) <= max([floor, *spreads])
+
+
+# --------------------------------------------------------------------------- derived metrics
+
+
+def evaluate_expression(expression: str, dims: dict[str, int], shapes: dict[str, list[int]]) -> float:
+    """A project's `flops`/`bytes` expression over the dims (by name) and the input shapes (lists)."""
+    scope: dict[str, Any] = {name: list(shape) for name, shape in shapes.items()}
+    scope.update(dims)
+    value = eval(expression, {"__builtins__": {}, "math": math, "prod": math.prod}, scope)  # noqa: S307
+    return float(value)
+
+
+def compute_peak_key(dtypes: dict[str, str]) -> str | None:
+    """The matmul peak a kernel is compared with: its first float input's dtype (float32 -> tf32,
+    Triton's default for a float32 `tl.dot`)."""
+    for dtype in dtypes.values():
+        if dtype in ("float16", "bfloat16"):
+            return dtype
+        if dtype == "float32":
+            return "tf32"
+    return None
+
+
+def derive_metrics(row: BenchRow, flops_expr: str | None, bytes_expr: str | None,
+                   peaks: dict[str, Any] | None) -> list[str]:
+    """Fill FLOPs, bytes, TFLOP/s, GB/s and % of peak of a timed row; return problems found."""
+    problems: list[str] = []
+    for name, expression in (("flops", flops_expr), ("bytes", bytes_expr)):
+        if not expression:
+            continue
+        try:
+            setattr(row, name, evaluate_expression(expression, row.dims, row.shapes))
+        except Exception as exc:
+            problems.append(f"{row.kernel}: cannot evaluate {name} = {expression!r}: {type(exc).__name__}: {exc}")
+    if row.bytes is not None:
+        row.bytes_source = "project"
+    elif row.input_bytes is not None:
+        row.bytes = float(row.input_bytes + (row.output_bytes or 0))
+        row.bytes_source = "estimate (inputs + outputs)"
+    median = row.median_ms
+    if not median or median <= 0:
+        return problems
+    seconds = median * 1e-3
+    if row.flops is not None:
+        row.tflops = row.flops / seconds / 1e12
+    if row.bytes is not None:
+        row.gbps = row.bytes / seconds / 1e9
+    if peaks:
+        row.peak_key = compute_peak_key(row.dtypes)
+        matmul = (peaks.get("matmul") or {}).get(row.peak_key or "", {})
+        row.peak_tflops = matmul.get("tflops")
+        row.peak_gbps = (peaks.get("copy") or {}).get("gbps")
+        if row.tflops is not None and row.peak_tflops:
+            row.pct_peak_compute = 100.0 * row.tflops / row.peak_tflops
+        if row.gbps is not None and row.peak_gbps:
+            row.pct_peak_bandwidth = 100.0 * row.gbps / row.peak_gbps
+    return problems
+
+
+def dtype_key(dtypes: dict[str, str]) -> str:
+    """"bfloat16", or "x=bfloat16, w=float32" when the inputs differ."""
+    distinct = sorted(set(dtypes.values()))
+    if len(distinct) <= 1:
+        return distinct[0] if distinct else "-"
+    return ", ".join(f"{k}={v}" for k, v in dtypes.items())
+
+
+def group_key(row: BenchRow) -> tuple[str, str, int | None]:
+    return (row.kernel, dtype_key(row.dtypes), row.size)
+
+
+def compare_rows(rows: list[BenchRow]) -> list[str]:
+    """Speedups against the original PTX row of the same kernel, dtypes and size; the
+    optimized/original PTX ratio and whether it is 1.00 within noise. Returns warnings."""
+    baselines = {group_key(r): r for r in rows if (r.variant, r.backend) == (ORIGINAL, PTX) and r.median_ms}
+    warnings = []
+    for row in rows:
+        base = baselines.get(group_key(row))
+        if base is None or not row.median_ms or base.timing is None or row.timing is None:
+            continue
+        row.speedup = base.timing.median_ms / row.timing.median_ms
+        if (row.variant, row.backend) == (OPTIMIZED, PTX):
+            row.ratio_to_original = row.timing.median_ms / base.timing.median_ms
+            row.within_noise = within_noise(row.ratio_to_original, row.timing, base.timing)
+            if not row.within_noise:
+                warnings.append(f"{row.kernel} ({dtype_key(row.dtypes)}, size {row.size}): optimized/original PTX "
+                                f"time ratio {row.ratio_to_original:.3f} is outside the noise; the PTX path "
+                                "should be unchanged -- rerun, and diff the files if it persists")
+    return warnings
+
+
+def mark_fallback(row: BenchRow) -> None:
+    """Flag a TileIR row whose kernels some other backend compiled (nvtriton can fall back to PTX)."""
+    compiled = row.provenance.compiled_backend
+    if row.backend != TILEIR or not compiled:
+        return
+    others = sorted(b for b in compiled.split(",") if b != "tileir")
+    row.provenance.fallback = bool(others)
+    if others:
+        note = f"fallback: compiled by {', '.join(others)}, not tileir"
+        if note not in row.reason:
+            row.reason = f"{row.reason}; {note}" if row.reason else note
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _from_dict(cls: type, data: dict[str, Any]) -> Any:
+    known = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def row_from_dict(data: dict[str, Any]) -> BenchRow:
+    data = dict(data)
+    data["provenance"] = _from_dict(Provenance, data.get("provenance") or {})
+    data["timing"] = _from_dict(Timing, data["timing"]) if data.get("timing") else None
+    data["autotuners"] = [_from_dict(AutotuneInfo, a) for a in data.get("autotuners") or []]
+    return _from_dict(BenchRow, data)
+
+
+def run_from_dict(data: dict[str, Any]) -> BenchRun:
+    data = dict(data)
+    data["rows"] = [row_from_dict(r) for r in data.get("rows", [])]
+    data["kernels"] = [_from_dict(BenchKernel, k) for k in data.get("kernels", [])]
+    return _from_dict(BenchRun, data)
+
+
+def save_bench_run(run: BenchRun, artifacts: Path | str) -> Path:
+    """Write `run` to ``<artifacts>/bench.json`` (atomically) and return the path."""
+    path = Path(artifacts) / BENCH_FILE
+    write_atomic(path, dumps(run) + "\n")
+    return path
+
+
+def load_bench_run(path: Path | str) -> BenchRun:
+    """Read a `bench.json` (or the artifacts folder holding one)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / BENCH_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError("no benchmark records", file=str(path), hint="run `tileiropt bench` first") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"cannot read benchmark records: {exc}", file=str(path),
+                        hint="rerun `tileiropt bench` to rewrite it") from None
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise UserError("not a benchmark record file (no `rows` list)", file=str(path))
+    return run_from_dict(data)

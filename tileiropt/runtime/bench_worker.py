@@ -1,0 +1,358 @@
+"""One benchmark worker: ``python -m tileiropt.runtime.bench_worker``.
+
+The parent (`bench.py`) starts it with a backend's environment (ENABLE_TILE, a fresh
+TRITON_CACHE_DIR) and writes a job to its stdin:
+
+    {"kind": "bench", "backend": "ptx" | "tileir" | "torch", "items": [BenchItem, ...]}
+    {"kind": "peaks"}
+
+It answers with one JSON event per line on stdout:
+
+    {"event": "hello", "provenance": {...}, "pid": 123}
+    {"event": "start", "item": 0}                      an item begins (the parent times it out)
+    {"event": "row", "item": 0, "row": {...}}          its BenchRow
+    {"event": "peaks", "peaks": {...}}                 the device's measured peaks
+    {"event": "done"}
+
+Each item: import the file (or resolve the torch reference), build seeded inputs on the GPU,
+make one first call with every autotuner's cache emptied (compile + autotune, timed apart),
+then time the steady state with `triton.testing.do_bench` or its CUDA-graph variant,
+rotating among copies of the inputs when they fit in L2. After an error that leaves the CUDA
+context unusable the worker exits; the parent starts a new one for the remaining items.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from tileiropt.runtime.bench_records import (
+    CUDAGRAPH,
+    DO_BENCH,
+    ERROR,
+    NOT_RUN,
+    OK,
+    QUANTILES,
+    REFERENCE,
+    TILEIR,
+    TORCH,
+    AutotuneInfo,
+    BenchRow,
+    Timing,
+    mark_fallback,
+    summarize,
+    summarize_quantiles,
+)
+from tileiropt.runtime.records import Provenance
+
+ROTATE_FACTOR = 3  # rotate enough input copies to cover 3x the L2 cache
+MAX_INPUT_SETS = 512
+POISONED = re.compile(r"illegal memory access|device-side assert|CUDA error|unspecified launch failure",
+                      re.IGNORECASE)
+
+
+@dataclass
+class BenchItem:
+    """One measurement, as sent to a worker. Every field is a plain JSON value."""
+
+    id: int
+    kernel: str
+    variant: str  # "original" | "optimized" | "reference"
+    backend: str  # "ptx" | "tileir" | "torch"
+    path: str  # the kernel file ("" for reference rows)
+    entry: str
+    reference: str | None
+    size: int | None
+    dims: dict[str, int]
+    shapes: dict[str, list[int]]
+    dtypes: dict[str, str]
+    args: dict[str, Any] = field(default_factory=dict)
+    ranges: dict[str, list[int]] = field(default_factory=dict)
+    seed: int = 0
+    search_paths: list[str] = field(default_factory=list)
+    method: str = "auto"  # "auto" | DO_BENCH | CUDAGRAPH
+    warmup_ms: float = 25.0
+    rep_ms: float = 100.0
+    timeout_s: float = 300.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BenchItem:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def row(self, status: str, reason: str = "", provenance: Provenance | None = None, **values: Any) -> BenchRow:
+        return BenchRow(kernel=self.kernel, variant=self.variant, backend=self.backend, size=self.size,
+                        status=status, reason=reason, path=self.path or (self.reference or ""),
+                        dims=dict(self.dims), shapes=dict(self.shapes), dtypes=dict(self.dtypes),
+                        provenance=provenance or Provenance(), **values)
+
+
+# --------------------------------------------------------------------------- timing (Triton version guards)
+
+
+def _call_bench(function: Callable[..., Any], fn: Callable[[], Any], method: str, **kwargs: Any) -> Timing:
+    """Call a `triton.testing` benchmark function, asking for every sample where this Triton
+    allows (``return_mode="all"``), else for quantiles."""
+    params = inspect.signature(function).parameters
+    known = {k: v for k, v in kwargs.items() if k in params}
+    extra = {"warmup_ms": known.get("warmup"), "rep_ms": known.get("rep")}
+    if "return_mode" in params:
+        try:
+            result = function(fn, return_mode="all", **known)
+        except AssertionError:  # a Triton whose return_mode has no "all"
+            result = None
+        if hasattr(result, "tolist"):
+            result = result.tolist()
+        if isinstance(result, (list, tuple)) and result:
+            return summarize(list(result), method, **extra)
+    if "quantiles" in params:
+        return summarize_quantiles(list(function(fn, quantiles=list(QUANTILES), **known)), method, **extra)
+    value = function(fn, **known)
+    return Timing(method=method, median_ms=float(value), note="this Triton returns only one summary value "
+                  "(its mean), kept as median_ms", **extra)
+
+
+def run_do_bench(fn: Callable[[], Any], warmup_ms: float, rep_ms: float) -> Timing:
+    """`triton.testing.do_bench`: events around each run, L2 cleared before each run."""
+    from triton.testing import do_bench
+
+    timing = _call_bench(do_bench, fn, DO_BENCH, warmup=warmup_ms, rep=rep_ms)
+    timing.l2_flush = True
+    return timing
+
+
+def run_cudagraph(fn: Callable[[], Any], rep_ms: float) -> Timing:
+    """`triton.testing.do_bench_cudagraph` on a side stream (older Triton refuses the default one)."""
+    import torch
+    from triton.testing import do_bench_cudagraph
+
+    with torch.cuda.stream(torch.cuda.Stream()):
+        timing = _call_bench(do_bench_cudagraph, fn, CUDAGRAPH, rep=rep_ms)
+    torch.cuda.synchronize()
+    return timing
+
+
+def choose_method(requested: str, io_bytes: int, l2_bytes: int) -> str:
+    """auto: the CUDA-graph variant when the tensors fit in L2 (short kernels, where launch gaps
+    would dominate), do_bench (which clears L2 before each run) otherwise."""
+    if requested in (DO_BENCH, CUDAGRAPH):
+        return requested
+    return CUDAGRAPH if io_bytes < l2_bytes else DO_BENCH
+
+
+def input_set_count(io_bytes: int, l2_bytes: int) -> int:
+    """How many copies of the inputs to rotate so that repeated runs do not just hit in L2."""
+    if io_bytes <= 0 or io_bytes >= l2_bytes:
+        return 1
+    return max(1, min(MAX_INPUT_SETS, math.ceil(ROTATE_FACTOR * l2_bytes / io_bytes)))
+
+
+def tensor_bytes(value: Any) -> int:
+    """Bytes of every tensor in a (nested) value."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(tensor_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(tensor_bytes(v) for v in value.values())
+    return 0
+
+
+def rotating(sets: list[dict[str, Any]], call: Callable[[dict[str, Any]], Any]) -> Callable[[], None]:
+    """A no-argument function that calls `call` on the next input set each time."""
+    state = {"next": 0}
+
+    def fn() -> None:
+        inputs = sets[state["next"] % len(sets)]
+        state["next"] += 1
+        call(inputs)
+
+    return fn
+
+
+# --------------------------------------------------------------------------- one measurement
+
+
+class Measurement:
+    """Times one item in this process."""
+
+    def __init__(self, item: BenchItem, base: Provenance):
+        self.item, self.base = item, base
+
+    def callable(self) -> tuple[Callable[[dict[str, Any]], Any], Any]:
+        """(call taking the inputs, the kernel module or None for the torch reference)."""
+        from tileiropt.runtime import harness
+
+        item = self.item
+        if item.variant == REFERENCE:
+            reference = harness.Reference.parse(item.reference or "").resolve()
+            return (lambda inputs: reference(inputs, item.args, item.dims)), None
+        module = harness.import_kernel_module(item.path, item.search_paths)
+        entry = harness.entry_function(module, item.entry)
+        return (lambda inputs: harness.call_entry(entry, inputs, item.args)), module
+
+    def run(self) -> BenchRow:
+        import torch
+
+        from tileiropt.runtime import harness
+        from tileiropt.runtime.autotuners import autotuners, config_label
+        from tileiropt.runtime.launches import LaunchRecorder
+
+        item = self.item
+        call, module = self.callable()
+        inputs = harness.build_inputs(item.shapes, item.dtypes, seed=item.seed, ranges=item.ranges, device="cuda")
+        tuners = autotuners(module) if module is not None else {}
+        for tuner in tuners.values():  # the first call must tune from an empty cache
+            tuner.cache = {}
+            for attribute in ("bench_time", "configs_timings"):
+                vars(tuner).pop(attribute, None)
+        provenance = Provenance(**asdict(self.base))
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        if module is not None:
+            with LaunchRecorder(module) as launches:
+                output = call(inputs)
+                torch.cuda.synchronize()
+            provenance.kernels = dict(launches.kernels)
+            provenance.compiled_backend = launches.backend_summary()
+            launched = launches.autotuners
+        else:
+            output = call(inputs)
+            torch.cuda.synchronize()
+            launched = set()
+        first_call_ms = (time.perf_counter() - started) * 1e3
+
+        autotune = []
+        for name, tuner in tuners.items():
+            if name not in launched:
+                continue
+            timings = getattr(tuner, "configs_timings", None)
+            best = getattr(tuner, "best_config", None)
+            seconds = getattr(tuner, "bench_time", None)
+            autotune.append(AutotuneInfo(name=name, configs=len(tuner.configs),
+                                         benchmarked=len(timings) if isinstance(timings, dict) else None,
+                                         best_config=config_label(best) if best is not None else None,
+                                         seconds=float(seconds) if seconds is not None else None))
+
+        input_bytes, output_bytes = tensor_bytes(inputs), tensor_bytes(output)
+        del output
+        l2_bytes = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
+        io_bytes = input_bytes + output_bytes
+        count = input_set_count(io_bytes, l2_bytes)
+        sets = [inputs] + [harness.clone_inputs(inputs) for _ in range(count - 1)]
+        fn = rotating(sets, call)
+        method = choose_method(item.method, io_bytes, l2_bytes)
+        timing, note = None, ""
+        if method == CUDAGRAPH:
+            try:
+                timing = run_cudagraph(fn, item.rep_ms)
+            except Exception as exc:
+                if POISONED.search(str(exc)):
+                    raise
+                torch.cuda.synchronize()
+                note = f"CUDA graph capture failed, timed with do_bench instead ({harness.describe_exception(exc)})"
+        if timing is None:
+            timing = run_do_bench(fn, item.warmup_ms, item.rep_ms)
+        timing.input_sets = count
+        timing.note = "; ".join(n for n in (timing.note, note) if n)
+
+        seconds = [a.seconds for a in autotune if a.seconds is not None]
+        autotune_ms, source = None, None
+        if seconds:
+            autotune_ms, source = 1e3 * sum(seconds), "Autotuner.bench_time"
+        elif any(a.benchmarked is None and a.configs > 1 for a in autotune):
+            autotune_ms, source = max(0.0, first_call_ms - timing.median_ms), "first call - median"
+        row = item.row(OK, "", provenance, timing=timing, first_call_ms=first_call_ms, autotune_ms=autotune_ms,
+                       autotune_source=source, autotuners=autotune, input_bytes=input_bytes,
+                       output_bytes=output_bytes)
+        mark_fallback(row)
+        return row
+
+
+# --------------------------------------------------------------------------- the job
+
+
+class Emitter:
+    def __init__(self, stream: Any):
+        self.stream = stream
+
+    def __call__(self, event: str, **values: Any) -> None:
+        from tileiropt.output import to_jsonable
+
+        self.stream.write(json.dumps(to_jsonable({"event": event, **values})) + "\n")
+        self.stream.flush()
+
+
+def worker_provenance(backend: str) -> Provenance:
+    from tileiropt.runtime.backends import BACKENDS
+    from tileiropt.runtime.worker import base_provenance
+
+    return base_provenance(BACKENDS["ptx" if backend == TORCH else backend])
+
+
+def run_bench_job(job: dict[str, Any], emit: Emitter) -> int:
+    from tileiropt.runtime import harness
+    from tileiropt.runtime.worker import tileir_not_ready
+
+    backend = job["backend"]
+    items = [BenchItem.from_json(i) for i in job["items"]]
+    base = worker_provenance(backend)
+    emit("hello", provenance=base, pid=os.getpid())
+    blocked = tileir_not_ready() if backend == TILEIR else None
+    if not blocked:
+        import torch
+        import triton
+
+        if hasattr(triton, "set_allocator"):  # device-side TMA descriptors need scratch memory
+            triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+    for index, item in enumerate(items):
+        emit("start", item=index)
+        if blocked:
+            emit("row", item=index, row=item.row(NOT_RUN, f"not run: {blocked}", base))
+            continue
+        try:
+            row = Measurement(item, base).run()
+        except Exception as exc:
+            emit("row", item=index, row=item.row(ERROR, harness.describe_exception(exc), base))
+            if POISONED.search(str(exc)):
+                return 0  # the CUDA context is unusable: the parent starts a new worker
+            continue
+        emit("row", item=index, row=row)
+    emit("done")
+    return 0
+
+
+def run_peaks_job(emit: Emitter) -> int:
+    from tileiropt.runtime.peaks import measure_peaks
+
+    emit("hello", provenance=worker_provenance("ptx"), pid=os.getpid())
+    emit("peaks", peaks=measure_peaks())
+    emit("done")
+    return 0
+
+
+def main() -> int:
+    events = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # whatever the kernels print goes to stderr; stdout carries the events
+    job = json.loads(sys.stdin.read())
+    emit = Emitter(events)
+    if job.get("kind") == "peaks":
+        return run_peaks_job(emit)
+    return run_bench_job(job, emit)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
