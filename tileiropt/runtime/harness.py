@@ -405,11 +405,14 @@ def compare(actual: Any, expected: Any, atol: float, rtol: float, path: str = "o
 # --------------------------------------------------------------------------- error messages
 
 
-def describe_exception(exc: BaseException, max_lines: int = 6, max_chars: int = 600) -> str:
-    """The exception's type and first lines: enough to locate a Triton compile error."""
+def describe_exception(exc: BaseException, max_lines: int = 6, max_chars: int = 800) -> str:
+    """The exception's type and first lines (and its last line, where Triton's compile errors put
+    the cause after the source excerpt): enough to locate the problem."""
     text = str(exc).strip()
     lines = [line.rstrip() for line in text.splitlines() if line.strip()]
-    head = "\n".join(lines[:max_lines])
+    if len(lines) > max_lines:
+        lines = [*lines[:max_lines - 1], "...", lines[-1]]
+    head = "\n".join(lines)
     if len(head) > max_chars:
         head = head[:max_chars] + "..."
     return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
