@@ -298,10 +298,12 @@ def _gate_statements(gate: cst.Module) -> list[cst.BaseStatement]:
     return [first.with_changes(leading_lines=[cst.EmptyLine(), *comments]), *rest]
 
 
-def _default_classify(info: ModuleInfo, kernel: KernelInfo) -> str:
-    from tileiropt.analysis.classify import kernel_class  # noqa: PLC0415 - avoid an import cycle
+def _classes_from_analysis(source: str, path: str) -> ClassifyFn:
+    """Phase 2's classification of every kernel of the file (lint rules off: only the class is needed)."""
+    from tileiropt.analysis.classify import classify_source  # noqa: PLC0415 - avoid an import cycle
 
-    return kernel_class(info, kernel)
+    records = {record.kernel: record.kernel_class for record in classify_source(source, path, rules=[]).kernels}
+    return lambda info, kernel: records.get(kernel.name, "elementwise")
 
 
 def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, Space] | None = None,
@@ -314,7 +316,8 @@ def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, S
         raise UserError("no Triton kernel found (no @triton.jit function)", file=path,
                         hint="point apply at a file that defines @triton.jit kernels")
     module = cst.parse_module(source)
-    plans = plan_kernels(info, module, source, classify or _default_classify, spaces or load_spaces(),
+    plans = plan_kernels(info, module, source, classify or _classes_from_analysis(source, path),
+                         spaces or load_spaces(),
                          max_configs)
     if not any(plan.block or plan.twin for plan in plans.values()):
         return ApplyResult(path, None, False, [p.report for p in plans.values()], source, source)
