@@ -1,0 +1,316 @@
+"""Classification per class (examples and small inline kernels), detections, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tileiropt.analysis.classify import classify_file, classify_paths, classify_source
+from tileiropt.cli import app
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+HEADER = "import triton\nimport triton.language as tl\n\n"
+
+
+def _one(source: str):
+    result = classify_source(HEADER + textwrap.dedent(source), "k.py")
+    assert result.status == "ok", result.message
+    return {k.kernel: k for k in result.kernels}
+
+
+EXPECTED_EXAMPLES = {
+    "vector_add.py": "elementwise",
+    "swiglu.py": "elementwise",
+    "softmax.py": "norm",
+    "layer_norm.py": "norm",
+    "rms_norm.py": "norm",
+    "row_sum.py": "reduction",
+    "matmul.py": "dot",
+    "attention.py": "dot",
+}
+
+
+@pytest.mark.parametrize("name, expected", sorted(EXPECTED_EXAMPLES.items()))
+def test_examples(name: str, expected: str) -> None:
+    path = EXAMPLES / name
+    if not path.is_file():
+        pytest.skip(f"examples/{name} is not in this checkout")
+    result = classify_file(path)
+    entries = [k for k in result.kernels if k.is_entry]
+    assert entries, result.message
+    assert {k.kernel_class for k in entries} == {expected}
+    for kernel in entries:
+        assert 0 < kernel.confidence <= 1
+        assert kernel.evidence and all(e.line > 0 and e.text for e in kernel.evidence)
+
+
+def test_dot_kernel_and_strategy() -> None:
+    kernel = _one(
+        """
+        @triton.jit
+        def mm(a_ptr, b_ptr, c_ptr, K, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+            for k in range(0, K, BLOCK):
+                a = tl.load(a_ptr + offs[:, None] * K + (k + offs)[None, :])
+                b = tl.load(b_ptr + (k + offs)[:, None] * BLOCK + offs[None, :])
+                acc += tl.dot(a, b)
+            tl.store(c_ptr + offs[:, None] * BLOCK + offs[None, :], acc)
+        """
+    )["mm"]
+    assert kernel.kernel_class == "dot"
+    assert kernel.strategy == "TMA + 2CTA + occupancy + larger tiles"
+    assert kernel.confidence == 0.95
+    assert kernel.tensor_of_pointer_lines == [10, 11, 13]
+    assert any("tl.dot" in e.text and e.line == 12 for e in kernel.evidence)
+    assert [f.code for f in kernel.findings] == ["TIR201", "TIR201", "TIR201"]
+
+
+def test_dot_through_helper_is_transitive() -> None:
+    kernels = _one(
+        """
+        @triton.jit
+        def _inner(a, b):
+            return tl.dot(a, b)
+
+        @triton.jit
+        def _middle(a, b):
+            return _inner(a, b) * 2
+
+        @triton.jit
+        def entry(a_ptr, b_ptr, c_ptr):
+            tl.store(c_ptr, _middle(tl.load(a_ptr), tl.load(b_ptr)))
+        """
+    )
+    assert kernels["entry"].kernel_class == "dot"
+    assert kernels["entry"].confidence == 0.85
+    assert any("in helper _inner" in e.text for e in kernels["entry"].evidence)
+    assert not kernels["_inner"].is_entry and kernels["entry"].is_entry
+
+
+def test_norm_rms_style() -> None:
+    kernel = _one(
+        """
+        @triton.jit
+        def rms(x_ptr, w_ptr, y_ptr, n, eps, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + row * n + offs, mask=offs < n, other=0.0).to(tl.float32)
+            rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n + eps)
+            w = tl.load(w_ptr + offs, mask=offs < n)
+            tl.store(y_ptr + row * n + offs, x * rstd * w, mask=offs < n)
+        """
+    )["rms"]
+    assert kernel.kernel_class == "norm"
+    assert kernel.strategy == "high occupancy"
+    assert any(e.line == 12 and "scales loaded elements" in e.text for e in kernel.evidence)
+
+
+def test_norm_online_softmax_with_method_reductions() -> None:
+    kernel = _one(
+        """
+        @triton.jit
+        def lse(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            m = float("-inf")
+            d = 0.0
+            for start in range(0, n, BLOCK):
+                offs = start + tl.arange(0, BLOCK)
+                x = tl.load(x_ptr + offs, mask=offs < n, other=float("-inf"))
+                m_new = tl.maximum(m, x.max(axis=0))
+                d = d * tl.exp(m - m_new) + tl.exp(x - m_new).sum(axis=0)
+                m = m_new
+            for start in range(0, n, BLOCK):
+                offs = start + tl.arange(0, BLOCK)
+                x = tl.load(x_ptr + offs, mask=offs < n)
+                tl.store(out_ptr + offs, tl.exp(x - m) / d, mask=offs < n)
+        """
+    )["lse"]
+    assert kernel.kernel_class == "norm"
+
+
+def test_reduction_sum_and_atomics() -> None:
+    kernels = _one(
+        """
+        @triton.jit
+        def total(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+            tl.atomic_add(out_ptr, tl.sum(x, axis=0) / n)
+
+        @triton.jit
+        def histogram(idx_ptr, counts_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            idx = tl.load(idx_ptr + offs, mask=offs < n)
+            tl.atomic_add(counts_ptr + idx, 1, mask=offs < n)
+
+        @triton.jit
+        def prefix(x_ptr, y_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(y_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), axis=0))
+        """
+    )
+    assert kernels["total"].kernel_class == "reduction"
+    assert kernels["total"].confidence == 0.85
+    assert kernels["histogram"].kernel_class == "reduction"
+    assert kernels["histogram"].confidence == 0.65
+    assert kernels["prefix"].kernel_class == "reduction"
+    assert kernels["total"].strategy == "high occupancy"
+
+
+def test_elementwise_and_math_helper() -> None:
+    kernels = _one(
+        """
+        @triton.jit
+        def _gelu(x):
+            return 0.5 * x * (1 + tl.sigmoid(1.702 * x))
+
+        @triton.jit
+        def act(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(y_ptr + offs, _gelu(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+        """
+    )
+    assert kernels["act"].kernel_class == "elementwise"
+    assert kernels["act"].strategy == "occupancy + num_stages"
+    assert kernels["act"].calls == ["_gelu"]
+    assert kernels["_gelu"].kernel_class == "elementwise" and kernels["_gelu"].confidence == 0.6
+
+
+def test_persistent_tma_and_block_pointer_detection() -> None:
+    kernels = _one(
+        """
+        @triton.jit
+        def persistent(a_ptr, M, N, NUM_SMS: tl.constexpr, BLOCK: tl.constexpr):
+            desc = tl.make_tensor_descriptor(a_ptr, [M, N], [N, 1], [BLOCK, BLOCK])
+            for tile in tl.range(tl.program_id(0), tl.cdiv(M, BLOCK), NUM_SMS):
+                desc.store([tile * BLOCK, 0], desc.load([tile * BLOCK, 0]) * 2)
+
+        @triton.jit
+        def grid_stride(x_ptr, n):
+            for i in range(tl.program_id(0), n, tl.num_programs(0)):
+                tl.store(x_ptr + i, 0.0)
+
+        @triton.jit
+        def blocks(x_ptr, M, N):
+            p = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (0, 0), (16, 16), (1, 0))
+            tl.store(p, tl.load(p) + 1)
+        """
+    )
+    assert kernels["persistent"].persistent and kernels["persistent"].uses_tma
+    assert not kernels["persistent"].uses_block_ptr
+    assert kernels["grid_stride"].persistent and not kernels["grid_stride"].uses_tma
+    assert kernels["blocks"].uses_block_ptr and not kernels["blocks"].persistent
+    assert "TIR013" in [f.code for f in kernels["blocks"].findings]
+
+
+def test_host_tensor_descriptor_counts_as_tma() -> None:
+    kernels = _one(
+        """
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        @triton.jit
+        def copy(src_desc, dst_desc):
+            dst_desc.store([0, 0], src_desc.load([0, 0]))
+
+        def run(x, y):
+            copy[(1,)](TensorDescriptor.from_tensor(x, [16, 16]), TensorDescriptor.from_tensor(y, [16, 16]))
+        """
+    )
+    assert kernels["copy"].uses_tma
+
+
+def test_file_messages(tmp_path: Path) -> None:
+    (tmp_path / "plain.py").write_text("print('hello')\n")
+    (tmp_path / "helpers.py").write_text("import triton\n\ndef jit_helper():\n    pass\n")
+    (tmp_path / "broken.py").write_text("import triton\n@triton.jit\ndef k(:\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "ok.py").write_text(HEADER + "@triton.jit\ndef k(x):\n    tl.store(x, 1.0)\n")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "skip.py").write_text(HEADER + "@triton.jit\ndef k(x):\n    pass\n")
+    results = {Path(r.file).name: r for r in classify_paths([tmp_path])}
+    assert set(results) == {"plain.py", "helpers.py", "broken.py", "ok.py"}
+    assert results["plain.py"].status == "no_kernels"
+    assert results["helpers.py"].status == "no_kernels"
+    assert results["helpers.py"].message == "no @triton.jit function"
+    assert results["broken.py"].status == "error"
+    assert "broken.py:3: cannot parse" in results["broken.py"].message
+    assert results["ok.py"].status == "ok" and len(results["ok.py"].kernels) == 1
+
+
+# ------------------------------------------------------------------------------------ CLI
+
+runner = CliRunner()
+KERNEL = HEADER + textwrap.dedent(
+    """\
+    @triton.jit
+    def k(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n)
+        tl.store(x_ptr + offs, tl.erf(x), mask=offs < n)
+    """
+)
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_cli_json_schema(tmp_path: Path) -> None:
+    path = _write(tmp_path, "k.py", KERNEL)
+    _write(tmp_path, "broken.py", "import triton\n@triton.jit\ndef (:\n")
+    result = runner.invoke(app, ["classify", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["schema_version"] == 1
+    (record,) = data["kernels"]
+    assert list(record) == ["file", "kernel", "line", "class", "confidence", "evidence", "strategy", "is_entry",
+                            "persistent", "uses_tma", "uses_block_ptr", "findings", "tensor_of_pointer_lines",
+                            "calls"]
+    assert record["file"] == str(path) and record["kernel"] == "k" and record["class"] == "elementwise"
+    assert {f["code"] for f in record["findings"]} == {"TIR006", "TIR101"}
+    assert set(record["findings"][0]) == {"code", "severity", "line", "message", "hint"}
+    assert set(record["evidence"][0]) == {"line", "text"}
+    statuses = {Path(f["file"]).name: f["status"] for f in data["files"]}
+    assert statuses == {"k.py": "ok", "broken.py": "error"}
+    assert data["summary"]["kernels"] == 1 and data["summary"]["files_not_parsed"] == 1
+    assert data["summary"]["findings"] == {"error": 1, "warning": 1, "perf": 0}
+
+
+def test_cli_strict_select_ignore(tmp_path: Path) -> None:
+    path = _write(tmp_path, "k.py", KERNEL)
+    assert runner.invoke(app, ["classify", str(path)]).exit_code == 0
+    assert runner.invoke(app, ["classify", str(path), "--strict"]).exit_code == 1
+    assert runner.invoke(app, ["classify", str(path), "--strict", "--ignore", "TIR006"]).exit_code == 0
+    result = runner.invoke(app, ["classify", str(path), "--json", "--select", "TIR1"])
+    codes = [f["code"] for f in json.loads(result.stdout)["kernels"][0]["findings"]]
+    assert codes == ["TIR101"]
+    bad = runner.invoke(app, ["classify", str(path), "--select", "NOPE"])
+    assert bad.exit_code == 2 and "no lint rule matches" in bad.output
+
+
+def test_cli_human_output(tmp_path: Path) -> None:
+    path = _write(tmp_path, "k.py", KERNEL)
+    result = runner.invoke(app, ["classify", str(path)])
+    assert result.exit_code == 0
+    assert "elementwise" in result.output
+    assert f"{path}:8: TIR006" in result.output.replace("\n", "")
+
+
+def test_cli_bad_paths(tmp_path: Path) -> None:
+    missing = runner.invoke(app, ["classify", str(tmp_path / "missing.py")])
+    assert missing.exit_code == 2 and "no such file or folder" in missing.output
+    broken = _write(tmp_path, "broken.py", "import triton\n@triton.jit\ndef k(:\n")
+    result = runner.invoke(app, ["classify", str(broken)])
+    assert result.exit_code == 2 and "cannot parse" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert runner.invoke(app, ["classify", str(empty)]).exit_code == 2
+    plain = _write(tmp_path, "plain.py", "x = 1\n")
+    result = runner.invoke(app, ["classify", str(plain)])
+    assert result.exit_code == 0 and "no Triton kernel" in result.output
