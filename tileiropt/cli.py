@@ -255,6 +255,59 @@ def bench(
     raise typer.Exit(int(code))
 
 
+@app.command()
+@user_errors
+def report(
+    target: Annotated[
+        Path | None,
+        typer.Argument(help="Artifacts folder, or a project file / folder (default: the current folder).",
+                       show_default=False),
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="md or json.")] = "md",
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file instead of stdout.")] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """Render the Markdown report (seed format) from the saved phase records alone."""
+    from tileiropt.report.command import run_report_command
+
+    raise typer.Exit(int(run_report_command(target, fmt=fmt, output=output, as_json=json_output)))
+
+
+@app.command()
+@user_errors
+def run(
+    target: Annotated[
+        Path | None,
+        typer.Argument(help="Project file or folder (default: ./tileiropt.toml), "
+                            "or a kernel .py with --entry/--shapes.", show_default=False),
+    ] = None,
+    entry: Annotated[str | None, typer.Option("--entry", help="Wrapper to call (kernel .py target).")] = None,
+    shapes: Annotated[str | None, typer.Option("--shapes", help='Input shapes as JSON, e.g. {"x": [32, 512]}.')] = None,
+    dtypes: Annotated[
+        str | None, typer.Option("--dtypes", help='Input dtypes: JSON {"x": "bfloat16"}, a list, or one name.')
+    ] = None,
+    reference: Annotated[
+        str | None, typer.Option("--reference", help='Torch expression, "pkg.mod:fn" or "original".')
+    ] = None,
+    args: Annotated[str | None, typer.Option("--args", help="Non-tensor keyword arguments as JSON.")] = None,
+    kernel: Annotated[list[str] | None, typer.Option("--kernel", help="Only this kernel (repeatable).")] = None,
+    sizes: Annotated[
+        list[int] | None, typer.Option("--size", help="Bench size (repeatable; default: the project's sizes).")
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Seconds per record / measurement (default: the project's).",
+                                   show_default=False)
+    ] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """All phases: check, compatibility, classify, apply, validate, bench, then report.md in the artifacts."""
+    from tileiropt.run_command import run_run_command
+
+    code = run_run_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
+                           kernels=kernel, timeout=timeout, sizes=sizes, as_json=json_output)
+    raise typer.Exit(int(code))
+
+
 def main() -> None:
     try:
         app()

@@ -341,10 +341,14 @@ def row_from_dict(data: dict[str, Any]) -> BenchRow:
     return _from_dict(BenchRow, data)
 
 
+def kernel_from_dict(data: dict[str, Any]) -> BenchKernel:
+    return _from_dict(BenchKernel, data)
+
+
 def run_from_dict(data: dict[str, Any]) -> BenchRun:
     data = dict(data)
     data["rows"] = [row_from_dict(r) for r in data.get("rows", [])]
-    data["kernels"] = [_from_dict(BenchKernel, k) for k in data.get("kernels", [])]
+    data["kernels"] = [kernel_from_dict(k) for k in data.get("kernels", [])]
     return _from_dict(BenchRun, data)
 
 

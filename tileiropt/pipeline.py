@@ -1,0 +1,281 @@
+"""`tileiropt run`: the five phases end to end, then the report.
+
+    check          the environment                                   -> check.json
+    compatibility  the original file against its reference (ENABLE_TILE=0: PTX, or the
+                   interpreter without a GPU)                        -> validate.json
+    classify       each Triton kernel's class and TileIR lint          -> classify.json
+    apply          <stem>_tileir.py beside each kernel file            -> apply.json
+    validate       the optimized file on every backend this machine has -> validate.json
+    bench          original vs optimized (PTX), PTX vs TileIR, torch   -> bench.json
+    report         report.md, from the records alone                   -> run.json, report.md
+
+A kernel stops -- and its later phases say why -- when its original fails the compatibility
+check, its file cannot be classified or rewritten, or its optimized file fails validation; the
+other kernels go on. Exit codes: 0 everything that could run passed (a bench that could not run
+for want of a GPU is not a failure), 1 a kernel stopped or a benchmark errored, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tileiropt.errors import ExitCode
+from tileiropt.project import KernelSpec, Project
+from tileiropt.report.artifacts import (
+    APPLY_FILE,
+    CHECK_FILE,
+    CLASSIFY_FILE,
+    REPORT_FILE,
+    RUN_FILE,
+    load_artifacts,
+    save_record,
+)
+from tileiropt.runtime.bench import BenchSettings
+from tileiropt.runtime.bench_records import BenchKernel
+from tileiropt.runtime.records import ERROR, FAIL, PASS, ValidateRun, save_validate_run
+
+SCHEMA_VERSION = 1
+OK, FAILED, NOT_RUN, SKIPPED = "ok", "failed", "not-run", "skipped"
+PHASES = ("check", "compatibility", "classify", "apply", "validate", "bench", "report")
+EventCallback = Callable[[str, str], None]  # (phase, message)
+
+
+@dataclass
+class PhaseResult:
+    phase: str
+    status: str  # OK | FAILED | NOT_RUN | SKIPPED
+    seconds: float = 0.0
+    detail: str = ""
+
+
+@dataclass
+class RunResult:
+    """What `run` did: written to ``<artifacts>/run.json`` and printed with --json."""
+
+    phases: list[PhaseResult]
+    kernels: list[BenchKernel]
+    stopped: dict[str, dict[str, str]]  # kernel -> {"phase", "reason"}
+    artifacts: str
+    report: str | None = None
+    exit_code: int = 0
+    command: list[str] = field(default_factory=list)
+    project: str | None = None
+    started: str = ""
+    seconds: float = 0.0
+    schema: int = SCHEMA_VERSION
+
+
+class Pipeline:
+    """Runs the phases over a project, keeping track of the kernels still going."""
+
+    def __init__(self, project: Project, kernels: list[str] | None, timeout: float | None,
+                 bench_settings: BenchSettings | None, command: list[str], on_event: EventCallback | None):
+        from tileiropt.runtime.bench import kernel_info
+
+        self.project = project
+        self.specs = project.select(kernels)
+        self.timeout = timeout
+        self.bench_settings = bench_settings or BenchSettings(timeout=timeout)
+        self.on_event = on_event or (lambda phase, message: None)
+        self.artifacts = project.artifacts
+        self.result = RunResult(phases=[], kernels=[kernel_info(s, self.bench_settings.sizes) for s in self.specs],
+                                stopped={}, artifacts=str(self.artifacts), command=command,
+                                project=str(project.file) if project.file else None)
+        self.validation: ValidateRun | None = None
+        self.bench_failed = False
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def live(self) -> list[KernelSpec]:
+        return [s for s in self.specs if s.name not in self.result.stopped]
+
+    def stop(self, kernel: str, phase: str, reason: str) -> None:
+        if kernel not in self.result.stopped:
+            self.result.stopped[kernel] = {"phase": phase, "reason": reason}
+
+    def phase(self, name: str, action: Callable[[], PhaseResult]) -> None:
+        if not self.live and name not in ("check", "report"):
+            self.result.phases.append(PhaseResult(name, SKIPPED, 0.0, "no kernel left: every kernel stopped"))
+            self.on_event(name, "skipped")
+            return
+        self.on_event(name, "start")
+        started = time.monotonic()
+        result = action()
+        result.seconds = round(time.monotonic() - started, 3)
+        self.result.phases.append(result)
+        self.on_event(name, result.status)
+
+    def record_event(self, phase: str) -> Callable[[Any], None]:
+        def event(record: Any) -> None:
+            self.on_event(phase, f"{record.kernel} {record.variant} {record.backend}")
+
+        return event
+
+    def save_validation(self, run: ValidateRun) -> None:
+        """Merge `run` into the records of this run's validate.json."""
+        if self.validation is None:
+            self.validation = run
+        else:
+            merged = self.validation
+            merged.records += run.records
+            merged.backends = list(dict.fromkeys(merged.backends + run.backends))
+            merged.seconds = round(merged.seconds + run.seconds, 3)
+            merged.notes = list(dict.fromkeys(merged.notes + run.notes))
+        save_validate_run(self.validation, self.artifacts)
+
+    def stop_on_failures(self, run: ValidateRun, phase: str, what: str) -> int:
+        """Stop every kernel with a failed or errored record; return how many stopped."""
+        stopped = 0
+        for record in run.records:
+            if record.status in (FAIL, ERROR) and record.kernel not in self.result.stopped:
+                self.stop(record.kernel, phase, f"{what} {record.status} on {record.backend} "
+                                                f"({record.config}): {record.reason}")
+                stopped += 1
+        return stopped
+
+    # ------------------------------------------------------------------ phases
+
+    def check(self) -> PhaseResult:
+        from tileiropt.environment import check_environment
+
+        report = check_environment()
+        save_record(self.artifacts, CHECK_FILE, report)
+        ready = "TileIR ready" if report.tileir_ready else "TileIR not ready: " + "; ".join(report.reasons)
+        return PhaseResult("check", OK, detail=f"{report.gpu.get('name')}; {ready}")
+
+    def compatibility(self) -> PhaseResult:
+        from tileiropt.runtime.validate import Machine, validate_project
+
+        machine = Machine.probe()
+        backend = "ptx" if machine.has_gpu else "interpret"
+        run = validate_project(self.project, kernels=[s.name for s in self.live], backends=[backend],
+                               variants=["original"], timeout=self.timeout, command=self.result.command,
+                               on_record=self.record_event("compatibility"), machine=machine)
+        self.save_validation(run)
+        stopped = self.stop_on_failures(run, "compatibility", "the original file")
+        passed = sum(r.status == PASS for r in run.records)
+        if stopped:
+            return PhaseResult("compatibility", FAILED, detail=f"{stopped} kernel(s) failed on {backend}")
+        if not passed:
+            return PhaseResult("compatibility", NOT_RUN, detail="no record ran: " + "; ".join(
+                dict.fromkeys(r.reason for r in run.records)))
+        return PhaseResult("compatibility", OK, detail=f"{passed} record(s) passed on {backend}")
+
+    def classify(self) -> PhaseResult:
+        from tileiropt.analysis.classify import classify_paths
+        from tileiropt.analysis.command import classify_json
+
+        paths = list(dict.fromkeys(s.path for s in self.live))
+        results = classify_paths(paths)
+        save_record(self.artifacts, CLASSIFY_FILE, classify_json(results))
+        failed = {Path(r.file).resolve(): r.message or r.status for r in results if r.status == "error"}
+        for spec in self.live:
+            if spec.path.resolve() in failed:
+                self.stop(spec.name, "classify", f"cannot classify {spec.path.name}: {failed[spec.path.resolve()]}")
+        kernels = sum(len(r.kernels) for r in results)
+        if failed:
+            return PhaseResult("classify", FAILED, detail=f"{len(failed)} file(s) could not be classified")
+        return PhaseResult("classify", OK, detail=f"{kernels} Triton kernel(s) in {len(results)} file(s)")
+
+    def apply(self) -> PhaseResult:
+        from tileiropt.transform.command import apply_paths, result_record
+
+        files, errors = [], []
+        done: set[Path] = set()
+        for spec in self.live:
+            if spec.path in done:
+                continue
+            done.add(spec.path)
+            output = spec.optimized_path if spec.optimized is not None else None
+            results, problems = apply_paths([spec.path], output=output, max_configs=self.project.max_configs)
+            files += [result_record(r) for r in results]
+            errors += [{"file": e.path, "error": e.error} for e in problems]
+        save_record(self.artifacts, APPLY_FILE, {"dry_run": False, "files": files, "errors": errors})
+        for error in errors:
+            for spec in self.live:
+                if Path(error["file"]).resolve() == spec.path.resolve():
+                    self.stop(spec.name, "apply", f"apply failed: {error['error']}")
+        written = sum(1 for f in files if f.get("output"))
+        if errors:
+            return PhaseResult("apply", FAILED, detail=f"{len(errors)} file(s) could not be rewritten")
+        return PhaseResult("apply", OK, detail=f"{written} optimized file(s) written")
+
+    def validate(self) -> PhaseResult:
+        from tileiropt.runtime.validate import validate_project
+
+        run = validate_project(self.project, kernels=[s.name for s in self.live], variants=["optimized"],
+                               timeout=self.timeout, command=self.result.command,
+                               on_record=self.record_event("validate"))
+        self.save_validation(run)
+        stopped = self.stop_on_failures(run, "validate", "the optimized file")
+        counts = run.counts()
+        detail = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
+        if stopped:
+            return PhaseResult("validate", FAILED, detail=f"{stopped} kernel(s) failed: {detail}")
+        return PhaseResult("validate", OK if counts[PASS] else NOT_RUN, detail=detail)
+
+    def bench(self) -> PhaseResult:
+        from tileiropt.runtime.bench import bench_project
+        from tileiropt.runtime.bench_records import ERROR as BENCH_ERROR
+        from tileiropt.runtime.bench_records import save_bench_run
+
+        def on_row(row: Any) -> None:
+            self.on_event("bench", f"{row.kernel} {row.short_label} size {row.size}")
+
+        run = bench_project(self.project, kernels=[s.name for s in self.live], settings=self.bench_settings,
+                            command=self.result.command, on_row=on_row)
+        save_bench_run(run, self.artifacts)
+        counts = run.counts()
+        detail = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
+        if counts[BENCH_ERROR]:
+            self.bench_failed = True
+            return PhaseResult("bench", FAILED, detail=detail)
+        if run.exit_code() == ExitCode.NOT_RUN:
+            reasons = "; ".join(dict.fromkeys(r.reason for r in run.rows))
+            return PhaseResult("bench", NOT_RUN, detail=reasons)
+        return PhaseResult("bench", OK, detail=detail)
+
+    def report(self) -> PhaseResult:
+        from tileiropt.report.build import build_report
+        from tileiropt.report.markdown import write_markdown
+
+        save_record(self.artifacts, RUN_FILE, self.result)  # the report reads the phases and stops from it
+        path = write_markdown(build_report(load_artifacts(self.artifacts), self.result.kernels),
+                              self.artifacts / REPORT_FILE)
+        self.result.report = str(path)
+        return PhaseResult("report", OK, detail=str(path))
+
+    # ------------------------------------------------------------------ all of it
+
+    def run(self) -> RunResult:
+        started = time.monotonic()
+        self.result.started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        for name in PHASES[:-1]:
+            self.phase(name, getattr(self, name))
+        failed = bool(self.result.stopped) or self.bench_failed
+        self.result.exit_code = int(ExitCode.FAILED if failed else ExitCode.OK)
+        self.result.seconds = round(time.monotonic() - started, 3)
+        self.phase("report", self.report)
+        self.result.seconds = round(time.monotonic() - started, 3)
+        save_record(self.artifacts, RUN_FILE, self.result)
+        return self.result
+
+
+def run_pipeline(project: Project, *, kernels: list[str] | None = None, timeout: float | None = None,
+                 bench_settings: BenchSettings | None = None, command: list[str] | None = None,
+                 on_event: EventCallback | None = None) -> RunResult:
+    """Run every phase over `project` (or the named `kernels`); records go to its artifacts folder."""
+    if timeout is not None and timeout <= 0:
+        from tileiropt.errors import UserError
+
+        raise UserError(f"--timeout must be > 0 seconds, got {timeout:g}")
+    pipeline = Pipeline(project, kernels, timeout, bench_settings,
+                        list(command) if command is not None else list(sys.argv), on_event)
+    return pipeline.run()

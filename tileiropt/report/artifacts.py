@@ -1,0 +1,93 @@
+"""The artifacts folder: the JSON record of each phase, written by the phases and read by `report`.
+
+    check.json      `tileiropt check --json`: the environment (CheckReport)
+    classify.json   `tileiropt classify --json`: every kernel's class, evidence and lint findings
+    apply.json      `tileiropt apply --json`: what each rewrite changed or left alone
+    validate.json   `tileiropt validate`: numerics per kernel, variant, backend and config
+    bench.json      `tileiropt bench`: times per kernel, variant, backend and size
+    run.json        `tileiropt run`: the phases, their outcome, the kernels, where it stopped
+    report.md       the rendered report
+
+Each file is optional: `report` says which phase did not run, and why when run.json knows.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tileiropt.errors import UserError
+from tileiropt.output import dumps, write_atomic
+from tileiropt.runtime.bench_records import BENCH_FILE, BenchRun, load_bench_run
+from tileiropt.runtime.records import VALIDATE_FILE, ValidateRun, load_validate_run
+
+CHECK_FILE = "check.json"
+CLASSIFY_FILE = "classify.json"
+APPLY_FILE = "apply.json"
+RUN_FILE = "run.json"
+REPORT_FILE = "report.md"
+RECORD_FILES = (CHECK_FILE, CLASSIFY_FILE, APPLY_FILE, VALIDATE_FILE, BENCH_FILE, RUN_FILE)
+
+
+def save_record(artifacts: Path | str, name: str, data: Any) -> Path:
+    """Write one phase record (any JSON-able value) to ``<artifacts>/<name>``, atomically."""
+    path = Path(artifacts) / name
+    write_atomic(path, dumps(data) + "\n")
+    return path
+
+
+@dataclass
+class Artifacts:
+    folder: Path
+    check: dict[str, Any] | None = None
+    classify: dict[str, Any] | None = None
+    apply: dict[str, Any] | None = None
+    validate: ValidateRun | None = None
+    bench: BenchRun | None = None
+    run: dict[str, Any] | None = None
+    problems: dict[str, str] = field(default_factory=dict)  # record file -> why it could not be read
+
+    @property
+    def empty(self) -> bool:
+        return not any((self.check, self.classify, self.apply, self.validate, self.bench, self.run))
+
+
+def _read_json(path: Path, problems: dict[str, str]) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        problems[path.name] = f"unreadable: {exc}"
+        return None
+    if not isinstance(data, dict):
+        problems[path.name] = "not a JSON object"
+        return None
+    return data
+
+
+def is_artifacts_folder(folder: Path) -> bool:
+    return folder.is_dir() and any((folder / name).is_file() for name in RECORD_FILES)
+
+
+def load_artifacts(folder: Path | str) -> Artifacts:
+    """Read every record present in `folder`; a missing record is simply absent."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise UserError("artifacts folder not found", file=str(folder),
+                        hint="run `tileiropt run` first, or pass the folder that holds its JSON records")
+    found = Artifacts(folder=folder)
+    found.check = _read_json(folder / CHECK_FILE, found.problems)
+    found.classify = _read_json(folder / CLASSIFY_FILE, found.problems)
+    found.apply = _read_json(folder / APPLY_FILE, found.problems)
+    found.run = _read_json(folder / RUN_FILE, found.problems)
+    for name, loader, attribute in ((VALIDATE_FILE, load_validate_run, "validate"),
+                                    (BENCH_FILE, load_bench_run, "bench")):
+        if (folder / name).is_file():
+            try:
+                setattr(found, attribute, loader(folder / name))
+            except UserError as exc:
+                found.problems[name] = exc.message
+    return found

@@ -1,0 +1,445 @@
+"""Build the report's content -- per kernel, the five seed sections -- from the saved records alone.
+
+`build_report(artifacts, kernels)` returns a `Report` of plain dataclasses; `markdown.py` renders
+it and `report --format json` prints it. A section whose phase did not run says why: the
+phase's own "not run" record, the kernel's stop in `run.json`, or the record file missing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
+from tileiropt.runtime.backends import BACKENDS
+from tileiropt.runtime.bench_records import (
+    NOT_RUN,
+    OK,
+    OPTIMIZED,
+    ORIGINAL,
+    PTX,
+    REFERENCE,
+    TILEIR,
+    TORCH,
+    BenchKernel,
+    BenchRow,
+    dtype_key,
+    kernel_from_dict,
+)
+from tileiropt.runtime.records import ERROR, FAIL, ValidationRecord
+from tileiropt.runtime.records import NOT_RUN as SKIPPED
+
+PASSED, FAILED, NOT_RUN_TEXT = "PASSED", "FAILED", "not run"
+SEED_CLASS_NAMES = {"dot": "dot-related", "norm": "norm-like", "elementwise": "element-wise",
+                    "reduction": "reduction"}
+SEED_STRATEGIES = {"dot": "TMA + 2CTA", "norm": "High occupancy", "elementwise": "Occupancy + num_stages",
+                   "reduction": "High occupancy"}
+PHASE_ORDER = ("check", "compatibility", "classify", "apply", "validate", "bench", "report")
+# Benchmark table rows: (variant, backend) -> the label of the seed's table.
+BENCH_LABELS = {
+    (ORIGINAL, PTX): "PTX (ENABLE_TILE=0)",
+    (OPTIMIZED, PTX): "PTX (ENABLE_TILE=0), optimized file",
+    (OPTIMIZED, TILEIR): "TileIR (ENABLE_TILE=1)",
+    (ORIGINAL, TILEIR): "TileIR (ENABLE_TILE=1), original file",
+    (REFERENCE, TORCH): "torch reference",
+}
+MAX_FAILURES = 5
+
+
+# --------------------------------------------------------------------------- the model
+
+
+@dataclass
+class Verdict:
+    """The outcome of a set of validation records (one backend, one variant)."""
+
+    status: str  # PASSED | FAILED | "not run"
+    backend: str = ""  # validate's backend name
+    backend_description: str = ""
+    compiled_by: str | None = None  # what really compiled the kernels (provenance)
+    max_difference: float | None = None  # max absolute difference over the records that compared
+    reason: str = ""  # why it did not run
+    configs: int = 0  # records that ran
+    not_run: int = 0  # records that did not
+    dtypes: list[str] = field(default_factory=list)
+    fallback: bool = False
+    failures: list[str] = field(default_factory=list)  # "config: reason", the first few
+    notes: list[str] = field(default_factory=list)  # e.g. shapes scaled for the interpreter
+
+
+@dataclass
+class Section:
+    """A section that did not run, or its lines."""
+
+    ran: bool
+    reason: str = ""  # "not run: ..." when it did not
+    lines: list[str] = field(default_factory=list)
+    count: int = 0  # what the lines count (transformations: the changes made)
+
+
+@dataclass
+class Classification:
+    ran: bool
+    reason: str = ""
+    kernel_type: str = ""  # seed wording, e.g. "norm-like"; several when the file's kernels differ
+    strategy: str = ""
+    kernels: list[dict[str, Any]] = field(default_factory=list)  # kernel, line, class, confidence, strategy
+    findings: list[dict[str, Any]] = field(default_factory=list)  # code, severity, line, message, kernel
+
+
+@dataclass
+class BenchLine:
+    label: str
+    variant: str
+    backend: str
+    time: str  # "0.123" or "not run: ..." or "error: ..."
+    speedup: str  # "1.00x" or "—"
+    median_ms: float | None = None
+    speedup_value: float | None = None
+
+
+@dataclass
+class BenchTable:
+    dtypes: str
+    size: int | None
+    dims: dict[str, int]
+    lines: list[BenchLine]
+    sizes: list[int] = field(default_factory=list)  # a table that stands for several sizes (none ran)
+
+
+@dataclass
+class Benchmark:
+    ran: bool
+    reason: str = ""
+    tables: list[BenchTable] = field(default_factory=list)
+    details: list[BenchRow] = field(default_factory=list)  # the timed rows, for the detail table
+    ptx_ratios: list[dict[str, Any]] = field(default_factory=list)  # size, dtypes, ratio, within_noise
+    tileir_speedups: list[float] = field(default_factory=list)
+    peaks_note: str = ""
+
+
+@dataclass
+class KernelReport:
+    name: str
+    path: str
+    optimized_path: str
+    stopped: dict[str, str] | None  # {"phase", "reason"} from run.json
+    classification: Classification
+    compatibility: Verdict
+    transformations: Section
+    tileir_validation: Verdict
+    tileir_code: Verdict | None  # the TileIR code forced on under PTX / the interpreter
+    optimized_ptx: Verdict | None  # the optimized file with its gate off
+    benchmark: Benchmark
+    output: Section
+
+
+@dataclass
+class Report:
+    artifacts: str
+    environment: dict[str, Any]
+    run: dict[str, Any] | None
+    kernels: list[KernelReport]
+    problems: dict[str, str]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _same_file(a: str | None, b: str | None) -> bool:
+    if not a or not b:
+        return False
+    return os.path.normpath(os.path.abspath(a)) == os.path.normpath(os.path.abspath(b))
+
+
+def _stop_reason(stopped: dict[str, str] | None, phase: str) -> str | None:
+    """"not run: stopped at <phase>: <reason>" when the kernel stopped before `phase`."""
+    if not stopped or stopped.get("phase") not in PHASE_ORDER or phase not in PHASE_ORDER:
+        return None
+    if PHASE_ORDER.index(phase) > PHASE_ORDER.index(stopped["phase"]):
+        return f"not run: stopped at {stopped['phase']}: {stopped.get('reason', '')}".rstrip(": ")
+    return None
+
+
+def _missing(artifacts: Artifacts, record: str, command: str) -> str:
+    problem = artifacts.problems.get(record)
+    if problem:
+        return f"not run: {record} is {problem}"
+    return f"not run: no {record} in {artifacts.folder} (run `tileiropt {command}` or `tileiropt run`)"
+
+
+def format_difference(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1e}"
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def classification_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Classification:
+    if artifacts.classify is None:
+        return Classification(False, _stop_reason(stopped, "classify") or _missing(artifacts, CLASSIFY_FILE,
+                                                                                    "classify"))
+    files = [f for f in artifacts.classify.get("files", []) if _same_file(f.get("file"), kernel.path)]
+    records = [k for k in artifacts.classify.get("kernels", []) if _same_file(k.get("file"), kernel.path)]
+    if not records:
+        if files and files[0].get("message"):
+            return Classification(False, f"not run: {files[0]['message']}")
+        return Classification(False, _stop_reason(stopped, "classify")
+                              or f"not run: {Path(kernel.path).name} is not in {CLASSIFY_FILE}")
+    classes = list(dict.fromkeys(k.get("class", "?") for k in records))
+    entries = [k for k in records if k.get("is_entry")] or records
+    if len(classes) == 1:
+        kernel_type = SEED_CLASS_NAMES.get(classes[0], classes[0])
+    else:
+        kernel_type = ", ".join(f"{SEED_CLASS_NAMES.get(k.get('class'), k.get('class'))} ({k.get('kernel')})"
+                                for k in entries)
+    strategies = list(dict.fromkeys(SEED_STRATEGIES.get(k.get("class"), k.get("strategy", "")) for k in entries))
+    findings = [{"kernel": k.get("kernel"), **f} for k in records for f in k.get("findings", [])]
+    return Classification(
+        True, kernel_type=kernel_type, strategy="; ".join(s for s in strategies if s),
+        kernels=[{"kernel": k.get("kernel"), "line": k.get("line"), "class": k.get("class"),
+                  "confidence": k.get("confidence"), "strategy": k.get("strategy"), "is_entry": k.get("is_entry")}
+                 for k in records],
+        findings=findings,
+    )
+
+
+# --------------------------------------------------------------------------- validation verdicts
+
+
+def verdict(records: list[ValidationRecord]) -> Verdict:
+    """PASSED when every record that ran passed, FAILED when one failed or errored, else not run."""
+    if not records:
+        return Verdict(NOT_RUN_TEXT, reason="not run: no validation record")
+    backend = records[0].backend
+    ran = [r for r in records if r.status != SKIPPED]
+    skipped = [r for r in records if r.status == SKIPPED]
+    bad = [r for r in ran if r.status in (FAIL, ERROR)]
+    compared = [r.max_abs for r in ran if r.max_abs is not None]
+    compiled = sorted({b for r in ran for b in (r.provenance.compiled_backend or "").split(",") if b})
+    notes = []
+    for record in ran:
+        if record.scaled_from:
+            from tileiropt.runtime.scaling import describe_scaling
+
+            note = describe_scaling(record.scaled_from, record.shapes)
+            if note not in notes:
+                notes.append(note)
+    result = Verdict(
+        status=FAILED if bad else PASSED if ran else NOT_RUN_TEXT,
+        backend=backend,
+        backend_description=BACKENDS[backend].description if backend in BACKENDS else backend,
+        compiled_by=",".join(compiled) or None,
+        max_difference=max(compared) if compared else None,
+        reason="" if ran else "; ".join(dict.fromkeys(r.reason for r in skipped)) or "not run",
+        configs=len(ran),
+        not_run=len(skipped),
+        dtypes=list(dict.fromkeys(dtype_key(r.dtypes) for r in records)),
+        fallback=any(r.provenance.fallback for r in ran),
+        failures=[f"{r.config} [{dtype_key(r.dtypes)}]: {r.status}: {r.reason}" for r in bad[:MAX_FAILURES]],
+        notes=notes,
+    )
+    if result.reason and not result.reason.startswith("not run"):
+        result.reason = f"not run: {result.reason}"
+    return result
+
+
+def _records(artifacts: Artifacts, kernel: str, variant: str, backends: tuple[str, ...]) -> list[ValidationRecord]:
+    if artifacts.validate is None:
+        return []
+    return [r for r in artifacts.validate.records
+            if r.kernel == kernel and r.variant == variant and r.backend in backends]
+
+
+def _choose(artifacts: Artifacts, kernel: str, variant: str, backends: tuple[str, ...]) -> list[ValidationRecord]:
+    """The records of the first backend in `backends` that ran, else of the first one present."""
+    groups = [_records(artifacts, kernel, variant, (b,)) for b in backends]
+    for group in groups:
+        if any(r.status != SKIPPED for r in group):
+            return group
+    return next((g for g in groups if g), [])
+
+
+def _no_validation(artifacts: Artifacts, stopped: dict[str, str] | None, phase: str) -> Verdict:
+    from tileiropt.runtime.records import VALIDATE_FILE
+
+    reason = _stop_reason(stopped, phase) or _missing(artifacts, VALIDATE_FILE, "validate")
+    return Verdict(NOT_RUN_TEXT, reason=reason)
+
+
+def compatibility_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Verdict:
+    records = _choose(artifacts, kernel.name, ORIGINAL, ("ptx", "interpret"))
+    if not records:
+        if artifacts.validate is not None:
+            return Verdict(NOT_RUN_TEXT, reason="not run: no record of the original file on PTX or the interpreter")
+        return _no_validation(artifacts, stopped, "compatibility")
+    return verdict(records)
+
+
+def tileir_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None
+               ) -> tuple[Verdict, Verdict | None, Verdict | None]:
+    """(TileIR backend, TileIR code forced on under PTX / the interpreter, optimized file on PTX)."""
+    if artifacts.validate is None:
+        return _no_validation(artifacts, stopped, "validate"), None, None
+    tileir = _records(artifacts, kernel.name, OPTIMIZED, ("tileir",))
+    if tileir:
+        main = verdict(tileir)
+    else:
+        main = Verdict(NOT_RUN_TEXT, reason=_stop_reason(stopped, "validate")
+                       or "not run: no TileIR (ENABLE_TILE=1) record of the optimized file")
+    code = _choose(artifacts, kernel.name, OPTIMIZED, ("tileir-code-on-ptx", "tileir-code-on-interpret"))
+    ptx = _choose(artifacts, kernel.name, OPTIMIZED, ("ptx", "interpret"))
+    return main, verdict(code) if code else None, verdict(ptx) if ptx else None
+
+
+# --------------------------------------------------------------------------- transformations and output
+
+
+def _apply_file(kernel: BenchKernel, artifacts: Artifacts) -> dict[str, Any] | None:
+    if artifacts.apply is None:
+        return None
+    return next((f for f in artifacts.apply.get("files", []) if _same_file(f.get("file"), kernel.path)), None)
+
+
+def transformations_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Section:
+    if artifacts.apply is None:
+        return Section(False, _stop_reason(stopped, "apply") or _missing(artifacts, APPLY_FILE, "apply"))
+    errors = [e for e in artifacts.apply.get("errors", []) if _same_file(e.get("file"), kernel.path)]
+    if errors:
+        return Section(False, f"not run: apply failed: {errors[0].get('error')}")
+    record = _apply_file(kernel, artifacts)
+    if record is None:
+        return Section(False, _stop_reason(stopped, "apply") or f"not run: {Path(kernel.path).name} is not in "
+                                                                  f"{APPLY_FILE}")
+    if record.get("already_prepared"):
+        return Section(True, lines=["none: the file already holds the TileIR gate (already prepared); unchanged"])
+    lines = []
+    for k in record.get("kernels", []):
+        for change in k.get("changes", []):
+            lines.append(f"`{k.get('kernel')}` L{change.get('line')}: {change.get('what')} ({change.get('why')})")
+        for skipped in k.get("skipped", []):
+            lines.append(f"`{k.get('kernel')}` left alone: {skipped}")
+    changes = sum(len(k.get("changes", [])) for k in record.get("kernels", []))
+    if not record.get("changed"):
+        lines.insert(0, "none: nothing to change for TileIR (the optimized file equals the original)")
+    return Section(True, lines=lines, count=changes)
+
+
+def output_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Section:
+    record = _apply_file(kernel, artifacts)
+    written = record.get("output") if record else None
+    if written:
+        return Section(True, lines=[f"File: {Path(written).name}", f"Path: {written}"])
+    reason = _stop_reason(stopped, "apply")
+    if reason:
+        return Section(False, reason)
+    if record is None:
+        return Section(False, f"not written: no apply record for {Path(kernel.path).name}")
+    return Section(False, "not written: apply wrote no file (dry run)")
+
+
+# --------------------------------------------------------------------------- benchmark
+
+
+def _line(row: BenchRow) -> BenchLine:
+    label = BENCH_LABELS.get((row.variant, row.backend), row.label)
+    if row.status == OK and row.median_ms is not None:
+        time = f"{row.median_ms:.4f}"
+        speedup = f"{row.speedup:.2f}x" if row.speedup is not None else "—"
+        if row.provenance.fallback:
+            speedup += " (fallback: not TileIR)"
+    elif row.status == NOT_RUN:
+        time, speedup = row.reason or "not run", "—"
+    else:
+        time, speedup = f"error: {row.reason}", "—"
+    return BenchLine(label, row.variant, row.backend, time, speedup, row.median_ms, row.speedup)
+
+
+def benchmark_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Benchmark:
+    from tileiropt.runtime.bench_records import BENCH_FILE
+
+    if artifacts.bench is None:
+        return Benchmark(False, _stop_reason(stopped, "bench") or _missing(artifacts, BENCH_FILE, "bench"))
+    rows = [r for r in artifacts.bench.rows if r.kernel == kernel.name]
+    if not rows:
+        return Benchmark(False, _stop_reason(stopped, "bench") or f"not run: no row for {kernel.name} in {BENCH_FILE}",
+                         peaks_note=artifacts.bench.peaks_note)
+    order = list(BENCH_LABELS)
+    reasons = {r.reason for r in rows}
+    result = Benchmark(True, peaks_note=artifacts.bench.peaks_note)
+    if all(r.status == NOT_RUN for r in rows) and len(reasons) == 1:
+        result.ran, result.reason = False, reasons.pop()
+        seen: dict[tuple[str, str], BenchRow] = {}
+        for row in rows:
+            seen.setdefault((row.variant, row.backend), row)
+        lines = [_line(seen[k]) for k in order if k in seen]
+        sizes = sorted({r.size for r in rows if r.size is not None})
+        result.tables = [BenchTable(", ".join(dict.fromkeys(dtype_key(r.dtypes) for r in rows)), None, {}, lines,
+                                    sizes)]
+        return result
+    groups: dict[tuple[str, int | None], list[BenchRow]] = {}
+    for row in rows:
+        groups.setdefault((dtype_key(row.dtypes), row.size), []).append(row)
+    for (dtypes, size), group in groups.items():
+        group.sort(key=lambda r: order.index((r.variant, r.backend)) if (r.variant, r.backend) in order else 99)
+        result.tables.append(BenchTable(dtypes, size, dict(group[0].dims), [_line(r) for r in group]))
+        for row in group:
+            if row.ratio_to_original is not None:
+                result.ptx_ratios.append({"dtypes": dtypes, "size": size, "ratio": row.ratio_to_original,
+                                          "within_noise": row.within_noise})
+            if (row.variant, row.backend) == (OPTIMIZED, TILEIR) and row.speedup is not None:
+                result.tileir_speedups.append(row.speedup)
+    result.details = [r for r in rows if r.status == OK]
+    return result
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def kernels_from_records(artifacts: Artifacts) -> list[BenchKernel]:
+    """The kernels the records know: run.json, else bench.json, else validate.json."""
+    if artifacts.run and artifacts.run.get("kernels"):
+        return [kernel_from_dict(k) for k in artifacts.run["kernels"]]
+    if artifacts.bench and artifacts.bench.kernels:
+        return list(artifacts.bench.kernels)
+    kernels: dict[str, BenchKernel] = {}
+    for record in artifacts.validate.records if artifacts.validate else []:
+        known = kernels.setdefault(record.kernel, BenchKernel(record.kernel, "", "", ""))
+        if record.variant == ORIGINAL and not known.path:
+            known.path = record.path
+        if record.variant == OPTIMIZED and not known.optimized_path:
+            known.optimized_path = record.path
+    for known in kernels.values():
+        if not known.path and known.optimized_path.endswith("_tileir.py"):
+            known.path = known.optimized_path[: -len("_tileir.py")] + ".py"
+        if not known.optimized_path and known.path.endswith(".py"):
+            known.optimized_path = known.path[:-3] + "_tileir.py"
+    return list(kernels.values())
+
+
+def build_report(artifacts: Artifacts, kernels: list[BenchKernel] | None = None) -> Report:
+    """The report of `kernels` (default: the kernels the records know)."""
+    kernels = kernels if kernels is not None else kernels_from_records(artifacts)
+    stops = (artifacts.run or {}).get("stopped") or {}
+    sections = []
+    for kernel in kernels:
+        stopped = stops.get(kernel.name)
+        tileir, code, ptx = tileir_for(kernel, artifacts, stopped)
+        sections.append(KernelReport(
+            name=kernel.name, path=kernel.path, optimized_path=kernel.optimized_path, stopped=stopped,
+            classification=classification_for(kernel, artifacts, stopped),
+            compatibility=compatibility_for(kernel, artifacts, stopped),
+            transformations=transformations_for(kernel, artifacts, stopped),
+            tileir_validation=tileir, tileir_code=code, optimized_ptx=ptx,
+            benchmark=benchmark_for(kernel, artifacts, stopped),
+            output=output_for(kernel, artifacts, stopped),
+        ))
+    environment = dict(artifacts.check or {})
+    if not environment and artifacts.validate is not None:
+        environment = dict(artifacts.validate.environment)
+    if not environment and artifacts.bench is not None:
+        environment = dict(artifacts.bench.environment)
+    return Report(artifacts=str(artifacts.folder), environment=environment, run=artifacts.run, kernels=sections,
+                  problems=dict(artifacts.problems))

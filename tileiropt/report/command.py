@@ -1,0 +1,68 @@
+"""`tileiropt report`: find the artifacts folder, build the report from its records, print or write it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tileiropt.errors import ExitCode, UserError
+from tileiropt.output import dumps, err_console, write_atomic
+from tileiropt.project import DEFAULT_ARTIFACTS, PROJECT_FILE, load_project
+from tileiropt.report.artifacts import RECORD_FILES, is_artifacts_folder, load_artifacts
+from tileiropt.report.build import Report, build_report
+from tileiropt.report.markdown import render_markdown
+from tileiropt.runtime.bench_records import BenchKernel
+
+FORMATS = ("md", "json")
+
+
+def resolve_artifacts(target: Path | None) -> tuple[Path, list[BenchKernel] | None]:
+    """(artifacts folder, the project's kernels or None): from a project file, a folder holding
+    one, or an artifacts folder itself."""
+    from tileiropt.runtime.bench import kernel_info
+
+    target = Path(target) if target is not None else Path.cwd()
+    if target.is_file() and target.suffix == ".toml":
+        project = load_project(target)
+        return project.artifacts, [kernel_info(spec) for spec in project.kernels]
+    if target.is_dir() and (target / PROJECT_FILE).is_file() and not is_artifacts_folder(target):
+        project = load_project(target)
+        return project.artifacts, [kernel_info(spec) for spec in project.kernels]
+    if is_artifacts_folder(target):
+        return target, None
+    if is_artifacts_folder(target / DEFAULT_ARTIFACTS):
+        return target / DEFAULT_ARTIFACTS, None
+    raise UserError("no records to report: neither an artifacts folder nor a project", file=str(target),
+                    hint=f"pass the folder holding {', '.join(RECORD_FILES)}, or a project (run `tileiropt run` "
+                         "first)")
+
+
+def make_report(target: Path | None) -> Report:
+    folder, kernels = resolve_artifacts(target)
+    artifacts = load_artifacts(folder)
+    if artifacts.empty:
+        raise UserError("no readable record in the artifacts folder", file=str(folder),
+                        hint="run `tileiropt run` (or the single phases) first")
+    report = build_report(artifacts, kernels)
+    if not report.kernels:
+        raise UserError("the records name no kernel", file=str(folder),
+                        hint="run `tileiropt validate`, `bench` or `run` to record the kernels")
+    return report
+
+
+def run_report_command(target: Path | None, *, fmt: str = "md", output: Path | None = None,
+                       as_json: bool = False) -> ExitCode:
+    if fmt not in FORMATS:
+        raise UserError(f"--format: unknown value {fmt!r}", hint="use md or json")
+    report = make_report(target)
+    text = dumps(report) + "\n" if as_json or fmt == "json" else render_markdown(report)
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return ExitCode.OK
+    try:
+        write_atomic(output, text)
+    except OSError as exc:
+        raise UserError(f"cannot write: {exc.strerror or exc}", file=str(output)) from None
+    err_console.print(f"wrote {output}", markup=False)
+    return ExitCode.OK

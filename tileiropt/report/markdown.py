@@ -1,0 +1,313 @@
+"""Render a `Report` as the Markdown of the TileIR workflow (seed format), from `templates/report.md`.
+
+The template holds the document, then a marker line, then the section repeated per kernel; both
+parts are filled with `str.format`. Every value comes from the records; what did not run says
+"not run: <reason>".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tileiropt.project_template import read_template
+from tileiropt.report.build import (
+    FAILED,
+    PASSED,
+    Benchmark,
+    BenchTable,
+    Classification,
+    KernelReport,
+    Report,
+    Section,
+    Verdict,
+    format_difference,
+)
+from tileiropt.runtime.bench_records import BenchRow, dtype_key
+
+TEMPLATE = "report.md"
+KERNEL_MARKER = "<!-- tileiropt:kernel-section"
+
+
+def split_template(text: str) -> tuple[str, str]:
+    """(document, kernel section): the parts before and after the marker line."""
+    head, marker, tail = text.partition(KERNEL_MARKER)
+    if not marker:
+        raise ValueError(f"template has no {KERNEL_MARKER!r} line")
+    return head.rstrip() + "\n", tail.split("\n", 1)[1] if "\n" in tail else ""
+
+
+def cell(text: Any) -> str:
+    """A value made safe for a Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("-" * (len(h) + 2) for h in header) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def bullets(lines: list[str]) -> str:
+    return "\n".join(f"- {line}" for line in lines)
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def classification_md(c: Classification) -> str:
+    if not c.ran:
+        return c.reason
+    lines = [f"- Kernel type: {c.kernel_type}", f"- Strategy: {c.strategy}"]
+    kernels = ", ".join(f"`{k['kernel']}` (L{k['line']}, {k['class']}"
+                        + (f", confidence {k['confidence']:.2f}" if isinstance(k.get("confidence"), (int, float))
+                           else "") + ")"
+                        for k in c.kernels)
+    lines.append(f"- Triton kernels: {kernels}")
+    if c.findings:
+        lines.append("- TileIR lint: " + "; ".join(
+            f"{f.get('code')} {f.get('severity')} at `{f.get('kernel')}` L{f.get('line')}: {f.get('message')}"
+            for f in c.findings))
+    else:
+        lines.append("- TileIR lint: no finding")
+    return "\n".join(lines)
+
+
+def verdict_line(v: Verdict) -> str:
+    """"PASSED — Max difference: 3.1e-03" or "not run: <reason>"."""
+    if v.status not in (PASSED, FAILED):
+        return v.reason or "not run"
+    return f"{v.status} — Max difference: {format_difference(v.max_difference)}"
+
+
+def verdict_details(v: Verdict) -> list[str]:
+    """Where the verdict came from: the backend, what really compiled the kernels, how many configs."""
+    if v.status not in (PASSED, FAILED):
+        return []
+    where = [f"backend: {v.backend_description}", f"compiled by: {v.compiled_by or 'unknown'}"]
+    where.append(f"{v.configs} record{'s' if v.configs != 1 else ''} (autotune configs x dtypes)")
+    if v.not_run:
+        where.append(f"{v.not_run} not run")
+    if v.dtypes:
+        where.append("dtypes: " + "; ".join(v.dtypes))
+    lines = ["; ".join(where)]
+    if v.fallback:
+        lines.append("**fallback**: some kernels were compiled by another backend than the one asked for")
+    lines += [f"failure: {f}" for f in v.failures]
+    lines += v.notes
+    return lines
+
+
+def compatibility_md(v: Verdict) -> str:
+    details = verdict_details(v)
+    return verdict_line(v) + ("\n" + bullets(details) if details else "")
+
+
+def tileir_md(k: KernelReport) -> str:
+    parts = [compatibility_md(k.tileir_validation)]
+    for title, extra in (("TileIR code forced on (TILEIROPT_FORCE_TILEIR=1), not the TileIR backend", k.tileir_code),
+                         ("Optimized file with its gate off (the PTX path)", k.optimized_ptx)):
+        if extra is None:
+            continue
+        line = f"- {title}: {verdict_line(extra)}"
+        details = verdict_details(extra)
+        if details:
+            line += "\n" + "\n".join(f"  - {d}" for d in details)
+        parts.append(line)
+    return "\n".join(parts)
+
+
+def section_md(s: Section) -> str:
+    if not s.ran:
+        return s.reason
+    return bullets(s.lines) if s.lines else "- none"
+
+
+def output_md(s: Section) -> str:
+    return "\n".join(s.lines) if s.ran else f"File: {s.reason}"
+
+
+def _size_title(t: BenchTable) -> str:
+    if t.sizes:
+        return f"sizes {', '.join(map(str, t.sizes))} ({t.dtypes})"
+    if t.size is None:
+        return f"shapes as given ({t.dtypes})"
+    dims = ", ".join(f"{k}={v}" for k, v in t.dims.items())
+    return f"size {t.size}: {dims} ({t.dtypes})"
+
+
+def _time(row: BenchRow) -> str:
+    t = row.timing
+    if t is None:
+        return "n/a"
+    if t.p20_ms is None or t.p80_ms is None:
+        return f"{t.median_ms:.4f}"
+    return f"{t.median_ms:.4f} ({t.p20_ms:.4f}-{t.p80_ms:.4f})"
+
+
+def _rate(row: BenchRow) -> str:
+    if row.tflops is not None:
+        return f"{row.tflops:.1f} TFLOP/s"
+    if row.gbps is not None:
+        return f"{row.gbps:.0f} GB/s" + (" (est. bytes)" if row.bytes_source != "project" else "")
+    return "n/a"
+
+
+def _peak(row: BenchRow) -> str:
+    if row.pct_peak_compute is not None:
+        return f"{row.pct_peak_compute:.0f}% of {row.peak_key} matmul peak"
+    if row.pct_peak_bandwidth is not None:
+        return f"{row.pct_peak_bandwidth:.0f}% of copy bandwidth"
+    return "n/a (no peak measured)"
+
+
+def _first_call(row: BenchRow) -> str:
+    parts = []
+    if row.first_call_ms is not None:
+        parts.append(f"first call {row.first_call_ms:.0f} ms")
+    if row.autotune_ms is not None:
+        chosen = "; ".join(a.best_config for a in row.autotuners if a.best_config)
+        parts.append(f"autotune {row.autotune_ms:.0f} ms" + (f" -> {chosen}" if chosen else ""))
+    return ", ".join(parts) or "n/a"
+
+
+def _timing(row: BenchRow) -> str:
+    t = row.timing
+    if t is None:
+        return "n/a"
+    text = t.method + (f", {t.input_sets} input sets" if t.input_sets > 1 else "") + \
+        (", L2 cleared per run" if t.l2_flush else "")
+    return text + (f" ({t.note})" if t.note else "")
+
+
+def _compiled(row: BenchRow) -> str:
+    p = row.provenance
+    text = p.compiled_backend or ("torch" if row.backend == "torch" else "unknown")
+    return text + (" (FALLBACK)" if p.fallback else "")
+
+
+def benchmark_md(b: Benchmark) -> str:
+    parts = []
+    if not b.ran and not b.tables:
+        return b.reason
+    for t in b.tables:
+        parts.append(f"**{_size_title(t)}**\n\n" + table(["Backend", "Time (ms)", "Speedup"],
+                                                          [[line.label, line.time, line.speedup] for line in t.lines]))
+    if b.ptx_ratios:
+        ratios = ", ".join(f"{r['ratio']:.3f} ({r['size']}, {r['dtypes']})" for r in b.ptx_ratios)
+        outside = [r for r in b.ptx_ratios if not r["within_noise"]]
+        verdict = ("all within noise: the PTX path is unchanged" if not outside
+                   else f"{len(outside)} outside the noise -- rerun; diff the files if it persists")
+        parts.append(f"Optimized/original PTX time ratio: {ratios} -- {verdict}")
+    if b.details:
+        rows = [[r.size if r.size is not None else "-", dtype_key(r.dtypes), r.short_label, _time(r), _rate(r),
+                 _peak(r), _first_call(r), _timing(r), _compiled(r)] for r in b.details]
+        parts.append("Details (median with 20th-80th percentiles):\n\n" + table(
+            ["Size", "Dtypes", "Row", "Time (ms)", "Rate", "% of peak", "First call / autotune", "Timing",
+             "Compiled by"], rows))
+    if b.peaks_note and b.details:
+        parts.append(f"Peaks: {b.peaks_note}")
+    return "\n\n".join(parts)
+
+
+# --------------------------------------------------------------------------- document parts
+
+
+def environment_md(report: Report) -> str:
+    env = report.environment
+    if not env:
+        return "not run: no check record (run `tileiropt check` or `tileiropt run`)"
+    triton = env.get("triton") or {}
+    torch = env.get("torch") or {}
+    gpu = env.get("gpu") or {}
+    rows = [
+        ["triton", f"{triton.get('version')} ({triton.get('name')})"
+                   + (", TileIR backend present" if triton.get("tileir_backend") else "")],
+        ["torch", f"{torch.get('version')}" + (f", CUDA {torch['cuda']}" if torch.get("cuda") else ", CPU build")],
+        ["GPU", gpu.get("name", "?") + (f" (sm_{str(gpu['capability']).replace('.', '')}, {gpu.get('sm_count')} SMs)"
+                                        if gpu.get("capability") else "")],
+        ["TileIR ready", "yes" if env.get("tileir_ready") else "no: " + "; ".join(env.get("reasons") or [])],
+        ["python", env.get("python", "?")],
+    ]
+    text = table(["", ""], rows)
+    if env.get("recommendation"):
+        text += f"\n\nRecommendation: {env['recommendation']}"
+    return text
+
+
+def short_reason(reason: str, limit: int = 48) -> str:
+    """A "not run: ..." reason cut to fit a summary cell (the kernel's section has it in full)."""
+    text = reason.split(" (", 1)[0]
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _short_verdict(v: Verdict) -> str:
+    if v.status in (PASSED, FAILED):
+        return f"{v.status} ({format_difference(v.max_difference)})"
+    return short_reason(v.reason or "not run")
+
+
+def summary_md(report: Report) -> str:
+    rows = []
+    for k in report.kernels:
+        b = k.benchmark
+        if b.ptx_ratios:
+            values = [r["ratio"] for r in b.ptx_ratios]
+            ratio = f"{min(values):.2f}-{max(values):.2f}" if len(values) > 1 else f"{values[0]:.2f}"
+        else:
+            ratio = short_reason(b.reason) if b.reason else "n/a"
+        if b.tileir_speedups:
+            speedup = f"{min(b.tileir_speedups):.2f}x-{max(b.tileir_speedups):.2f}x"
+        else:
+            tileir_lines = [line for t in b.tables for line in t.lines if line.label == "TileIR (ENABLE_TILE=1)"]
+            speedup = short_reason(tileir_lines[0].time if tileir_lines else (b.reason or "n/a"))
+        changes = k.transformations.count
+        transformations = f"{changes} change{'s' if changes != 1 else ''}" if k.transformations.ran \
+            else short_reason(k.transformations.reason)
+        kind = k.classification.kernel_type if k.classification.ran else short_reason(k.classification.reason)
+        output = k.output.lines[0].removeprefix("File: ") if k.output.ran else short_reason(k.output.reason)
+        rows.append([k.name, kind, _short_verdict(k.compatibility), transformations,
+                     _short_verdict(k.tileir_validation), ratio, speedup, output])
+    return table(["Kernel", "Type", "Compatibility (ENABLE_TILE=0)", "Transformations", "TileIR validation",
+                  "PTX optimized/original", "TileIR speedup", "Output"], rows)
+
+
+def intro_md(report: Report) -> str:
+    lines = [f"Rendered from the records in `{report.artifacts}`."]
+    run = report.run
+    if run:
+        phases = ", ".join(f"{p.get('phase')} {p.get('status')}" for p in run.get("phases", []))
+        lines.append(f"Run: `{' '.join(run.get('command', []))}` ({run.get('started', '?')}, "
+                     f"{run.get('seconds', 0):.0f}s, exit code {run.get('exit_code')}): {phases}.")
+        for name, stop in (run.get("stopped") or {}).items():
+            lines.append(f"Stopped: **{name}** at {stop.get('phase')}: {stop.get('reason')}")
+    for name, problem in report.problems.items():
+        lines.append(f"Record {name}: {problem}")
+    return "\n\n".join(lines)
+
+
+def kernel_md(k: KernelReport, template: str) -> str:
+    return template.format(
+        name=k.name,
+        classification=classification_md(k.classification),
+        compatibility=compatibility_md(k.compatibility),
+        transformations=section_md(k.transformations),
+        tileir_validation=tileir_md(k),
+        benchmark=benchmark_md(k.benchmark),
+        output=output_md(k.output),
+    ).strip() + "\n"
+
+
+def render_markdown(report: Report, template: str | None = None) -> str:
+    document, section = split_template(template if template is not None else read_template(TEMPLATE))
+    kernels = "\n".join(kernel_md(k, section) for k in report.kernels) or "No kernel in the records."
+    text = document.format(intro=intro_md(report), summary=summary_md(report), environment=environment_md(report),
+                           kernels=kernels)
+    return text.rstrip() + "\n"
+
+
+def write_markdown(report: Report, path: Path) -> Path:
+    from tileiropt.output import write_atomic
+
+    write_atomic(path, render_markdown(report))
+    return path

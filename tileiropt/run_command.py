@@ -1,0 +1,84 @@
+"""`tileiropt run`: resolve the target, run the pipeline with a Rich progress display, print the outcome."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tileiropt.errors import ExitCode
+from tileiropt.output import console, err_console, print_json
+from tileiropt.pipeline import FAILED, NOT_RUN, OK, PHASES, SKIPPED, RunResult, run_pipeline
+from tileiropt.project import resolve_target
+from tileiropt.runtime.bench import BenchSettings
+
+_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "yellow", SKIPPED: "dim"}
+
+
+def outcome_table(result: RunResult) -> Table:
+    table = Table(title="tileiropt run", title_justify="left")
+    for column in ("phase", "status", "s", "detail"):
+        table.add_column(column, overflow="fold", justify="right" if column == "s" else "left")
+    for phase in result.phases:
+        table.add_row(phase.phase, f"[{_STYLE.get(phase.status, '')}]{phase.status}[/]", f"{phase.seconds:.1f}",
+                      escape(phase.detail))
+    return table
+
+
+class PhaseProgress:
+    """One progress line per phase: a spinner while it runs, its status when done."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.tasks: dict[str, TaskID] = {}
+
+    def __call__(self, phase: str, message: str) -> None:
+        if phase not in self.tasks:
+            self.tasks[phase] = self.progress.add_task(phase, total=1)
+        task = self.tasks[phase]
+        if message in (OK, FAILED, NOT_RUN, SKIPPED):
+            style = _STYLE.get(message, "")
+            self.progress.update(task, completed=1, description=f"{phase}: [{style}]{message}[/]")
+        elif message != "start":
+            self.progress.update(task, description=f"{phase}: {escape(message)}")
+
+
+def run_run_command(
+    target: Path | None,
+    *,
+    entry: str | None = None,
+    shapes: str | None = None,
+    dtypes: str | None = None,
+    reference: str | None = None,
+    args: str | None = None,
+    kernels: list[str] | None = None,
+    timeout: float | None = None,
+    sizes: list[int] | None = None,
+    as_json: bool = False,
+) -> ExitCode:
+    project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
+    settings = BenchSettings(timeout=timeout, sizes=sizes or None)
+    settings.check()
+    command = ["tileiropt", *sys.argv[1:]]
+    if as_json:
+        result = run_pipeline(project, kernels=kernels, timeout=timeout, bench_settings=settings, command=command)
+        print_json(result)
+        return ExitCode(result.exit_code)
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        result = run_pipeline(project, kernels=kernels, timeout=timeout, bench_settings=settings, command=command,
+                              on_event=PhaseProgress(progress))
+    console.print(outcome_table(result))
+    for kernel, stop in result.stopped.items():
+        err_console.print(f"[bold red]stopped[/] {escape(kernel)} at {stop['phase']}: {escape(stop['reason'])}",
+                          soft_wrap=True)
+    console.print(f"artifacts: {result.artifacts}", markup=False, soft_wrap=True)
+    if result.report:
+        console.print(f"report: {result.report}", markup=False, soft_wrap=True)
+    missing = [p for p in PHASES if p not in {r.phase for r in result.phases}]
+    if missing:
+        err_console.print(f"phases not reached: {', '.join(missing)}")
+    return ExitCode(result.exit_code)
