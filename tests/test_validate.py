@@ -276,3 +276,22 @@ def test_examples_pass_under_the_interpreter_for_every_config():
     assert not failures, failures
     kernels = {r.kernel for r in result.records}
     assert kernels == {k.name for k in project.kernels}
+
+
+@pytest.mark.slow
+def test_examples_after_apply_pass_on_both_interpreter_backends(tmp_path):
+    """`apply` then `validate`: every original and optimized config, TileIR code forced on too."""
+    import shutil
+
+    examples = tmp_path / "examples"
+    shutil.copytree(ROOT / "examples", examples, ignore=shutil.ignore_patterns(".tileiropt", "*_tileir.py"))
+    applied = CliRunner().invoke(app, ["apply", str(examples), "--json"])
+    assert applied.exit_code == ExitCode.OK, applied.output
+    project = load_project(examples)
+    result = validate_project(project, backends=["interpret", "tileir-code-on-interpret"])
+    failures = [f"{r.kernel} {r.variant} {r.backend} {r.config}: {r.reason}" for r in result.records
+                if r.status != PASS]
+    assert not failures, failures
+    forced = [r for r in result.records if r.backend == "tileir-code-on-interpret"]
+    assert {r.kernel for r in forced} == {k.name for k in project.kernels}
+    assert all(r.variant == "optimized" for r in forced)

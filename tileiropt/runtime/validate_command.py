@@ -51,17 +51,24 @@ def summary_table(run: ValidateRun) -> Table:
 
 
 def detail_lines(run: ValidateRun) -> list[str]:
-    """One line per record that did not pass, then each distinct scaling note once."""
-    lines, seen = [], set()
+    """A line per record that failed or errored, a line per distinct "not run" reason (with its
+    count), and each kernel's scaling note once."""
+    lines, scaled = [], set()
+    not_run: dict[tuple[str, str], int] = {}
     for r in run.records:
         where = f"{r.kernel} {r.variant} {_dtypes(r)} {r.backend} [{short_config(r.config)}]"
-        if r.status != PASS:
-            lines.append(f"{r.status}: {where}: {r.reason.removeprefix('not run: ')}")
-        elif r.scaled_from and r.kernel not in seen:
-            seen.add(r.kernel)
+        if r.status == NOT_RUN:
+            key = (r.backend, r.reason.removeprefix("not run: "))
+            not_run[key] = not_run.get(key, 0) + 1
+        elif r.status != PASS:
+            lines.append(f"{r.status}: {where}: {r.reason}")
+        elif r.scaled_from and r.kernel not in scaled:
+            scaled.add(r.kernel)
             lines.append(f"note: {r.kernel}: {describe_scaling(r.scaled_from, r.shapes)}")
         if r.provenance.fallback:
             lines.append(f"fallback: {where}: {r.reason}")
+    for (backend, reason), count in not_run.items():
+        lines.append(f"not run: {backend} ({count} record{'s' if count > 1 else ''}): {reason}")
     return lines
 
 
