@@ -1,0 +1,407 @@
+"""bench without a GPU: statistics, derived metrics, speedups, provenance and the fallback flag on
+recorded fixture rows (made-up timings), the not-run record set, the worker plumbing with a
+stand-in worker, the Triton version guards, the peaks cache and the command line."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tileiropt.cli import app
+from tileiropt.errors import ExitCode
+from tileiropt.project import parse_project
+from tileiropt.runtime import bench as bench_module
+from tileiropt.runtime import peaks as peaks_module
+from tileiropt.runtime.bench import BenchSettings, GroupRunner, bench_project, finish_rows, obtain_peaks, plan_items
+from tileiropt.runtime.bench_records import (
+    CUDAGRAPH,
+    DO_BENCH,
+    ERROR,
+    NOT_RUN,
+    OK,
+    BenchRow,
+    BenchRun,
+    Timing,
+    derive_metrics,
+    evaluate_expression,
+    load_bench_run,
+    mark_fallback,
+    quantile,
+    row_from_dict,
+    save_bench_run,
+    summarize,
+    summarize_quantiles,
+    within_noise,
+)
+from tileiropt.runtime.bench_worker import BenchItem, _call_bench, choose_method, input_set_count
+from tileiropt.runtime.records import Provenance
+from tileiropt.runtime.validate import Machine
+
+FIXTURES = Path(__file__).parent / "fixtures" / "bench"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+NO_GPU = Machine(device={"name": "cpu", "capability": None, "sm_count": None},
+                 tileir_blockers=["nvtriton is not installed (triton.backends.tileir not found)", "no GPU"])
+HOPPER = Machine(device={"name": "FAKE H100 (test)", "capability": "9.0", "sm_count": 132},
+                 tileir_blockers=["FAKE H100 (test) is sm_90; TileIR needs Blackwell (sm_100+)"])
+
+
+def recorded() -> dict:
+    return json.loads((FIXTURES / "worker_rows.json").read_text())
+
+
+def recorded_rows() -> list[BenchRow]:
+    return [row_from_dict(r) for r in recorded()["rows"]]
+
+
+def finished_rows() -> tuple[list[BenchRow], list[str]]:
+    """The fixture rows after the parent's last step: metrics, fallback flags, speedups."""
+    data = recorded()
+    project = parse_project({"kernel": [
+        {"name": "matmul", "path": "matmul.py", "entry": "matmul", "inputs": {"a": ["M", "K"], "b": ["K", "N"]},
+         "dims": {"M": 64, "N": 64, "K": 64}, "flops": "2 * M * N * K"},
+        {"name": "softmax", "path": "softmax.py", "entry": "softmax", "inputs": {"x": ["M", "N"]},
+         "dims": {"M": 64, "N": 64}},
+    ]}, None, EXAMPLES)
+    rows = recorded_rows()
+    notes = finish_rows(rows, project.kernels, data["peaks"])
+    return rows, notes
+
+
+def find(rows: list[BenchRow], kernel: str, variant: str, backend: str, size: int) -> BenchRow:
+    return next(r for r in rows if (r.kernel, r.variant, r.backend, r.size) == (kernel, variant, backend, size))
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def test_summarize_matches_linear_interpolation_quantiles() -> None:
+    samples = [0.50, 0.41, 0.47, 0.44, 0.62, 0.45, 0.43, 0.48, 0.46, 0.42]
+    timing = summarize(samples, DO_BENCH, warmup_ms=25, rep_ms=100)
+    assert timing.median_ms == pytest.approx(statistics.median(samples))
+    ordered = sorted(samples)
+    # numpy/torch "linear": position q * (n - 1) between the two neighbours
+    assert timing.p20_ms == pytest.approx(ordered[1] + 0.8 * (ordered[2] - ordered[1]))
+    assert timing.p80_ms == pytest.approx(ordered[7] + 0.2 * (ordered[8] - ordered[7]))
+    assert (timing.min_ms, timing.max_ms, timing.samples) == (0.41, 0.62, 10)
+    assert timing.mean_ms == pytest.approx(sum(samples) / 10)
+    assert timing.spread == pytest.approx((timing.p80_ms - timing.p20_ms) / timing.median_ms)
+    assert (timing.warmup_ms, timing.rep_ms, timing.method) == (25, 100, DO_BENCH)
+
+
+def test_quantile_edges_and_single_sample() -> None:
+    assert quantile([1.0, 2.0, 3.0], 0.0) == 1.0
+    assert quantile([1.0, 2.0, 3.0], 1.0) == 3.0
+    one = summarize([0.25], CUDAGRAPH)
+    assert one.median_ms == one.p20_ms == one.p80_ms == one.min_ms == one.max_ms == 0.25
+    with pytest.raises(ValueError):
+        summarize([], DO_BENCH)
+
+
+def test_summarize_quantiles_from_an_older_triton() -> None:
+    timing = summarize_quantiles([0.9, 1.0, 1.1, 1.3, 2.0], DO_BENCH)
+    assert (timing.min_ms, timing.p20_ms, timing.median_ms, timing.p80_ms, timing.max_ms) == (0.9, 1.0, 1.1, 1.3, 2.0)
+    assert timing.samples is None
+
+
+def test_within_noise_uses_the_larger_spread_and_a_floor() -> None:
+    tight = Timing(DO_BENCH, median_ms=1.0, p20_ms=0.999, p80_ms=1.001)
+    loose = Timing(DO_BENCH, median_ms=1.0, p20_ms=0.9, p80_ms=1.1)
+    assert within_noise(1.02, tight, tight)  # under the 3% floor
+    assert not within_noise(1.05, tight, tight)
+    assert within_noise(1.15, tight, loose)  # the loose row's 20% spread
+    assert not within_noise(1.25, tight, loose)
+
+
+# --------------------------------------------------------------------------- derived metrics
+
+
+def test_tflops_and_percent_of_matmul_peak() -> None:
+    rows, _ = finished_rows()
+    row = find(rows, "matmul", "original", "ptx", 1024)
+    assert row.flops == 2 * 1024**3
+    assert row.tflops == pytest.approx(2 * 1024**3 / 0.010e-3 / 1e12)  # 214.7 TFLOP/s
+    assert row.peak_key == "float16" and row.peak_tflops == 600.0
+    assert row.pct_peak_compute == pytest.approx(100 * row.tflops / 600.0)
+    # bytes estimated from the tensors: a and b read, c written
+    assert row.bytes == 4194304 + 2097152 and row.bytes_source == "estimate (inputs + outputs)"
+    assert row.gbps == pytest.approx(row.bytes / 0.010e-3 / 1e9)
+    assert row.pct_peak_bandwidth == pytest.approx(100 * row.gbps / 2684.35456)
+
+
+def test_gbps_without_flops_expression() -> None:
+    rows, _ = finished_rows()
+    row = find(rows, "softmax", "original", "ptx", 1024)
+    assert row.flops is None and row.tflops is None and row.pct_peak_compute is None
+    assert row.gbps == pytest.approx(4194304 / 0.004e-3 / 1e9)
+    assert row.pct_peak_bandwidth == pytest.approx(100 * row.gbps / 2684.35456)
+
+
+def test_project_bytes_expression_over_dims_and_shapes() -> None:
+    row = BenchRow("k", "original", "ptx", 1024, OK, dims={"M": 1024, "N": 512}, shapes={"x": [1024, 512]},
+                   dtypes={"x": "float32"}, timing=Timing(DO_BENCH, median_ms=0.5), input_bytes=1, output_bytes=1)
+    problems = derive_metrics(row, None, "2 * x[0] * x[1] * 4", None)
+    assert problems == []
+    assert row.bytes == 2 * 1024 * 512 * 4 and row.bytes_source == "project"
+    assert row.gbps == pytest.approx(row.bytes / 0.5e-3 / 1e9)
+    assert row.pct_peak_bandwidth is None  # no peaks: no percentage, never a guess
+    assert evaluate_expression("prod(x) * M", {"M": 2}, {"x": [3, 4]}) == 24.0
+
+
+def test_a_broken_expression_is_reported_not_guessed() -> None:
+    row = BenchRow("k", "original", "ptx", 8, OK, dims={"M": 8}, timing=Timing(DO_BENCH, median_ms=1.0))
+    problems = derive_metrics(row, "2 * M * Q", None, None)
+    assert row.flops is None and row.tflops is None
+    assert "cannot evaluate flops" in problems[0] and "Q" in problems[0]
+
+
+def test_tf32_peak_for_float32_inputs() -> None:
+    peaks = recorded()["peaks"]
+    row = BenchRow("k", "original", "ptx", 8, OK, dims={"M": 1024}, dtypes={"x": "float32"},
+                   timing=Timing(DO_BENCH, median_ms=1.0))
+    derive_metrics(row, "2 * M**3", None, peaks)
+    assert row.peak_key == "tf32" and row.pct_peak_compute == pytest.approx(100 * row.tflops / 300.0)
+
+
+# --------------------------------------------------------------------------- speedups, ratio, fallback
+
+
+def test_speedups_and_the_ptx_ratio() -> None:
+    rows, notes = finished_rows()
+    assert find(rows, "matmul", "original", "ptx", 1024).speedup == pytest.approx(1.0)
+    assert find(rows, "matmul", "optimized", "tileir", 1024).speedup == pytest.approx(0.010 / 0.008)
+    assert find(rows, "matmul", "reference", "torch", 1024).speedup == pytest.approx(0.010 / 0.0095)
+    small = find(rows, "matmul", "optimized", "ptx", 1024)
+    assert small.ratio_to_original == pytest.approx(1.01) and small.within_noise is True
+    large = find(rows, "matmul", "optimized", "ptx", 4096)
+    assert large.ratio_to_original == pytest.approx(1.2) and large.within_noise is False
+    assert any("size 4096" in n and "outside the noise" in n for n in notes)
+    assert not any("size 1024" in n and "matmul" in n for n in notes)
+
+
+def test_fallback_flag_on_a_tileir_row_compiled_by_ptx() -> None:
+    rows, _ = finished_rows()
+    fell_back = find(rows, "matmul", "optimized", "tileir", 4096)
+    assert fell_back.provenance.fallback is True
+    assert "fallback: compiled by cuda, not tileir" in fell_back.reason
+    assert find(rows, "matmul", "optimized", "tileir", 1024).provenance.fallback is False
+    assert find(rows, "matmul", "original", "ptx", 1024).provenance.fallback is False  # cuda is right for PTX
+    row = BenchRow("k", "optimized", "tileir", 8, OK, provenance=Provenance(compiled_backend="cuda,tileir"))
+    mark_fallback(row)
+    mark_fallback(row)  # idempotent
+    assert row.provenance.fallback and row.reason.count("fallback") == 1
+
+
+def test_provenance_survives_the_json_round_trip(tmp_path: Path) -> None:
+    rows, notes = finished_rows()
+    run = BenchRun(rows=rows, peaks=recorded()["peaks"], notes=notes)
+    loaded = load_bench_run(save_bench_run(run, tmp_path))
+    row = loaded.rows[0]
+    assert row.provenance.device["name"] == "FAKE GPU (test fixture)"
+    assert (row.provenance.triton_distribution, row.provenance.triton_version) == ("nvtriton", "3.6.0")
+    assert row.provenance.torch_version == "2.11.0" and row.provenance.kernels == {"matmul_kernel": "cuda"}
+    assert row.timing.method == CUDAGRAPH and row.timing.input_sets == 39
+    assert row.autotuners[0].best_config.startswith("BLOCK_SIZE_K=64") and row.autotune_ms == 1900.0
+    assert [r.status for r in loaded.rows] == [r.status for r in rows]
+    assert [r.tflops for r in loaded.rows] == [r.tflops for r in rows]
+
+
+def test_error_and_not_run_rows_carry_no_numbers() -> None:
+    rows, _ = finished_rows()
+    for row in rows:
+        if row.status in (ERROR, NOT_RUN):
+            assert row.median_ms is None and row.tflops is None and row.gbps is None and row.speedup is None
+            assert row.reason
+
+
+def test_exit_codes() -> None:
+    ok = BenchRow("k", "original", "ptx", 8, OK, timing=Timing(DO_BENCH, median_ms=1.0))
+    skipped = BenchRow("k", "original", "tileir", 8, NOT_RUN, "not run: no GPU")
+    broken = BenchRow("k", "original", "ptx", 8, ERROR, "timeout after 5s")
+    assert BenchRun([ok, skipped]).exit_code() == ExitCode.OK
+    assert BenchRun([skipped]).exit_code() == ExitCode.NOT_RUN
+    assert BenchRun([ok, broken]).exit_code() == ExitCode.FAILED
+
+
+# --------------------------------------------------------------------------- planning and not-run rows
+
+
+def small_project(tmp_path: Path, **extra: object):
+    raw = {"name": "vector_add", "path": str(EXAMPLES / "vector_add.py"), "entry": "add", "reference": "x + y",
+           "inputs": {"x": ["N"], "y": ["N"]}, "dims": {"N": 4096}, **extra}
+    return parse_project({"defaults": {"sizes": [128, 1024]}, "kernel": [raw]}, None, tmp_path)
+
+
+def test_no_gpu_every_row_not_run_and_nothing_timed(tmp_path: Path) -> None:
+    run = bench_project(small_project(tmp_path), machine=NO_GPU)
+    assert len(run.rows) == 2 * 5  # two sizes x (original/optimized on PTX and TileIR, torch)
+    assert {r.status for r in run.rows} == {NOT_RUN}
+    assert {r.reason for r in run.rows} == {"not run: no GPU"}
+    assert all(r.timing is None and r.tflops is None and r.gbps is None for r in run.rows)
+    assert run.exit_code() == ExitCode.NOT_RUN and run.peaks is None and run.peaks_note == "not run: no GPU"
+    assert [r.size for r in run.rows[:5]] == [128] * 5 and run.rows[0].shapes == {"x": [128], "y": [128]}
+    assert run.rows[0].provenance.device["name"] == "cpu" and run.rows[0].provenance.torch_version
+
+
+def test_reasons_on_a_gpu_without_tileir(tmp_path: Path) -> None:
+    project = small_project(tmp_path, reference="original")
+    plan = plan_items(project, project.kernels, BenchSettings(), HOPPER)
+    reasons = {(r.variant, r.backend): r.reason for _, r in plan.decided}
+    assert "no optimized file vector_add_tileir.py" in reasons[("optimized", "ptx")]
+    assert reasons[("original", "tileir")] == "not run: FAKE H100 (test) is sm_90; TileIR needs Blackwell (sm_100+)"
+    assert "the original PTX row is the baseline" in reasons[("reference", "torch")]
+    planned = [(item.variant, item.backend, item.size) for _, items in plan.groups for item in items]
+    assert planned == [("original", "ptx", 128), ("original", "ptx", 1024)]  # one worker, both sizes
+    isolated = plan_items(project, project.kernels, BenchSettings(isolate=True), HOPPER)
+    assert [len(items) for _, items in isolated.groups] == [1, 1]
+
+
+def test_a_kernel_without_sweep_is_timed_once(tmp_path: Path) -> None:
+    project = parse_project({"kernel": [{"path": str(EXAMPLES / "vector_add.py"), "entry": "add",
+                                         "inputs": {"x": [4096], "y": [4096]}}]}, None, tmp_path)
+    run = bench_project(project, machine=NO_GPU)
+    assert {r.size for r in run.rows} == {None} and len(run.rows) == 5
+
+
+def test_settings_are_checked() -> None:
+    from tileiropt.errors import UserError
+
+    for bad in (BenchSettings(method="fast"), BenchSettings(rep_ms=0), BenchSettings(timeout=-1),
+                BenchSettings(sizes=[0])):
+        with pytest.raises(UserError):
+            bad.check()
+
+
+# --------------------------------------------------------------------------- timing helpers
+
+
+def test_method_choice_and_input_rotation() -> None:
+    l2 = 50 * 2**20
+    assert choose_method("auto", 4 * 2**20, l2) == CUDAGRAPH  # fits in L2: launch gaps matter, use graphs
+    assert choose_method("auto", 400 * 2**20, l2) == DO_BENCH  # streams from DRAM; do_bench clears L2 per run
+    assert choose_method(DO_BENCH, 1, l2) == DO_BENCH
+    assert input_set_count(400 * 2**20, l2) == 1
+    assert input_set_count(10 * 2**20, l2) == 15  # 3x L2 worth of copies
+    assert input_set_count(1024, l2) == 512  # capped
+
+
+def test_triton_version_guards() -> None:
+    def modern(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
+        fn()
+        assert return_mode == "all"
+        return [1.0, 2.0, 3.0]
+
+    def no_all(fn, rep=20, grad_to_none=None, quantiles=None, return_mode="mean"):
+        assert return_mode in ("min", "max", "mean", "median")
+        return [0.5, 1.0, 2.0, 3.0, 4.0] if quantiles else 2.0
+
+    def ancient(fn, rep=20, grad_to_none=None):
+        return 2.5
+
+    calls = []
+    first = _call_bench(modern, lambda: calls.append(1), DO_BENCH, warmup=10, rep=50)
+    assert (first.median_ms, first.samples, first.warmup_ms, first.rep_ms) == (2.0, 3, 10, 50) and calls
+    second = _call_bench(no_all, lambda: None, CUDAGRAPH, warmup=10, rep=50)
+    assert (second.median_ms, second.p20_ms, second.samples, second.warmup_ms) == (2.0, 1.0, None, None)
+    third = _call_bench(ancient, lambda: None, CUDAGRAPH, rep=50)
+    assert third.median_ms == 2.5 and "mean" in third.note
+
+
+# --------------------------------------------------------------------------- worker plumbing (stand-in worker)
+
+
+def _fake_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    def worker(backend: str, job: dict, cache: str):
+        return bench_module.WorkerProcess(bench_module.BACKENDS["ptx"], job, module="fake_bench_worker",
+                                          extra_env={"TRITON_CACHE_DIR": cache, "PYTHONPATH": str(FIXTURES)})
+
+    monkeypatch.setattr(bench_module, "_worker", worker)
+
+
+def _item(index: int, kernel: str, timeout: float = 30.0) -> BenchItem:
+    return BenchItem(id=index, kernel=kernel, variant="original", backend="ptx", path="/fixture/k.py", entry="k",
+                     reference=None, size=128, dims={}, shapes={"x": [128]}, dtypes={"x": "float32"},
+                     timeout_s=timeout)
+
+
+def test_timeouts_and_crashes_cost_one_row_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_worker(monkeypatch)
+    items = [_item(0, "a"), _item(1, "hang", timeout=2.0), _item(2, "b"), _item(3, "crash"), _item(4, "poison"),
+             _item(5, "c")]
+    seen: list[str] = []
+    started = time.monotonic()
+    rows = GroupRunner("ptx", items, on_row=lambda r: seen.append(r.kernel)).run()
+    assert time.monotonic() - started < 30
+    status = {items[i].kernel: rows[i].status for i in rows}
+    assert status == {"a": OK, "hang": ERROR, "b": OK, "crash": ERROR, "poison": ERROR, "c": OK}
+    assert rows[1].reason.startswith("timeout after 2s")
+    assert rows[3].reason.startswith("crashed: SIGSEGV")
+    assert sorted(seen) == sorted(i.kernel for i in items)
+    pids = {i: rows[i].reason.split()[0] for i in (0, 2, 5)}
+    assert len(set(pids.values())) == 3  # a new worker after the hang, the crash and the poisoned context
+    caches = [rows[i].reason.split("cache=")[1] for i in (0, 2, 5)]
+    assert len(set(caches)) == 3 and not any(Path(c).exists() for c in caches)  # fresh, then removed
+
+
+# --------------------------------------------------------------------------- peaks cache
+
+
+def test_peaks_cache_is_keyed_by_device_and_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(peaks_module.CACHE_ENV, str(tmp_path))
+    peaks = dict(recorded()["peaks"])
+    assert peaks_module.load_cached_peaks(peaks["device"], peaks["torch_version"]) is None
+    path = peaks_module.save_peaks(peaks)
+    assert path == tmp_path / "peaks.json"
+    assert peaks_module.load_cached_peaks(peaks["device"], peaks["torch_version"])["copy"]["gbps"] > 0
+    assert peaks_module.load_cached_peaks(peaks["device"], "another torch") is None
+    assert peaks_module.load_cached_peaks("another GPU", peaks["torch_version"]) is None
+
+
+def test_obtain_peaks_uses_the_cache_without_a_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tileiropt.environment import probe_torch
+
+    monkeypatch.setenv(peaks_module.CACHE_ENV, str(tmp_path))
+    peaks = {**recorded()["peaks"], "device": HOPPER.device["name"], "torch_version": probe_torch()["version"]}
+    peaks_module.save_peaks(peaks)
+    monkeypatch.setattr(bench_module, "_worker", lambda *a, **k: pytest.fail("no worker may start"))
+    found, note = obtain_peaks(HOPPER)
+    assert found["matmul"]["float16"]["tflops"] == 600.0 and note.startswith("cached in")
+    assert obtain_peaks(NO_GPU) == (None, "not run: no GPU")
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_cli_without_gpu_exits_3_with_every_row_not_run(tmp_path: Path) -> None:
+    project = tmp_path / "tileiropt.toml"
+    project.write_text(f"""
+[defaults]
+sizes = [128]
+[[kernel]]
+path = "{EXAMPLES / 'vector_add.py'}"
+entry = "add"
+reference = "x + y"
+inputs = {{ x = ["N"], y = ["N"] }}
+dims = {{ N = 1024 }}
+""")
+    result = CliRunner().invoke(app, ["bench", str(project), "--json"])
+    if Machine.probe().has_gpu:
+        pytest.skip("this machine has a GPU")
+    assert result.exit_code == ExitCode.NOT_RUN
+    data = json.loads(result.stdout)
+    assert {r["status"] for r in data["rows"]} == {"not-run"} and len(data["rows"]) == 5
+    assert all(r["timing"] is None for r in data["rows"])
+    assert json.loads((tmp_path / ".tileiropt" / "bench.json").read_text())["rows"] == data["rows"]
+    human = CliRunner().invoke(app, ["bench", str(project)])
+    assert human.exit_code == ExitCode.NOT_RUN and "5 rows: not run: no GPU" in human.stdout
+
+
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["bench", str(tmp_path / "missing.toml")])
+    assert result.exit_code == ExitCode.BAD_INPUT and "Traceback" not in result.output
+    result = CliRunner().invoke(app, ["bench", str(EXAMPLES), "--method", "fast"])
+    assert result.exit_code == ExitCode.BAD_INPUT and "--method" in result.output
