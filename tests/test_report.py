@@ -1,0 +1,221 @@
+"""report: rendered from records alone. The records here are built from fixtures (bench rows with
+made-up timings, hand-written validation records), so every section's wording can be checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_bench import finished_rows, recorded  # the bench fixtures, shared
+from typer.testing import CliRunner
+
+from tileiropt.cli import app
+from tileiropt.errors import ExitCode, UserError
+from tileiropt.output import to_jsonable
+from tileiropt.report.artifacts import (
+    APPLY_FILE,
+    CHECK_FILE,
+    CLASSIFY_FILE,
+    RUN_FILE,
+    load_artifacts,
+    save_record,
+)
+from tileiropt.report.build import build_report
+from tileiropt.report.command import resolve_artifacts
+from tileiropt.report.markdown import render_markdown, split_template
+from tileiropt.runtime.bench_records import BenchKernel, BenchRun, save_bench_run
+from tileiropt.runtime.records import Provenance, ValidateRun, ValidationRecord, save_validate_run
+
+SEED_HEADINGS = ("### Classification", "### Compatibility Check (ENABLE_TILE=0)", "### Transformations Applied",
+                 "### TileIR Validation (ENABLE_TILE=1)", "### Benchmark Comparison", "### Output")
+BROKEN_STOP = "the original file fail on ptx (-): 3 of 64 elements differ"
+
+
+def record(kernel: str, variant: str, backend: str, status: str, max_abs: float | None = None, reason: str = "",
+           compiled: str | None = "cuda", config: str = "BLOCK=64") -> ValidationRecord:
+    return ValidationRecord(kernel=kernel, variant=variant, backend=backend, config=config, status=status,
+                            reason=reason, path=f"/fixture/{kernel}.py", dtypes={"x": "float16"}, max_abs=max_abs,
+                            provenance=Provenance(compiled_backend=compiled if status != "not-run" else None,
+                                                  fallback=backend == "tileir" and compiled not in (None, "tileir")))
+
+
+def classified(kernel: str, cls: str, findings: list | None = None) -> dict:
+    return {"file": f"/fixture/{kernel}.py", "kernel": f"{kernel}_kernel", "line": 12, "class": cls,
+            "confidence": 0.9, "strategy": "s", "is_entry": True, "findings": findings or []}
+
+
+def applied(kernel: str, changes: int) -> dict:
+    return {"file": f"/fixture/{kernel}.py", "output": f"/fixture/{kernel}_tileir.py", "changed": changes > 0,
+            "already_prepared": False,
+            "kernels": [{"kernel": f"{kernel}_kernel", "line": 12, "class": "dot", "twin": None, "configs_added": 8,
+                         "changes": [{"line": 20 + i, "what": f"change {i}", "why": "because"}
+                                     for i in range(changes)],
+                         "skipped": ["TMA left alone: the loads are masked"]}]}
+
+
+@pytest.fixture()
+def artifacts(tmp_path: Path) -> Path:
+    folder = tmp_path / "records"
+    rows, notes = finished_rows()
+    kernels = [BenchKernel(**k) for k in recorded()["kernels"]]
+    kernels.append(BenchKernel("broken", "/fixture/broken.py", "/fixture/broken_tileir.py", "broken"))
+    save_bench_run(BenchRun(rows=rows, kernels=kernels[:2], peaks=recorded()["peaks"], notes=notes,
+                            peaks_note="cached in /fixture/peaks.json"), folder)
+    save_validate_run(ValidateRun(records=[
+        record("matmul", "original", "ptx", "pass", 1e-3),
+        record("matmul", "original", "ptx", "pass", 2e-3, config="BLOCK=128"),
+        record("matmul", "optimized", "ptx", "pass", 2e-3),
+        record("matmul", "optimized", "tileir", "pass", 3e-3, compiled="tileir"),
+        record("softmax", "original", "ptx", "pass", 1e-4),
+        record("softmax", "optimized", "tileir", "not-run",
+               reason="not run: nvtriton is not installed (triton.backends.tileir not found)"),
+        record("softmax", "optimized", "tileir-code-on-ptx", "pass", 5e-4),
+        record("broken", "original", "ptx", "fail", 1.0, reason="3 of 64 elements differ"),
+    ], backends=["ptx", "tileir"]), folder)
+    save_record(folder, CLASSIFY_FILE, {"kernels": [
+        classified("matmul", "dot"),
+        classified("softmax", "norm", [{"code": "TIR202", "severity": "perf", "line": 44, "message": "wide rows",
+                                        "hint": "cap it"}]),
+        classified("broken", "elementwise")]})
+    save_record(folder, APPLY_FILE, {"dry_run": False, "files": [applied("matmul", 3), applied("softmax", 1)],
+                                     "errors": []})
+    save_record(folder, CHECK_FILE, {"python": "3.12", "triton": {"name": "nvtriton", "version": "3.6.0",
+                                                                  "tileir_backend": True},
+                                     "torch": {"version": "2.11.0", "cuda": "13.0"},
+                                     "gpu": {"name": "FAKE GPU (test fixture)", "capability": "10.0",
+                                             "sm_count": 148},
+                                     "tileir_ready": True, "reasons": [], "recommendation": "TileIR ready"})
+    save_record(folder, RUN_FILE, {"kernels": [to_jsonable(k) for k in kernels], "command": ["tileiropt", "run"],
+                                   "phases": [{"phase": "check", "status": "ok"}], "exit_code": 1,
+                                   "seconds": 12.0, "started": "2026-01-01T00:00:00+00:00",
+                                   "stopped": {"broken": {"phase": "compatibility", "reason": BROKEN_STOP}}})
+    return folder
+
+
+def sections(markdown: str, kernel: str) -> str:
+    start = markdown.index(f"## TileIR Optimization: {kernel}\n")
+    end = markdown.find("\n## TileIR Optimization:", start + 1)
+    return markdown[start:] if end < 0 else markdown[start:end]
+
+
+def test_every_seed_section_per_kernel(artifacts: Path) -> None:
+    markdown = render_markdown(build_report(load_artifacts(artifacts)))
+    for kernel in ("matmul", "softmax", "broken"):
+        text = sections(markdown, kernel)
+        positions = [text.index(heading) for heading in SEED_HEADINGS]
+        assert positions == sorted(positions), kernel
+    assert markdown.index("## Summary") < markdown.index("## Environment") < markdown.index("## TileIR Optimization")
+
+
+def test_classification_compatibility_and_transformations(artifacts: Path) -> None:
+    text = sections(render_markdown(build_report(load_artifacts(artifacts))), "matmul")
+    assert "- Kernel type: dot-related\n- Strategy: TMA + 2CTA" in text
+    assert "PASSED — Max difference: 2.0e-03" in text
+    assert "compiled by: cuda; 2 records" in text
+    assert "`matmul_kernel` L20: change 0 (because)" in text and "left alone: TMA left alone" in text
+    assert "File: matmul_tileir.py" in text
+    softmax = sections(render_markdown(build_report(load_artifacts(artifacts))), "softmax")
+    assert "- Kernel type: norm-like\n- Strategy: High occupancy" in softmax
+    assert "TIR202 perf at `softmax_kernel` L44: wide rows" in softmax
+
+
+def test_tileir_validation_not_run_with_the_forced_code_line(artifacts: Path) -> None:
+    markdown = render_markdown(build_report(load_artifacts(artifacts)))
+    softmax = sections(markdown, "softmax")
+    block = softmax.split("### TileIR Validation (ENABLE_TILE=1)\n")[1].split("###")[0]
+    assert block.startswith("not run: nvtriton is not installed")
+    assert "TileIR code forced on (TILEIROPT_FORCE_TILEIR=1), not the TileIR backend: PASSED — " \
+           "Max difference: 5.0e-04" in block
+    matmul = sections(markdown, "matmul").split("### TileIR Validation (ENABLE_TILE=1)\n")[1]
+    assert matmul.startswith("PASSED — Max difference: 3.0e-03") and "compiled by: tileir" in matmul
+    assert "Optimized file with its gate off (the PTX path): PASSED" in matmul
+
+
+def test_benchmark_tables_speedups_peaks_and_fallback(artifacts: Path) -> None:
+    text = sections(render_markdown(build_report(load_artifacts(artifacts))), "matmul")
+    bench = text.split("### Benchmark Comparison\n")[1].split("### Output")[0]
+    assert "**size 1024: M=1024, N=1024, K=1024 (float16)**" in bench
+    assert "| Backend | Time (ms) | Speedup |" in bench
+    assert "| PTX (ENABLE_TILE=0) | 0.0100 | 1.00x |" in bench
+    assert "| TileIR (ENABLE_TILE=1) | 0.0080 | 1.25x |" in bench
+    assert "| TileIR (ENABLE_TILE=1) | 0.2400 | 1.04x (fallback: not TileIR) |" in bench
+    assert "| TileIR (ENABLE_TILE=1), original file | error: timeout after 300s" in bench
+    assert "214.7 TFLOP/s" in bench and "36% of float16 matmul peak" in bench
+    assert "autotune 1900 ms -> BLOCK_SIZE_K=64" in bench
+    assert "cuda (FALLBACK)" in bench
+    assert "1.010 (1024, float16), 1.200 (4096, float16) -- 1 outside the noise" in bench
+    assert "Peaks: cached in /fixture/peaks.json" in bench
+
+
+def test_stopped_kernel_says_why_later_phases_did_not_run(artifacts: Path) -> None:
+    text = sections(render_markdown(build_report(load_artifacts(artifacts))), "broken")
+    assert "FAILED — Max difference: 1.0e+00" in text
+    assert "failure: BLOCK=64 [float16]: fail: 3 of 64 elements differ" in text
+    stop = f"not run: stopped at compatibility: {BROKEN_STOP}"
+    assert text.count(stop) >= 3  # transformations, TileIR validation, benchmark (and output)
+    assert "Stopped: **broken** at compatibility" in render_markdown(build_report(load_artifacts(artifacts)))
+
+
+def test_summary_and_environment(artifacts: Path) -> None:
+    markdown = render_markdown(build_report(load_artifacts(artifacts)))
+    summary = markdown.split("## Summary")[1].split("## Environment")[0]
+    assert "| matmul | dot-related | PASSED (2.0e-03) | 3 changes | PASSED (3.0e-03) | 1.01-1.20 | 1.04x-1.25x |" \
+           " matmul_tileir.py |" in summary
+    assert "| broken | element-wise | FAILED (1.0e+00) |" in summary
+    environment = markdown.split("## Environment")[1]
+    assert "3.6.0 (nvtriton), TileIR backend present" in environment
+    assert "FAKE GPU (test fixture) (sm_100, 148 SMs)" in environment and "| TileIR ready | yes |" in environment
+
+
+def test_missing_records_say_which_phase_to_run(tmp_path: Path) -> None:
+    rows, _ = finished_rows()
+    save_bench_run(BenchRun(rows=rows, kernels=[BenchKernel(**recorded()["kernels"][0])]), tmp_path)
+    text = render_markdown(build_report(load_artifacts(tmp_path)))
+    assert f"not run: no validate.json in {tmp_path} (run `tileiropt validate` or `tileiropt run`)" in text
+    assert "not run: no classify.json" in text and "not run: no apply.json" in text
+    assert "not run: no check record" in text
+
+
+def test_json_format_and_template_contract(artifacts: Path) -> None:
+    report = build_report(load_artifacts(artifacts))
+    data = json.loads(json.dumps(to_jsonable(report)))
+    assert [k["name"] for k in data["kernels"]] == ["matmul", "softmax", "broken"]
+    assert data["kernels"][0]["compatibility"]["max_difference"] == 2e-3
+    custom = "# {intro}\n{summary}\n{environment}\n{kernels}\n<!-- tileiropt:kernel-section -->\n= {name}: " \
+             "{classification}|{compatibility}|{transformations}|{tileir_validation}|{benchmark}|{output}\n"
+    assert "= softmax: - Kernel type: norm-like" in render_markdown(report, custom)
+    with pytest.raises(ValueError):
+        split_template("# no marker here")
+
+
+def test_cli_renders_from_an_artifacts_folder(artifacts: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["report", str(artifacts)])
+    assert result.exit_code == ExitCode.OK and "## TileIR Optimization: matmul" in result.stdout
+    out = tmp_path / "out" / "report.md"
+    result = runner.invoke(app, ["report", str(artifacts), "-o", str(out)])
+    assert result.exit_code == ExitCode.OK and out.read_text().startswith("# TileIR optimization report")
+    result = runner.invoke(app, ["report", str(artifacts), "--format", "json"])
+    assert json.loads(result.stdout)["kernels"][1]["name"] == "softmax"
+    assert json.loads(runner.invoke(app, ["report", str(artifacts), "--json"]).stdout)["artifacts"] == str(artifacts)
+
+
+def test_cli_bad_input(tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code == ExitCode.BAD_INPUT and "no records to report" in result.output
+    assert "Traceback" not in result.output
+    (tmp_path / "bench.json").write_text("{not json")
+    result = runner.invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code == ExitCode.BAD_INPUT and "no readable record" in result.output
+    result = runner.invoke(app, ["report", str(tmp_path), "--format", "html"])
+    assert result.exit_code == ExitCode.BAD_INPUT
+
+
+def test_a_project_file_points_at_its_artifacts(tmp_path: Path) -> None:
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    folder, kernels = resolve_artifacts(examples / "tileiropt.toml")
+    assert folder == examples / ".tileiropt" and kernels and kernels[0].name == "vector_add"
+    with pytest.raises(UserError):
+        resolve_artifacts(tmp_path)
