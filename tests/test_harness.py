@@ -216,6 +216,17 @@ def test_import_kernel_module_unique_names_and_sibling_imports():
         harness.entry_function(a, "nope")
 
 
+def test_out_of_resources_and_exception_description():
+    from triton.runtime.errors import OutOfResources
+
+    assert harness.out_of_resources(OutOfResources(327680, 232448, "shared memory"))
+    assert not harness.out_of_resources(RuntimeError("out of resource"))
+    long = RuntimeError("at 5:32:\n" + "\n".join(f"line {i}" for i in range(20)) + "\nAttributeError: cause")
+    text = harness.describe_exception(long)
+    assert text.startswith("RuntimeError: at 5:32:") and text.endswith("AttributeError: cause")
+    assert text.count("\n") == 6
+
+
 def test_needs_cuda_recognises_cpu_only_torch_errors():
     assert harness.needs_cuda(RuntimeError("PyTorch was compiled without CUDA support"))
     assert harness.needs_cuda(AssertionError("Torch not compiled with CUDA enabled"))

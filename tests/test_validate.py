@@ -36,6 +36,7 @@ KERNELS = [
     {"name": "exits", "path": "exits.py", "entry": "copy", "reference": "x", "inputs": {"x": [300]}},
     {"name": "hang", "path": "hang.py", "entry": "copy", "reference": "x", "inputs": {"x": [300]}},
     {"name": "segfault", "path": "segfault.py", "entry": "crash", "reference": "x", "inputs": {"x": [300]}},
+    {"name": "too_big", "path": "too_big.py", "entry": "copy", "reference": "x", "inputs": {"x": [300]}},
     {"name": "import_hang", "path": "import_hang.py", "entry": "never", "reference": "x", "inputs": {"x": [3]}},
     {"name": "two_first", "path": "two_tuners.py", "entry": "first_only", "reference": "x * 2",
      "inputs": {"x": [300]}},
@@ -123,6 +124,12 @@ def test_a_segfault_does_not_stop_the_kernels_after_it(run):
     (record,) = _records(run, "segfault")
     assert record.status == ERROR and record.reason.startswith("crashed: SIGSEGV")
     assert all(r.status == PASS for r in _records(run, "two_first") + _records(run, "in_place"))
+
+
+def test_a_config_out_of_device_resources_is_not_run(run):
+    records = _records(run, "too_big")
+    assert [r.status for r in records] == [PASS, NOT_RUN]
+    assert records[1].reason.startswith("not run: the config does not fit this device (OutOfResources:")
 
 
 def test_a_file_whose_import_hangs_costs_one_prepare_record(run):

@@ -418,6 +418,11 @@ def describe_exception(exc: BaseException, max_lines: int = 6, max_chars: int = 
     return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
 
 
+def out_of_resources(exc: BaseException) -> bool:
+    """True for Triton's OutOfResources (shared memory, registers): the autotuner skips such configs."""
+    return any(cls.__name__ == "OutOfResources" for cls in type(exc).__mro__)
+
+
 def needs_cuda(exc: BaseException) -> bool:
     """True when the exception says the code asked for CUDA (torch.cuda..., device="cuda")."""
     text = f"{type(exc).__name__}: {exc}"

@@ -186,6 +186,9 @@ class CaseRunner:
         provenance = self.provenance(launches)
         if failure is not None:
             seconds = time.perf_counter() - started
+            if harness.out_of_resources(failure):  # the autotuner skips it too: nothing to validate here
+                reason = f"not run: the config does not fit this device ({harness.describe_exception(failure)})"
+                return self.record(label, NOT_RUN, reason, provenance, seconds=seconds), None, False
             record = self.record(label, ERROR, self.explain(failure, "kernel"), provenance, seconds=seconds)
             return record, None, bool(_POISONED.search(str(failure)))
 
