@@ -345,3 +345,35 @@ def test_config_items_for_plain_and_best_config(interpreted):
     tuned = harness.import_kernel_module(FIXTURES / "bad_config.py")
     assert len(config_items(tuned)) == 3
     assert [i.label for i in config_items(tuned, best_config=True)] == [AUTOTUNED]
+
+
+def test_compiled_backend_is_read_from_kernels_and_caches():
+    from types import SimpleNamespace
+
+    from tileiropt.runtime.launches import cached_backends, compiled_backend
+
+    tileir = SimpleNamespace(metadata=SimpleNamespace(target=SimpleNamespace(backend="tileir", arch=100)))
+    cuda = SimpleNamespace(metadata={"target": {"backend": "cuda"}})
+    assert compiled_backend(tileir) == "tileir" and compiled_backend(cuda) == "cuda"
+    assert compiled_backend(None) is None
+    jit = SimpleNamespace(device_caches={0: ({"key": cuda}, {}, SimpleNamespace(backend="tileir"), None, None)})
+    assert cached_backends(jit) == {"cuda"}  # the compiled kernel wins over the device target
+    empty = SimpleNamespace(device_caches={0: ({}, {}, SimpleNamespace(backend="tileir"), None, None)})
+    assert cached_backends(empty) == {"tileir"}
+    assert cached_backends(SimpleNamespace()) == set()
+
+
+def test_tileir_records_flag_kernels_compiled_by_another_backend():
+    from types import SimpleNamespace
+
+    from tileiropt.runtime.backends import PTX, TILEIR
+    from tileiropt.runtime.cases import Case
+    from tileiropt.runtime.worker import CaseRunner
+
+    case = Case(id=0, kernel="k", variant="optimized", path="k_tileir.py", entry="k", reference="original",
+                shapes={"x": [4]}, dtypes={"x": "float32"}, atol=1e-4, rtol=1e-4)
+    fell_back = SimpleNamespace(kernels={"k": "cuda"}, backend_summary=lambda: "cuda")
+    native = SimpleNamespace(kernels={"k": "tileir"}, backend_summary=lambda: "tileir")
+    assert CaseRunner(case, TILEIR, False, Provenance(), None).provenance(fell_back).fallback
+    assert not CaseRunner(case, TILEIR, False, Provenance(), None).provenance(native).fallback
+    assert not CaseRunner(case, PTX, False, Provenance(), None).provenance(fell_back).fallback
