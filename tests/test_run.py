@@ -1,0 +1,163 @@
+"""run: the five phases end to end on the CPU (Triton's interpreter), then the report.
+
+`run` over all the examples is slow under the interpreter (one to two minutes): it runs once per
+session (module fixture) and the tests read its artifacts.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tileiropt.cli import app
+from tileiropt.errors import ExitCode
+from tileiropt.runtime.validate import Machine
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+FIXTURES = Path(__file__).parent / "fixtures" / "bench"
+SEED_HEADINGS = ("### Classification", "### Compatibility Check (ENABLE_TILE=0)", "### Transformations Applied",
+                 "### TileIR Validation (ENABLE_TILE=1)", "### Benchmark Comparison", "### Output")
+RECORDS = ("check.json", "classify.json", "apply.json", "validate.json", "bench.json", "run.json", "report.md")
+EXAMPLE_KERNELS = ("vector_add", "swiglu", "softmax", "layer_norm", "rms_norm", "row_sum", "matmul", "attention")
+
+pytestmark = pytest.mark.skipif(Machine.probe().has_gpu, reason="these tests describe a machine without a GPU")
+
+
+@pytest.fixture(scope="module")
+def examples_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    folder = tmp_path_factory.mktemp("run") / "examples"
+    shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns(".tileiropt", "*_tileir.py", "__pycache__"))
+    started = time.monotonic()
+    result = CliRunner().invoke(app, ["run", str(folder)])
+    return {"folder": folder, "result": result, "seconds": time.monotonic() - started,
+            "report": (folder / ".tileiropt" / "report.md").read_text() if (folder / ".tileiropt" / "report.md")
+            .is_file() else ""}
+
+
+def kernel_section(report: str, kernel: str) -> str:
+    start = report.index(f"## TileIR Optimization: {kernel}\n")
+    end = report.find("\n## TileIR Optimization:", start + 1)
+    return report[start:] if end < 0 else report[start:end]
+
+
+def test_run_examples_passes_and_writes_every_artifact(examples_run: dict) -> None:
+    result, folder = examples_run["result"], examples_run["folder"]
+    assert result.exit_code == ExitCode.OK, result.output
+    for name in RECORDS:
+        assert (folder / ".tileiropt" / name).is_file(), name
+    for kernel in ("vector_add", "swiglu", "softmax", "layer_norm", "rms_norm", "row_sum", "matmul", "attention"):
+        assert (folder / f"{kernel}_tileir.py").is_file()
+    run = json.loads((folder / ".tileiropt" / "run.json").read_text())
+    assert [p["phase"] for p in run["phases"]] == ["check", "compatibility", "classify", "apply", "validate",
+                                                   "bench", "report"]
+    status = {p["phase"]: p["status"] for p in run["phases"]}
+    assert status["bench"] == "not-run" and status["compatibility"] == status["validate"] == "ok"
+    assert run["exit_code"] == 0 and run["stopped"] == {}
+
+
+def test_report_has_every_seed_section_with_numbers(examples_run: dict) -> None:
+    report = examples_run["report"]
+    for kernel in EXAMPLE_KERNELS:
+        text = kernel_section(report, kernel)
+        positions = [text.index(heading) for heading in SEED_HEADINGS]
+        assert positions == sorted(positions), kernel
+        compatibility = text.split("### Compatibility Check (ENABLE_TILE=0)\n")[1]
+        assert compatibility.startswith("PASSED — Max difference: "), kernel
+        assert "backend: Triton interpreter (TRITON_INTERPRET=1, CPU tensors); compiled by: interpreter" in \
+            compatibility
+        tileir = text.split("### TileIR Validation (ENABLE_TILE=1)\n")[1].split("###")[0]
+        assert tileir.startswith("not run: "), kernel
+        assert "TileIR code forced on (TILEIROPT_FORCE_TILEIR=1), not the TileIR backend: PASSED" in tileir
+        bench = text.split("### Benchmark Comparison\n")[1].split("###")[0]
+        assert "| Backend | Time (ms) | Speedup |" in bench
+        assert "| PTX (ENABLE_TILE=0) | not run: no GPU | — |" in bench
+        assert "| TileIR (ENABLE_TILE=1) | not run: no GPU | — |" in bench
+        assert f"File: {kernel}_tileir.py" in text
+    assert "- Kernel type: dot-related" in kernel_section(report, "matmul")
+    assert "- Kernel type: norm-like" in kernel_section(report, "layer_norm")
+
+
+def test_report_rerenders_from_the_records_alone(examples_run: dict, tmp_path: Path) -> None:
+    folder = examples_run["folder"]
+    copied = tmp_path / "copied-records"
+    shutil.copytree(folder / ".tileiropt", copied)
+    moved = folder.with_name("examples-moved-away")
+    folder.rename(moved)  # no kernel file, project file or optimized file to read any more
+    try:
+        result = CliRunner().invoke(app, ["report", str(copied), "-o", str(tmp_path / "again.md")])
+    finally:
+        moved.rename(folder)
+    assert result.exit_code == ExitCode.OK, result.output
+    again = (tmp_path / "again.md").read_text()
+    original = examples_run["report"]
+    assert again.replace(str(copied), "<records>") == original.replace(str(folder / ".tileiropt"), "<records>")
+
+
+def write_project(folder: Path) -> Path:
+    for name in ("scale.py", "wrong_scale.py"):
+        shutil.copy(FIXTURES / name, folder / name)
+    project = folder / "tileiropt.toml"
+    project.write_text("""
+[defaults]
+sizes = [1024]
+[[kernel]]
+name = "wrong"
+path = "wrong_scale.py"
+entry = "scale"
+reference = "x * alpha"
+inputs = { x = ["N"] }
+dims = { N = 1000 }
+args = { alpha = 2.0 }
+[[kernel]]
+name = "good"
+path = "scale.py"
+entry = "scale"
+reference = "x * alpha"
+inputs = { x = ["N"] }
+dims = { N = 1000 }
+args = { alpha = 2.0 }
+""")
+    return project
+
+
+def test_a_failing_original_stops_its_kernel_and_the_others_go_on(tmp_path: Path) -> None:
+    project = write_project(tmp_path)
+    result = CliRunner().invoke(app, ["run", str(project), "--json"])
+    assert result.exit_code == ExitCode.FAILED, result.output
+    data = json.loads(result.stdout)
+    assert data["stopped"]["wrong"]["phase"] == "compatibility"
+    assert "the original file fail" in data["stopped"]["wrong"]["reason"]
+    assert "good" not in data["stopped"] and (tmp_path / "scale_tileir.py").is_file()
+    assert not (tmp_path / "wrong_scale_tileir.py").exists()
+    report = (tmp_path / ".tileiropt" / "report.md").read_text()
+    wrong = kernel_section(report, "wrong")
+    assert "FAILED — Max difference: 1.0e+00" in wrong
+    assert wrong.count("not run: stopped at compatibility: the original file fail") >= 3
+    good = kernel_section(report, "good")
+    assert "PASSED — Max difference: 0.0e+00" in good and "| PTX (ENABLE_TILE=0) | not run: no GPU | — |" in good
+
+
+def test_a_kernel_file_with_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copy(FIXTURES / "scale.py", tmp_path / "scale.py")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["run", "scale.py", "--entry", "scale", "--shapes", '{"x": [500]}',
+                                      "--reference", "x * alpha", "--args", '{"alpha": 3.0}', "--size", "128"])
+    assert result.exit_code == ExitCode.OK, result.output
+    assert "report: " in result.stdout and (tmp_path / ".tileiropt" / "report.md").is_file()
+    assert "## TileIR Optimization: scale" in (tmp_path / ".tileiropt" / "report.md").read_text()
+
+
+def test_bad_input_exits_2(tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["run", str(tmp_path)])
+    assert result.exit_code == ExitCode.BAD_INPUT and "project file not found" in result.output
+    result = runner.invoke(app, ["run", str(tmp_path / "missing.py"), "--entry", "f", "--shapes", "{}"])
+    assert result.exit_code == ExitCode.BAD_INPUT and "Traceback" not in result.output
+    result = runner.invoke(app, ["run", str(EXAMPLES), "--kernel", "nope"])
+    assert result.exit_code == ExitCode.BAD_INPUT and "no kernel named nope" in result.output
