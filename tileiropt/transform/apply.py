@@ -23,6 +23,8 @@ from tileiropt.transform.gate import ACTIVE_FLAG, GATE_MARKER, GATE_SOURCE
 from tileiropt.transform.kernel_facts import kernel_facts, size_arguments
 from tileiropt.transform.math_rewrites import rewrite_math
 from tileiropt.transform.spaces import DEFAULT_MAX_CONFIGS, Space, TileIRConfig, build_space, load_spaces
+from tileiropt.transform.tma import GUARD, POINTER_SUFFIX, TmaResult, dispatch_statement, persistent_step, plan_tma
+from tileiropt.transform.tma_runtime import RUNTIME_SOURCE
 
 TWIN_SUFFIX = "_tileir"
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
@@ -95,6 +97,8 @@ class _Plan:
     report: KernelReport
     twin: cst.FunctionDef | None = None
     block: list[str] = field(default_factory=list)  # statements inside `if _TILEIR:`
+    pointer_twin: cst.FunctionDef | None = None  # the math-only twin beside a TMA twin (defined under the gate)
+    runtime: bool = False  # uses the TMA dispatch / 2-CTA guard helpers (tma_runtime)
 
 
 def _existing_rows(values: list[ConfigValue]) -> tuple[list[dict], list[str]]:
@@ -111,21 +115,25 @@ def _existing_rows(values: list[ConfigValue]) -> tuple[list[dict], list[str]]:
 
 
 def _plan_autotuned(kernel: KernelInfo, info: ModuleInfo, source: str, space: Space, cap: int,
-                    target: str, plan: _Plan) -> None:
+                    target: str, plan: _Plan, cta_guard: bool = False) -> bool:
+    """Add the TileIR configs to `target`'s autotuner; True when some of them use num_ctas > 1.
+
+    `cta_guard`: the persistent kernel gets the 2-CTA guard (NUM_SMS // num_ctas), so 2-CTA
+    configs are safe for it."""
     autotune = kernel.autotune
     assert autotune is not None
     try:
         values = resolve_configs(source, autotune.configs_source, info.triton_names)
     except Unresolvable as exc:
         plan.report.skipped.append(f"TileIR configs not added: {exc}")
-        return
+        return False
     rows, names = _existing_rows(values)
     params = {p.name for p in kernel.params}
     unknown = [n for n in names if n not in params]
     if unknown:
         plan.report.skipped.append(f"TileIR configs not added: configs set {unknown[0]!r}, not a kernel parameter")
-        return
-    allow_ctas = "NUM_SMS" not in params  # persistent kernels: see the 2-CTA note below
+        return False
+    allow_ctas = "NUM_SMS" not in params or cta_guard  # persistent kernels: see the 2-CTA note below
     if not allow_ctas and any(c > 1 for c in space.num_ctas):
         plan.report.skipped.append(
             "num_ctas=2 not added: persistent kernel (NUM_SMS); its grid and tile stride would need "
@@ -152,6 +160,7 @@ def _plan_autotuned(kernel: KernelInfo, info: ModuleInfo, source: str, space: Sp
         + (f", larger {', '.join(sized)}" if sized else "") + ")",
         "TileIR tunes occupancy and 2-CTA mode; num_stages is a cost hint; larger tiles suit CGA-level tiles; "
         f"the kernel's own {len(values)} configs are kept first"))
+    return any(c.num_ctas > 1 for c in configs)
 
 
 def _dedupe(configs: list[TileIRConfig]) -> list[TileIRConfig]:
@@ -209,6 +218,48 @@ def _function_source(source_lines: list[str], kernel: KernelInfo) -> str:
     return textwrap.dedent("".join(source_lines[kernel.first_line - 1: kernel.end_line]))
 
 
+def _plan_tma(kernel: KernelInfo, kernel_class: str, function: cst.FunctionDef, info: ModuleInfo,
+              function_source: str, plan: _Plan) -> TmaResult | None:
+    """The TMA twin of a dot kernel, set on the plan: the TMA twin becomes `<name>_tileir`, the
+    pointer kernel (the math-only twin, or the original) `<name>_tileir_pointer`."""
+    if kernel_class != "dot":
+        return None
+    if not kernel.is_entry:
+        plan.report.skipped.append("no TMA twin: a device helper (its tiles come from its caller's pointers)")
+        return None
+    tma = plan_tma(function, kernel, info, function_source, kernel.first_line)
+    plan.report.skipped.extend(tma.skipped)
+    if tma.twin is None:
+        return None
+    name, pointer = kernel.name + TWIN_SUFFIX, kernel.name + TWIN_SUFFIX + POINTER_SUFFIX
+    if plan.twin is not None:
+        plan.pointer_twin = plan.twin.with_changes(name=cst.Name(pointer))
+    else:
+        plan.block.append(f"{pointer} = {kernel.name}")
+    plan.twin = tma.twin.with_changes(name=cst.Name(name))
+    plan.report.twin = name
+    plan.runtime = True
+    for line, what in tma.changes:
+        plan.report.changes.append(Change(line, f"twin {name}: {what}", "TileIR wants TMA for dot kernels "
+                                          "(tensor-of-pointer loads are slow there); masks become the descriptor's "
+                                          "bounds, which TMA zero-fills on load and clips on store"))
+    plan.report.changes.append(Change(
+        kernel.line, f"{kernel.name} bound under the gate to a dispatch: {name} when the launch's tensors meet TMA's "
+        f"rules (16-byte aligned base and strides, unit inner stride), {pointer} otherwise",
+        "TMA's rules are properties of each launch's tensors; .last_path records the path taken"))
+    return tma
+
+
+def _for_each_path(paths: list[str], target: str, lines: list[str]) -> list[str]:
+    """`lines` (written for `target`) once per kernel path: as they are for one path, else in a loop."""
+    if len(paths) == 1 or not lines:
+        return lines
+    body = "\n".join(line.replace(f"({target},", "(_tileiropt_path,") for line in lines)
+    # `del`: the loop variable must not stay a module global (it would be one more name for a kernel)
+    return [f"for _tileiropt_path in ({', '.join(paths)}):\n    " + body.replace("\n", "\n    "),
+            "del _tileiropt_path"]
+
+
 def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, classify: ClassifyFn,
                  spaces: dict[str, Space], cap: int) -> dict[str, _Plan]:
     nodes = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
@@ -225,7 +276,8 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, classify: Cl
         if node is None:
             plan.report.skipped.append("not a module-level function: left alone")
             continue
-        twin, rewrites = rewrite_math(node, info.tl_names, _function_source(source_lines, kernel), kernel.first_line)
+        function_source = _function_source(source_lines, kernel)
+        twin, rewrites = rewrite_math(node, info.tl_names, function_source, kernel.first_line)
         target = kernel.name
         if rewrites:
             plan.twin = twin.with_changes(name=cst.Name(kernel.name + TWIN_SUFFIX))
@@ -234,11 +286,32 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, classify: Cl
             for rewrite in rewrites:
                 plan.report.changes.append(Change(rewrite.line, f"twin {target}: {rewrite.what}",
                                                   "TileIR's compiler does not rewrite exp into ex2 + mul itself"))
+        paths = [target]  # the kernels the TileIR configs go to
+        tma = _plan_tma(kernel, kernel_class, twin, info, function_source, plan)
+        if tma is not None:
+            paths = [plan.report.twin, kernel.name + TWIN_SUFFIX + POINTER_SUFFIX]  # type: ignore[list-item]
+            target = paths[0]
+        step = persistent_step(node, kernel, info.tl_names)
         space = spaces[kernel_class]
         if kernel.autotune is not None:
-            _plan_autotuned(kernel, info, source, space, cap, target, plan)
-        elif kernel.is_entry:
-            _plan_hint_only(kernel, _function_source(source_lines, kernel), space, cap, target, plan)
+            before = len(plan.block)
+            two_ctas = _plan_autotuned(kernel, info, source, space, cap, target, plan, cta_guard=step is not None)
+            added = plan.block[before:]
+            del plan.block[before:]
+            if step is not None and two_ctas:
+                added.append(f"{GUARD}({target}, {step!r})")
+                plan.report.changes.append(Change(
+                    kernel.line, f"2-CTA guard on {', '.join(paths)}: under num_ctas=2, {step} // 2 programs "
+                    f"and tile stride", "each 2-CTA program takes two SMs; a config pre_hook cannot change the "
+                    "launch (the autotuner passes it a copy of the arguments)"))
+            plan.block.extend(_for_each_path(paths, target, added))
+        if tma is not None:
+            plan.block.append(dispatch_statement(kernel.name, paths[0], paths[1], tma.operands))
+        if kernel.autotune is None and kernel.is_entry:
+            before = len(plan.block)
+            _plan_hint_only(kernel, function_source, space, cap, kernel.name if tma else target, plan)
+            if step is not None and len(plan.block) > before:
+                plan.block.append(f"{GUARD}({kernel.name}, {step!r})")
         if plan.twin is not None and not any(line.startswith(f"{kernel.name} =") for line in plan.block):
             plan.block.append(f"{kernel.name} = {target}")
             plan.report.changes.append(Change(kernel.line, f"{kernel.name} bound to {target} under the gate",
@@ -271,11 +344,13 @@ def _block_statement(kernel: str, lines: list[str]) -> cst.BaseStatement:
 def rewrite_module(module: cst.Module, plans: dict[str, _Plan]) -> cst.Module:
     body = list(module.body)
     gate = cst.parse_module(GATE_SOURCE)
+    needs_runtime = any(plan.runtime for plan in plans.values())
+    runtime = _gate_statements(cst.parse_module(RUNTIME_SOURCE)) if needs_runtime else []
     new_body: list[cst.BaseStatement] = []
     gate_index = _gate_insert_index(module)
     for i, statement in enumerate(body):
         if i == gate_index:
-            new_body.extend(_gate_statements(gate))
+            new_body.extend(_gate_statements(gate) + runtime)
         new_body.append(statement)
         if isinstance(statement, cst.FunctionDef) and statement.name.value in plans:
             plan = plans[statement.name.value]
@@ -285,10 +360,20 @@ def rewrite_module(module: cst.Module, plans: dict[str, _Plan]) -> cst.Module:
                 new_body.append(plan.twin.with_changes(
                     leading_lines=[cst.EmptyLine(), cst.EmptyLine(), comment]))
             if plan.block:
-                new_body.append(_block_statement(statement.name.value, plan.block))
+                new_body.append(_with_pointer_twin(_block_statement(statement.name.value, plan.block), plan))
     if gate_index >= len(body):
-        new_body.extend(_gate_statements(gate))
+        new_body.extend(_gate_statements(gate) + runtime)
     return module.with_changes(body=new_body)
+
+
+def _with_pointer_twin(block: cst.BaseStatement, plan: _Plan) -> cst.BaseStatement:
+    """The gated block with the pointer twin defined first inside it: it exists only with the gate on."""
+    if plan.pointer_twin is None or not isinstance(block, cst.If):
+        return block
+    comment = cst.EmptyLine(comment=cst.Comment(
+        f"# tileiropt: TileIR twin of {plan.report.kernel} with pointer loads, for launches TMA cannot serve"))
+    twin = plan.pointer_twin.with_changes(leading_lines=[comment])
+    return block.with_changes(body=block.body.with_changes(body=[twin, *block.body.body]))
 
 
 def _gate_statements(gate: cst.Module) -> list[cst.BaseStatement]:
