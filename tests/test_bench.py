@@ -260,6 +260,19 @@ def test_reasons_on_a_gpu_without_tileir(tmp_path: Path) -> None:
     assert [len(items) for _, items in isolated.groups] == [1, 1]
 
 
+def test_workers_per_kernel(tmp_path: Path) -> None:
+    source = (EXAMPLES / "vector_add.py").read_text()
+    (tmp_path / "vector_add.py").write_text(source)
+    (tmp_path / "vector_add_tileir.py").write_text(source)
+    raw = {"path": "vector_add.py", "entry": "add", "reference": "x + y", "inputs": {"x": ["N"], "y": ["N"]},
+           "dims": {"N": 4096}}
+    project = parse_project({"defaults": {"sizes": [128, 1024]}, "kernel": [raw]}, None, tmp_path)
+    plan = plan_items(project, project.kernels, BenchSettings(), HOPPER)
+    groups = [(backend, sorted({(i.variant, i.backend) for i in items}), len(items)) for backend, items in plan.groups]
+    # the torch reference rides in the original's PTX worker; the optimized file gets its own (cold cache)
+    assert groups == [("ptx", [("original", "ptx"), ("reference", "torch")], 4), ("ptx", [("optimized", "ptx")], 2)]
+
+
 def test_a_kernel_without_sweep_is_timed_once(tmp_path: Path) -> None:
     project = parse_project({"kernel": [{"path": str(EXAMPLES / "vector_add.py"), "entry": "add",
                                          "inputs": {"x": [4096], "y": [4096]}}]}, None, tmp_path)

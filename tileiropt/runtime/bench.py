@@ -39,6 +39,7 @@ from tileiropt.runtime.bench_records import (
     REFERENCE,
     ROW_KINDS,
     TILEIR,
+    TORCH,
     BenchKernel,
     BenchRow,
     BenchRun,
@@ -125,13 +126,24 @@ def parent_provenance(machine: Machine) -> Provenance:
                       triton_version=dist.get("version"), torch_version=probe_torch().get("version"))
 
 
+def worker_of(variant: str, backend: str) -> tuple[str, str]:
+    """(worker name, worker backend) of a row kind. The torch reference shares the original's PTX
+    worker (one process less per kernel); original and optimized never share one, so each
+    compiles from an empty Triton cache."""
+    if (variant, backend) == (REFERENCE, TORCH):
+        return f"{ORIGINAL}-{PTX}", PTX
+    return f"{variant}-{backend}", backend
+
+
 def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSettings, machine: Machine) -> Plan:
     plan = Plan()
     base = parent_provenance(machine)
     next_id = 0
     for s_index, spec in enumerate(specs):
+        workers: dict[str, tuple[str, list[BenchItem]]] = {}
         for k_index, (variant, backend) in enumerate(ROW_KINDS):
-            group: list[BenchItem] = []
+            name, worker_backend = worker_of(variant, backend)
+            group = workers.setdefault(name, (worker_backend, []))[1]
             for d_index, dtypes in enumerate(spec.dtypes):
                 for z_index, (size, dims) in enumerate(size_points(spec, settings.sizes)):
                     item = BenchItem(
@@ -152,11 +164,13 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
                         continue
                     plan.keys[item.id] = key
                     group.append(item)
-            if group:
-                if settings.isolate:
-                    plan.groups.extend((backend, [item]) for item in group)
-                else:
-                    plan.groups.append((backend, group))
+        for worker_backend, group in workers.values():
+            if not group:
+                continue
+            if settings.isolate:
+                plan.groups.extend((worker_backend, [item]) for item in group)
+            else:
+                plan.groups.append((worker_backend, group))
     return plan
 
 
