@@ -144,6 +144,26 @@ class _Collector(ast.NodeVisitor):
         self.returns_value: set[int] = set()  # id(def) with a `return <expr>`
         self._stack: list[ast.FunctionDef] = []
         self._class_depth = 0
+        self._handlers = {ast.Import: self.visit_Import, ast.ImportFrom: self.visit_ImportFrom,
+                          ast.FunctionDef: self.visit_FunctionDef, ast.AsyncFunctionDef: self.visit_FunctionDef,
+                          ast.ClassDef: self.visit_ClassDef, ast.Lambda: self.visit_Lambda,
+                          ast.Assign: self.visit_Assign, ast.AnnAssign: self.visit_AnnAssign,
+                          ast.AugAssign: self.visit_AugAssign, ast.Call: self.visit_Call,
+                          ast.Return: self.visit_Return}
+
+    # dispatch by type (faster than NodeVisitor's name lookup on big files) -------
+    def visit(self, node: ast.AST) -> None:
+        handler = self._handlers.get(type(node))
+        if handler is not None:
+            handler(node)
+        else:
+            self.generic_visit(node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        visit = self.visit
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)):
+                visit(child)
 
     # imports -----------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
