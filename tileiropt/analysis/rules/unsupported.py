@@ -332,7 +332,8 @@ class Int64Offsets(Rule):
     code = "TIR012"
     name = "int64-offsets"
     severity = "error"
-    message = "64-bit integer index into a tensor descriptor: i64 memref indices are not supported by TileIR"
+    message = ("a value cast to int64 reaches a memory index: i64 memref indices are not supported by TileIR "
+               "(error for tensor-descriptor indices; warning for pointer offsets, which may still lower)")
     hint = "keep offsets in int32 when the tensor has fewer than 2**31 elements (gate the cast on the size)"
     VALID = ["@triton.jit\ndef k(x_ptr, stride):\n    row = tl.program_id(0)\n"
              "    tl.store(x_ptr + row * stride, 1.0)\n",
