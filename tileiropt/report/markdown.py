@@ -65,9 +65,9 @@ def classification_md(c: Classification) -> str:
                         for k in c.kernels)
     lines.append(f"- Triton kernels: {kernels}")
     if c.findings:
-        lines.append("- TileIR lint: " + "; ".join(
-            f"{f.get('code')} {f.get('severity')} at `{f.get('kernel')}` L{f.get('line')}: {f.get('message')}"
-            for f in c.findings))
+        lines.append("- TileIR lint:")
+        lines += [f"  - {f.get('code')} {f.get('severity')} at `{f.get('kernel')}` L{f.get('line')}: {f.get('message')}"
+                  for f in c.findings]
     else:
         lines.append("- TileIR lint: no finding")
     return "\n".join(lines)
