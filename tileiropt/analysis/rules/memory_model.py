@@ -47,7 +47,8 @@ class InPlaceAliasing(Rule):
         for base in sorted(set(loads) & set(stores), key=lambda b: min(stores[b])):
             first_store = min(stores[base])
             after = [line for line in loads[base] if line > first_store]
-            order = (f"; a load at line {after[0]} follows a store to it, and TileIR does not order them"
+            order = (f"; the load at line {after[0]} comes after a store in the source, and TileIR orders them "
+                     "only through data dependencies"
                      if after else "")
             yield self.finding(first_store, f"`{base}` is both loaded (line {_lines(loads[base])}) and stored "
                                             f"(line {_lines(stores[base])}): in-place update{order}")
