@@ -12,7 +12,7 @@ from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
 from tileiropt.runtime.bench import BenchSettings, bench_project
-from tileiropt.runtime.bench_records import ERROR, NOT_RUN, OK, BenchRow, BenchRun, dtype_key, save_bench_run
+from tileiropt.runtime.bench_records import CUDAGRAPH, ERROR, NOT_RUN, OK, BenchRow, BenchRun, dtype_key, save_bench_run
 
 _STYLE = {OK: "green", ERROR: "bold red", NOT_RUN: "yellow"}
 
@@ -32,9 +32,9 @@ def rate(row: BenchRow) -> str:
 
 def percent_of_peak(row: BenchRow) -> str:
     if row.pct_peak_compute is not None:
-        return f"{row.pct_peak_compute:.0f}% of {row.peak_key} matmul"
+        return f"{row.pct_peak_compute:.0f}% matmul"
     if row.pct_peak_bandwidth is not None:
-        return f"{row.pct_peak_bandwidth:.0f}% of copy"
+        return f"{row.pct_peak_bandwidth:.0f}% copy"
     return ""
 
 
@@ -50,8 +50,8 @@ def note(row: BenchRow) -> str:
     if row.ratio_to_original is not None:
         parts.append(f"opt/orig {row.ratio_to_original:.3f}" + ("" if row.within_noise else " OUTSIDE NOISE"))
     if row.timing is not None:
-        parts.append(row.timing.method + (f", {row.timing.input_sets} input sets" if row.timing.input_sets > 1
-                                          else ""))
+        method = "graph" if row.timing.method == CUDAGRAPH else row.timing.method
+        parts.append(method + (f", {row.timing.input_sets} input sets" if row.timing.input_sets > 1 else ""))
         if row.timing.note:
             parts.append(row.timing.note)
     return "; ".join(parts)
@@ -62,7 +62,7 @@ def summary_table(run: BenchRun) -> Table:
     table = Table(title="bench", show_lines=False)
     for column in ("kernel", "dtypes", "size", "row", "median ms", "p20-p80", "rate", "% peak", "speedup",
                    "autotune ms", "compiled by", "note"):
-        table.add_column(column, overflow="fold",
+        table.add_column(column, overflow="fold", no_wrap=column not in ("kernel", "row", "compiled by", "note"),
                          justify="right" if column in ("size", "median ms", "speedup", "autotune ms") else "left")
     for r in run.rows:
         if r.status == NOT_RUN:
@@ -72,7 +72,7 @@ def summary_table(run: BenchRun) -> Table:
                                                              else "")
         table.add_row(r.kernel, dtype_key(r.dtypes), "" if r.size is None else str(r.size), r.short_label, median,
                       spread(r), rate(r), percent_of_peak(r), "" if r.speedup is None else f"{r.speedup:.2f}x",
-                      _ms(r.autotune_ms, 3), compiled, escape(note(r)))
+                      "" if r.autotune_ms is None else f"{r.autotune_ms:.0f}", compiled, escape(note(r)))
     return table
 
 
