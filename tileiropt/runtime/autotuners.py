@@ -60,6 +60,22 @@ def autotuners(module: ModuleType) -> dict[str, Autotuner]:
     return found
 
 
+def tma_dispatches(module: ModuleType) -> dict[str, Any]:
+    """Module attribute name -> the TMA dispatch bound under it (directly, or under an autotuner
+    or heuristics). A dispatch (written by `apply` for dot kernels) launches the TMA twin or the
+    pointer kernel per call; its `.last_path` is "tma" or "pointer", `.last_reason` why not TMA."""
+    found: dict[str, Any] = {}
+    for name, obj in vars(module).items():
+        for _ in range(16):
+            if "last_path" in getattr(obj, "__dict__", {}):
+                found[name] = obj
+                break
+            if not isinstance(obj, (Autotuner, Heuristics)):
+                break
+            obj = obj.fn
+    return found
+
+
 def config_label(config: Any) -> str:
     """A stable, readable label for a triton.Config: its kwargs, then its launch options."""
     parts = [f"{k}={v}" for k, v in sorted(getattr(config, "kwargs", {}).items())]

@@ -8,9 +8,10 @@ Defining these names does nothing; they act only where the gated block calls the
 - `_tileiropt_tma_dispatch(tma, pointer, operands)`: the module-level kernel name under the gate.
   Per launch it checks TMA's rules on the launch's own arguments (16-byte aligned base pointer,
   unit stride on the contiguous dimension, 16-byte multiples for every other stride and batch
-  offset) and launches the TMA twin when they hold, the pointer kernel otherwise. `.last_path`
-  ("tma" / "pointer") and `.last_reason` say what ran and why; attribute reads go to the TMA
-  kernel (`.configs`, `.fn`, ...), attribute writes to both kernels, so pinning it pins both.
+  offset, a storage small enough for 32-bit offsets) and launches the TMA twin when they hold,
+  the pointer kernel otherwise. `.last_path` ("tma" / "pointer") and `.last_reason` say what
+  ran and why; attribute reads go to the TMA kernel (`.configs`, `.fn`, ...), attribute writes
+  to both kernels, so pinning it pins both.
 - `_tileiropt_guard_ctas(kernel, name)`: under a `num_ctas=2` config a persistent kernel gets
   `name // num_ctas` (the `NUM_SMS` argument) and a grid clamped to that many programs, so its
   CTA pairs fill the SMs once instead of oversubscribing them. A config `pre_hook` cannot do it:
@@ -59,6 +60,10 @@ def _tileiropt_tma_flags(operands, arguments):
         size = tensor.element_size()
         if tensor.data_ptr() % 16:
             return None, f"{{pointer}} is not 16-byte aligned"
+        storage = getattr(tensor, "untyped_storage", None)
+        if storage is None or storage().nbytes() // size >= 2**31:
+            # the twin computes batch offsets in 32-bit integers, as TMA's coordinates are
+            return None, f"{{pointer}}: its storage may need 64-bit offsets"
         try:
             row, col = _tileiropt_product(arguments, rows), _tileiropt_product(arguments, cols)
             shifts = [_tileiropt_product(arguments, names) for names in offsets]
