@@ -276,18 +276,10 @@ dtypes = ["float32", "float16"]
 # --------------------------------------------------------------------------- the examples
 
 
-def test_examples_pass_under_the_interpreter_for_every_config():
-    project = load_project(ROOT / "examples")
-    result = validate_project(project, backends=["interpret"], variants=["original"])
-    failures = [f"{r.kernel} {r.config}: {r.reason}" for r in result.records if r.status != PASS]
-    assert not failures, failures
-    kernels = {r.kernel for r in result.records}
-    assert kernels == {k.name for k in project.kernels}
-
-
 @pytest.mark.slow
 def test_examples_after_apply_pass_on_both_interpreter_backends(tmp_path):
-    """`apply` then `validate`: every original and optimized config, TileIR code forced on too."""
+    """`apply` then `validate` on the examples under the interpreter: every config of the originals
+    and of the optimized files, with the TileIR code forced on too (40-85 s on 2 CPU cores)."""
     import shutil
 
     examples = tmp_path / "examples"
@@ -299,6 +291,8 @@ def test_examples_after_apply_pass_on_both_interpreter_backends(tmp_path):
     failures = [f"{r.kernel} {r.variant} {r.backend} {r.config}: {r.reason}" for r in result.records
                 if r.status != PASS]
     assert not failures, failures
+    originals = {r.kernel for r in result.records if r.variant == "original" and r.backend == "interpret"}
+    assert originals == {k.name for k in project.kernels}
     forced = [r for r in result.records if r.backend == "tileir-code-on-interpret"]
     assert {r.kernel for r in forced} == {k.name for k in project.kernels}
     assert all(r.variant == "optimized" for r in forced)
