@@ -51,7 +51,7 @@ def record_for(case: Case, backend: str, config: str, status: str, reason: str =
         reason = f"{reason}; {note}" if reason else note
     return ValidationRecord(
         kernel=case.kernel, variant=case.variant, backend=backend, config=config, status=status,
-        reason=reason, path=case.path, shapes=case.shapes, dtypes=case.dtypes, reference=case.reference,
+        reason=reason, path=case.path, shapes=case.shapes, dtypes=case.dtypes, reference=case.reference or None,
         atol=case.atol, rtol=case.rtol, scaled_from=case.scaled_from,
         provenance=provenance or Provenance(), **measures,
     )

@@ -54,7 +54,7 @@ def import_kernel_module(path: Path | str, search_paths: Iterable[Path | str] = 
     name = module_name_for(path)
     if name in sys.modules:
         return sys.modules[name]
-    for folder in [path.parent, *map(Path, search_paths)]:
+    for folder in reversed([path.parent, *map(Path, search_paths)]):  # the file's own folder ends up first
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
     spec = importlib.util.spec_from_file_location(name, path)
