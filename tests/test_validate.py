@@ -105,6 +105,7 @@ def test_cuda_only_wrapper_is_a_clear_failure_under_the_interpreter(run):
 def test_compile_error_keeps_the_first_lines_of_the_error(run):
     (record,) = _records(run, "compile_error")
     assert record.status == ERROR and "no_such_function" in record.reason
+    assert record.reason.endswith("(at compile_error.py:13)")  # the kernel line, not the interpreter's
 
 
 def test_a_config_that_ends_the_process_costs_only_its_record(run):

@@ -19,6 +19,7 @@ import importlib.util
 import math
 import re
 import sys
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -416,6 +417,34 @@ def describe_exception(exc: BaseException, max_lines: int = 6, max_chars: int = 
     if len(head) > max_chars:
         head = head[:max_chars] + "..."
     return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
+
+
+def _library_folders() -> tuple[str, ...]:
+    folders = [Path(__file__).resolve().parents[1], Path(torch.__file__).resolve().parent]
+    try:
+        import triton
+
+        folders.append(Path(triton.__file__).resolve().parent)
+    except ImportError:  # pragma: no cover - triton is a dependency
+        pass
+    return tuple(str(f) + "/" for f in folders)
+
+
+def exception_location(exc: BaseException) -> str | None:
+    """``file.py:line`` of the deepest frame in the user's code (not torch, triton or tileiropt),
+    following the exception's causes: the kernel line the interpreter failed on, or the launch."""
+    libraries = _library_folders()
+    found = None
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        for frame in traceback.extract_tb(current.__traceback__):
+            name = str(Path(frame.filename).resolve()) if not frame.filename.startswith("<") else ""
+            if name and not name.startswith(libraries):
+                found = frame
+        current = current.__cause__ or current.__context__
+    return f"{Path(found.filename).name}:{found.lineno}" if found else None
 
 
 def out_of_resources(exc: BaseException) -> bool:

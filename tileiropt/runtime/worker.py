@@ -158,6 +158,9 @@ class CaseRunner:
         from tileiropt.runtime import harness
 
         text = harness.describe_exception(exc)
+        location = harness.exception_location(exc)
+        if location:
+            text = f"{text} (at {location})"
         if self.backend.interpreted and harness.needs_cuda(exc):
             return f"the code needs CUDA, which the interpreter cannot provide ({text})"
         if stage == "reference":
