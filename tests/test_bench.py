@@ -418,3 +418,48 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == ExitCode.BAD_INPUT and "Traceback" not in result.output
     result = CliRunner().invoke(app, ["bench", str(EXAMPLES), "--method", "fast"])
     assert result.exit_code == ExitCode.BAD_INPUT and "--method" in result.output
+
+
+# --------------------------------------------------------------------------- on a GPU (pytest -m gpu)
+
+
+@pytest.mark.gpu
+def test_bench_on_a_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real timings: every PTX and torch row times, with provenance, rates and the PTX ratio."""
+    from tileiropt.transform.command import apply_paths
+
+    monkeypatch.setenv(peaks_module.CACHE_ENV, str(tmp_path / "cache"))
+    (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
+    (tmp_path / "scale.py").write_text((FIXTURES / "scale.py").read_text())
+    apply_paths([tmp_path / "vector_add.py", tmp_path / "scale.py"])
+    project = parse_project({"defaults": {"sizes": [256, 4096]}, "kernel": [
+        {"path": "vector_add.py", "entry": "add", "reference": "x + y", "inputs": {"x": ["M", "N"], "y": ["M", "N"]},
+         "dims": {"M": 256, "N": 256}, "sweep": ["M", "N"]},
+        {"path": "scale.py", "entry": "scale", "reference": "x * alpha", "inputs": {"x": ["N"]}, "dims": {"N": 1024},
+         "args": {"alpha": 2.0}, "bytes": "2 * N * 4"},
+    ]}, None, tmp_path)
+    machine = Machine.probe()
+    run = bench_project(project, settings=BenchSettings(warmup_ms=5, rep_ms=20), machine=machine)
+    assert run.exit_code() == ExitCode.OK, [(r.kernel, r.label, r.reason) for r in run.rows if r.status == ERROR]
+    assert run.peaks and run.peaks["copy"]["gbps"] > 0 and run.peaks["matmul"]["float16"]["tflops"] > 0
+    for row in run.rows:
+        if row.backend == "tileir" and machine.tileir_blockers:
+            assert row.status == NOT_RUN and row.timing is None
+            continue
+        assert row.status == OK, (row.kernel, row.label, row.reason)
+        assert row.timing.median_ms > 0 and row.timing.p20_ms <= row.timing.median_ms <= row.timing.p80_ms
+        assert row.gbps > 0 and row.pct_peak_bandwidth > 0 and row.speedup > 0
+        if row.backend != "torch":
+            assert row.first_call_ms > row.timing.median_ms  # it compiled
+        assert row.provenance.device["name"] == machine.device["name"] and row.provenance.torch_version
+        if row.backend == "ptx":
+            assert row.provenance.compiled_backend == "cuda" and not row.provenance.fallback
+        if (row.variant, row.backend) == ("optimized", "ptx"):
+            assert row.ratio_to_original is not None and row.within_noise is not None
+    small = find(run.rows, "vector_add", "original", "ptx", 256)
+    large = find(run.rows, "vector_add", "original", "ptx", 4096)
+    assert small.timing.method == CUDAGRAPH and small.timing.input_sets > 1  # fits in L2
+    assert large.timing.method == DO_BENCH and large.timing.input_sets == 1
+    scaled = find(run.rows, "scale", "original", "ptx", 256)
+    assert scaled.bytes_source == "project" and scaled.bytes == 2 * 256 * 4
+    assert scaled.autotuners and scaled.autotuners[0].best_config.startswith("BLOCK=256")
