@@ -231,7 +231,9 @@ def test_exit_codes() -> None:
 
 
 def small_project(tmp_path: Path, **extra: object):
-    raw = {"name": "vector_add", "path": str(EXAMPLES / "vector_add.py"), "entry": "add", "reference": "x + y",
+    """vector_add, copied alone (no optimized file beside it)."""
+    (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
+    raw = {"name": "vector_add", "path": "vector_add.py", "entry": "add", "reference": "x + y",
            "inputs": {"x": ["N"], "y": ["N"]}, "dims": {"N": 4096}, **extra}
     return parse_project({"defaults": {"sizes": [128, 1024]}, "kernel": [raw]}, None, tmp_path)
 
@@ -274,7 +276,8 @@ def test_workers_per_kernel(tmp_path: Path) -> None:
 
 
 def test_a_kernel_without_sweep_is_timed_once(tmp_path: Path) -> None:
-    project = parse_project({"kernel": [{"path": str(EXAMPLES / "vector_add.py"), "entry": "add",
+    (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
+    project = parse_project({"kernel": [{"path": "vector_add.py", "entry": "add",
                                          "inputs": {"x": [4096], "y": [4096]}}]}, None, tmp_path)
     run = bench_project(project, machine=NO_GPU)
     assert {r.size for r in run.rows} == {None} and len(run.rows) == 5
