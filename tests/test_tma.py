@@ -74,9 +74,10 @@ def test_gemm_twin_loads_and_stores_through_descriptors() -> None:
     assert ("a_desc = tl.make_tensor_descriptor(\n            a_ptr, shape=[M, K], strides=[stride_am, 1], "
             "block_shape=[BLOCK_M, BLOCK_K])") in twin
     assert "b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])" in twin
-    assert "c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], c)" in twin
+    assert ("    c_desc.store([pid_n * BLOCK_N, pid_m * BLOCK_M], tl.trans(c)) if TMA_T_C_PTR "
+            "else c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], c)\n") in twin
     assert "TMA_T_A_PTR: tl.constexpr = False" in twin  # A may come transposed: a layout flag
-    assert "('c_ptr', (('stride_cm',), ('stride_cn',)), (), 'n', None)" in out  # the dispatch's host checks
+    assert "('c_ptr', (('stride_cm',), ('stride_cn',)), (), 'nt', 'TMA_T_C_PTR')" in out  # the dispatch's checks
     assert "gemm_kernel_tileir_pointer = gemm_kernel" in out
     (report,) = result.kernels
     assert report.twin == "gemm_kernel_tileir" and not report.skipped
@@ -193,7 +194,7 @@ GATHER = ("rows = tl.load(idx_ptr + offs_m)\n        "
     (f"a = tl.load({A_TILE}, mask=(offs_m[:, None] < M) & (offs_k[None, :] < K), other=0.0)",
      "the bound of dim 1 (`K + k * BLOCK_K`) moves with the loop"),  # the mask's K index is not the tile's
     (CLAMPED, "pointer not understood: `tl.where(...)`"),
-    (GATHER, "pointer not understood: `tl.load(...)`"),
+    (GATHER, "pointer not understood: indices loaded from memory (a gather)"),
 ])
 def test_unrecognised_loads_are_kept_with_the_reason(a_load: str, reason: str) -> None:
     source = KERNEL.replace("LOADS", f"{a_load}\n        {B_LOAD}\n        acc = tl.dot(a, b, acc)")

@@ -101,8 +101,11 @@ def plan_tma(function: cst.FunctionDef, kernel: KernelInfo, info: ModuleInfo, so
             return TmaResult(None, skipped=[f"no TMA twin: {reason}"])
     if not info.tl_names:
         return TmaResult(None, skipped=["no TMA twin: triton.language is not imported under a name"])
-    config_names = set(kernel.autotune.config_names) if kernel.autotune else set()
     params = {p.name for p in kernel.params}
+    if _descriptor_arguments(function, params):
+        return TmaResult(None, skipped=["no TMA twin: it takes tensor descriptors already (host TensorDescriptor "
+                                        "arguments)"])
+    config_names = set(kernel.autotune.config_names) if kernel.autotune else set()
     host_known = params - config_names - set(kernel.heuristics)
     constexprs = {p.name for p in kernel.params if p.is_constexpr}
     analysis = Analysis(function, info.tl_names, host_known, constexprs, set(info.module_functions)).run()
@@ -310,19 +313,32 @@ def _replacement(access: Access, group: _Group, coordinates: tuple[str, str], tl
 
         return load
 
-    transposed = access.orient == "t"
-    offsets = f"[{c1}, {c0}]" if transposed else f"[{c0}, {c1}]"
-    template = cst.parse_expression(f"{desc}.store({offsets}, _tileiropt_value)")
-    assert isinstance(template, cst.Call)
+    normal = f"{desc}.store([{c0}, {c1}], _tileiropt_value)"
+    transposed = f"{desc}.store([{c1}, {c0}], {tl}.trans(_tileiropt_value))"
+    if access.orient == "n":
+        template = cst.parse_expression(normal)
+    elif access.orient == "t":
+        template = cst.parse_expression(transposed)
+    else:
+        template = cst.parse_expression(f"{transposed} if {group.flag} else {normal}")
 
     def store(updated: cst.Call) -> cst.BaseExpression:
-        value = _store_value(updated)
-        if transposed:
-            value = cst.Call(func=cst.parse_expression(f"{tl}.trans"), args=[cst.Arg(value)])
-        args = [template.args[0], template.args[1].with_changes(value=value)]
-        return template.with_changes(args=args, lpar=updated.lpar, rpar=updated.rpar)
+        filled = template.visit(_Fill(_store_value(updated)))
+        assert isinstance(filled, cst.BaseExpression)
+        return filled.with_changes(lpar=updated.lpar, rpar=updated.rpar)
 
     return store
+
+
+class _Fill(cst.CSTTransformer):
+    """Put the stored value where the template says `_tileiropt_value`."""
+
+    def __init__(self, value: cst.BaseExpression):
+        super().__init__()
+        self.value = value
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        return self.value if updated.value == "_tileiropt_value" else updated
 
 
 def _store_value(call: cst.Call) -> cst.BaseExpression:
@@ -530,6 +546,25 @@ class _Lines:
         else:
             self.searched_from[text] = offset + 1
         return self.first_line + self.source.count("\n", 0, offset) if offset >= 0 else self.first_line
+
+
+class _DescriptorCalls(cst.CSTVisitor):
+    def __init__(self, params: set[str]):
+        self.params = params
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("load", "store", "gather", "scatter") \
+                and isinstance(func.value, cst.Name) and func.value.value in self.params:
+            self.found = True
+
+
+def _descriptor_arguments(function: cst.FunctionDef, params: set[str]) -> bool:
+    """Whether the kernel calls `.load` / `.store` on one of its arguments: a host TensorDescriptor."""
+    visitor = _DescriptorCalls(params)
+    function.visit(visitor)
+    return visitor.found
 
 
 def _names_in_function(function: cst.FunctionDef) -> set[str]:

@@ -392,7 +392,13 @@ class Analysis:
             return self.ev(args[0])
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and name not in _SCALAR_CALLS:
             inner = self.ev(node.func.value)
-            return inner if isinstance(inner, (Poly, Affine)) else Unknown(f"`{code(node)[:40]}`")
+            return inner if isinstance(inner, (Poly, Affine, Unknown)) else Unknown(f"`{code(node)[:40]}`")
+        if name == "tl.load" and args:
+            # a scalar read (an expert's first row, a sequence length) is a value like any other;
+            # a tile of loaded values (gathered row indices) is not an affine index
+            if isinstance(self.ev(args[0]), Poly):
+                return self._opaque_or_unknown(node, [])
+            return Unknown("indices loaded from memory (a gather)")
         if name in _SCALAR_CALLS:
             return self._opaque_or_unknown(node, [self.ev(a) for a in args])
         return Unknown(f"`{name or code(node.func)}(...)`")
@@ -439,9 +445,11 @@ class Analysis:
         pointer = self.ev(args["pointer"])
         if isinstance(pointer, Unknown):
             return f"pointer not understood: {pointer.reason}"
+        if isinstance(pointer, Poly):
+            return "a scalar access, not a tile"
         if not isinstance(pointer, Affine) or pointer.rank != 2 or len(pointer.dims) != 2:
             rank, terms = (pointer.rank, len(pointer.dims)) if isinstance(pointer, Affine) else (0, 0)
-            return f"not a 2-D tile (rank {rank}, {terms} index terms)"
+            return f"a {rank}-D access with {terms} index terms, not a 2-D tile"
         if kind == "load" and args.get("mask") is not None and not _is_zero(args.get("other")):
             return f"masked lanes read `other={code(args['other'])}`, a descriptor reads zeros"
         if kind == "store" and isinstance(args.get("value"), (cst.Integer, cst.Float)):
@@ -467,7 +475,7 @@ class Analysis:
         elif strides[0] == ONE:
             orient = "t"
         else:
-            orient = "nt" if kind == "load" else "n"
+            orient = "nt"
         extents = self._extents(args.get("mask"), starts, blocks)
         if isinstance(extents, str):
             return extents
