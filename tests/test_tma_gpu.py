@@ -1,5 +1,6 @@
 """The TMA twins on an NVIDIA GPU under the PTX backend: fp16 and bf16, ragged shapes, strides
-TMA cannot take (the pointer path), first config and autotuned.
+TMA cannot take (the pointer path), every autotuner pinned to the kernel's first config
+(autotuning every case on both paths takes minutes; `benchmarks/tma_matmul.py` autotunes both).
 
 TILEIROPT_FORCE_TILEIR=1 binds the TileIR code under PTX, so the twins (device-side tensor
 descriptors, sm_90+) are compiled and checked there; the child process is
@@ -34,7 +35,7 @@ def gpu_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
         env.pop(name, None)
     out = tmp_path_factory.mktemp("tma_gpu")
     done = subprocess.run([sys.executable, str(FIXTURES / "run_cases.py"), str(out), "--device", "cuda",
-                           "--dtypes", "float16,bfloat16", "--configs", "first,autotuned"],
+                           "--dtypes", "float16,bfloat16", "--configs", "first"],
                           capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -44,7 +45,7 @@ def gpu_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
 def test_twins_are_correct_on_the_gpu(gpu_records: list[dict], name: str) -> None:
     records = [r for r in gpu_records if r["fixture"] == name]
     assert {r["dtype"] for r in records} == {"float16", "bfloat16"}
-    assert {r["config"] for r in records} == {"first config", "autotuned"}
+    assert {r["config"] for r in records} == {"first config"}
     bad = [r for r in records if not r["ok"]]
     assert not bad, json.dumps(bad, indent=1)[:3000]
     assert {r["path"] for r in records} == {"tma", "pointer"}
