@@ -11,8 +11,10 @@ with `a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am
 block_shape=[BLOCK_M, BLOCK_K])` created once, where everything it needs is defined (see
 `tma_analysis` for what is proven: the tile's start, its fixed extents from the mask, batch
 offsets folded into the base). A tile whose unit stride may be on either dimension gets a
-constexpr layout flag (`TMA_T_<POINTER>`, a trailing parameter defaulting to False): the flag
-picks the descriptor over the transposed view, loaded and then `tl.trans`-ed.
+constexpr layout flag (`TMA_T_<POINTER>`, a trailing parameter defaulting to False, set per
+launch by the dispatch): the flag picks the descriptor over the transposed view, whose tiles are
+`tl.trans`-ed after a load and before a store. What cannot be proven is left as a pointer
+access and reported with the reason; the pointer arithmetic the descriptors made dead is dropped.
 
 **Why device-side descriptors.** The twin keeps the original signature, so the module-level
 binding (`kernel = <dispatch>` under the gate) serves every existing caller, in this file or
