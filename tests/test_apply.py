@@ -294,3 +294,20 @@ def test_forced_tileir_code_drops_rejected_hints(tmp_path: Path, monkeypatch: py
     added = tuner.configs[1:]
     assert added and all(c.num_ctas == 1 and not hasattr(c, "occupancy") for c in added)
     assert all(set(c.tileir_dropped) <= {"occupancy", "num_ctas"} for c in added)
+
+
+def test_kernel_parameters_named_like_launch_options_are_left_to_the_launch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel taking `num_stages` / `num_ctas` as its own arguments gets hint configs that set neither."""
+    source = HINT_ONLY.replace("n_elements, BLOCK: tl.constexpr)",
+                               "n_elements, num_stages, num_ctas, BLOCK: tl.constexpr)")
+    source = source.replace("(x, y, n, BLOCK=256, num_warps=4)", "(x, y, n, 2, 1, BLOCK=256, num_warps=4)")
+    out = transform_source(source, "s.py", classify=_classes("elementwise")).new_source
+    block = out[out.index("_tileiropt_hint_autotune(\n"):]
+    assert "num_stages=" not in block[: block.index("\n    )\n")]
+    assert "num_ctas=None" in block
+    monkeypatch.setenv(FORCE_ENV, "1")
+    (tmp_path / "s_tileir.py").write_text(out)
+    module = _import_path(tmp_path / "s_tileir.py", "_launch_option_params")
+    configs = autotuners(module)["scale_kernel"].configs
+    assert all({"num_stages", "num_ctas", "num_warps"}.isdisjoint(c.all_kwargs()) for c in configs)

@@ -436,7 +436,8 @@ def test_bench_on_a_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     (tmp_path / "scale.py").write_text((FIXTURES / "scale.py").read_text())
     apply_paths([tmp_path / "vector_add.py", tmp_path / "scale.py"])
     project = parse_project({"defaults": {"sizes": [256, 4096]}, "kernel": [
-        {"path": "vector_add.py", "entry": "add", "reference": "x + y", "inputs": {"x": ["M", "N"], "y": ["M", "N"]},
+        {"name": "vector_add", "path": "vector_add.py", "entry": "add", "reference": "x + y",
+         "inputs": {"x": ["M", "N"], "y": ["M", "N"]},
          "dims": {"M": 256, "N": 256}, "sweep": ["M", "N"]},
         {"path": "scale.py", "entry": "scale", "reference": "x * alpha", "inputs": {"x": ["N"]}, "dims": {"N": 1024},
          "args": {"alpha": 2.0}, "bytes": "2 * N * 4"},

@@ -208,7 +208,8 @@ def _kernel(raw: Any, index: int, defaults: dict, root: Path, where: _Where) -> 
         raise where.error(f"{key}.path", "must be a file path string")
     path = (root / path_value).resolve()
     if not path.is_file():
-        raise where.error(f"{key}.path", f"kernel file not found: {path}", "fix the path (relative to the project file)")
+        raise where.error(f"{key}.path", f"kernel file not found: {path}",
+                          "fix the path (relative to the project file)")
     entry = raw["entry"]
     if not isinstance(entry, str) or not _NAME.match(entry):
         raise where.error(f"{key}.entry", f"entry must be a function name, got {entry!r}")
@@ -315,7 +316,8 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
     seen: set[str] = set()
     for i, k in enumerate(kernels):
         if k.name in seen:
-            raise where.error(f"kernel[{i}].name", f"duplicate kernel name {k.name!r}", "give each kernel a unique name")
+            raise where.error(f"kernel[{i}].name", f"duplicate kernel name {k.name!r}",
+                              "give each kernel a unique name")
         seen.add(k.name)
     max_configs = project.get("max_configs", 16)
     if isinstance(max_configs, bool) or not isinstance(max_configs, int) or max_configs < 1:

@@ -385,10 +385,12 @@ def benchmark_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, 
     for (dtypes, size), group in groups.items():
         group.sort(key=lambda r: order.index((r.variant, r.backend)) if (r.variant, r.backend) in order else 99)
         result.tables.append(BenchTable(dtypes, size, dict(group[0].dims), [_line(r) for r in group]))
+        chosen = {r.variant: [a.best_config for a in r.autotuners] for r in group if r.backend == PTX}
         for row in group:
             if row.ratio_to_original is not None:
                 result.ptx_ratios.append({"dtypes": dtypes, "size": size, "ratio": row.ratio_to_original,
-                                          "within_noise": row.within_noise})
+                                          "within_noise": row.within_noise,
+                                          "same_config": chosen.get(OPTIMIZED) == chosen.get(ORIGINAL)})
             if (row.variant, row.backend) == (OPTIMIZED, TILEIR) and row.speedup is not None:
                 result.tileir_speedups.append(row.speedup)
     result.details = [r for r in rows if r.status == OK]

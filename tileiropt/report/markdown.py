@@ -196,8 +196,12 @@ def benchmark_md(b: Benchmark) -> str:
     if b.ptx_ratios:
         ratios = ", ".join(f"{r['ratio']:.3f} ({r['size']}, {r['dtypes']})" for r in b.ptx_ratios)
         outside = [r for r in b.ptx_ratios if not r["within_noise"]]
+        differing = [r for r in outside if not r.get("same_config", True)]
         verdict = ("all within noise: the PTX path is unchanged" if not outside
                    else f"{len(outside)} outside the noise -- rerun; diff the files if it persists")
+        if differing:
+            verdict += (f" ({len(differing)} of them with a different config chosen by the autotuner, whose own"
+                        " timing picked another of the same configs)")
         parts.append(f"Optimized/original PTX time ratio: {ratios} -- {verdict}")
     if b.details:
         rows = [[r.size if r.size is not None else "-", dtype_key(r.dtypes), r.short_label, _time(r), _rate(r),

@@ -76,7 +76,7 @@ ClassifyFn = Callable[[ModuleInfo, KernelInfo], str]
 
 def _config_call(config: TileIRConfig) -> str:
     kwargs = ", ".join(f"{name!r}: {value!r}" for name, value in config.kwargs)
-    parts = [f"{{{kwargs}}}", f"occupancy={config.occupancy}", f"num_ctas={config.num_ctas}"]
+    parts = [f"{{{kwargs}}}", f"occupancy={config.occupancy}", f"num_ctas={config.num_ctas}"]  # None: the launch's
     if config.num_stages is not None:
         parts.append(f"num_stages={config.num_stages}")
     if config.num_warps is not None:
@@ -188,11 +188,13 @@ def _plan_hint_only(kernel: KernelInfo, function_source: str, space: Space, cap:
         plan.report.skipped.append("no hint autotune: no runtime size argument to key the autotuner on")
         return
     # Launch options the call sites pass stay theirs; a `**options` splat may pass any of them.
+    # A kernel parameter named like a launch option is one too (passed positionally).
     passed = {name for launch in kernel.launches for name in launch.kwargs}
+    passed |= set(LAUNCH_OPTIONS) & {p.name for p in kernel.params}
     if "**" in passed:
         passed |= set(LAUNCH_OPTIONS)
     stages = None if "num_stages" in passed else space.num_stages
-    ctas = [1] if "num_ctas" in passed else space.num_ctas
+    ctas: list[int | None] = [None] if "num_ctas" in passed else list(space.num_ctas)
     hint_space = Space(space.occupancy, ctas, stages or [0], {})
     configs = build_space(hint_space, [{}], [], num_warps=[None], cap=cap)
     if stages is None:

@@ -52,9 +52,9 @@ def _tileiropt_config(kwargs, *, occupancy=1, num_ctas=1, num_stages=None, num_w
         options["occupancy"] = occupancy
     else:
         dropped["occupancy"] = occupancy
-    if _TILEIR_BACKEND:
-        options["num_ctas"] = num_ctas
-    elif num_ctas != 1:
+    # num_ctas=None leaves it to the launch (which passes its own); only TileIR takes 2-CTA mode
+    options["num_ctas"] = num_ctas if _TILEIR_BACKEND or num_ctas is None else 1
+    if not _TILEIR_BACKEND and num_ctas not in (None, 1):
         dropped["num_ctas"] = num_ctas
     config = _tileiropt_triton.Config(dict(kwargs), **options)
     config.tileir_dropped = dropped

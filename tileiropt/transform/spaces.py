@@ -48,7 +48,7 @@ class TileIRConfig:
 
     kwargs: tuple[tuple[str, Any], ...]
     occupancy: int
-    num_ctas: int
+    num_ctas: int | None  # None: left to the launch, which passes its own
     num_stages: int | None
     num_warps: int | None = None
 
