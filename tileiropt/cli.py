@@ -28,6 +28,21 @@ app = typer.Typer(
 )
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+# The target of validate / bench / run: a project, or one kernel file with the seed-style flags.
+TargetArg = Annotated[
+    Path | None,
+    typer.Argument(help="Project file or folder (default: ./tileiropt.toml), or a kernel .py with --entry/--shapes.",
+                   show_default=False),
+]
+EntryOpt = Annotated[str | None, typer.Option("--entry", help="Wrapper to call (kernel .py target).")]
+ShapesOpt = Annotated[str | None, typer.Option("--shapes", help='Input shapes as JSON, e.g. {"x": [32, 512]}.')]
+DtypesOpt = Annotated[
+    str | None, typer.Option("--dtypes", help='Input dtypes: JSON {"x": "bfloat16"}, a list, or one name.')
+]
+ArgsOpt = Annotated[str | None, typer.Option("--args", help="Non-tensor keyword arguments as JSON.")]
+SizesOpt = Annotated[
+    list[int] | None, typer.Option("--size", help="Bench size (repeatable; default: the project's sizes).")
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -159,20 +174,14 @@ def apply(
 @app.command()
 @user_errors
 def validate(
-    target: Annotated[
-        Path | None,
-        typer.Argument(help="Project file or folder (default: ./tileiropt.toml), "
-                            "or a kernel .py with --entry/--shapes.", show_default=False),
-    ] = None,
-    entry: Annotated[str | None, typer.Option("--entry", help="Wrapper to call (kernel .py target).")] = None,
-    shapes: Annotated[str | None, typer.Option("--shapes", help='Input shapes as JSON, e.g. {"x": [32, 512]}.')] = None,
-    dtypes: Annotated[
-        str | None, typer.Option("--dtypes", help='Input dtypes: JSON {"x": "bfloat16"}, a list, or one name.')
-    ] = None,
+    target: TargetArg = None,
+    entry: EntryOpt = None,
+    shapes: ShapesOpt = None,
+    dtypes: DtypesOpt = None,
     reference: Annotated[
         str | None, typer.Option("--reference", help='Torch expression, "pkg.mod:fn" or "original".')
     ] = None,
-    args: Annotated[str | None, typer.Option("--args", help="Non-tensor keyword arguments as JSON.")] = None,
+    args: ArgsOpt = None,
     kernel: Annotated[
         list[str] | None, typer.Option("--kernel", help="Validate only this kernel (repeatable).")
     ] = None,
@@ -207,24 +216,16 @@ def validate(
 @app.command()
 @user_errors
 def bench(
-    target: Annotated[
-        Path | None,
-        typer.Argument(help="Project file or folder (default: ./tileiropt.toml), "
-                            "or a kernel .py with --entry/--shapes.", show_default=False),
-    ] = None,
-    entry: Annotated[str | None, typer.Option("--entry", help="Wrapper to call (kernel .py target).")] = None,
-    shapes: Annotated[str | None, typer.Option("--shapes", help='Input shapes as JSON, e.g. {"x": [32, 512]}.')] = None,
-    dtypes: Annotated[
-        str | None, typer.Option("--dtypes", help='Input dtypes: JSON {"x": "bfloat16"}, a list, or one name.')
-    ] = None,
+    target: TargetArg = None,
+    entry: EntryOpt = None,
+    shapes: ShapesOpt = None,
+    dtypes: DtypesOpt = None,
     reference: Annotated[
         str | None, typer.Option("--reference", help='Torch expression or "pkg.mod:fn" (timed as the baseline).')
     ] = None,
-    args: Annotated[str | None, typer.Option("--args", help="Non-tensor keyword arguments as JSON.")] = None,
+    args: ArgsOpt = None,
     kernel: Annotated[list[str] | None, typer.Option("--kernel", help="Bench only this kernel (repeatable).")] = None,
-    sizes: Annotated[
-        list[int] | None, typer.Option("--size", help="Bench size (repeatable; default: the project's sizes).")
-    ] = None,
+    sizes: SizesOpt = None,
     method: Annotated[
         str, typer.Option("--method", help="auto (CUDA graphs when the tensors fit in L2), do_bench or "
                                            "do_bench_cudagraph.")
@@ -276,24 +277,16 @@ def report(
 @app.command()
 @user_errors
 def run(
-    target: Annotated[
-        Path | None,
-        typer.Argument(help="Project file or folder (default: ./tileiropt.toml), "
-                            "or a kernel .py with --entry/--shapes.", show_default=False),
-    ] = None,
-    entry: Annotated[str | None, typer.Option("--entry", help="Wrapper to call (kernel .py target).")] = None,
-    shapes: Annotated[str | None, typer.Option("--shapes", help='Input shapes as JSON, e.g. {"x": [32, 512]}.')] = None,
-    dtypes: Annotated[
-        str | None, typer.Option("--dtypes", help='Input dtypes: JSON {"x": "bfloat16"}, a list, or one name.')
-    ] = None,
+    target: TargetArg = None,
+    entry: EntryOpt = None,
+    shapes: ShapesOpt = None,
+    dtypes: DtypesOpt = None,
     reference: Annotated[
         str | None, typer.Option("--reference", help='Torch expression, "pkg.mod:fn" or "original".')
     ] = None,
-    args: Annotated[str | None, typer.Option("--args", help="Non-tensor keyword arguments as JSON.")] = None,
+    args: ArgsOpt = None,
     kernel: Annotated[list[str] | None, typer.Option("--kernel", help="Only this kernel (repeatable).")] = None,
-    sizes: Annotated[
-        list[int] | None, typer.Option("--size", help="Bench size (repeatable; default: the project's sizes).")
-    ] = None,
+    sizes: SizesOpt = None,
     timeout: Annotated[
         float | None, typer.Option("--timeout", help="Seconds per record / measurement (default: the project's).",
                                    show_default=False)

@@ -13,6 +13,8 @@ from typing import Any
 
 from rich.console import Console
 
+from tileiropt.errors import UserError
+
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
@@ -53,3 +55,29 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def save_record_file(record: Any, artifacts: Path | str, name: str) -> Path:
+    """Write a phase's record to ``<artifacts>/<name>`` as JSON (atomically) and return the path."""
+    path = Path(artifacts) / name
+    write_atomic(path, dumps(record) + "\n")
+    return path
+
+
+def load_record_file(path: Path | str, name: str, key: str, what: str, command: str) -> dict:
+    """Read a phase's JSON record (a file, or the artifacts folder holding `name`) whose `key` is a list.
+
+    Raises UserError naming the file and the command that (re)writes it.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / name
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"no {what}", file=str(path), hint=f"run `{command}` first") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"cannot read {what}: {exc}", file=str(path), hint=f"rerun `{command}` to rewrite it") from None
+    if not isinstance(data, dict) or not isinstance(data.get(key), list):
+        raise UserError(f"not a {what} file (no `{key}` list)", file=str(path))
+    return data

@@ -8,14 +8,13 @@ schema is documented in ``docs/bench.md``.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from tileiropt.errors import ExitCode, UserError
-from tileiropt.output import dumps, write_atomic
+from tileiropt.errors import ExitCode
+from tileiropt.output import load_record_file, save_record_file
 from tileiropt.runtime.records import Provenance
 
 SCHEMA_VERSION = 1
@@ -354,23 +353,9 @@ def run_from_dict(data: dict[str, Any]) -> BenchRun:
 
 def save_bench_run(run: BenchRun, artifacts: Path | str) -> Path:
     """Write `run` to ``<artifacts>/bench.json`` (atomically) and return the path."""
-    path = Path(artifacts) / BENCH_FILE
-    write_atomic(path, dumps(run) + "\n")
-    return path
+    return save_record_file(run, artifacts, BENCH_FILE)
 
 
 def load_bench_run(path: Path | str) -> BenchRun:
     """Read a `bench.json` (or the artifacts folder holding one)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / BENCH_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError("no benchmark records", file=str(path), hint="run `tileiropt bench` first") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"cannot read benchmark records: {exc}", file=str(path),
-                        hint="rerun `tileiropt bench` to rewrite it") from None
-    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
-        raise UserError("not a benchmark record file (no `rows` list)", file=str(path))
-    return run_from_dict(data)
+    return run_from_dict(load_record_file(path, BENCH_FILE, "rows", "benchmark records", "tileiropt bench"))

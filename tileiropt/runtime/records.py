@@ -6,13 +6,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from tileiropt.errors import ExitCode, UserError
-from tileiropt.output import dumps, write_atomic
+from tileiropt.errors import ExitCode
+from tileiropt.output import load_record_file, save_record_file
 
 SCHEMA_VERSION = 1
 VALIDATE_FILE = "validate.json"
@@ -135,24 +134,10 @@ def run_from_dict(data: dict[str, Any]) -> ValidateRun:
 
 def save_validate_run(run: ValidateRun, artifacts: Path | str) -> Path:
     """Write `run` to ``<artifacts>/validate.json`` (atomically) and return the path."""
-    path = Path(artifacts) / VALIDATE_FILE
-    write_atomic(path, dumps(run) + "\n")
-    return path
+    return save_record_file(run, artifacts, VALIDATE_FILE)
 
 
 def load_validate_run(path: Path | str) -> ValidateRun:
     """Read a `validate.json` (or the artifacts folder holding one)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / VALIDATE_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError("no validation records", file=str(path), hint="run `tileiropt validate` first") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"cannot read validation records: {exc}", file=str(path),
-                        hint="rerun `tileiropt validate` to rewrite it") from None
-    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
-        raise UserError("not a validation record file (no `records` list)", file=str(path))
-    return run_from_dict(data)
+    return run_from_dict(load_record_file(path, VALIDATE_FILE, "records", "validation records", "tileiropt validate"))
 
