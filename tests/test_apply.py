@@ -155,6 +155,7 @@ def test_cli_diff_dry_run_and_json(tmp_path: Path) -> None:
     diff = runner.invoke(app, ["apply", str(src), "--dry-run", "--diff"])
     assert diff.exit_code == 0, diff.output
     assert "+# --- tileiropt: TileIR gate" in diff.output
+    assert all(line[:1] in " +-@" for line in diff.output.splitlines()), "diff lines must not be wrapped"
     assert not (tmp_path / "scale_tileir.py").exists()
     as_json = runner.invoke(app, ["apply", str(src), "--json"])
     assert as_json.exit_code == 0

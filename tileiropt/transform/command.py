@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,8 +99,9 @@ def run_apply(paths: list[Path], *, output: Path | None, in_place: bool, dry_run
         print_json({"dry_run": dry_run, "files": [result_record(r) for r in results],
                     "errors": [{"file": e.path, "error": e.error} for e in errors]})
     elif diff:
-        for result in results:
-            console.print(result.diff(), markup=False, highlight=False, end="")
+        for result in results:  # raw text: a diff must not be wrapped to the terminal's width
+            sys.stdout.write(result.diff())
+        sys.stdout.flush()
         for error in errors:
             err_console.print(f"[bold red]error[/]: {error.error}", soft_wrap=True)
     else:
