@@ -17,7 +17,6 @@ new worker goes on with the rest.
 from __future__ import annotations
 
 import datetime as _dt
-import queue
 import shutil
 import sys
 import tempfile
@@ -50,7 +49,13 @@ from tileiropt.runtime.bench_records import (
 )
 from tileiropt.runtime.bench_worker import BenchItem
 from tileiropt.runtime.records import Provenance
-from tileiropt.runtime.validate import STARTUP_TIMEOUT_S, Machine, WorkerProcess, environment_summary
+from tileiropt.runtime.validate import (
+    STARTUP_TIMEOUT_S,
+    Machine,
+    WorkerEvents,
+    WorkerProcess,
+    environment_summary,
+)
 
 WORKER_MODULE = "tileiropt.runtime.bench_worker"
 PEAKS_TIMEOUT_S = 300.0
@@ -213,39 +218,23 @@ class GroupRunner:
     def _one_worker(self, pending: list[BenchItem], cache: str) -> list[BenchItem]:
         worker = _worker(self.backend, {"kind": "bench", "backend": self.backend,
                                         "items": [item.to_json() for item in pending]}, cache)
-        hello = finished = False
         started: int | None = None
         started_at = 0.0
         last_done = -1
-        cause = ""
-        while True:
-            timeout = pending[started].timeout_s if started is not None else STARTUP_TIMEOUT_S
-            try:
-                event = worker.next_event(timeout)
-            except queue.Empty:
-                worker.kill()
-                cause = f"timeout after {timeout:g}s"
-                break
-            if event is None:
-                cause = worker.exit_description()
-                break
-            kind = event.get("event")
-            if kind == "hello":
-                hello = True
-                self.base = Provenance(**(event.get("provenance") or {}))
-            elif kind == "start":
+        events = WorkerEvents(worker, lambda: pending[started].timeout_s if started is not None else STARTUP_TIMEOUT_S)
+        for kind, event in events:
+            if kind == "start":
                 started, started_at = int(event["item"]), time.monotonic()
             elif kind == "row":
                 index = int(event["item"])
                 self.add(pending[index], row_from_dict(event["row"]))
                 last_done, started = index, None
-            elif kind == "done":
-                finished = True
-                worker.proc.wait()
-                break
-        if finished:
+        if events.provenance is not None:
+            self.base = events.provenance
+        cause = events.cause
+        if events.finished:
             return []
-        if not hello:
+        if events.provenance is None:
             for item in pending:
                 self.error(item, f"the worker did not start: {cause}")
             return []
@@ -278,22 +267,12 @@ def obtain_peaks(machine: Machine, remeasure: bool = False) -> tuple[dict[str, A
     cache = tempfile.mkdtemp(prefix="tileiropt-triton-cache-")
     try:
         worker = _worker(PTX, {"kind": "peaks"}, cache)
-        peaks, cause = None, ""
-        while True:
-            try:
-                event = worker.next_event(PEAKS_TIMEOUT_S)
-            except queue.Empty:
-                worker.kill()
-                cause = f"timeout after {PEAKS_TIMEOUT_S:g}s"
-                break
-            if event is None:
-                cause = worker.exit_description()
-                break
-            if event.get("event") == "peaks":
+        peaks = None
+        events = WorkerEvents(worker, lambda: PEAKS_TIMEOUT_S)
+        for kind, event in events:
+            if kind == "peaks":
                 peaks = event.get("peaks")
-            elif event.get("event") == "done":
-                worker.proc.wait()
-                break
+        cause = events.cause
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     if not peaks:

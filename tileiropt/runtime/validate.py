@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,6 +158,45 @@ class WorkerProcess:
         return f"crashed (exit code {rc})" + (f": {last}" if last else "")
 
 
+class WorkerEvents:
+    """The events of one worker, with the handling every phase shares.
+
+    Iterating yields (kind, event) for the phase's own events; "hello" (it sets `provenance`)
+    and "done" are taken here. The iteration ends when the worker says "done" (`finished`),
+    when its output ends (it exited; `cause` says how) or when no event comes within
+    `timeout()` seconds, asked before each wait (it is killed; `cause` is "timeout after Ns").
+    """
+
+    def __init__(self, worker: WorkerProcess, timeout: Callable[[], float]):
+        self.worker = worker
+        self.timeout = timeout
+        self.provenance: Provenance | None = None  # from "hello"; None when the worker never started
+        self.finished = False
+        self.cause = ""
+
+    def __iter__(self) -> Iterator[tuple[str | None, dict[str, Any]]]:
+        while True:
+            timeout = self.timeout()
+            try:
+                event = self.worker.next_event(timeout)
+            except queue.Empty:
+                self.worker.kill()
+                self.cause = f"timeout after {timeout:g}s"
+                return
+            if event is None:
+                self.cause = self.worker.exit_description()
+                return
+            kind = event.get("event")
+            if kind == "hello":
+                self.provenance = Provenance(**(event.get("provenance") or {}))
+            elif kind == "done":
+                self.finished = True
+                self.worker.proc.wait()
+                return
+            else:
+                yield kind, event
+
+
 # --------------------------------------------------------------------------- one backend
 
 
@@ -193,30 +232,17 @@ class BackendRunner:
         by_id = {case.id: case for case in pending}
         worker = WorkerProcess(self.backend, {"backend": self.backend.name, "best_config": self.best_config,
                                               "cases": [case.to_json() for case in pending]})
-        hello = finished = progressed = False
+        progressed = False
         current: Case | None = None
         plan: list[str] = []
         started: int | None = None
         started_at = 0.0
         last_item: int | None = None
         done: set[int] = set()
-        cause = ""
-        while True:
-            timeout = self.timeouts.get(current.id, STARTUP_TIMEOUT_S) if current else STARTUP_TIMEOUT_S
-            try:
-                event = worker.next_event(timeout)
-            except queue.Empty:
-                worker.kill()
-                cause = f"timeout after {timeout:g}s"
-                break
-            if event is None:
-                cause = worker.exit_description()
-                break
-            kind = event.get("event")
-            if kind == "hello":
-                hello = True
-                self.base = Provenance(**(event.get("provenance") or {}))
-            elif kind == "case":
+        events = WorkerEvents(worker, lambda: self.timeouts.get(current.id, STARTUP_TIMEOUT_S) if current
+                              else STARTUP_TIMEOUT_S)
+        for kind, event in events:
+            if kind == "case":
                 current, plan, started, last_item = by_id[event["id"]], [], None, None
             elif kind == "plan":
                 plan = list(event.get("labels") or [])
@@ -231,14 +257,13 @@ class BackendRunner:
             elif kind == "case_done":
                 done.add(int(event["id"]))
                 current, progressed = None, True
-            elif kind == "done":
-                finished = True
-                worker.proc.wait()
-                break
+        if events.provenance is not None:
+            self.base = events.provenance
+        cause = events.cause
         left = [case for case in pending if case.id not in done]
-        if finished or not left:
+        if events.finished or not left:
             return []
-        if not hello:
+        if events.provenance is None:
             for case in left:
                 self.error(case, None, PREPARE, f"the worker did not start: {cause}", None)
             return []
