@@ -89,7 +89,7 @@ def test_autotuned_kernel_gets_twin_configs_and_binding() -> None:
     assert GATE_MARKER in out
     assert_original_preserved(AUTOTUNED, out)
     assert "def dot_kernel_tileir(" in out and "tl.exp2(acc * 1.4426950408889634)" in out
-    block = out[out.index("if _TILEIR:\n    _tileiropt_add_configs(dot_kernel_tileir"):]
+    block = out[out.index("\n    _tileiropt_add_configs(dot_kernel_tileir"):]
     assert block.count("_tileiropt_config({'BLOCK_M': ") == 8
     assert "dot_kernel = dot_kernel_tileir" in block
     (report,) = result.kernels
@@ -224,7 +224,7 @@ def test_ptx_path_unchanged_on_import(path: Path, tmp_path: Path, monkeypatch: p
     assert optimized._TILEIR is False if hasattr(optimized, "_TILEIR") else True
     before, after = _config_lists(original), _config_lists(optimized)
     assert {name: after.get(name) for name in before} == before  # same autotuners, same configs
-    assert set(after) - set(before) <= {f"{name}_tileir" for name in before}  # only unbound twins added
+    assert set(after) == set(before)  # twins are defined only under the gate: none exists with it off
     for name, obj in vars(original).items():
         if name in autotuners(original) or type(obj).__name__ in ("JITFunction", "InterpretedFunction"):
             assert function_name(getattr(optimized, name)) == function_name(obj)
@@ -312,3 +312,47 @@ def test_kernel_parameters_named_like_launch_options_are_left_to_the_launch(
     module = _import_path(tmp_path / "s_tileir.py", "_launch_option_params")
     configs = autotuners(module)["scale_kernel"].configs
     assert all({"num_stages", "num_ctas", "num_warps"}.isdisjoint(c.all_kwargs()) for c in configs)
+
+
+def test_apply_on_a_folder_skips_hidden_folders_outputs_and_files_without_kernels(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "helpers.py").write_text("import torch\n")
+    (tmp_path / "pkg" / "scale.py").write_text(HINT_ONLY)
+    hidden = tmp_path / ".venv" / "lib" / "site-packages"
+    hidden.mkdir(parents=True)
+    (hidden / "kern.py").write_text(HINT_ONLY)
+    result = CliRunner().invoke(app, ["apply", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "pkg" / "scale_tileir.py").exists()
+    assert not (hidden / "kern_tileir.py").exists()
+    again = CliRunner().invoke(app, ["apply", str(tmp_path), "--json"])  # the output is not taken as an input
+    import json
+
+    assert [f["file"] for f in json.loads(again.stdout)["files"]] == [str(tmp_path / "pkg" / "scale.py")]
+
+
+def test_prepared_file_is_not_copied_and_modes_and_encodings_are_kept(tmp_path: Path) -> None:
+    src = tmp_path / "scale.py"
+    src.write_text(HINT_ONLY)
+    first = apply_file(src, classify=_classes("elementwise"))
+    again = apply_file(Path(first.output), classify=_classes("elementwise"))
+    assert again.already_prepared and again.written == []
+    assert not (tmp_path / "scale_tileir_tileir.py").exists()
+    src.chmod(0o755)
+    apply_file(src, in_place=True, classify=_classes("elementwise"))
+    assert src.stat().st_mode & 0o777 == 0o755 and (tmp_path / "scale.py.orig").stat().st_mode & 0o777 == 0o755
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(("# -*- coding: latin-1 -*-\n# caf\u00e9\r\n" + HINT_ONLY).encode("latin-1"))
+    out = Path(apply_file(latin, classify=_classes("elementwise")).output)
+    text = out.read_bytes().decode("latin-1")
+    assert "caf\u00e9\r\n" in text and GATE_MARKER in text
+
+
+def test_unwritable_output_is_one_line(tmp_path: Path) -> None:
+    src = tmp_path / "scale.py"
+    src.write_text(HINT_ONLY)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = CliRunner().invoke(app, ["apply", str(src), "-o", str(blocker / "out.py")])
+    assert result.exit_code == 2 and "cannot write" in result.output and "Traceback" not in result.output

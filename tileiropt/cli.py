@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.markup import escape
 
 from tileiropt import __version__
 from tileiropt.errors import ExitCode, UserError
@@ -55,7 +56,7 @@ def user_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except UserError as exc:
-            err_console.print(f"[bold red]error[/]: {exc}", soft_wrap=True)
+            err_console.print(f"[bold red]error[/]: {escape(str(exc))}", soft_wrap=True)
             raise typer.Exit(int(exc.code)) from None
         except KeyboardInterrupt:
             err_console.print("[bold red]error[/]: interrupted")

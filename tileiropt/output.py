@@ -43,18 +43,41 @@ def print_json(value: Any) -> None:
     sys.stdout.flush()
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file in the same folder, then rename."""
+def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
+    """Write `text` to `path` through a temporary file in the same folder, then rename.
+
+    Newlines are written as they are in `text`; the file keeps the mode of the file it replaces
+    (a new file gets the umask's default). A failure is a UserError naming the file.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise UserError(f"cannot write: {exc.strerror or exc}", file=str(path),
+                        hint="choose a folder you can write to") from None
+    try:
+        with os.fdopen(fd, "w", encoding=encoding, newline="") as handle:
             handle.write(text)
+        os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise UserError(f"cannot write: {exc.strerror or exc}", file=str(path),
+                        hint="choose a folder you can write to") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(path: Path) -> int:
+    """The existing file's permission bits, else what a plain open() would give under the umask."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def save_record_file(record: Any, artifacts: Path | str, name: str) -> Path:

@@ -166,6 +166,20 @@ def _number(value: Any, where: _Where, key: str, *, positive: bool = True) -> fl
     return float(value)
 
 
+def _timeout(value: float | None, where: _Where, key: str) -> float:
+    if value is None:
+        return DEFAULT_TIMEOUT_S
+    if value <= 0:
+        raise where.error(key, f"must be a number of seconds > 0, got {value:g}")
+    return value
+
+
+def _seed(value: Any, where: _Where) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise where.error("defaults.seed", f"must be an integer, got {value!r}")
+    return value
+
+
 def _unknown_keys(table: dict, allowed: set[str], where: _Where, key: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
@@ -254,8 +268,12 @@ def _kernel(raw: Any, index: int, defaults: dict, root: Path, where: _Where) -> 
     args = raw.get("args", {})
     if not isinstance(args, dict):
         raise where.error(f"{key}.args", "must be a table of keyword = value")
+    ranges_raw = raw.get("ranges", {})
+    if not isinstance(ranges_raw, dict):
+        raise where.error(f"{key}.ranges", "must be a table of input name = [low, high)",
+                          "e.g. ranges = { ids = [0, 1000] }")
     ranges = {}
-    for rname, bounds in raw.get("ranges", {}).items():
+    for rname, bounds in ranges_raw.items():
         if (not isinstance(bounds, list) or len(bounds) != 2
                 or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) or bounds[0] >= bounds[1]):
             raise where.error(f"{key}.ranges.{rname}", f"must be [low, high) integers, got {bounds!r}")
@@ -287,10 +305,10 @@ def _kernel(raw: Any, index: int, defaults: dict, root: Path, where: _Where) -> 
         rtol=optional_number("rtol"),
         flops=optional_expr("flops"),
         bytes=optional_expr("bytes"),
-        timeout=optional_number("timeout") or DEFAULT_TIMEOUT_S,
+        timeout=_timeout(optional_number("timeout"), where, f"{key}.timeout"),
         optimized=(root / optimized).resolve() if isinstance(optimized, str) else None,
         sizes=list(defaults.get("sizes", DEFAULT_SIZES)),
-        seed=int(defaults.get("seed", 0)),
+        seed=_seed(defaults.get("seed", 0), where),
     )
 
 
@@ -409,6 +427,9 @@ def resolve_target(target: Path | str | None, **flags: Any) -> Project:
     target = Path(target) if target else Path.cwd()
     if target.suffix == ".py":
         return project_from_flags(target, **flags)
-    if any(v is not None for k, v in flags.items() if k in ("entry", "shapes")):
-        raise UserError("--entry/--shapes apply to a kernel .py file, not to a project", file=str(target))
+    given = [f"--{k}" for k, v in flags.items() if v is not None and k in ("entry", "shapes", "dtypes", "reference",
+                                                                          "args", "atol", "rtol")]
+    if given:
+        raise UserError(f"{'/'.join(given)} apply to a kernel .py file, not to a project", file=str(target),
+                        hint="set these in the project file's [[kernel]] table, or pass the kernel file")
     return load_project(target)

@@ -105,7 +105,8 @@ def collect_files(paths: Iterable[Path | str]) -> list[Path]:
         if not path.exists():
             raise UserError("no such file or folder", file=str(path), hint="check the path")
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*.py") if p.is_file() and not _hidden(p, path))
+            found = sorted(p for p in path.rglob("*.py")
+                           if p.is_file() and not _hidden(p, path) and not _prepared_copy(p))
         else:
             found = [path]
         for file in found:
@@ -114,6 +115,11 @@ def collect_files(paths: Iterable[Path | str]) -> list[Path]:
                 seen.add(key)
                 files.append(file)
     return files
+
+
+def _prepared_copy(path: Path) -> bool:
+    """`x_tileir.py` beside `x.py`: apply's output, found in a folder, is not a kernel file of its own."""
+    return path.stem.endswith("_tileir") and path.with_name(path.stem.removesuffix("_tileir") + ".py").exists()
 
 
 def _hidden(path: Path, root: Path) -> bool:

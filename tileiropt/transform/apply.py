@@ -9,7 +9,9 @@ gate off the module is the original one.
 from __future__ import annotations
 
 import difflib
+import shutil
 import textwrap
+import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +58,7 @@ class ApplyResult:
     kernels: list[KernelReport]
     source: str
     new_source: str
+    written: list[str] = field(default_factory=list)  # files written, backups included
 
     @property
     def changed(self) -> bool:
@@ -356,26 +359,33 @@ def rewrite_module(module: cst.Module, plans: dict[str, _Plan]) -> cst.Module:
         new_body.append(statement)
         if isinstance(statement, cst.FunctionDef) and statement.name.value in plans:
             plan = plans[statement.name.value]
-            if plan.twin is not None:
-                comment = cst.EmptyLine(comment=cst.Comment(
-                    f"# tileiropt: TileIR twin of {statement.name.value} (the original above is unchanged)"))
-                new_body.append(plan.twin.with_changes(
-                    leading_lines=[cst.EmptyLine(), cst.EmptyLine(), comment]))
             if plan.block:
-                new_body.append(_with_pointer_twin(_block_statement(statement.name.value, plan.block), plan))
+                new_body.append(_with_twins(_block_statement(statement.name.value, plan.block), plan))
     if gate_index >= len(body):
         new_body.extend(_gate_statements(gate) + runtime)
     return module.with_changes(body=new_body)
 
 
-def _with_pointer_twin(block: cst.BaseStatement, plan: _Plan) -> cst.BaseStatement:
-    """The gated block with the pointer twin defined first inside it: it exists only with the gate on."""
-    if plan.pointer_twin is None or not isinstance(block, cst.If):
+def _with_twins(block: cst.BaseStatement, plan: _Plan) -> cst.BaseStatement:
+    """The gated block with the twins defined first inside it: with the gate off they do not exist,
+    so not even their decorators run and the module is the original one."""
+    if not isinstance(block, cst.If):
         return block
-    comment = cst.EmptyLine(comment=cst.Comment(
-        f"# tileiropt: TileIR twin of {plan.report.kernel} with pointer loads, for launches TMA cannot serve"))
-    twin = plan.pointer_twin.with_changes(leading_lines=[comment])
-    return block.with_changes(body=block.body.with_changes(body=[twin, *block.body.body]))
+    twins: list[cst.BaseStatement] = []
+    if plan.twin is not None:
+        comment = cst.EmptyLine(comment=cst.Comment(
+            f"# tileiropt: TileIR twin of {plan.report.kernel} (the original above is unchanged)"))
+        twins.append(plan.twin.with_changes(leading_lines=[comment]))
+    if plan.pointer_twin is not None:
+        comment = cst.EmptyLine(comment=cst.Comment(
+            f"# tileiropt: TileIR twin of {plan.report.kernel} with pointer loads, for launches TMA cannot serve"))
+        twins.append(plan.pointer_twin.with_changes(leading_lines=[cst.EmptyLine(indent=False), comment]))
+    if not twins:
+        return block
+    rest = list(block.body.body)
+    if rest:
+        rest[0] = rest[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), *rest[0].leading_lines])
+    return block.with_changes(body=block.body.with_changes(body=[*twins, *rest]))
 
 
 def _gate_statements(gate: cst.Module) -> list[cst.BaseStatement]:
@@ -428,29 +438,41 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
     The input is never overwritten unless `in_place`; then the original is kept beside it as
     `<name>.orig` (never replacing an existing backup).
     """
+    from tileiropt.analysis.source import read_source  # noqa: PLC0415 - the same reader as classify
     from tileiropt.output import write_atomic  # noqa: PLC0415
 
     path = Path(path)
     if not path.is_file():
         raise UserError("kernel file not found", file=str(path))
-    try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read: {exc}", file=str(path)) from None
+    source = read_source(path)
+    encoding = _declared_encoding(path)
     target = output_path_for(path, output, in_place)
     if target.resolve() == path.resolve() and not in_place:
         raise UserError("the output would overwrite the input", file=str(path),
                         hint="pass --in-place to rewrite the file itself (a .orig backup is kept)")
     result = transform_source(source, str(path), spaces=spaces, max_configs=max_configs, classify=classify)
     result.output = str(target)
-    if dry_run:
+    if dry_run or result.already_prepared:  # a prepared file is its own output: nothing to write
         return result
     if in_place:
         if result.changed:
             backup = path.with_name(path.name + ".orig")
-            if not backup.exists():
-                write_atomic(backup, source)
-            write_atomic(path, result.new_source)
+            if not backup.exists():  # the original's bytes and mode, exactly
+                try:
+                    shutil.copy2(path, backup)
+                except OSError as exc:
+                    raise UserError(f"cannot keep the original: {exc.strerror or exc}", file=str(backup)) from None
+                result.written.append(str(backup))
+            write_atomic(path, result.new_source, encoding)
+            result.written.append(str(path))
     else:
-        write_atomic(target, result.new_source)
+        write_atomic(target, result.new_source, encoding)
+        result.written.append(str(target))
     return result
+
+
+def _declared_encoding(path: Path) -> str:
+    """The file's PEP 263 encoding, so the output's declaration stays true."""
+    with path.open("rb") as handle:
+        encoding, _ = tokenize.detect_encoding(handle.readline)
+    return encoding

@@ -6,11 +6,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.markup import escape
 from rich.table import Table
 
+from tileiropt.analysis.classify import collect_files
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
-from tileiropt.transform.apply import TWIN_SUFFIX, ApplyResult, apply_file
+from tileiropt.transform.apply import ApplyResult, apply_file
 from tileiropt.transform.spaces import DEFAULT_MAX_CONFIGS, load_spaces
 
 
@@ -20,24 +22,21 @@ class FileError:
     error: str
 
 
-def kernel_files(paths: list[Path]) -> list[Path]:
-    """The .py files named or found (recursively) in folders; our own outputs are skipped."""
-    files: list[Path] = []
+def kernel_files(paths: list[Path]) -> tuple[list[Path], set[Path]]:
+    """The .py files named, or found in folders by classify's collector (hidden folders and
+    __pycache__ skipped, our own outputs skipped); and which of them were found rather than named."""
     for path in paths:
-        if path.is_dir():
-            files += sorted(p for p in path.rglob("*.py")
-                            if not p.stem.endswith(TWIN_SUFFIX) and ".tileiropt" not in p.parts)
-        elif path.is_file():
-            files.append(path)
-        else:
+        if not path.exists():
             raise UserError("no such file or folder", file=str(path))
-    return files
+    found = {p.resolve() for path in paths if path.is_dir() for p in collect_files([path])}
+    return collect_files(paths), found
 
 
 def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,
                 spaces_file: Path | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
                 ) -> tuple[list[ApplyResult], list[FileError]]:
-    files = kernel_files(paths)
+    """Transform every file; a file found in a folder that holds no kernel is passed over, not an error."""
+    files, found = kernel_files(paths)
     if output is not None and len(files) != 1:
         raise UserError("-o/--output needs exactly one input file",
                         hint="drop -o to write <stem>_tileir.py beside each")
@@ -45,6 +44,8 @@ def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool
     results: list[ApplyResult] = []
     errors: list[FileError] = []
     for file in files:
+        if file.resolve() in found and not _may_hold_kernels(file):
+            continue
         try:
             results.append(apply_file(file, output=output, in_place=in_place, dry_run=dry_run,
                                       spaces=spaces, max_configs=max_configs))
@@ -53,12 +54,22 @@ def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool
     return results, errors
 
 
+def _may_hold_kernels(file: Path) -> bool:
+    """Cheap text test (the one classify uses): no "triton" or no "jit", no kernel."""
+    try:
+        text = file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True  # let apply_file report the error
+    return "triton" in text and "jit" in text
+
+
 def result_record(result: ApplyResult) -> dict:
     return {
         "file": result.path,
         "output": result.output,
         "changed": result.changed,
         "already_prepared": result.already_prepared,
+        "written": result.written,
         "kernels": [
             {"kernel": k.kernel, "line": k.line, "class": k.kernel_class, "twin": k.twin,
              "configs_added": k.configs_added,
@@ -79,14 +90,15 @@ def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_ru
             continue
         for k in result.kernels:
             changes = "\n".join(f"L{c.line}: {c.what}" for c in k.changes) or "-"
-            table.add_row(result.path, k.kernel, k.kernel_class, changes, "\n".join(k.skipped))
+            table.add_row(escape(result.path), k.kernel, k.kernel_class, escape(changes), escape("\n".join(k.skipped)))
     console.print(table)
     for result in results:
-        if result.changed and result.output:
-            verb = "would write" if dry_run else "wrote"
-            console.print(f"{verb} {result.output}", markup=False)
+        if dry_run and result.output and not result.already_prepared:
+            console.print(f"would write {result.output}", markup=False)
+        for written in result.written:
+            console.print(f"wrote {written}" + ("" if result.changed else " (unchanged copy)"), markup=False)
     for error in errors:
-        err_console.print(f"[bold red]error[/]: {error.error}", soft_wrap=True)
+        err_console.print(f"[bold red]error[/]: {escape(error.error)}", soft_wrap=True)
 
 
 def run_apply(paths: list[Path], *, output: Path | None, in_place: bool, dry_run: bool, diff: bool,
@@ -103,7 +115,7 @@ def run_apply(paths: list[Path], *, output: Path | None, in_place: bool, dry_run
             sys.stdout.write(result.diff())
         sys.stdout.flush()
         for error in errors:
-            err_console.print(f"[bold red]error[/]: {error.error}", soft_wrap=True)
+            err_console.print(f"[bold red]error[/]: {escape(error.error)}", soft_wrap=True)
     else:
         print_results(results, errors, dry_run=dry_run)
     return int(ExitCode.BAD_INPUT if errors else ExitCode.OK)

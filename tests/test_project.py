@@ -1,0 +1,117 @@
+"""The project file: every bad case is one line naming the file, the key path and the fix; the
+seed-style flags build the same model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tileiropt.cli import app
+from tileiropt.errors import ExitCode, UserError
+from tileiropt.project import DEFAULT_TIMEOUT_S, load_project, project_from_flags, resolve_target
+
+KERNEL = "import triton\n\n\ndef add(x, y):\n    return x + y\n"
+
+GOOD = '''
+[defaults]
+sizes = [128, 1024]
+seed = 3
+
+[[kernel]]
+name = "add"
+path = "add.py"
+entry = "add"
+reference = "x + y"
+inputs = { x = ["M", 64], y = ["M", 64] }
+dims = { M = 256 }
+dtypes = ["float16", "bf16"]
+args = { alpha = 1.0 }
+ranges = { idx = [0, 10] }
+flops = "M * 64"
+'''
+
+
+def _project(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "add.py").write_text(KERNEL)
+    (tmp_path / "tileiropt.toml").write_text(text)
+    return tmp_path / "tileiropt.toml"
+
+
+def test_good_project_loads_with_named_dims_and_dtype_sweep(tmp_path: Path) -> None:
+    project = load_project(_project(tmp_path, GOOD).parent)
+    (spec,) = project.kernels
+    assert spec.shapes() == {"x": [256, 64], "y": [256, 64]}
+    assert spec.sweep == ["M"] and spec.sweep_dims(1024) == {"M": 1024}
+    assert spec.dtypes == [{"x": "float16", "y": "float16"}, {"x": "bfloat16", "y": "bfloat16"}]
+    assert spec.tolerances(spec.dtypes[1]) == (2e-2, 2e-2)  # by the loosest input dtype
+    assert spec.seed == 3 and spec.timeout == DEFAULT_TIMEOUT_S and spec.sizes == [128, 1024]
+    assert spec.optimized_path == tmp_path / "add_tileir.py"
+
+
+BAD_CASES = [
+    ("[[kernel]]\npath = 'add.py'\n", "kernel[0].entry", "missing required key"),
+    ("[[kernel]\n", None, "invalid TOML"),
+    ("[kernel]\npath = 'add.py'\n", "kernel", "no [[kernel]] table"),
+    (GOOD.replace('path = "add.py"', 'path = "missing.py"'), "kernel[0].path", "kernel file not found"),
+    (GOOD.replace('dtypes = ["float16", "bf16"]', 'dtypes = "float13"'), "kernel[0].dtypes[0]", "unknown dtype"),
+    (GOOD.replace('x = ["M", 64]', 'x = "M x 64"'), "kernel[0].inputs.x", "shape must be a list"),
+    (GOOD.replace('x = ["M", 64]', 'x = ["M", -1]'), "kernel[0].inputs.x[1]", "must be >= 0"),
+    (GOOD.replace("dims = { M = 256 }", "dims = { N = 256 }"), "kernel[0].dims", "'M' is used in inputs"),
+    (GOOD.replace("sizes = [128, 1024]", 'sizes = "x"'), "defaults.sizes", "positive integers"),
+    (GOOD.replace("seed = 3", 'seed = "abc"'), "defaults.seed", "must be an integer"),
+    (GOOD.replace("ranges = { idx = [0, 10] }", "ranges = 5"), "kernel[0].ranges", "must be a table"),
+    (GOOD.replace("ranges = { idx = [0, 10] }", "ranges = { idx = [10, 0] }"), "kernel[0].ranges.idx", "[low, high)"),
+    (GOOD.replace('flops = "M * 64"', "timeout = 0"), "kernel[0].timeout", "> 0"),
+    (GOOD.replace('flops = "M * 64"', "colour = 1"), "kernel[0].colour", "unknown key"),
+    (GOOD + '\n[[kernel]]\nname = "add"\npath = "add.py"\nentry = "add"\ninputs = { x = [4] }\n',
+     "kernel[1].name", "duplicate kernel name"),
+]
+
+
+@pytest.mark.parametrize(("text", "key", "message"), BAD_CASES, ids=[c[2] for c in BAD_CASES])
+def test_bad_project_names_file_key_and_fix(tmp_path: Path, text: str, key: str | None, message: str) -> None:
+    path = _project(tmp_path, text)
+    with pytest.raises(UserError) as info:
+        load_project(path)
+    error = str(info.value)
+    assert error.startswith(str(path.resolve()) if key else str(path)) and message in error
+    if key:
+        assert f"[{key}]" in error
+    # through the command line: one line on stderr, exit 2, the key path intact (not eaten as markup)
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert "Traceback" not in result.output and message in result.output
+    if key:
+        assert f"[{key}]" in result.output
+
+
+def test_flags_build_the_same_model(tmp_path: Path) -> None:
+    (tmp_path / "add.py").write_text(KERNEL)
+    project = project_from_flags(tmp_path / "add.py", entry="add", shapes='{"x": [8, 4], "y": [8, 4]}',
+                                 dtypes='{"x": "bfloat16", "y": "bfloat16"}', reference="x + y", args='{"alpha": 2}')
+    (spec,) = project.kernels
+    assert spec.shapes() == {"x": [8, 4], "y": [8, 4]}
+    assert spec.dtypes == [{"x": "bfloat16", "y": "bfloat16"}] and spec.args == {"alpha": 2}
+    single = project_from_flags(tmp_path / "add.py", entry="add", shapes='{"x": [8]}', dtypes="fp16")
+    assert single.kernels[0].dtypes == [{"x": "float16"}]
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    ({"entry": "add", "shapes": "{x: [1]}"}, "--shapes: not valid JSON"),
+    ({"entry": "add", "shapes": "[1, 2]"}, "expected a JSON dict"),
+    ({"entry": None, "shapes": '{"x": [1]}'}, "--entry is required"),
+    ({"entry": "add", "shapes": None}, "--shapes is required"),
+    ({"entry": "add", "shapes": '{"x": [1]}', "dtypes": '{"x": "float99"}'}, "unknown dtype"),
+])
+def test_bad_flags(tmp_path: Path, flags: dict, message: str) -> None:
+    (tmp_path / "add.py").write_text(KERNEL)
+    with pytest.raises(UserError, match=message.replace("[", r"\[")):
+        project_from_flags(tmp_path / "add.py", **flags)
+
+
+def test_kernel_flags_on_a_project_are_refused(tmp_path: Path) -> None:
+    path = _project(tmp_path, GOOD)
+    with pytest.raises(UserError, match="--reference apply to a kernel .py file"):
+        resolve_target(path, entry=None, shapes=None, dtypes=None, reference="x * 3", args=None)
