@@ -115,3 +115,11 @@ def test_kernel_flags_on_a_project_are_refused(tmp_path: Path) -> None:
     path = _project(tmp_path, GOOD)
     with pytest.raises(UserError, match="--reference apply to a kernel .py file"):
         resolve_target(path, entry=None, shapes=None, dtypes=None, reference="x * 3", args=None)
+
+
+def test_unknown_entry_is_bad_input_before_anything_runs(tmp_path: Path) -> None:
+    path = _project(tmp_path, GOOD.replace('entry = "add"', 'entry = "nope"'))
+    with pytest.raises(UserError, match=r"\[kernel\[0\].entry\] 'nope' is not defined at module level in add.py"):
+        load_project(path)
+    (tmp_path / "add.py").write_text("from helpers import *\n")  # may define anything: left to the run
+    assert load_project(path).kernels[0].entry == "nope"

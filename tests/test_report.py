@@ -219,3 +219,14 @@ def test_a_project_file_points_at_its_artifacts(tmp_path: Path) -> None:
     assert folder == examples / ".tileiropt" and kernels and kernels[0].name == "vector_add"
     with pytest.raises(UserError):
         resolve_artifacts(tmp_path)
+
+
+def test_malformed_records_are_one_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tileiropt.cli import app
+
+    (tmp_path / "validate.json").write_text('{"records": [{"kernel": "k"}]}')
+    result = CliRunner().invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "unexpected layout" in result.output

@@ -8,12 +8,15 @@ import math
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 
 from tileiropt.errors import UserError
+
+T = TypeVar("T")
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -87,11 +90,10 @@ def save_record_file(record: Any, artifacts: Path | str, name: str) -> Path:
     return path
 
 
-def load_record_file(path: Path | str, name: str, key: str, what: str, command: str) -> dict:
-    """Read a phase's JSON record (a file, or the artifacts folder holding `name`) whose `key` is a list.
-
-    Raises UserError naming the file and the command that (re)writes it.
-    """
+def load_record_file(path: Path | str, name: str, key: str, what: str, command: str,
+                     parse: Callable[[dict], T]) -> T:
+    """Read a phase's JSON record (a file, or the artifacts folder holding `name`) whose `key` is a
+    list, and build it with `parse`. Raises UserError naming the file and the command that rewrites it."""
     path = Path(path)
     if path.is_dir():
         path = path / name
@@ -103,4 +105,16 @@ def load_record_file(path: Path | str, name: str, key: str, what: str, command: 
         raise UserError(f"cannot read {what}: {exc}", file=str(path), hint=f"rerun `{command}` to rewrite it") from None
     if not isinstance(data, dict) or not isinstance(data.get(key), list):
         raise UserError(f"not a {what} file (no `{key}` list)", file=str(path))
-    return data
+    try:
+        return parse(data)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise UserError(f"{what} in an unexpected layout ({exc})", file=str(path),
+                        hint=f"rerun `{command}` with this version of tileiropt") from None
+
+
+def dataclass_from_dict(cls: type[T], data: Any) -> T:
+    """A record dataclass from its JSON dict; unknown keys are ignored, missing ones raise TypeError."""
+    if not isinstance(data, dict):
+        raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in data.items() if k in known})

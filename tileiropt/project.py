@@ -6,6 +6,7 @@ single kernel (`project_from_flags`). Every error names the file, the key path a
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -166,6 +167,31 @@ def _number(value: Any, where: _Where, key: str, *, positive: bool = True) -> fl
     return float(value)
 
 
+def _entry_missing(path: Path, entry: str) -> str | None:
+    """Why `entry` is surely not a module-level name of the kernel file (None when it is, or may be).
+
+    A static look (the file is not imported): defs, classes, assignments and imports count; a file
+    with `import *` or one that does not parse is left to the later phases.
+    """
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (SyntaxError, ValueError, OSError):
+        return None
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(alias.name == "*" for alias in node.names):
+                return None
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        else:
+            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    if entry in names:
+        return None
+    return f"{entry!r} is not defined at module level in {path.name}"
+
+
 def _timeout(value: float | None, where: _Where, key: str) -> float:
     if value is None:
         return DEFAULT_TIMEOUT_S
@@ -227,6 +253,9 @@ def _kernel(raw: Any, index: int, defaults: dict, root: Path, where: _Where) -> 
     entry = raw["entry"]
     if not isinstance(entry, str) or not _NAME.match(entry):
         raise where.error(f"{key}.entry", f"entry must be a function name, got {entry!r}")
+    missing_entry = _entry_missing(path, entry)
+    if missing_entry:
+        raise where.error(f"{key}.entry", missing_entry, "name the wrapper function that launches the kernel")
     name = raw.get("name", entry)
     if not isinstance(name, str) or not name:
         raise where.error(f"{key}.name", "must be a non-empty string")

@@ -41,8 +41,9 @@ def make_report(target: Path | None) -> Report:
     folder, kernels = resolve_artifacts(target)
     artifacts = load_artifacts(folder)
     if artifacts.empty:
-        raise UserError("no readable record in the artifacts folder", file=str(folder),
-                        hint="run `tileiropt run` (or the single phases) first")
+        unreadable = "; ".join(f"{name}: {problem}" for name, problem in artifacts.problems.items())
+        raise UserError("no readable record in the artifacts folder" + (f" ({unreadable})" if unreadable else ""),
+                        file=str(folder), hint="run `tileiropt run` (or the single phases) first")
     report = build_report(artifacts, kernels)
     if not report.kernels:
         raise UserError("the records name no kernel", file=str(folder),

@@ -80,7 +80,7 @@ class BenchSettings:
         if self.timeout is not None and self.timeout <= 0:
             raise UserError(f"--timeout must be > 0 seconds, got {self.timeout:g}")
         if self.sizes is not None and (not self.sizes or any(s <= 0 for s in self.sizes)):
-            raise UserError(f"--sizes must be positive integers, got {self.sizes}")
+            raise UserError(f"--size must be a positive integer, got {self.sizes}")
 
 
 # --------------------------------------------------------------------------- planning

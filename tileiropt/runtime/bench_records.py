@@ -9,12 +9,12 @@ schema is documented in ``docs/bench.md``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tileiropt.errors import ExitCode
-from tileiropt.output import load_record_file, save_record_file
+from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
 from tileiropt.runtime.records import Provenance
 
 SCHEMA_VERSION = 1
@@ -327,28 +327,23 @@ def mark_fallback(row: BenchRow) -> None:
 # --------------------------------------------------------------------------- JSON
 
 
-def _from_dict(cls: type, data: dict[str, Any]) -> Any:
-    known = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in known})
-
-
 def row_from_dict(data: dict[str, Any]) -> BenchRow:
     data = dict(data)
-    data["provenance"] = _from_dict(Provenance, data.get("provenance") or {})
-    data["timing"] = _from_dict(Timing, data["timing"]) if data.get("timing") else None
-    data["autotuners"] = [_from_dict(AutotuneInfo, a) for a in data.get("autotuners") or []]
-    return _from_dict(BenchRow, data)
+    data["provenance"] = dataclass_from_dict(Provenance, data.get("provenance") or {})
+    data["timing"] = dataclass_from_dict(Timing, data["timing"]) if data.get("timing") else None
+    data["autotuners"] = [dataclass_from_dict(AutotuneInfo, a) for a in data.get("autotuners") or []]
+    return dataclass_from_dict(BenchRow, data)
 
 
 def kernel_from_dict(data: dict[str, Any]) -> BenchKernel:
-    return _from_dict(BenchKernel, data)
+    return dataclass_from_dict(BenchKernel, data)
 
 
 def run_from_dict(data: dict[str, Any]) -> BenchRun:
     data = dict(data)
     data["rows"] = [row_from_dict(r) for r in data.get("rows", [])]
     data["kernels"] = [kernel_from_dict(k) for k in data.get("kernels", [])]
-    return _from_dict(BenchRun, data)
+    return dataclass_from_dict(BenchRun, data)
 
 
 def save_bench_run(run: BenchRun, artifacts: Path | str) -> Path:
@@ -358,4 +353,4 @@ def save_bench_run(run: BenchRun, artifacts: Path | str) -> Path:
 
 def load_bench_run(path: Path | str) -> BenchRun:
     """Read a `bench.json` (or the artifacts folder holding one)."""
-    return run_from_dict(load_record_file(path, BENCH_FILE, "rows", "benchmark records", "tileiropt bench"))
+    return load_record_file(path, BENCH_FILE, "rows", "benchmark records", "tileiropt bench", run_from_dict)

@@ -6,12 +6,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tileiropt.errors import ExitCode
-from tileiropt.output import load_record_file, save_record_file
+from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
 
 SCHEMA_VERSION = 1
 VALIDATE_FILE = "validate.json"
@@ -103,11 +103,6 @@ class ValidateRun:
         return ExitCode.OK
 
 
-def _from_dict(cls: type, data: dict[str, Any]) -> Any:
-    known = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in known})
-
-
 def _number(value: Any) -> float | None:
     """JSON keeps non-finite floats as strings ("nan", "inf"); turn them back into floats."""
     if isinstance(value, str):
@@ -120,16 +115,16 @@ def _number(value: Any) -> float | None:
 
 def record_from_dict(data: dict[str, Any]) -> ValidationRecord:
     data = dict(data)
-    data["provenance"] = _from_dict(Provenance, data.get("provenance") or {})
+    data["provenance"] = dataclass_from_dict(Provenance, data.get("provenance") or {})
     for key in ("max_abs", "max_rel"):
         data[key] = _number(data.get(key))
-    return _from_dict(ValidationRecord, data)
+    return dataclass_from_dict(ValidationRecord, data)
 
 
 def run_from_dict(data: dict[str, Any]) -> ValidateRun:
     data = dict(data)
     data["records"] = [record_from_dict(r) for r in data.get("records", [])]
-    return _from_dict(ValidateRun, data)
+    return dataclass_from_dict(ValidateRun, data)
 
 
 def save_validate_run(run: ValidateRun, artifacts: Path | str) -> Path:
@@ -139,5 +134,5 @@ def save_validate_run(run: ValidateRun, artifacts: Path | str) -> Path:
 
 def load_validate_run(path: Path | str) -> ValidateRun:
     """Read a `validate.json` (or the artifacts folder holding one)."""
-    return run_from_dict(load_record_file(path, VALIDATE_FILE, "records", "validation records", "tileiropt validate"))
+    return load_record_file(path, VALIDATE_FILE, "records", "validation records", "tileiropt validate", run_from_dict)
 
