@@ -16,7 +16,8 @@ from tileiropt.project_template import project_template_text
 
 runner = CliRunner()
 
-KERNEL_FILE = '"""A stand-in kernel file: the project loader only needs it to exist."""\n'
+KERNEL_FILE = ('"""A stand-in kernel file: the project loader checks it exists and defines the entry."""\n\n\n'
+               "def layer_norm(x, weight, bias, eps=1e-5):\n    return x\n")
 
 
 def test_writes_default_file_in_cwd(monkeypatch, tmp_path):
