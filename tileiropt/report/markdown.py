@@ -23,7 +23,7 @@ from tileiropt.report.build import (
     Verdict,
     format_difference,
 )
-from tileiropt.runtime.bench_records import BenchRow, dtype_key
+from tileiropt.runtime.bench_records import BenchRow, dtype_key, rate_text
 
 TEMPLATE = "report.md"
 KERNEL_MARKER = "<!-- tileiropt:kernel-section"
@@ -145,14 +145,6 @@ def _time(row: BenchRow) -> str:
     return f"{t.median_ms:.4f} ({t.p20_ms:.4f}-{t.p80_ms:.4f})"
 
 
-def _rate(row: BenchRow) -> str:
-    if row.tflops is not None:
-        return f"{row.tflops:.1f} TFLOP/s"
-    if row.gbps is not None:
-        return f"{row.gbps:.0f} GB/s" + (" (est. bytes)" if row.bytes_source != "project" else "")
-    return "n/a"
-
-
 def _peak(row: BenchRow) -> str:
     if row.pct_peak_compute is not None:
         return f"{row.pct_peak_compute:.0f}% of {row.peak_key} matmul peak"
@@ -204,8 +196,9 @@ def benchmark_md(b: Benchmark) -> str:
                         " timing picked another of the same configs)")
         parts.append(f"Optimized/original PTX time ratio: {ratios} -- {verdict}")
     if b.details:
-        rows = [[r.size if r.size is not None else "-", dtype_key(r.dtypes), r.short_label, _time(r), _rate(r),
-                 _peak(r), _first_call(r), _timing(r), _compiled(r)] for r in b.details]
+        rows = [[r.size if r.size is not None else "-", dtype_key(r.dtypes), r.short_label, _time(r),
+                 rate_text(r, missing="n/a", mark_estimate=True), _peak(r), _first_call(r), _timing(r), _compiled(r)]
+                for r in b.details]
         parts.append("Details (median with 20th-80th percentiles):\n\n" + table(
             ["Size", "Dtypes", "Row", "Time (ms)", "Rate", "% of peak", "First call / autotune", "Timing",
              "Compiled by"], rows))

@@ -12,22 +12,23 @@ from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
 from tileiropt.runtime.bench import BenchSettings, bench_project
-from tileiropt.runtime.bench_records import CUDAGRAPH, ERROR, NOT_RUN, OK, BenchRow, BenchRun, dtype_key, save_bench_run
+from tileiropt.runtime.bench_records import (
+    CUDAGRAPH,
+    ERROR,
+    NOT_RUN,
+    OK,
+    BenchRow,
+    BenchRun,
+    dtype_key,
+    rate_text,
+    save_bench_run,
+)
 
 _STYLE = {OK: "green", ERROR: "bold red", NOT_RUN: "yellow"}
 
 
 def _ms(value: float | None, digits: int = 4) -> str:
     return "" if value is None else f"{value:.{digits}g}"
-
-
-def rate(row: BenchRow) -> str:
-    """TFLOP/s when the project gives FLOPs, else GB/s."""
-    if row.tflops is not None:
-        return f"{row.tflops:.1f} TFLOP/s"
-    if row.gbps is not None:
-        return f"{row.gbps:.0f} GB/s"
-    return ""
 
 
 def percent_of_peak(row: BenchRow) -> str:
@@ -71,7 +72,7 @@ def summary_table(run: BenchRun) -> Table:
         compiled = (r.provenance.compiled_backend or "") + (" [bold red](fallback)[/]" if r.provenance.fallback
                                                              else "")
         table.add_row(r.kernel, dtype_key(r.dtypes), "" if r.size is None else str(r.size), r.short_label, median,
-                      spread(r), rate(r), percent_of_peak(r), "" if r.speedup is None else f"{r.speedup:.2f}x",
+                      spread(r), rate_text(r), percent_of_peak(r), "" if r.speedup is None else f"{r.speedup:.2f}x",
                       "" if r.autotune_ms is None else f"{r.autotune_ms:.0f}", compiled, escape(note(r)))
     return table
 

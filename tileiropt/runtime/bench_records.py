@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.errors import ExitCode
-from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
+from tileiropt.output import count_statuses, dataclass_from_dict, load_record_file, save_record_file
 from tileiropt.runtime.records import Provenance
 
 SCHEMA_VERSION = 1
@@ -168,10 +168,7 @@ class BenchRun:
     schema: int = SCHEMA_VERSION
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(STATUSES, 0)
-        for row in self.rows:
-            counts[row.status] = counts.get(row.status, 0) + 1
-        return counts
+        return count_statuses(self.rows, STATUSES)
 
     def exit_code(self) -> ExitCode:
         """1 when a row errored, 3 when no row could be timed (no GPU), else 0."""
@@ -354,3 +351,13 @@ def save_bench_run(run: BenchRun, artifacts: Path | str) -> Path:
 def load_bench_run(path: Path | str) -> BenchRun:
     """Read a `bench.json` (or the artifacts folder holding one)."""
     return load_record_file(path, BENCH_FILE, "rows", "benchmark records", "tileiropt bench", run_from_dict)
+
+
+def rate_text(row: BenchRow, *, missing: str = "", mark_estimate: bool = False) -> str:
+    """TFLOP/s when the project gives FLOPs, else GB/s (marked when the bytes are an estimate)."""
+    if row.tflops is not None:
+        return f"{row.tflops:.1f} TFLOP/s"
+    if row.gbps is not None:
+        estimated = mark_estimate and row.bytes_source != "project"
+        return f"{row.gbps:.0f} GB/s" + (" (est. bytes)" if estimated else "")
+    return missing

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.errors import ExitCode
-from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
+from tileiropt.output import count_statuses, dataclass_from_dict, load_record_file, save_record_file
 
 SCHEMA_VERSION = 1
 VALIDATE_FILE = "validate.json"
@@ -88,10 +88,7 @@ class ValidateRun:
     schema: int = SCHEMA_VERSION
 
     def counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(STATUSES, 0)
-        for record in self.records:
-            counts[record.status] = counts.get(record.status, 0) + 1
-        return counts
+        return count_statuses(self.records, STATUSES)
 
     def exit_code(self) -> ExitCode:
         """0 when every record that ran passed, 1 when any failed or errored, 3 when none ran."""
