@@ -12,7 +12,7 @@ from tileiropt.cli import app
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.project import DEFAULT_TIMEOUT_S, load_project, project_from_flags, resolve_target
 
-KERNEL = "import triton\n\n\ndef add(x, y):\n    return x + y\n"
+KERNEL = "import triton\n\n\ndef add(x, y, alpha=1.0):\n    return x + y\n"
 
 GOOD = '''
 [defaults]
@@ -65,7 +65,7 @@ BAD_CASES = [
     (GOOD.replace("ranges = { idx = [0, 10] }", "ranges = { idx = [10, 0] }"), "kernel[0].ranges.idx", "[low, high)"),
     (GOOD.replace('flops = "M * 64"', "timeout = 0"), "kernel[0].timeout", "> 0"),
     (GOOD.replace('flops = "M * 64"', "colour = 1"), "kernel[0].colour", "unknown key"),
-    (GOOD + '\n[[kernel]]\nname = "add"\npath = "add.py"\nentry = "add"\ninputs = { x = [4] }\n',
+    (GOOD + '\n[[kernel]]\nname = "add"\npath = "add.py"\nentry = "add"\ninputs = { x = [4], y = [4] }\n',
      "kernel[1].name", "duplicate kernel name"),
 ]
 
@@ -94,8 +94,8 @@ def test_flags_build_the_same_model(tmp_path: Path) -> None:
     (spec,) = project.kernels
     assert spec.shapes() == {"x": [8, 4], "y": [8, 4]}
     assert spec.dtypes == [{"x": "bfloat16", "y": "bfloat16"}] and spec.args == {"alpha": 2}
-    single = project_from_flags(tmp_path / "add.py", entry="add", shapes='{"x": [8]}', dtypes="fp16")
-    assert single.kernels[0].dtypes == [{"x": "float16"}]
+    single = project_from_flags(tmp_path / "add.py", entry="add", shapes='{"x": [8], "y": [8]}', dtypes="fp16")
+    assert single.kernels[0].dtypes == [{"x": "float16", "y": "float16"}]
 
 
 @pytest.mark.parametrize(("flags", "message"), [

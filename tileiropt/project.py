@@ -6,7 +6,7 @@ single kernel (`project_from_flags`). Every error names the file, the key path a
 
 from __future__ import annotations
 
-import ast
+import builtins
 import json
 import math
 import re
@@ -20,6 +20,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
+from tileiropt import entries
 from tileiropt.errors import UserError
 
 PROJECT_FILE = "tileiropt.toml"
@@ -46,8 +47,9 @@ DEFAULT_TOLERANCES = {
 
 REFERENCE_ORIGINAL = "original"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_KERNEL_KEYS = {"name", "path", "entry", "reference", "inputs", "dims", "sweep", "dtypes", "args",
+_KERNEL_KEYS = {"name", "path", "module", "entry", "call", "reference", "inputs", "dims", "sweep", "dtypes", "args",
                 "ranges", "atol", "rtol", "flops", "bytes", "timeout", "optimized"}
+_CALL_SCOPE = {"torch", "F", "math"}  # besides inputs, dims, args and the module's names
 _DEFAULT_KEYS = {"sizes", "dtypes", "atol", "rtol", "timeout", "seed"}
 _TOP_KEYS = {"project", "defaults", "kernel"}
 _PROJECT_KEYS = {"artifacts", "max_configs"}
@@ -59,7 +61,7 @@ class KernelSpec:
 
     name: str
     path: Path
-    entry: str
+    entry: str  # a name in the kernel module ("layer_norm", "LayerNorm.apply") or "pkg.mod:fn"
     reference: str | None
     inputs: dict[str, list[int | str]]  # tensor name -> shape; a str is a named dim
     dims: dict[str, int] = field(default_factory=dict)
@@ -75,10 +77,21 @@ class KernelSpec:
     optimized: Path | None = None  # the transformed file; default <stem>_tileir.py beside path
     sizes: list[int] = field(default_factory=lambda: list(DEFAULT_SIZES))
     seed: int = 0
+    module: str | None = None  # the dotted name the kernel file is imported by (in a package), else None
+    call: str | None = None  # a call expression over inputs, dims and args; None: entry(**inputs, **args)
+    root: Path | None = None  # the project's folder (outputs for kernel files outside it go to `artifacts`)
+    artifacts: Path | None = None
 
     @property
     def optimized_path(self) -> Path:
-        return self.optimized or self.path.with_name(f"{self.path.stem}_tileir.py")
+        """`optimized`, else ``<stem>_tileir.py`` beside the kernel file when it lies in the project's folder;
+        a file outside it (an installed package) is not written into: its output goes to the artifacts."""
+        if self.optimized is not None:
+            return self.optimized
+        name = f"{self.path.stem}_tileir.py"
+        if self.root is None or self.artifacts is None or self.path.is_relative_to(self.root):
+            return self.path.with_name(name)
+        return self.artifacts / "optimized" / (self.module or self.path.stem).replace(".", "/") / name
 
     def shapes(self, dims: dict[str, int] | None = None) -> dict[str, list[int]]:
         """Concrete shapes with named dims resolved (`dims` overrides the project's)."""
@@ -167,29 +180,101 @@ def _number(value: Any, where: _Where, key: str, *, positive: bool = True) -> fl
     return float(value)
 
 
-def _entry_missing(path: Path, entry: str) -> str | None:
-    """Why `entry` is surely not a module-level name of the kernel file (None when it is, or may be).
+def _kernel_location(raw: dict, key: str, root: Path, where: _Where) -> tuple[Path, str | None]:
+    """(the kernel file, its dotted module name or None): from `path`, from `module`, or both."""
+    module = raw.get("module")
+    if module is not None and (not isinstance(module, str) or not all(p.isidentifier() for p in module.split("."))):
+        raise where.error(f"{key}.module", f"must be a dotted module name, got {module!r}",
+                          'e.g. module = "mypackage.ops.softmax"')
+    path_value = raw.get("path")
+    if path_value is None and module is None:
+        raise where.error(f"{key}.path", "missing required key",
+                          'add path = "..." (the kernel file) or module = "pkg.mod" to the [[kernel]] table')
+    if path_value is None:
+        located = entries.locate_module(module, [root])
+        if located is None:
+            raise where.error(f"{key}.module", f"cannot find module {module!r} under {root} or on sys.path",
+                              "install the package, or give path = \"...\" to the kernel file")
+        return located, module
+    if not isinstance(path_value, str) or not path_value:
+        raise where.error(f"{key}.path", "must be a file path string")
+    path = (root / path_value).resolve()
+    if not path.is_file():
+        raise where.error(f"{key}.path", f"kernel file not found: {path}",
+                          "fix the path (relative to the project file)")
+    return path, module or entries.package_name_for(path)[0]
 
-    A static look (the file is not imported): defs, classes, assignments and imports count; a file
-    with `import *` or one that does not parse is left to the later phases.
-    """
-    try:
-        tree = ast.parse(path.read_bytes())
-    except (SyntaxError, ValueError, OSError):
-        return None
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            if any(alias.name == "*" for alias in node.names):
-                return None
-            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        else:
-            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
-    if entry in names:
-        return None
-    return f"{entry!r} is not defined at module level in {path.name}"
+
+def _entry_and_call(raw: dict, key: str, path: Path, module: str | None, root: Path,
+                    where: _Where) -> tuple[str, str | None]:
+    """(entry, call): the entry as given (or the callee of `call`), and the call expression or None."""
+    call = raw.get("call")
+    if call is not None and (not isinstance(call, str) or not call.strip()):
+        raise where.error(f"{key}.call", "must be a call expression string",
+                          'e.g. call = "layer_norm(x, (N,), w, b, 1e-5)"')
+    entry = raw.get("entry")
+    if entry is None:
+        if call is None:
+            raise where.error(f"{key}.entry", "missing required key",
+                              'add entry = "..." (the wrapper that launches the kernel) or call = "fn(x, ...)"')
+        shape = entries.parse_call(call)
+        if isinstance(shape, str) or not shape.callee:
+            raise where.error(f"{key}.call", shape if isinstance(shape, str) else "must call a name, like fn(x)",
+                              'e.g. call = "layer_norm(x, (N,), w, b, 1e-5)"')
+        entry = ".".join(shape.callee)
+    if not isinstance(entry, str) or entries.EntryRef.parse(entry) is None:
+        raise where.error(f"{key}.entry", f"entry must be a name, a dotted name or 'pkg.mod:name', got {entry!r}")
+    ref = entries.EntryRef.parse(entry)
+    assert ref is not None
+    source = _entry_source(ref, path, root, where, f"{key}.entry")
+    missing = entries.name_missing(source, ref.name) if raw.get("entry") is not None else None
+    if missing:
+        raise where.error(f"{key}.entry", missing, "name the wrapper function that launches the kernel")
+    return entry, call
+
+
+def _entry_source(ref: entries.EntryRef, path: Path, root: Path, where: _Where, key: str) -> Path:
+    """The file that defines the entry: the kernel file, or the module named before the colon."""
+    if ref.module is None:
+        return path
+    located = entries.locate_module(ref.module, [root, entries.package_name_for(path)[1]])
+    if located is None:
+        raise where.error(key, f"cannot find module {ref.module!r} under {root} or on sys.path",
+                          "install the package or fix the module name")
+    return located
+
+
+def _check_call(key: str, path: Path, entry: str, call: str | None, inputs: dict, dims: dict, args: dict,
+                root: Path, where: _Where) -> None:
+    """The call (or ``entry(**inputs, **args)``) must read only known names and fit the callee's signature."""
+    ref = entries.EntryRef.parse(entry)
+    assert ref is not None
+    source = _entry_source(ref, path, root, where, f"{key}.entry")
+    if call is None:
+        problem = entries.signature_problem(source, ref.attributes, 0, [*inputs, *args])
+        if problem:
+            raise where.error(f"{key}.entry", f"{problem} (called with the inputs and args as keywords)",
+                              'add call = "fn(x, ...)" to say how the entry is called')
+        return
+    shape = entries.parse_call(call)
+    if isinstance(shape, str):
+        raise where.error(f"{key}.call", shape, 'e.g. call = "layer_norm(x, (N,), w, b, 1e-5)"')
+    known = set(inputs) | set(dims) | set(args) | _CALL_SCOPE | set(dir(builtins)) | {ref.name}
+    for file in dict.fromkeys([path, source]):
+        names = entries.file_names(file)
+        if names is None:
+            return  # `import *` or unreadable: the names cannot be known statically
+        known |= names
+    unknown = sorted(shape.names - known)
+    if unknown:
+        raise where.error(f"{key}.call", f"the call reads {unknown[0]!r}, which is not an input, a dim, an arg "
+                          f"or a name of {path.name}", "add it to inputs, dims or args, or fix the call")
+    if shape.callee:
+        callee_file = source if shape.callee[0] == ref.name else path
+        problem = entries.signature_problem(callee_file, shape.callee, shape.positional, shape.keywords,
+                                            shape.starred)
+        if problem:
+            raise where.error(f"{key}.call", problem, "fix the call's arguments")
 
 
 def _timeout(value: float | None, where: _Where, key: str) -> float:
@@ -234,29 +319,14 @@ def _dtype_variants(value: Any, inputs: dict[str, list], where: _Where, key: str
     raise where.error(key, f"expected a dtype string, a list or a table, got {value!r}")
 
 
-def _kernel(raw: Any, index: int, defaults: dict, root: Path, where: _Where) -> KernelSpec:
+def _kernel(raw: Any, index: int, defaults: dict, root: Path, where: _Where, artifacts_folder: str) -> KernelSpec:
     key = f"kernel[{index}]"
     if not isinstance(raw, dict):
         raise where.error(key, "each [[kernel]] must be a table")
     _unknown_keys(raw, _KERNEL_KEYS, where, key)
-    for required in ("path", "entry"):
-        if required not in raw:
-            raise where.error(f"{key}.{required}", "missing required key",
-                              f'add {required} = "..." to the [[kernel]] table')
-    path_value = raw["path"]
-    if not isinstance(path_value, str) or not path_value:
-        raise where.error(f"{key}.path", "must be a file path string")
-    path = (root / path_value).resolve()
-    if not path.is_file():
-        raise where.error(f"{key}.path", f"kernel file not found: {path}",
-                          "fix the path (relative to the project file)")
-    entry = raw["entry"]
-    if not isinstance(entry, str) or not _NAME.match(entry):
-        raise where.error(f"{key}.entry", f"entry must be a function name, got {entry!r}")
-    missing_entry = _entry_missing(path, entry)
-    if missing_entry:
-        raise where.error(f"{key}.entry", missing_entry, "name the wrapper function that launches the kernel")
-    name = raw.get("name", entry)
+    path, module = _kernel_location(raw, key, root, where)
+    entry, call = _entry_and_call(raw, key, path, module, root, where)
+    name = raw.get("name", entry.rpartition(":")[2].split(".")[0])
     if not isinstance(name, str) or not name:
         raise where.error(f"{key}.name", "must be a non-empty string")
     reference = raw.get("reference")
@@ -319,7 +389,7 @@ def _kernel(raw: Any, index: int, defaults: dict, root: Path, where: _Where) -> 
         return value
 
     optimized = raw.get("optimized")
-    return KernelSpec(
+    spec = KernelSpec(
         name=name,
         path=path,
         entry=entry,
@@ -338,7 +408,13 @@ def _kernel(raw: Any, index: int, defaults: dict, root: Path, where: _Where) -> 
         optimized=(root / optimized).resolve() if isinstance(optimized, str) else None,
         sizes=list(defaults.get("sizes", DEFAULT_SIZES)),
         seed=_seed(defaults.get("seed", 0), where),
+        module=module,
+        call=call,
+        root=root,
+        artifacts=root / artifacts_folder,
     )
+    _check_call(key, path, entry, call, inputs, dims, args, root, where)
+    return spec
 
 
 def parse_project(data: dict, file: Path | None, root: Path) -> Project:
@@ -359,7 +435,10 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
     kernels_raw = data.get("kernel", [])
     if not isinstance(kernels_raw, list) or not kernels_raw:
         raise where.error("kernel", "no [[kernel]] table", "add one [[kernel]] table per kernel entry point")
-    kernels = [_kernel(raw, i, defaults, root, where) for i, raw in enumerate(kernels_raw)]
+    artifacts = project.get("artifacts", DEFAULT_ARTIFACTS)
+    if not isinstance(artifacts, str):
+        raise where.error("project.artifacts", "must be a folder path string")
+    kernels = [_kernel(raw, i, defaults, root, where, artifacts) for i, raw in enumerate(kernels_raw)]
     seen: set[str] = set()
     for i, k in enumerate(kernels):
         if k.name in seen:
@@ -369,9 +448,6 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
     max_configs = project.get("max_configs", 16)
     if isinstance(max_configs, bool) or not isinstance(max_configs, int) or max_configs < 1:
         raise where.error("project.max_configs", f"must be a positive integer, got {max_configs!r}")
-    artifacts = project.get("artifacts", DEFAULT_ARTIFACTS)
-    if not isinstance(artifacts, str):
-        raise where.error("project.artifacts", "must be a folder path string")
     return Project(file=file, root=root, kernels=kernels, artifacts=(root / artifacts), max_configs=max_configs)
 
 

@@ -86,14 +86,48 @@ def config_label(config: Any) -> str:
     return ", ".join(parts)
 
 
+class PrunedByKernel(Exception):
+    """The kernel's own pruner (`prune_configs_by={"early_config_prune": ...}`) drops the pinned config."""
+
+
+def pruned_reason(exc: BaseException) -> str | None:
+    return str(exc) if isinstance(exc, PrunedByKernel) else None
+
+
+def _same_config(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    return all(getattr(a, k, None) == getattr(b, k, None)
+               for k in ("kwargs", "num_warps", "num_stages", "num_ctas", "maxnreg"))
+
+
 @contextlib.contextmanager
 def pinned(autotuner: Autotuner, config: Any) -> Iterator[Autotuner]:
-    """Run `autotuner` with exactly `config` (no benchmarking), restoring it afterwards."""
+    """Run `autotuner` with exactly `config` (no benchmarking), restoring it afterwards. When the kernel has
+    its own pruner, each launch first asks it about the whole config list, as the autotuner would: a config it
+    drops raises PrunedByKernel instead of running."""
     saved_configs, saved_cache = autotuner.configs, dict(getattr(autotuner, "cache", {}))
+    prune = getattr(autotuner, "early_config_prune", None)
+    saved_run = vars(autotuner).get("run")
     autotuner.configs = [config]
     autotuner.cache = {}
+    if prune is not None and len(saved_configs) > 1:
+        launch = autotuner.run
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            kept = prune(list(saved_configs), dict(zip(autotuner.arg_names, args)), **kwargs)
+            if not any(_same_config(c, config) for c in kept or ()):
+                raise PrunedByKernel(f"pruned by the kernel's own early_config_prune "
+                                     f"({getattr(prune, '__name__', 'pruner')})")
+            return launch(*args, **kwargs)
+
+        autotuner.run = run
     try:
         yield autotuner
     finally:
         autotuner.configs = saved_configs
         autotuner.cache = saved_cache
+        if saved_run is None:
+            vars(autotuner).pop("run", None)
+        else:
+            autotuner.run = saved_run

@@ -160,6 +160,7 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
                         ranges={k: list(v) for k, v in spec.ranges.items()}, seed=spec.seed,
                         search_paths=[str(project.root)], method=settings.method, warmup_ms=settings.warmup_ms,
                         rep_ms=settings.rep_ms, timeout_s=float(settings.timeout or spec.timeout),
+                        original_path=str(spec.path), module=spec.module, call=spec.call,
                     )
                     next_id += 1
                     key = (s_index, d_index, z_index, k_index)

@@ -33,6 +33,8 @@ class Case:
     search_paths: list[str] = field(default_factory=list)  # importable folders (the project root)
     scaled_from: dict[str, list[int]] | None = None
     start_item: int = 0  # resume after a timeout or crash: the first config item to run
+    module: str | None = None  # the original's dotted module name, when it lives in a package
+    call: str | None = None  # the entry's call expression (None: entry(**inputs, **args))
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -185,11 +185,12 @@ class Reference:
         return cls(text, "expression")
 
     def resolve(self, original: Callable[..., Any] | None = None) -> Callable[..., Any]:
-        """A callable taking (inputs, args, dims) and returning the reference output."""
+        """A callable taking (inputs, args, dims) and returning the reference output; `original` is the
+        untransformed file's entry call (see `loading.entry_call`)."""
         if self.kind == "original":
             if original is None:
                 raise HarnessError('reference "original" needs the untransformed kernel file')
-            return lambda inputs, args, dims: call_entry(original, inputs, args)
+            return original
         if self.kind == "function":
             function = import_function(self.text)
             return lambda inputs, args, dims: call_entry(function, inputs, args)
@@ -447,6 +448,27 @@ def exception_location(exc: BaseException) -> str | None:
     return f"{Path(found.filename).name}:{found.lineno}" if found else None
 
 
+def autotuner_skip(exc: BaseException) -> str | None:
+    """Why Triton's autotuner would skip a config that raised `exc` (it times such a config as infinite):
+    out of resources, a failed compile-time assertion (``tl.static_assert``; under the interpreter an
+    AssertionError raised from it), a ptxas error. None for any other failure."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if "OutOfResources" in names:
+        return "the config does not fit this device"
+    if "CompileTimeAssertionFailure" in names:
+        return "a compile-time assertion (tl.static_assert) fails for this config"
+    if "PTXASError" in names:
+        return "ptxas rejects this config"
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if any(frame.name == "_new_static_assert" for frame in traceback.extract_tb(current.__traceback__)):
+            return "a compile-time assertion (tl.static_assert) fails for this config"
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def out_of_resources(exc: BaseException) -> bool:
     """True for Triton's OutOfResources (shared memory, registers): the autotuner skips such configs."""
     return any(cls.__name__ == "OutOfResources" for cls in type(exc).__mro__)
@@ -457,4 +479,28 @@ def needs_cuda(exc: BaseException) -> bool:
     text = f"{type(exc).__name__}: {exc}"
     return bool(re.search(r"Torch not compiled with CUDA|compiled without CUDA|CUDA driver|no NVIDIA driver|"
                           r"Found no NVIDIA driver|cuda.*(not available|unavailable)|"
-                          r"0 active drivers", text, re.IGNORECASE))
+                          r"0 active drivers|needs a GPU", text, re.IGNORECASE))
+
+
+# What Triton's interpreter cannot do that compiled Triton can: (pattern of the error, what it is).
+_INTERPRETER_LIMITS = (
+    (r"'(int|float|bool)' object has no attribute '(to|cast|dtype)'",
+     "a method of a Python scalar (compiled Triton makes the scalar a tensor; the interpreter keeps a number)"),
+    (r"libdevice", "a libdevice function the interpreter does not implement"),
+    (r"inline_asm|inline asm", "inline assembly"),
+    (r"has no attribute '(warmup|_init_handles|n_regs)'", "compiled-kernel metadata (JITFunction.warmup)"),
+)
+
+
+def interpreter_limit(exc: BaseException) -> str | None:
+    """What of the interpreter's limits the exception (or its causes) shows, or None for a real error."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = f"{type(current).__name__}: {current}"
+        for pattern, what in _INTERPRETER_LIMITS:
+            if re.search(pattern, text):
+                return what
+        current = current.__cause__ or current.__context__
+    return None

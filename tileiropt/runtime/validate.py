@@ -94,6 +94,7 @@ class WorkerProcess:
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        env["MPLBACKEND"] = "Agg"  # a kernel file that plots at import never opens a window
         self.proc = subprocess.Popen(
             [sys.executable, "-m", module],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -356,6 +357,7 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
                         dims=scaled.dims if scaled else dict(spec.dims), args=dict(spec.args),
                         ranges={k: list(v) for k, v in spec.ranges.items()}, seed=spec.seed,
                         search_paths=[str(project.root)], scaled_from=scaled.scaled_from if scaled else None,
+                        module=spec.module, call=spec.call,
                     )
                     next_id += 1
                     reason = _not_runnable(spec, variant, path, reference, backend, machine)

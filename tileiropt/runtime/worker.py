@@ -28,8 +28,10 @@ import re
 import sys
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import IO, Any
 
+from tileiropt.runtime import loading, stand_ins
 from tileiropt.runtime.backends import BACKENDS, Backend
 from tileiropt.runtime.cases import Case, record_for
 from tileiropt.runtime.records import ERROR, FAIL, NONE, NOT_RUN, PASS, PREPARE, Provenance
@@ -81,6 +83,9 @@ class CaseRunner:
 
     def record(self, config: str, status: str, reason: str = "", provenance: Provenance | None = None,
                **measures: Any) -> dict[str, Any]:
+        note = stand_ins.note(self.scopes())
+        if note:
+            reason = f"{reason}; {note}" if reason else note
         return asdict(record_for(self.case, self.backend.name, config, status, reason,
                                  provenance or Provenance(**asdict(self.base)), **measures))
 
@@ -91,22 +96,19 @@ class CaseRunner:
 
         case, emit = self.case, self.emit
         emit("case", id=case.id)
-        try:
-            module = harness.import_kernel_module(case.path, case.search_paths)
-            entry = harness.entry_function(module, case.entry)
-        except Exception as exc:
-            reason = f"cannot import the kernel file: {harness.describe_exception(exc)}"
-            emit("record", id=case.id, item=None, record=self.record(PREPARE, ERROR, reason))
-            emit("case_done", id=case.id)
-            return True
-        items = config_items(module, self.best_config)
-        emit("plan", id=case.id, labels=[item.label for item in items])
-        try:
+        try:  # the reference first: with reference "original", a package's original is imported, then replaced
             prepared = self.prepare()
         except Exception as exc:
-            emit("record", id=case.id, item=None, record=self.record(PREPARE, ERROR, self.explain(exc, "reference")))
-            emit("case_done", id=case.id)
+            self.emit_prepare_failure(exc, "reference")
             return not _POISONED.search(str(exc))
+        try:
+            module = self.load(case.path)
+            entry = loading.entry_call(module, case.entry, case.call)
+        except Exception as exc:
+            self.emit_prepare_failure(exc, "import")
+            return not _POISONED.search(str(exc))
+        items = config_items(module, self.best_config)
+        emit("plan", id=case.id, labels=[item.label for item in items])
         launched_known: set[str] | None = None
         for index in range(case.start_item, len(items)):
             item = items[index]
@@ -126,6 +128,26 @@ class CaseRunner:
         emit("case_done", id=case.id)
         return True
 
+    def emit_prepare_failure(self, exc: BaseException, stage: str) -> None:
+        """One (prepare) record: not run when the cause is this machine, an error otherwise."""
+        status, reason = self.classify_failure(exc, stage)
+        self.emit("record", id=self.case.id, item=None, record=self.record(PREPARE, status, reason))
+        self.emit("case_done", id=self.case.id)
+
+    def scopes(self) -> list[str]:
+        """The files (and, for a package, its folder) whose skipped and emulated calls this case's records name."""
+        from tileiropt.runtime.loading import package_folder
+
+        case = self.case
+        files = [str(Path(p).resolve()) for p in (case.path, case.original_path) if p]
+        folder = package_folder(Path(case.original_path or case.path), case.module)
+        return files + ([str(folder)] if folder else [])
+
+    def load(self, path: str) -> Any:
+        case = self.case
+        return loading.load_kernel_module(path, case.original_path or case.path, case.module, case.entry,
+                                          case.search_paths)
+
     def prepare(self) -> dict[str, Any]:
         """Inputs, the reference output, and the expected output structure (dtypes, shapes)."""
         from tileiropt.runtime import harness
@@ -138,8 +160,8 @@ class CaseRunner:
         if reference.kind == "original":
             if not case.original_path:
                 raise harness.HarnessError('reference "original" needs the untransformed kernel file')
-            original_module = harness.import_kernel_module(case.original_path, case.search_paths)
-            function = reference.resolve(harness.entry_function(original_module, case.entry))
+            original_module = self.load(case.original_path)
+            function = reference.resolve(loading.entry_call(original_module, case.entry, case.call))
             with first_configs(original_module):
                 expected, used = harness.evaluate_reference(function, reference.kind, inputs, case.args, case.dims)
             structure, check_dtype = expected, True
@@ -154,24 +176,36 @@ class CaseRunner:
         return {"inputs": inputs, "expected": expected, "reference_inputs": used,
                 "structure": structure, "check_dtype": check_dtype}
 
-    def explain(self, exc: BaseException, stage: str) -> str:
+    def classify_failure(self, exc: BaseException, stage: str) -> tuple[str, str]:
+        """(status, reason) of an exception raised at `stage` ("import", "reference" or "kernel"): NOT_RUN
+        when this machine cannot run the code (no GPU, a limit of the interpreter), ERROR otherwise."""
         from tileiropt.runtime import harness
 
         text = harness.describe_exception(exc)
         location = harness.exception_location(exc)
         if location:
             text = f"{text} (at {location})"
-        if self.backend.interpreted and harness.needs_cuda(exc):
-            return f"the code needs CUDA, which the interpreter cannot provide ({text})"
+        if harness.needs_cuda(exc):
+            return NOT_RUN, f"not run: needs a GPU ({text})"
+        limit = harness.interpreter_limit(exc) if self.backend.interpreted else None
+        if limit:
+            return NOT_RUN, f"not run on the interpreter: {limit} ({text})"
+        if stage == "import":
+            missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+            if missing:
+                return ERROR, (f"cannot import the kernel file: it needs the module {missing!r}, which is not "
+                               f"installed (pip install {missing.split('.')[0]}) ({text})")
+            return ERROR, f"cannot import the kernel file: {text}"
         if stage == "reference":
             who = "the original kernel" if self.case.reference == "original" else "the reference"
-            return f"{who} raised: {text}"
-        return text
+            return ERROR, f"{who} raised: {text}"
+        return ERROR, text
 
     def run_item(self, module: Any, entry: Any, item: Any, prepared: dict[str, Any]
                  ) -> tuple[dict[str, Any], set[str] | None, bool]:
         """(record, autotuners launched or None when the call raised, CUDA context poisoned)."""
         from tileiropt.runtime import harness
+        from tileiropt.runtime.autotuners import pruned_reason
         from tileiropt.runtime.configs import label_after_run, pinned_item
         from tileiropt.runtime.launches import LaunchRecorder
 
@@ -181,7 +215,7 @@ class CaseRunner:
         output, failure = None, None
         with pinned_item(module, item), LaunchRecorder(module) as launches:
             try:
-                output = harness.call_entry(entry, inputs, case.args)
+                output = entry(inputs, case.args, case.dims)
                 harness.synchronize(self.backend.device)
             except Exception as exc:
                 failure = exc
@@ -189,10 +223,14 @@ class CaseRunner:
         provenance = self.provenance(launches)
         if failure is not None:
             seconds = time.perf_counter() - started
-            if harness.out_of_resources(failure):  # the autotuner skips it too: nothing to validate here
-                reason = f"not run: the config does not fit this device ({harness.describe_exception(failure)})"
+            pruned = pruned_reason(failure)
+            skipped = harness.autotuner_skip(failure)
+            if pruned or skipped:  # the autotuner would not run it either: nothing to validate here
+                reason = f"not run: {pruned}" if pruned else \
+                    f"not run: skipped by the autotuner: {skipped} ({harness.describe_exception(failure)})"
                 return self.record(label, NOT_RUN, reason, provenance, seconds=seconds), None, False
-            record = self.record(label, ERROR, self.explain(failure, "kernel"), provenance, seconds=seconds)
+            status, reason = self.classify_failure(failure, "kernel")
+            record = self.record(label, status, reason, provenance, seconds=seconds)
             return record, None, bool(_POISONED.search(str(failure)))
 
         expected, structure = prepared["expected"], prepared["structure"]
@@ -253,6 +291,8 @@ def run_job(job: dict[str, Any], emit: Emitter) -> int:
             emit("done")
             return 0
     _install_allocator(backend.device)
+    stand_ins.skip_module_benchmarks()
+    stand_ins.install_interpreter_device()
     for case in cases:
         if not CaseRunner(case, backend, bool(job.get("best_config")), base, emit).run():
             return 0  # the parent restarts a fresh worker for what is left

@@ -209,7 +209,7 @@ class Analysis:
         if isinstance(target, cst.Name):
             self._assign(target.value, self.ev(value_node), position)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            names = [e.value for e in target.elements if isinstance(e.value, cst.Name)]
+            names = [e.value.value for e in target.elements if isinstance(e.value, cst.Name)]
             if isinstance(value_node, (cst.Tuple, cst.List)) and len(value_node.elements) == len(target.elements):
                 values = [self.ev(e.value) for e in value_node.elements]
                 for element, value in zip(target.elements, values):
