@@ -124,7 +124,7 @@ def test_original_reference_calls_the_original_entry_on_native_inputs():
     reference = Reference.parse("original")
     with pytest.raises(HarnessError):
         reference.resolve()
-    fn = reference.resolve(lambda x: x * 2)
+    fn = reference.resolve(lambda inputs, args, dims: inputs["x"] * 2)  # the original's entry call
     inputs = {"x": torch.ones(2, dtype=torch.bfloat16)}
     out, _ = harness.evaluate_reference(fn, reference.kind, inputs, {}, {})
     assert out.dtype == torch.bfloat16 and out.tolist() == [2.0, 2.0]
@@ -195,7 +195,7 @@ def test_compare_half_output_against_float32_reference():
 
 def test_default_tolerances_follow_the_loosest_input_dtype():
     project = parse_project({"kernel": [{"path": "refs.py", "entry": "scaled", "inputs": {"x": [4]},
-                                         "dtypes": ["bfloat16", "float32"]}]}, None, FIXTURES)
+                                         "args": {"alpha": 2.0}, "dtypes": ["bfloat16", "float32"]}]}, None, FIXTURES)
     spec = project.kernels[0]
     assert spec.tolerances(spec.dtypes[0]) == (2e-2, 2e-2)
     assert spec.tolerances(spec.dtypes[1]) == (1e-4, 1e-4)

@@ -138,6 +138,11 @@ def _find_callable(tree: ast.Module, attributes: tuple[str, ...]) -> tuple[str, 
     forward's parameters after ``ctx``), ``Cls.method``; None when the callee is not a plain def here."""
     top = {node.name: node for node in tree.body
            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    aliases = _aliases(tree)
+    for _ in range(8):  # `layer_norm = LayerNorm.apply`: follow module-level aliases to the def
+        if attributes[0] in top or attributes[0] not in aliases:
+            break
+        attributes = aliases[attributes[0]] + attributes[1:]
     node = top.get(attributes[0])
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and len(attributes) == 1:
         return node.name, _signature(node.args, drop_first=False)
@@ -152,6 +157,25 @@ def _find_callable(tree: ast.Module, attributes: tuple[str, ...]) -> tuple[str, 
         drop = wanted == "forward" or not static
         return f"{node.name}.{wanted}", _signature(method.args, drop_first=drop)
     return None
+
+
+def _chain(node: ast.AST) -> tuple[str, ...] | None:
+    """("LayerNorm", "apply") for ``LayerNorm.apply``; None for anything but a name chain."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    return (node.id, *parts) if isinstance(node, ast.Name) else None
+
+
+def _aliases(tree: ast.Module) -> dict[str, tuple[str, ...]]:
+    """Module-level names bound once to a name chain (``attention = _attention.apply``)."""
+    found: dict[str, tuple[str, ...] | None] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            found[name] = _chain(node.value) if name not in found else None
+    return {name: chain for name, chain in found.items() if chain}
 
 
 def signature_problem(path: Path, attributes: tuple[str, ...], positional: int, keywords: list[str],

@@ -101,7 +101,7 @@ class Pipeline:
             self.result.stopped[kernel] = {"phase": phase, "reason": reason}
 
     def phase(self, name: str, action: Callable[[], PhaseResult]) -> None:
-        if not self.live and name not in ("check", "report"):
+        if not self.live and name not in ("check", "classify", "report"):
             self.result.phases.append(PhaseResult(name, SKIPPED, 0.0, "no kernel left: every kernel stopped"))
             self.on_event(name, "skipped")
             return
@@ -172,11 +172,11 @@ class Pipeline:
         from tileiropt.analysis.classify import classify_paths
         from tileiropt.analysis.command import classify_json
 
-        paths = list(dict.fromkeys(s.path for s in self.live))
+        paths = list(dict.fromkeys(s.path for s in self.specs))  # static: even a stopped kernel is classified
         results = classify_paths(paths)
         save_record(self.artifacts, CLASSIFY_FILE, classify_json(results))
         failed = {Path(r.file).resolve(): r.message or r.status for r in results if r.status == "error"}
-        for spec in self.live:
+        for spec in self.specs:
             if spec.path.resolve() in failed:
                 self.stop(spec.name, "classify", f"cannot classify {spec.path.name}: {failed[spec.path.resolve()]}")
         kernels = sum(len(r.kernels) for r in results)

@@ -91,7 +91,7 @@ class KernelSpec:
         name = f"{self.path.stem}_tileir.py"
         if self.root is None or self.artifacts is None or self.path.is_relative_to(self.root):
             return self.path.with_name(name)
-        return self.artifacts / "optimized" / (self.module or self.path.stem).replace(".", "/") / name
+        return self.artifacts.joinpath("optimized", *(self.module or self.path.stem).split(".")[:-1], name)
 
     def shapes(self, dims: dict[str, int] | None = None) -> dict[str, list[int]]:
         """Concrete shapes with named dims resolved (`dims` overrides the project's)."""

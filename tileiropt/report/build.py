@@ -134,6 +134,17 @@ class KernelReport:
     optimized_ptx: Verdict | None  # the optimized file with its gate off
     benchmark: Benchmark
     output: Section
+    coverage: list[Coverage] = field(default_factory=list)
+
+
+@dataclass
+class Coverage:
+    """Whether validation launched a kernel that `apply` rewrote (itself or its twin)."""
+
+    kernel: str
+    validated: bool
+    records: int  # optimized-file records whose launches include it
+    finding: str
 
 
 @dataclass
@@ -327,6 +338,30 @@ def transformations_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict
     return Section(True, lines=lines, count=changes)
 
 
+def coverage_for(kernel: BenchKernel, artifacts: Artifacts) -> list[Coverage]:
+    """Per rewritten kernel of the file: launched by some validation of the optimized file, or not."""
+    record = _apply_file(kernel, artifacts)
+    if record is None or not record.get("changed"):
+        return []
+    runs = [r for r in (artifacts.validate.records if artifacts.validate else [])
+            if r.variant == "optimized" and _same_file(r.path, kernel.optimized_path)]
+    found = []
+    for k in record.get("kernels", []):
+        if not k.get("changes"):
+            continue
+        name = k.get("kernel")
+        names = {name, k.get("twin") or f"{name}_tileir"}
+        launched = sum(1 for r in runs if names & set(r.provenance.kernels))
+        if launched:
+            finding = f"`{name}` rewritten and validated: launched in {launched} record(s) of the optimized file"
+        elif not runs:
+            finding = f"`{name}` rewritten, not validated: the optimized file has no validation record"
+        else:
+            finding = f"`{name}` rewritten, not validated: no entry launches it"
+        found.append(Coverage(kernel=name, validated=bool(launched), records=launched, finding=finding))
+    return found
+
+
 def output_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Section:
     record = _apply_file(kernel, artifacts)
     written = record.get("output") if record else None
@@ -437,6 +472,7 @@ def build_report(artifacts: Artifacts, kernels: list[BenchKernel] | None = None)
             tileir_validation=tileir, tileir_code=code, optimized_ptx=ptx,
             benchmark=benchmark_for(kernel, artifacts, stopped),
             output=output_for(kernel, artifacts, stopped),
+            coverage=coverage_for(kernel, artifacts),
         ))
     environment = dict(artifacts.check or {})
     if not environment and artifacts.validate is not None:

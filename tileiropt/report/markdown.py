@@ -114,6 +114,8 @@ def tileir_md(k: KernelReport) -> str:
         if details:
             line += "\n" + "\n".join(f"  - {d}" for d in details)
         parts.append(line)
+    if k.coverage:
+        parts.append("- Coverage of the rewritten kernels:\n" + "\n".join(f"  - {c.finding}" for c in k.coverage))
     return "\n".join(parts)
 
 

@@ -51,6 +51,9 @@ def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool
                                       spaces=spaces, max_configs=max_configs))
         except UserError as exc:
             errors.append(FileError(str(file), str(exc)))
+        except (Exception, RecursionError) as exc:  # one file the rewriter cannot handle never stops the others
+            errors.append(FileError(str(file), f"{file}: cannot rewrite this file: internal error "
+                                               f"({type(exc).__name__}: {exc}); the file was left alone"))
     return results, errors
 
 
