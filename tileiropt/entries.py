@@ -214,6 +214,8 @@ def parse_call(text: str) -> CallShape | str:
     except (SyntaxError, ValueError, RecursionError) as exc:
         return f"not a Python expression: {getattr(exc, 'msg', exc)}"
     call = tree.body
+    while isinstance(call, (ast.Subscript, ast.Attribute)):  # `Fn.apply(x)[0]`, `f(x).float()`: the call inside
+        call = call.value
     if not isinstance(call, ast.Call):
         return "must be a call, like layer_norm(x, (N,), w, b, 1e-5)"
     chain: list[str] = []

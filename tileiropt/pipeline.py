@@ -193,8 +193,9 @@ class Pipeline:
             if spec.path in done:
                 continue
             done.add(spec.path)
-            output = spec.optimized_path if spec.optimized is not None else None
-            results, problems = apply_paths([spec.path], output=output, max_configs=self.project.max_configs)
+            spec.optimized_path.parent.mkdir(parents=True, exist_ok=True)  # outside the project: under artifacts
+            results, problems = apply_paths([spec.path], output=spec.optimized_path,
+                                            max_configs=self.project.max_configs)
             files += [result_record(r) for r in results]
             errors += [{"file": e.path, "error": e.error} for e in problems]
         save_record(self.artifacts, APPLY_FILE, {"dry_run": False, "files": files, "errors": errors})

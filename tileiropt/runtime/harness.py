@@ -197,8 +197,8 @@ class Reference:
         code = compile(self.text, "<reference>", "eval")
 
         def evaluate(inputs: Mapping[str, Any], args: Mapping[str, Any], dims: Mapping[str, int]) -> Any:
-            scope = {"torch": torch, "F": F, "math": math, **dims, **args, **inputs}
-            return eval(code, {"__builtins__": builtins}, scope)  # noqa: S307 - the user's own reference
+            scope = {"__builtins__": builtins, "torch": torch, "F": F, "math": math, **dims, **args, **inputs}
+            return eval(code, scope)  # noqa: S307 - the user's own reference (one scope: lambdas see the names)
 
         return evaluate
 

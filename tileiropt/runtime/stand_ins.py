@@ -22,11 +22,13 @@ and choose code paths.
 from __future__ import annotations
 
 import functools
-import inspect
 import os
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+
+import numpy as np
 
 # The device the interpreter's stand-in driver describes: an H100 SXM (sm_90), the GPU the PTX path of this
 # tool is proven on. Device properties shape a kernel file's grids and code paths, never its results.
@@ -50,14 +52,18 @@ STAND_IN_SHARED_BYTES = 1024
 REACHED: dict[str, set[tuple[str, int]]] = {}
 
 
+_SKIP = ("/triton/", "/torch/", str(Path(__file__).resolve().parents[1]))
+
+
 def _reached(what: str) -> None:
     """Remember that the first frame outside triton, torch and this package reached `what`."""
-    skip = ("/triton/", "/torch/", str(Path(__file__).resolve().parents[1]))
-    for frame in inspect.stack()[2:]:
-        name = frame.filename
-        if not name.startswith("<") and not any(part in name for part in skip):
-            REACHED.setdefault(what, set()).add((str(Path(name).resolve()), frame.lineno))
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith("<") and not any(part in name for part in _SKIP):
+            REACHED.setdefault(what, set()).add((os.path.realpath(name), frame.f_lineno))
             return
+        frame = frame.f_back
     REACHED.setdefault(what, set()).add(("?", 0))
 
 
@@ -205,7 +211,59 @@ def install_interpreter_device() -> bool:
         torch.cuda.get_device_capability = get_device_capability
     _patch_warmup()
     _patch_autotuner(Autotuner)
+    _patch_scalar_arguments()
+    _patch_libdevice()
     return True
+
+
+def _patch_scalar_arguments() -> None:
+    """A Python float argument becomes an fp32 scalar tensor, as compiled Triton's launcher makes it (so
+    `eps.to(tl.float32)` works); the interpreter would keep a Python float."""
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    original = getattr(interpreter, "_implicit_cvt", None)
+    if original is None or getattr(original, "_tileiropt", False):
+        return
+
+    def convert(arg: Any) -> Any:
+        if isinstance(arg, float):
+            return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.float32), tl.float32), tl.float32)
+        return original(arg)
+
+    convert._tileiropt = True  # type: ignore[attr-defined]
+    interpreter._implicit_cvt = convert
+
+
+# libdevice functions the interpreter leaves as stubs returning None (compiled Triton maps them to the
+# backend's libdevice): the same functions in numpy, in the argument's dtype.
+_LIBDEVICE = {"rsqrt": lambda d: 1.0 / np.sqrt(d), "tanh": np.tanh, "sqrt": np.sqrt, "exp": np.exp,
+              "exp2": np.exp2, "log": np.log, "log2": np.log2}
+
+
+def _patch_libdevice() -> None:
+    try:
+        import triton.language as tl
+        import triton.language.extra.libdevice as libdevice
+        from triton.runtime import interpreter
+    except ImportError:  # pragma: no cover - a Triton without libdevice
+        return
+    for name, numpy_function in _LIBDEVICE.items():
+        current = getattr(libdevice, name, None)
+        if current is None or getattr(current, "_tileiropt", False):
+            continue
+
+        def function(x: Any, *rest: Any, _numpy: Any = numpy_function, _name: str = name) -> Any:
+            _reached(f"libdevice.{_name}")
+            if not isinstance(x, tl.tensor):
+                x = interpreter._implicit_cvt(x)
+            data = x.handle.data
+            out = _numpy(data).astype(data.dtype, copy=False)
+            return tl.tensor(interpreter.TensorHandle(out, x.handle.dtype.scalar), x.type)
+
+        function._tileiropt = True  # type: ignore[attr-defined]
+        function.__name__ = name
+        setattr(libdevice, name, function)
 
 
 def _patch_warmup() -> None:
