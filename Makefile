@@ -8,8 +8,14 @@ BIN := $(VENV)/bin
 # e.g. TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu").
 TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
+# The CPU suite runs on Triton 3.6, the line nvtriton (the TileIR fork) maintains and the GPU image has: its
+# interpreter still runs block pointers (3.9 removed them). numpy < 2.4: Triton 3.6's interpreter breaks on
+# numpy 2.4 (`range(0, tl.cdiv(K, BK))`). `make smoke-newest` checks the newest Triton too.
+TRITON_SPEC ?= triton==3.6.0
+NUMPY_SPEC ?= numpy<2.4
+NEWEST_VENV ?= .venv-newest
 
-.PHONY: install demo test test-gpu lint clean
+.PHONY: install demo test test-gpu lint smoke-newest clean
 
 install: $(VENV)/.installed
 
@@ -19,8 +25,9 @@ $(VENV)/.installed: pyproject.toml
 	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
 		echo "CUDA GPU found: keeping pip's default torch"; \
 	else \
-		echo "no CUDA GPU: installing the CPU build of torch ($(TORCH_SPEC))"; \
+		echo "no CUDA GPU: installing the CPU build of torch ($(TORCH_SPEC)), $(TRITON_SPEC), $(NUMPY_SPEC)"; \
 		$(BIN)/python -m pip install -q $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"; \
+		$(BIN)/python -m pip install -q "$(TRITON_SPEC)" "$(NUMPY_SPEC)"; \
 	fi
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	@touch $@
@@ -34,8 +41,19 @@ test: install
 test-gpu: install
 	$(BIN)/python -m pytest -q -m gpu
 
+# The newest Triton from PyPI in its own venv: the real-kernel tests and the demo under its interpreter.
+smoke-newest:
+	rm -rf $(NEWEST_VENV)
+	$(PYTHON) -m venv $(NEWEST_VENV)
+	$(NEWEST_VENV)/bin/python -m pip install -q --upgrade pip
+	$(NEWEST_VENV)/bin/python -m pip install -q $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
+	$(NEWEST_VENV)/bin/python -m pip install -q -e '.[dev]'
+	$(NEWEST_VENV)/bin/python -c "import triton; print('smoke test on triton', triton.__version__)"
+	$(NEWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_real_kernels.py
+	cp -r examples $(NEWEST_VENV)/examples && $(NEWEST_VENV)/bin/tileiropt run $(NEWEST_VENV)/examples/
+
 lint: install
 	$(BIN)/ruff check tileiropt tests
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache examples/.tileiropt examples/*_tileir.py
+	rm -rf $(VENV) $(NEWEST_VENV) .pytest_cache .ruff_cache examples/.tileiropt examples/*_tileir.py

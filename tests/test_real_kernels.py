@@ -15,7 +15,7 @@ from tileiropt.pipeline import run_pipeline
 from tileiropt.project import parse_project
 from tileiropt.report.artifacts import load_artifacts
 from tileiropt.report.build import build_report
-from tileiropt.runtime.records import ERROR, NOT_RUN, PASS
+from tileiropt.runtime.records import ERROR, PASS
 from tileiropt.runtime.validate import validate_project
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real"
@@ -113,8 +113,15 @@ def test_missing_dependency_and_interpreter_limit(folder):
     broken, scalar = run.records
     assert broken.status == ERROR and "it needs the module 'tileiropt_fixture_missing_dependency', which is not " \
                                       "installed" in broken.reason
-    assert scalar.status == NOT_RUN and scalar.reason.startswith(
-        "not run on the interpreter: a method of a Python scalar")
+    assert scalar.status == PASS  # a float argument is an fp32 scalar under the interpreter, as when compiled
+
+
+def test_interpreter_limits_are_named():
+    from tileiropt.runtime.harness import interpreter_limit
+
+    assert interpreter_limit(AttributeError("'float' object has no attribute 'to'")).startswith(
+        "a method of a Python scalar")
+    assert interpreter_limit(ValueError("wrong values")) is None
 
 
 # --------------------------------------------------------------------------- static: entries and calls
