@@ -222,10 +222,9 @@ def _entry_and_call(raw: dict, key: str, path: Path, module: str | None, root: P
             raise where.error(f"{key}.call", shape if isinstance(shape, str) else "must call a name, like fn(x)",
                               'e.g. call = "layer_norm(x, (N,), w, b, 1e-5)"')
         entry = ".".join(shape.callee)
-    if not isinstance(entry, str) or entries.EntryRef.parse(entry) is None:
+    ref = entries.EntryRef.parse(entry) if isinstance(entry, str) else None
+    if ref is None:
         raise where.error(f"{key}.entry", f"entry must be a name, a dotted name or 'pkg.mod:name', got {entry!r}")
-    ref = entries.EntryRef.parse(entry)
-    assert ref is not None
     source = _entry_source(ref, path, root, where, f"{key}.entry")
     missing = entries.name_missing(source, ref.name) if raw.get("entry") is not None else None
     if missing:

@@ -20,7 +20,7 @@ import math
 import re
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -431,20 +431,26 @@ def _library_folders() -> tuple[str, ...]:
     return tuple(str(f) + "/" for f in folders)
 
 
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """The exception and its causes (``__cause__``, else ``__context__``), each once."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
 def exception_location(exc: BaseException) -> str | None:
     """``file.py:line`` of the deepest frame in the user's code (not torch, triton or tileiropt),
     following the exception's causes: the kernel line the interpreter failed on, or the launch."""
     libraries = _library_folders()
     found = None
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in exception_chain(exc):
         for frame in traceback.extract_tb(current.__traceback__):
             name = str(Path(frame.filename).resolve()) if not frame.filename.startswith("<") else ""
             if name and not name.startswith(libraries):
                 found = frame
-        current = current.__cause__ or current.__context__
     return f"{Path(found.filename).name}:{found.lineno}" if found else None
 
 
@@ -452,20 +458,17 @@ def autotuner_skip(exc: BaseException) -> str | None:
     """Why Triton's autotuner would skip a config that raised `exc` (it times such a config as infinite):
     out of resources, a failed compile-time assertion (``tl.static_assert``; under the interpreter an
     AssertionError raised from it), a ptxas error. None for any other failure."""
+    assertion = "a compile-time assertion (tl.static_assert) fails for this config"
     names = {cls.__name__ for cls in type(exc).__mro__}
-    if "OutOfResources" in names:
+    if out_of_resources(exc):
         return "the config does not fit this device"
     if "CompileTimeAssertionFailure" in names:
-        return "a compile-time assertion (tl.static_assert) fails for this config"
+        return assertion
     if "PTXASError" in names:
         return "ptxas rejects this config"
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in exception_chain(exc):
         if any(frame.name == "_new_static_assert" for frame in traceback.extract_tb(current.__traceback__)):
-            return "a compile-time assertion (tl.static_assert) fails for this config"
-        current = current.__cause__ or current.__context__
+            return assertion
     return None
 
 
@@ -494,13 +497,9 @@ _INTERPRETER_LIMITS = (
 
 def interpreter_limit(exc: BaseException) -> str | None:
     """What of the interpreter's limits the exception (or its causes) shows, or None for a real error."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in exception_chain(exc):
         text = f"{type(current).__name__}: {current}"
         for pattern, what in _INTERPRETER_LIMITS:
             if re.search(pattern, text):
                 return what
-        current = current.__cause__ or current.__context__
     return None
