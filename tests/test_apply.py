@@ -122,7 +122,9 @@ def test_atomics_and_unresolvable_configs_are_left_alone_with_reasons() -> None:
     dynamic = AUTOTUNED.replace('configs=[triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4, pre_hook=hook)]',
                                 "configs=make_configs(torch.cuda.device_count())")
     result = transform_source(dynamic, "d.py", classify=_classes("dot"))
-    assert any("TileIR configs not added" in s for s in result.kernels[0].skipped)
+    (change,) = [c for c in result.kernels[0].changes if "derived at import" in c.what]
+    assert "only known at run time" in change.why or "built by code" in change.why
+    assert "_tileiropt_derive_configs(kernel, occupancy=" in result.new_source
 
 
 def test_no_kernel_is_a_clear_error(tmp_path: Path) -> None:
@@ -305,8 +307,7 @@ def test_kernel_parameters_named_like_launch_options_are_left_to_the_launch(
     source = source.replace("(x, y, n, BLOCK=256, num_warps=4)", "(x, y, n, 2, 1, BLOCK=256, num_warps=4)")
     out = transform_source(source, "s.py", classify=_classes("elementwise")).new_source
     block = out[out.index("_tileiropt_hint_autotune(\n"):]
-    assert "num_stages=" not in block[: block.index("\n    )\n")]
-    assert "num_ctas=None" in block
+    assert "num_ctas=[None], num_stages=[None]" in block[: block.index("\n    )\n")]
     monkeypatch.setenv(FORCE_ENV, "1")
     (tmp_path / "s_tileir.py").write_text(out)
     module = _import_path(tmp_path / "s_tileir.py", "_launch_option_params")

@@ -7,9 +7,9 @@ import textwrap
 import libcst as cst
 import pytest
 
+from tileiropt.analysis.classify import classify_source
 from tileiropt.errors import UserError
 from tileiropt.transform.config_values import Unresolvable, resolve_configs
-from tileiropt.transform.kernel_facts import kernel_facts, size_arguments
 from tileiropt.transform.math_rewrites import rewrite_math
 from tileiropt.transform.spaces import Space, build_space, load_spaces, parse_spaces, role_of
 
@@ -159,22 +159,53 @@ def test_space_never_invents_names() -> None:
 # ----------------------------------------------------------------------------- kernel facts
 
 
-def test_kernel_facts_in_place_and_atomics() -> None:
-    source = textwrap.dedent('''
+def _record(source: str, kernel: str):
+    result = classify_source(textwrap.dedent(source), "k.py", rules=[])
+    return next(r for r in result.kernels if r.kernel == kernel)
+
+
+def test_params_in_place_and_atomics() -> None:
+    record = _record('''
+        import triton
+        import triton.language as tl
+
+        @triton.jit
         def k(x_ptr, y_ptr, lock_ptr, n_cols, stride_x, BLOCK: tl.constexpr):
             ptrs = x_ptr + tl.arange(0, BLOCK)
             x = tl.load(ptrs)
             tl.store(ptrs, x * 2)
             tl.store(y_ptr + 1, x)
             tl.atomic_add(lock_ptr, 1)
-    ''')
-    facts = kernel_facts(source, ["x_ptr", "y_ptr", "lock_ptr", "n_cols"])
-    assert facts.in_place == ["x_ptr"]
-    assert facts.stored == {"x_ptr", "y_ptr"}
-    assert facts.atomics == [7]
+    ''', "k")
+    assert record.in_place_params == ["x_ptr"]
+    assert record.pointer_params == ["x_ptr", "y_ptr", "lock_ptr"]
+    assert record.atomic_lines == [11]
+    assert record.size_params == ["n_cols"]
 
 
-def test_size_arguments() -> None:
-    params = ["x_ptr", "n_cols", "stride_x", "M", "eps", "BLOCK", "n_elements", "BLOCK_N", "H_dim", "HAVE_BETA",
-              "GROUP_SIZE_M", "stride_x_H"]
-    assert size_arguments(params) == ["n_cols", "M", "n_elements", "H_dim"]
+def test_single_letter_pointers_are_never_sizes_helpers_followed() -> None:
+    """`B` (the layer-norm tutorial's bias), `b` (liger's geglu), `K`/`V` matrices, offsets tensors:
+    named like sizes, used as addresses, directly or through a JIT helper."""
+    record = _record('''
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def _load_row(P, row, n, BLOCK: tl.constexpr):
+            cols = tl.arange(0, BLOCK)
+            return tl.load(P + row * n + cols, mask=cols < n)
+
+        @triton.jit
+        def k(X, B, b, K, cu_seqlens, M, N, seq_len, eps, stride, n_rows: tl.constexpr, scale: float,
+              T: tl.float32, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            X += row * stride
+            start = tl.load(cu_seqlens + row)
+            x = tl.load(X + tl.arange(0, BLOCK)) + tl.load(B + tl.arange(0, BLOCK)) + start
+            y = _load_row(b, row, N, BLOCK)
+            y += _load_row(P=K, row=row, n=N, BLOCK=BLOCK)
+            tl.store(X + tl.arange(0, BLOCK), x + y)
+    ''', "k")
+    assert record.pointer_params == ["X", "B", "b", "K", "cu_seqlens"]
+    assert record.size_params == ["M", "N", "seq_len", "n_rows"]
+    assert record.in_place_params == ["X"]

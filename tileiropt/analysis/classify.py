@@ -22,6 +22,7 @@ from typing import Any
 
 from tileiropt.analysis.discovery import KernelInfo, Scan, scan
 from tileiropt.analysis.facts import TL, FactsBuilder, FunctionFacts
+from tileiropt.analysis.params import ParamAnalysis, is_size_param
 from tileiropt.analysis.rules import ALL_RULES, Finding, KernelContext, Rule, select_rules, suppressed
 from tileiropt.analysis.source import read_source
 from tileiropt.errors import UserError
@@ -62,12 +63,17 @@ class KernelRecord:
     findings: list[Finding]
     tensor_of_pointer_lines: list[int] = field(default_factory=list)  # block-shaped pointer loads/stores
     calls: list[str] = field(default_factory=list)  # JIT helpers it calls
+    pointer_params: list[str] = field(default_factory=list)  # parameters used as addresses (helpers followed)
+    size_params: list[str] = field(default_factory=list)  # integer problem sizes (never an address)
+    in_place_params: list[str] = field(default_factory=list)  # pointers both read and written
+    atomic_lines: list[int] = field(default_factory=list)  # atomic updates (a helper's: the call line)
 
     def to_json(self) -> dict[str, Any]:
         data = to_jsonable(self)
         data["class"] = data.pop("kernel_class")
         order = ["file", "kernel", "line", "class", "confidence", "evidence", "strategy", "is_entry", "persistent",
-                 "uses_tma", "uses_block_ptr", "findings", "tensor_of_pointer_lines", "calls"]
+                 "uses_tma", "uses_block_ptr", "findings", "tensor_of_pointer_lines", "calls", "pointer_params",
+                 "size_params", "in_place_params", "atomic_lines"]
         return {key: data[key] for key in order}
 
 
@@ -159,11 +165,18 @@ def classify_scan(scanned: Scan, rules: list[Rule]) -> list[KernelRecord]:
     module = scanned.module
     jit_functions = {node.name: node for node in scanned.kernel_nodes}
     builder = FactsBuilder(jit_functions, module.aliases, scanned.text)
+    uses = ParamAnalysis(builder)
     records = []
     for kernel, node in zip(module.kernels, scanned.kernel_nodes, strict=True):
         own = builder.facts(node)
         everything = _transitive(own, builder, jit_functions)
         record = _classify(kernel, own, everything, scanned)
+        use = uses.use(node)
+        record.pointer_params = [p.name for p in kernel.params if p.name in use.pointers]
+        record.size_params = [p.name for p in kernel.params
+                              if is_size_param(p.name, p.annotation, p.default, use.pointers)]
+        record.in_place_params = use.in_place
+        record.atomic_lines = use.atomic_lines
         context = KernelContext(kernel=kernel, node=node, facts=own, kernel_class=record.kernel_class,
                                 scan=scanned)
         record.findings = _lint(context, rules, scanned)

@@ -52,6 +52,7 @@ class AutotuneInfo:
     config_names: list[str]  # meta-parameter names set by the configs, in first-seen order
     key: list[str] | None  # literal list of strings, None if not a literal
     other_args: dict[str, str]  # prune_configs_by, reset_to_zero, restore_value, warmup, ... -> source
+    package: str | None = None  # a package's own autotune decorator (its source name), not triton.autotune
 
 
 @dataclass
@@ -78,6 +79,7 @@ class KernelInfo:
     is_entry: bool  # an entry point rather than a device helper (see `_is_entry`)
     returns_value: bool = False  # has `return <expr>`: only device helpers return values
     called_by: list[str] = field(default_factory=list)  # JIT functions of this module calling it
+    wrappers: list[str] = field(default_factory=list)  # decorators that are not Triton's (a package's entry object)
 
 
 @dataclass
@@ -305,12 +307,21 @@ class _Builder:
                 launches: dict[str, list[LaunchSite]]) -> KernelInfo:
         autotune = None
         heuristics: dict[str, str] = {}
+        wrappers: list[str] = []
         for dec in node.decorator_list:
             name = call_name(dec, self.aliases)
             if name in AUTOTUNE and isinstance(dec, ast.Call):
                 autotune = self._autotune(dec)
             elif name in HEURISTICS and isinstance(dec, ast.Call):
                 heuristics.update(self._heuristics(dec))
+            elif name in JIT:
+                continue
+            elif isinstance(dec, ast.Call) and any(k.arg == "configs" for k in dec.keywords) and autotune is None:
+                # a package's own autotuner (`@libtuner(configs=..., key=...)`): never wrapped in a second one
+                autotune = self._autotune(dec)
+                autotune.package = self.text.segment(dec.func)
+            else:
+                wrappers.append(self.text.segment(dec))
         calls: list[str] = []
         for callee in self.c.called.get(id(node), []):
             if callee in jit_function_names and callee != node.name and callee not in calls:
@@ -329,6 +340,7 @@ class _Builder:
             calls=calls,
             is_entry=False,
             returns_value=id(node) in self.c.returns_value,
+            wrappers=wrappers,
         )
 
     def _params(self, args: ast.arguments) -> list[Param]:

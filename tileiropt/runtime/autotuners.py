@@ -18,20 +18,23 @@ try:  # the interpreter wraps kernels in InterpretedFunction, a JITFunction look
     from triton.runtime.interpreter import InterpretedFunction
 except ImportError:  # pragma: no cover - very old Triton
     InterpretedFunction = ()  # type: ignore[assignment,misc]
-from triton.runtime.jit import JITFunction
+from triton.runtime.jit import JITFunction, KernelInterface
 
-KERNEL_TYPES = (JITFunction, Autotuner, Heuristics) + (
-    (InterpretedFunction,) if isinstance(InterpretedFunction, type) else ()
-)
+from tileiropt.transform.gate_shared import _tileiropt_chain, _tileiropt_find_autotuner
+
+JIT_TYPES = (JITFunction,) + ((InterpretedFunction,) if isinstance(InterpretedFunction, type) else ())
+KERNEL_TYPES = (*JIT_TYPES, Autotuner, Heuristics)
+
+
+def chain(obj: Any) -> list[Any]:
+    """The kernel object and what it wraps, outermost first, down to the JIT function: autotuners,
+    heuristics and a package's own wrappers (the same walk the generated gate makes)."""
+    return _tileiropt_chain(obj)
 
 
 def innermost(obj: Any) -> Any:
-    """The JIT function under any stack of autotune/heuristics wrappers."""
-    seen = 0
-    while isinstance(obj, (Autotuner, Heuristics)) and seen < 16:
-        obj = obj.fn
-        seen += 1
-    return obj
+    """The JIT function under any stack of autotune/heuristics/package wrappers."""
+    return chain(obj)[-1]
 
 
 def function_name(obj: Any) -> str:
@@ -42,21 +45,25 @@ def function_name(obj: Any) -> str:
 
 
 def kernel_objects(module: ModuleType) -> dict[str, Any]:
-    """Module attribute name -> Triton kernel object (JIT function, autotuner or heuristics)."""
-    return {name: value for name, value in vars(module).items() if isinstance(value, KERNEL_TYPES)}
+    """Module attribute name -> Triton kernel object (JIT function, autotuner, heuristics, or a package's
+    wrapper object around one: a `KernelInterface` or anything whose chain reaches a JIT function)."""
+    found = {}
+    for name, value in vars(module).items():
+        if isinstance(value, (*KERNEL_TYPES, KernelInterface)):
+            found[name] = value
+        elif not isinstance(value, type) and hasattr(value, "__dict__") and "fn" in vars(value):
+            if isinstance(innermost(value), KERNEL_TYPES):
+                found[name] = value
+    return found
 
 
 def autotuners(module: ModuleType) -> dict[str, Autotuner]:
-    """Module attribute name -> the autotuner bound under it (looking through heuristics)."""
+    """Module attribute name -> the autotuner bound under it (through heuristics and package wrappers)."""
     found: dict[str, Autotuner] = {}
     for name, obj in kernel_objects(module).items():
-        seen = 0
-        while isinstance(obj, (Autotuner, Heuristics)) and seen < 16:
-            if isinstance(obj, Autotuner):
-                found[name] = obj
-                break
-            obj = obj.fn
-            seen += 1
+        tuner = _tileiropt_find_autotuner(obj)
+        if tuner is not None:
+            found[name] = tuner
     return found
 
 
@@ -66,13 +73,10 @@ def tma_dispatches(module: ModuleType) -> dict[str, Any]:
     pointer kernel per call; its `.last_path` is "tma" or "pointer", `.last_reason` why not TMA."""
     found: dict[str, Any] = {}
     for name, obj in vars(module).items():
-        for _ in range(16):
-            if "last_path" in getattr(obj, "__dict__", {}):
-                found[name] = obj
-                break
-            if not isinstance(obj, (Autotuner, Heuristics)):
-                break
-            obj = obj.fn
+        if isinstance(obj, (Autotuner, Heuristics)) or "last_path" in getattr(obj, "__dict__", {}):
+            dispatch = next((o for o in chain(obj) if "last_path" in getattr(o, "__dict__", {})), None)
+            if dispatch is not None:
+                found[name] = dispatch
     return found
 
 

@@ -14,12 +14,9 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from tileiropt.runtime.autotuners import function_name, kernel_objects
+from tileiropt.runtime.autotuners import JIT_TYPES, chain, function_name, kernel_objects
 
-try:
-    from triton.runtime.autotuner import Autotuner, Heuristics
-except ImportError:  # pragma: no cover - triton is a dependency
-    Autotuner = Heuristics = ()  # type: ignore[assignment,misc]
+from triton.runtime.autotuner import Autotuner
 
 INTERPRETER = "interpreter"
 _MISSING = object()
@@ -70,13 +67,8 @@ def cached_backends(jit_function: Any) -> set[str]:
 
 
 def _chain(obj: Any) -> list[Any]:
-    """The object and every wrapper below it (autotuner -> heuristics -> JIT function)."""
-    chain, seen = [obj], 0
-    while isinstance(obj, (Autotuner, Heuristics)) and seen < 16:
-        obj = obj.fn
-        chain.append(obj)
-        seen += 1
-    return chain
+    """The object and every wrapper below it (autotuner -> heuristics -> JIT function, package wrappers)."""
+    return chain(obj)
 
 
 class LaunchRecorder:
@@ -119,7 +111,7 @@ class LaunchRecorder:
             if is_autotuner:
                 self.autotuners.add(attribute)
             result = original(*args, **kwargs)
-            if not isinstance(item, (Autotuner, Heuristics)):
+            if isinstance(item, JIT_TYPES):  # wrappers' results are not compiled kernels
                 self.kernels[function_name(item)] = self._backend(item, result)
             return result
 

@@ -15,16 +15,20 @@ import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from tileiropt.analysis.discovery import KernelInfo, ModuleInfo, discover
+if TYPE_CHECKING:
+    from tileiropt.analysis.classify import KernelRecord
+
+from tileiropt.analysis.discovery import KernelInfo, ModuleInfo, scan
 from tileiropt.errors import UserError
 from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
 from tileiropt.transform.gate import ACTIVE_FLAG, GATE_MARKER, GATE_SOURCE
-from tileiropt.transform.kernel_facts import kernel_facts, size_arguments
 from tileiropt.transform.math_rewrites import rewrite_math
-from tileiropt.transform.spaces import DEFAULT_MAX_CONFIGS, Space, TileIRConfig, build_space, load_spaces
+from tileiropt.transform.gate_shared import _tileiropt_candidates
+from tileiropt.transform.spaces import DEFAULT_MAX_CONFIGS, Space, TileIRConfig, load_spaces, tile_sizes
 from tileiropt.transform.tma import GUARD, POINTER_SUFFIX, TmaResult, dispatch_statement, persistent_step, plan_tma
 from tileiropt.transform.tma_runtime import RUNTIME_SOURCE
 
@@ -121,36 +125,51 @@ def _plan_autotuned(kernel: KernelInfo, info: ModuleInfo, source: str, space: Sp
                     target: str, plan: _Plan, cta_guard: bool = False) -> bool:
     """Add the TileIR configs to `target`'s autotuner; True when some of them use num_ctas > 1.
 
-    `cta_guard`: the persistent kernel gets the 2-CTA guard (NUM_SMS // num_ctas), so 2-CTA
-    configs are safe for it."""
+    Configs the file states literally are crossed with the TileIR levers here and written out; configs
+    built by code (a function that branches on the backend, a package's autotuner reading tuned configs
+    from disk) are crossed at import by the gate, from the autotuner's actual list: the tool never runs
+    the kernel file. `cta_guard`: the persistent kernel gets the 2-CTA guard (NUM_SMS // num_ctas), so
+    2-CTA configs are safe for it."""
     autotune = kernel.autotune
     assert autotune is not None
-    try:
-        values = resolve_configs(source, autotune.configs_source, info.triton_names)
-    except Unresolvable as exc:
-        plan.report.skipped.append(f"TileIR configs not added: {exc}")
-        return False
-    rows, names = _existing_rows(values)
     params = {p.name for p in kernel.params}
-    unknown = [n for n in names if n not in params]
-    if unknown:
-        plan.report.skipped.append(f"TileIR configs not added: configs set {unknown[0]!r}, not a kernel parameter")
-        return False
     allow_ctas = "NUM_SMS" not in params or cta_guard  # persistent kernels: see the 2-CTA note below
     if not allow_ctas and any(c > 1 for c in space.num_ctas):
         plan.report.skipped.append(
             "num_ctas=2 not added: persistent kernel (NUM_SMS); its grid and tile stride would need "
             "NUM_SMS // num_ctas, which a config pre_hook cannot pass to the launch")
-    configs = []
-    for row in rows:
-        configs += build_space(space, [row], names, allow_num_ctas=allow_ctas, cap=10**6)
-    configs = _dedupe(configs)
-    from tileiropt.transform.spaces import _cover  # noqa: PLC0415 - one shared capping rule
-
-    axes = [("occupancy", o) for o in space.occupancy] + [("num_stages", s) for s in space.num_stages]
-    if allow_ctas:
-        axes += [("num_ctas", c) for c in space.num_ctas]
-    configs = _cover(configs, axes + [(k, v) for c in configs for k, v in c.kwargs], cap)
+    ctas = space.num_ctas if allow_ctas else [1]
+    owner = f"{autotune.package}(...)" if autotune.package else "its autotuner"
+    try:
+        if autotune.package:
+            raise Unresolvable(f"{autotune.package} is a package's own autotuner")
+        values = resolve_configs(source, autotune.configs_source, info.triton_names)
+    except Unresolvable as exc:
+        names = [n for n in autotune.config_names if n in params]
+        tiles = tile_sizes(space, names)
+        plan.block.append(f"_tileiropt_derive_configs({target}, occupancy={space.occupancy!r}, num_ctas={ctas!r}, "
+                          f"num_stages={space.num_stages!r}, tiles={tiles!r}, cap={cap})")
+        plan.report.changes.append(Change(
+            autotune.line,
+            f"TileIR configs derived at import from the own config list of {owner} on {target} (up to {cap}: "
+            f"occupancy {space.occupancy}, num_ctas {ctas}, num_stages {space.num_stages}"
+            + (f", larger {', '.join(tiles)}" if tiles else "") + ")",
+            f"its configs are built by code ({exc}); the generated gate crosses the autotuner's actual configs "
+            "with the TileIR levers when the module is imported, so the tool never runs the kernel file"))
+        return any(c > 1 for c in ctas)
+    rows, names = _existing_rows(values)
+    unknown = [n for n in names if n not in params]
+    if unknown:
+        plan.report.skipped.append(f"TileIR configs not added: configs set {unknown[0]!r}, not a kernel parameter")
+        return False
+    own_rows = []
+    for value in values:
+        row = (value.kwargs, value.num_warps)
+        if row not in own_rows:
+            own_rows.append(row)
+    tiles = tile_sizes(space, names)
+    configs = [TileIRConfig(*c) for c in _tileiropt_candidates(own_rows, space.occupancy, ctas, space.num_stages,
+                                                                tiles, cap)]
     plan.block.append(f"_tileiropt_add_configs({target}, {_config_list(configs, '')})")
     plan.report.configs_added = len(configs)
     sized = sorted({k for c in configs for k, _ in c.kwargs if k in names and any(
@@ -166,27 +185,17 @@ def _plan_autotuned(kernel: KernelInfo, info: ModuleInfo, source: str, space: Sp
     return any(c.num_ctas > 1 for c in configs)
 
 
-def _dedupe(configs: list[TileIRConfig]) -> list[TileIRConfig]:
-    seen, unique = set(), []
-    for config in configs:
-        if config not in seen:
-            seen.add(config)
-            unique.append(config)
-    return unique
-
-
-def _plan_hint_only(kernel: KernelInfo, function_source: str, space: Space, cap: int, target: str,
+def _plan_hint_only(kernel: KernelInfo, record: KernelRecord, space: Space, cap: int, target: str,
                     plan: _Plan) -> None:
     if not kernel.launches:
         plan.report.skipped.append("no hint autotune: the kernel is not launched in this file")
         return
-    facts = kernel_facts(function_source, [p.name for p in kernel.params])
-    if facts.atomics:
+    if record.atomic_lines:
         plan.report.skipped.append(
-            f"no hint autotune: atomics (line {facts.atomics[0]}) accumulate across runs, and autotuning re-runs "
-            "the kernel")
+            f"no hint autotune: atomics (line {record.atomic_lines[0]}) accumulate across runs, and autotuning "
+            "re-runs the kernel")
         return
-    key = size_arguments([p.name for p in kernel.params])
+    key = record.size_params
     if not key:
         plan.report.skipped.append("no hint autotune: no runtime size argument to key the autotuner on")
         return
@@ -196,26 +205,25 @@ def _plan_hint_only(kernel: KernelInfo, function_source: str, space: Space, cap:
     passed |= set(LAUNCH_OPTIONS) & {p.name for p in kernel.params}
     if "**" in passed:
         passed |= set(LAUNCH_OPTIONS)
-    stages = None if "num_stages" in passed else space.num_stages
+    stages: list[int | None] = [None] if "num_stages" in passed else list(space.num_stages)
     ctas: list[int | None] = [None] if "num_ctas" in passed else list(space.num_ctas)
-    hint_space = Space(space.occupancy, ctas, stages or [0], {})
-    configs = build_space(hint_space, [{}], [], num_warps=[None], cap=cap)
-    if stages is None:
-        configs = _dedupe([TileIRConfig(c.kwargs, c.occupancy, c.num_ctas, None) for c in configs])
-    restore = facts.in_place
+    count = len(_tileiropt_candidates([({}, None)], space.occupancy, ctas, stages, None, cap))
+    restore = record.in_place_params
     restore_arg = f", restore_value={restore!r}" if restore else ""
     plan.block.append(
         f"{kernel.name} = _tileiropt_hint_autotune(\n    {target},\n    key={key!r},\n"
-        f"    configs={_config_list(configs, '    ')}{restore_arg},\n)")
-    plan.report.configs_added = len(configs)
+        f"    occupancy={space.occupancy!r}, num_ctas={ctas!r}, num_stages={stages!r}, cap={cap}{restore_arg},\n)")
+    plan.report.configs_added = count
+    wrapped = f" (or added to the autotuner inside {', '.join(kernel.wrappers)})" if kernel.wrappers else ""
     plan.report.changes.append(Change(
         kernel.line,
-        f"hint-only autotune under the gate: {len(configs)} configs over occupancy "
-        f"{sorted({c.occupancy for c in configs})}" + (f", num_stages {stages}" if stages else "")
+        f"hint-only autotune under the gate{wrapped}: {count} configs over occupancy {space.occupancy}"
+        + (f", num_stages {stages}" if stages != [None] else "")
         + (f", num_ctas {ctas}" if len(ctas) > 1 else "") + f", keyed on {', '.join(key)}"
         + (f", restoring {', '.join(restore)} between trials" if restore else ""),
         "the launch passes its own block sizes, so only TileIR hints are tuned; launch options it passes "
-        "(" + (", ".join(o for o in LAUNCH_OPTIONS if o in passed) or "none") + ") are left to it"))
+        "(" + (", ".join(o for o in LAUNCH_OPTIONS if o in passed) or "none") + ") are left to it; "
+        "keys are integer sizes only (a tensor as key would tune again for every new tensor)"))
 
 
 def _function_source(source_lines: list[str], kernel: KernelInfo) -> str:
@@ -265,8 +273,9 @@ def _for_each_path(paths: list[str], target: str, lines: list[str]) -> list[str]
             "del _tileiropt_path"]
 
 
-def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, classify: ClassifyFn,
-                 spaces: dict[str, Space], cap: int) -> dict[str, _Plan]:
+def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, records: dict[str, KernelRecord],
+                 spaces: dict[str, Space], cap: int, classify: ClassifyFn | None = None) -> dict[str, _Plan]:
+    """A plan per kernel from the analysis' records (class, pointers, sizes); `classify` overrides the class."""
     nodes = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
     source_lines = source.splitlines(keepends=True)
     plans: dict[str, _Plan] = {}
@@ -274,7 +283,8 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, classify: Cl
     for kernel in info.kernels:
         if kernel.name.endswith(TWIN_SUFFIX) and kernel.name[: -len(TWIN_SUFFIX)] in names:
             continue
-        kernel_class = classify(info, kernel)
+        record = records[kernel.name]
+        kernel_class = classify(info, kernel) if classify else record.kernel_class
         plan = _Plan(KernelReport(kernel.name, kernel.line, kernel_class))
         plans[kernel.name] = plan
         node = nodes.get(kernel.name)
@@ -305,6 +315,7 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, classify: Cl
             del plan.block[before:]
             if step is not None and two_ctas:
                 added.append(f"{GUARD}({target}, {step!r})")
+                plan.runtime = True  # the guard is defined with the TMA runtime helpers
                 plan.report.changes.append(Change(
                     kernel.line, f"2-CTA guard on {', '.join(paths)}: under num_ctas=2, {step} // 2 programs "
                     f"and tile stride", "each 2-CTA program takes two SMs; a config pre_hook cannot change the "
@@ -314,9 +325,10 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, classify: Cl
             plan.block.append(dispatch_statement(kernel.name, paths[0], paths[1], tma.operands))
         if kernel.autotune is None and kernel.is_entry:
             before = len(plan.block)
-            _plan_hint_only(kernel, function_source, space, cap, kernel.name if tma else target, plan)
+            _plan_hint_only(kernel, record, space, cap, kernel.name if tma else target, plan)
             if step is not None and len(plan.block) > before:
                 plan.block.append(f"{GUARD}({kernel.name}, {step!r})")
+                plan.runtime = True
         if plan.twin is not None and not any(line.startswith(f"{kernel.name} =") for line in plan.block):
             plan.block.append(f"{kernel.name} = {target}")
             plan.report.changes.append(Change(kernel.line, f"{kernel.name} bound to {target} under the gate",
@@ -395,27 +407,21 @@ def _gate_statements(gate: cst.Module) -> list[cst.BaseStatement]:
     return [first.with_changes(leading_lines=[cst.EmptyLine(), *comments]), *rest]
 
 
-def _classes_from_analysis(source: str, path: str) -> ClassifyFn:
-    """Phase 2's classification of every kernel of the file (lint rules off: only the class is needed)."""
-    from tileiropt.analysis.classify import classify_source  # noqa: PLC0415 - avoid an import cycle
-
-    records = {record.kernel: record.kernel_class for record in classify_source(source, path, rules=[]).kernels}
-    return lambda info, kernel: records.get(kernel.name, "elementwise")
-
-
 def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, Space] | None = None,
                      max_configs: int = DEFAULT_MAX_CONFIGS, classify: ClassifyFn | None = None) -> ApplyResult:
     """Plan and rewrite one module's source; nothing is written."""
     if GATE_MARKER in source:
         return ApplyResult(path, None, True, [], source, source)
-    info = discover(source, path)
+    from tileiropt.analysis.classify import classify_scan  # noqa: PLC0415 - avoid an import cycle
+
+    scanned = scan(source, path)  # one parse: the model classify and the rules use too
+    info = scanned.module
     if not info.kernels:
         raise UserError("no Triton kernel found (no @triton.jit function)", file=path,
                         hint="point apply at a file that defines @triton.jit kernels")
+    records = {record.kernel: record for record in classify_scan(scanned, rules=[])}
     module = cst.parse_module(source)
-    plans = plan_kernels(info, module, source, classify or _classes_from_analysis(source, path),
-                         spaces or load_spaces(),
-                         max_configs)
+    plans = plan_kernels(info, module, source, records, spaces or load_spaces(), max_configs, classify)
     if not any(plan.block or plan.twin for plan in plans.values()):
         return ApplyResult(path, None, False, [p.report for p in plans.values()], source, source)
     new_module = rewrite_module(module, plans)

@@ -65,8 +65,17 @@ def _tileiropt_config_key(config):
     return (tuple(sorted(config.all_kwargs().items(), key=str)), getattr(config, "occupancy", None))
 
 
-def _tileiropt_add_configs(autotuner, configs):
-    """Append TileIR configs after the autotuner's own, sharing their pre_hook; drop duplicates."""
+# Why TileIR code could not be attached at import (kernel name -> reason); empty when all of it was.
+_TILEIROPT_NOT_ATTACHED = {{}}
+
+
+def _tileiropt_add_configs(kernel, configs):
+    """Append TileIR configs after the kernel autotuner's own, sharing their pre_hook; drop duplicates.
+    The autotuner may sit under @triton.heuristics or inside a package's wrapper."""
+    autotuner = _tileiropt_find_autotuner(kernel)
+    if autotuner is None:
+        _TILEIROPT_NOT_ATTACHED[getattr(kernel, "__name__", repr(kernel))] = "no autotuner found"
+        return kernel
     own = list(autotuner.configs)
     hooks = {{config.pre_hook for config in own}}
     shared_hook = hooks.pop() if len(hooks) == 1 else None
@@ -79,16 +88,56 @@ def _tileiropt_add_configs(autotuner, configs):
             seen.add(key)
             own.append(config)
     autotuner.configs = own
-    return autotuner
+    return kernel
 
 
-def _tileiropt_hint_autotune(kernel, key, configs, restore_value=()):
-    """Autotune TileIR hints only (no meta-parameters) for a kernel launched with its own block sizes."""
-    unique, seen = [], set()
-    for config in configs:
-        if _tileiropt_config_key(config) not in seen:
-            seen.add(_tileiropt_config_key(config))
-            unique.append(config)
-    return _tileiropt_triton.autotune(configs=unique, key=list(key), restore_value=list(restore_value))(kernel)
+def _tileiropt_derive_configs(kernel, *, occupancy, num_ctas, num_stages, tiles=None, cap=16):
+    """TileIR configs derived at import from the autotuner's own config list (built by code the
+    tool does not run), added to that autotuner."""
+    autotuner = _tileiropt_find_autotuner(kernel)
+    if autotuner is None:
+        _TILEIROPT_NOT_ATTACHED[getattr(kernel, "__name__", repr(kernel))] = "no autotuner found"
+        return kernel
+    rows = []
+    for config in autotuner.configs:
+        row = (dict(config.kwargs), config.num_warps)
+        if row not in rows:
+            rows.append(row)
+    chosen = _tileiropt_candidates(rows, occupancy, num_ctas, num_stages, tiles, cap)
+    return _tileiropt_add_configs(kernel, [
+        _tileiropt_config(dict(kwargs), occupancy=occ, num_ctas=ctas, num_stages=stages, num_warps=warps)
+        for kwargs, occ, ctas, stages, warps in chosen])
+
+
+def _tileiropt_hint_autotune(kernel, key, *, occupancy, num_ctas, num_stages, cap=16, restore_value=()):
+    """TileIR hints (no meta-parameters) for a kernel launched with its own block sizes: added to the
+    autotuner the kernel already has (a package's own), else an autotuner around the JIT function.
+    A wrapper of unknown kind is left alone: wrapping it could pass launch options twice."""
+    if _tileiropt_find_autotuner(kernel) is not None:
+        return _tileiropt_derive_configs(kernel, occupancy=occupancy, num_ctas=num_ctas, num_stages=num_stages,
+                                         cap=cap)
+    if not _tileiropt_plain_kernel(kernel):
+        _TILEIROPT_NOT_ATTACHED[getattr(kernel, "__name__", repr(kernel))] = (
+            f"wrapped by {{type(kernel).__name__}}, which holds no autotuner")
+        return kernel
+    configs = [_tileiropt_config({{}}, occupancy=occ, num_ctas=ctas, num_stages=stages)
+               for _, occ, ctas, stages, _ in _tileiropt_candidates([({{}}, None)], occupancy, num_ctas,
+                                                                     num_stages, None, cap)]
+    return _tileiropt_triton.autotune(configs=configs, key=list(key), restore_value=list(restore_value))(kernel)
 
 '''
+
+
+def _shared_source() -> str:
+    """The shared candidate rule (`gate_shared`), without its module docstring, for the gate."""
+    import ast  # noqa: PLC0415
+    import inspect  # noqa: PLC0415
+
+    from tileiropt.transform import gate_shared  # noqa: PLC0415
+
+    source = inspect.getsource(gate_shared)
+    docstring_end = ast.parse(source).body[0].end_lineno or 0
+    return "\n".join(source.splitlines()[docstring_end:]).strip() + "\n"
+
+
+GATE_SOURCE += "\n\n" + _shared_source()

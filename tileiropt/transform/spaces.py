@@ -3,8 +3,6 @@ kernel's own meta-parameter names, and capped to a budget with coverage of every
 
 from __future__ import annotations
 
-import itertools
-import random
 import re
 import sys
 from dataclasses import dataclass, field
@@ -18,6 +16,7 @@ else:  # pragma: no cover
 
 from tileiropt.errors import UserError
 from tileiropt.project_template import read_template
+from tileiropt.transform.gate_shared import _tileiropt_candidates, _tileiropt_cover
 
 KERNEL_CLASSES = ("dot", "norm", "elementwise", "reduction")
 HINTS = ("occupancy", "num_ctas", "num_stages")
@@ -117,35 +116,10 @@ def load_spaces(path: Path | None = None) -> dict[str, Space]:
     return parse_spaces(data, source)
 
 
-def _cover(candidates: list[TileIRConfig], axes: list[tuple[str, Any]], cap: int) -> list[TileIRConfig]:
-    """Pick at most `cap` candidates, greedily covering every (axis, value) pair first,
-    then filling with a fixed-seed sample: deterministic and spread over every lever."""
-    if len(candidates) <= cap:
-        return candidates
-    order = list(range(len(candidates)))
-    random.Random(0).shuffle(order)
-    chosen: list[int] = []
-    uncovered = {(axis, value) for axis, value in axes}
-
-    def pairs(i: int) -> set[tuple[str, Any]]:
-        c = candidates[i]
-        found = {("occupancy", c.occupancy), ("num_ctas", c.num_ctas), ("num_stages", c.num_stages)}
-        found |= {(k, v) for k, v in c.kwargs}
-        return found & {(a, v) for a, v in axes}
-
-    while uncovered and len(chosen) < cap:
-        best = max((i for i in order if i not in chosen), key=lambda i: len(pairs(i) & uncovered))
-        gain = pairs(best) & uncovered
-        if not gain:
-            break
-        chosen.append(best)
-        uncovered -= gain
-    for i in order:
-        if len(chosen) >= cap:
-            break
-        if i not in chosen:
-            chosen.append(i)
-    return [candidates[i] for i in sorted(chosen)]
+def cover(candidates: list[TileIRConfig], axes: list[tuple[str, Any]], cap: int) -> list[TileIRConfig]:
+    """At most `cap` of `candidates`, covering every (lever, value) pair first (see `gate_shared`)."""
+    tuples = [(c.kwargs, c.occupancy, c.num_ctas, c.num_stages, c.num_warps) for c in candidates]
+    return [TileIRConfig(*chosen) for chosen in _tileiropt_cover(tuples, axes, cap)]
 
 
 def build_space(
@@ -164,26 +138,14 @@ def build_space(
     tiles, every other one keeps the values the kernel already uses. `tunable_names` are the
     kernel's meta-parameter names set by its configs (never a name the kernel lacks).
     """
-    base_rows = existing or [{}]
-    resized: list[dict[str, Any]] = []
-    sized_names = {name: space.tiles[role] for name in tunable_names
-                   if (role := role_of(name)) is not None and role in space.tiles}
-    for row in base_rows:
-        fixed = {k: v for k, v in row.items() if k not in sized_names}
-        names = list(sized_names)
-        for values in itertools.product(*(sized_names[n] for n in names)):
-            combo = {**fixed, **dict(zip(names, values))}
-            if combo not in resized:
-                resized.append(combo)
+    rows = [({k: row[k] for k in [*tunable_names, *row] if k in row}, (num_warps or [None])[0])
+            for row in existing or [{}]]
     ctas = space.num_ctas if allow_num_ctas else [1]
-    warps = num_warps or [None]
-    candidates = []
-    for kwargs, occupancy, n_ctas, stages in itertools.product(resized, space.occupancy, ctas, space.num_stages):
-        # keep the rows' original order of meta-parameters for readable generated code
-        ordered = tuple((k, kwargs[k]) for k in [*tunable_names, *kwargs] if k in kwargs)
-        ordered = tuple(dict(ordered).items())
-        candidates.append(TileIRConfig(ordered, occupancy, n_ctas, stages, warps[0]))
-    axes = [("occupancy", o) for o in space.occupancy] + [("num_ctas", c) for c in ctas]
-    axes += [("num_stages", s) for s in space.num_stages]
-    axes += [(name, v) for name, values in sized_names.items() for v in values]
-    return _cover(candidates, axes, cap)
+    chosen = _tileiropt_candidates(rows, space.occupancy, ctas, space.num_stages, tile_sizes(space, tunable_names),
+                                   cap)
+    return [TileIRConfig(*candidate) for candidate in chosen]
+
+
+def tile_sizes(space: Space, names: list[str]) -> dict[str, list[int]]:
+    """The class space's larger tile sizes for the meta-parameters whose role it sizes (M/N/K/BLOCK)."""
+    return {name: space.tiles[role] for name in names if (role := role_of(name)) is not None and role in space.tiles}
