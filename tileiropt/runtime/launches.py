@@ -14,9 +14,9 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from tileiropt.runtime.autotuners import JIT_TYPES, chain, function_name, kernel_objects
-
 from triton.runtime.autotuner import Autotuner
+
+from tileiropt.runtime.autotuners import JIT_TYPES, chain, function_name, kernel_objects
 
 INTERPRETER = "interpreter"
 _MISSING = object()

@@ -26,8 +26,8 @@ from tileiropt.analysis.discovery import KernelInfo, ModuleInfo, scan
 from tileiropt.errors import UserError
 from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
 from tileiropt.transform.gate import ACTIVE_FLAG, GATE_MARKER, GATE_SOURCE
-from tileiropt.transform.math_rewrites import rewrite_math
 from tileiropt.transform.gate_shared import _tileiropt_candidates
+from tileiropt.transform.math_rewrites import rewrite_math
 from tileiropt.transform.spaces import DEFAULT_MAX_CONFIGS, Space, TileIRConfig, load_spaces, tile_sizes
 from tileiropt.transform.tma import GUARD, POINTER_SUFFIX, TmaResult, dispatch_statement, persistent_step, plan_tma
 from tileiropt.transform.tma_runtime import RUNTIME_SOURCE
