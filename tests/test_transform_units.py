@@ -112,6 +112,33 @@ def test_unresolvable_configs_say_why(expr: str, reason: str) -> None:
         resolve_configs(CONFIG_MODULE, expr, {"triton"})
 
 
+@pytest.mark.parametrize(("expr", "reason"), [
+    # the evaluator reads the syntax tree: no attribute walk reaches Python's object graph
+    ("[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == 'Popen']", "not evaluated statically"),
+    ("[triton.Config({'BLOCK': 9 ** 9 ** 9})]", "power too large"),
+    ("[triton.Config({'BLOCK': b}) for b in range(10 ** 9)]", "more than 10000"),
+    ("[triton.Config({'BLOCK': 1e999})]", "no literal writes back"),
+    ("[triton.Config({'BLOCK': 1}, num_warps=hook)]", "no literal integer"),
+    ("[triton.Config({'BLOCK': (lambda: 1)()})]", "Lambda"),
+    ("[triton.Config({'BLOCK': " + " + ".join(["1"] * 900) + "})]", "nested too deeply"),
+    ("[triton.Config({'B': 1})] * 100000", "more than 10000"),
+    ("[triton.Config({'BLOCK': " + " + ".join(["1"] * 50000) + "})]", "could not be parsed|nested too deeply"),
+])
+def test_hostile_configs_are_never_run(expr: str, reason: str) -> None:
+    with pytest.raises(Unresolvable, match=reason):
+        resolve_configs(CONFIG_MODULE, expr, {"triton"})
+
+
+def test_evaluator_covers_the_forms_configs_are_written_in() -> None:
+    expr = ("[triton.Config({'BM': bm, 'BN': bn, **({'SPLIT': 2} if bm > 32 else {})}, num_warps=4 if bm < 128 else 8,"
+            " num_stages=s) for bm, bn in zip((32, 64, 128), [64] * 3) for s in [2, 3] if not (bm == 128 and s == 3)]")
+    configs = resolve_configs(CONFIG_MODULE, expr, {"triton"})
+    assert [(c.kwargs, c.num_warps, c.num_stages) for c in configs] == [
+        ({"BM": 32, "BN": 64}, 4, 2), ({"BM": 32, "BN": 64}, 4, 3),
+        ({"BM": 64, "BN": 64, "SPLIT": 2}, 4, 2), ({"BM": 64, "BN": 64, "SPLIT": 2}, 4, 3),
+        ({"BM": 128, "BN": 64, "SPLIT": 2}, 8, 2)]
+
+
 # ----------------------------------------------------------------------------- spaces
 
 
