@@ -61,6 +61,11 @@ def user_errors(func: F) -> F:
         except KeyboardInterrupt:
             err_console.print("[bold red]error[/]: interrupted")
             raise typer.Exit(130) from None
+        except OSError as exc:  # a path the system refuses (name too long, permissions, a vanished file)
+            where = f"{exc.filename}: " if exc.filename else ""
+            err_console.print(f"[bold red]error[/]: {escape(where + (exc.strerror or str(exc)))} "
+                              "(fix: check the path)", soft_wrap=True)
+            raise typer.Exit(2) from None
 
     return wrapper  # type: ignore[return-value]
 

@@ -154,11 +154,19 @@ def classify_source(source: str, path: str = "<string>", select: list[str] | Non
         return FileResult(file=path, status="no_kernels", kernels=[], message="no Triton kernel (no triton import)")
     try:
         scanned = scan(source, path)
+        if not scanned.module.kernels:
+            return FileResult(file=path, status="no_kernels", kernels=[], message="no @triton.jit function")
+        return FileResult(file=path, status="ok", kernels=classify_scan(scanned, rules))
     except UserError as exc:
         return FileResult(file=path, status="error", kernels=[], message=str(exc))
-    if not scanned.module.kernels:
-        return FileResult(file=path, status="no_kernels", kernels=[], message="no @triton.jit function")
-    return FileResult(file=path, status="ok", kernels=classify_scan(scanned, rules))
+    except (RecursionError, MemoryError):
+        return FileResult(file=path, status="error", kernels=[], message=str(TOO_DEEP(path)))
+
+
+def TOO_DEEP(path: str) -> UserError:  # noqa: N802 - reads as the error it builds
+    """The one-line error for a file whose expressions are nested too deeply to analyse."""
+    return UserError("expressions nested too deeply to analyse", file=path,
+                     hint="split the deepest expression into named parts")
 
 
 def classify_scan(scanned: Scan, rules: list[Rule]) -> list[KernelRecord]:

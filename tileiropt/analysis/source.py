@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import io
+import os
+import stat
 import tokenize
 from pathlib import Path
 
@@ -57,14 +59,33 @@ def parse_source(source: str, path: str = "<string>") -> ast.Module:
                         hint="the file must be valid Python for the running interpreter") from None
     except ValueError as exc:  # e.g. "source code string cannot contain null bytes"
         raise UserError(f"cannot parse: {exc}", file=path, hint="is this a Python source file?") from None
+    except (RecursionError, MemoryError):
+        raise UserError("cannot parse: expressions nested too deeply for Python's parser", file=path,
+                        hint="split the deepest expression into named parts") from None
+
+
+MAX_SOURCE_BYTES = 32 * 1024 * 1024
+
+
+def read_regular_file(path: Path, what: str = "file", limit: int = MAX_SOURCE_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; a FIFO, a device, a folder, a missing
+    or unreadable path becomes a one-line UserError (never a hang on `/dev/zero` or a pipe)."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise UserError(f"not a regular {what} (a folder, pipe or device)", file=str(path),
+                            hint=f"give the path of a {what}")
+        if info.st_size > limit:
+            raise UserError(f"{what} too large ({info.st_size} bytes; at most {limit})", file=str(path))
+        with open(path, "rb") as handle:
+            return handle.read(limit + 1)
+    except OSError as exc:
+        raise UserError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
 
 
 def read_source(path: Path) -> str:
     """Text of a Python file, honouring a PEP 263 encoding line."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise UserError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    data = read_regular_file(Path(path))
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         return data.decode(encoding)

@@ -412,20 +412,21 @@ def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, S
     """Plan and rewrite one module's source; nothing is written."""
     if GATE_MARKER in source:
         return ApplyResult(path, None, True, [], source, source)
-    from tileiropt.analysis.classify import classify_scan  # noqa: PLC0415 - avoid an import cycle
+    from tileiropt.analysis.classify import TOO_DEEP, classify_scan  # noqa: PLC0415 - avoid an import cycle
 
-    scanned = scan(source, path)  # one parse: the model classify and the rules use too
-    info = scanned.module
-    if not info.kernels:
-        raise UserError("no Triton kernel found (no @triton.jit function)", file=path,
-                        hint="point apply at a file that defines @triton.jit kernels")
-    records = {record.kernel: record for record in classify_scan(scanned, rules=[])}
-    module = cst.parse_module(source)
-    plans = plan_kernels(info, module, source, records, spaces or load_spaces(), max_configs, classify)
-    if not any(plan.block or plan.twin for plan in plans.values()):
-        return ApplyResult(path, None, False, [p.report for p in plans.values()], source, source)
-    new_module = rewrite_module(module, plans)
-    return ApplyResult(path, None, False, [p.report for p in plans.values()], source, new_module.code)
+    try:
+        scanned = scan(source, path)  # one parse: the model classify and the rules use too
+        info = scanned.module
+        if not info.kernels:
+            raise UserError("no Triton kernel found (no @triton.jit function)", file=path,
+                            hint="point apply at a file that defines @triton.jit kernels")
+        records = {record.kernel: record for record in classify_scan(scanned, rules=[])}
+        module = cst.parse_module(source)
+        plans = plan_kernels(info, module, source, records, spaces or load_spaces(), max_configs, classify)
+        new_source = rewrite_module(module, plans).code if any(p.block or p.twin for p in plans.values()) else source
+    except RecursionError:
+        raise TOO_DEEP(path) from None
+    return ApplyResult(path, None, False, [p.report for p in plans.values()], source, new_source)
 
 
 def output_path_for(path: Path, output: Path | None, in_place: bool) -> Path:
@@ -448,9 +449,9 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
     from tileiropt.output import write_atomic  # noqa: PLC0415
 
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise UserError("kernel file not found", file=str(path))
-    source = read_source(path)
+    source = read_source(path)  # a folder, pipe or device is refused here, in one line
     encoding = _declared_encoding(path)
     target = output_path_for(path, output, in_place)
     if target.resolve() == path.resolve() and not in_place:

@@ -14,6 +14,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from tileiropt.analysis.source import read_regular_file
 from tileiropt.errors import UserError
 from tileiropt.project_template import read_template
 from tileiropt.transform.gate_shared import _tileiropt_candidates, _tileiropt_cover
@@ -21,6 +22,10 @@ from tileiropt.transform.gate_shared import _tileiropt_candidates, _tileiropt_co
 KERNEL_CLASSES = ("dot", "norm", "elementwise", "reduction")
 HINTS = ("occupancy", "num_ctas", "num_stages")
 DEFAULT_MAX_CONFIGS = 16
+MAX_LEVER_VALUES = 32  # values per lever in a spaces file
+MAX_LEVER_VALUE = 1 << 16
+MAX_COMBINATIONS = 100_000  # candidates per kernel row before capping
+MAX_SPACES_BYTES = 1024 * 1024
 
 # Role of a block-size meta-parameter, read from its name: BLOCK_SIZE_M, BLOCK_M, BM, TILE_M ...
 _ROLE_PATTERNS = {
@@ -63,10 +68,12 @@ def role_of(name: str) -> str | None:
 
 
 def _int_list(value: Any, where: str) -> list[int]:
-    if (not isinstance(value, list) or not value
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
-        raise UserError(f"[{where}] must be a non-empty list of positive integers, got {value!r}")
-    return list(value)
+    if (not isinstance(value, list) or not value or len(value) > MAX_LEVER_VALUES
+            or not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_LEVER_VALUE for v in value)):
+        shown = repr(value) if len(repr(value)) < 80 else repr(value)[:77] + "..."
+        raise UserError(f"[{where}] must be a list of 1 to {MAX_LEVER_VALUES} integers in 1..{MAX_LEVER_VALUE}, "
+                        f"got {shown}")
+    return list(dict.fromkeys(value))
 
 
 def parse_spaces(data: dict, source: str) -> dict[str, Space]:
@@ -91,6 +98,13 @@ def parse_spaces(data: dict, source: str) -> dict[str, Space]:
                 num_stages=_int_list(table.get("num_stages", [3]), f"{cls}.num_stages"),
                 tiles={role: _int_list(v, f"{cls}.tiles.{role}") for role, v in tiles.items()},
             )
+            space = spaces[cls]
+            combinations = len(space.occupancy) * len(space.num_ctas) * len(space.num_stages)
+            for sizes in space.tiles.values():
+                combinations *= len(sizes)
+            if combinations > MAX_COMBINATIONS:
+                raise UserError(f"[{cls}] spans {combinations} combinations; at most {MAX_COMBINATIONS}",
+                                hint="keep fewer values per lever (the cap then picks at most --max-configs)")
         except UserError as exc:
             exc.file = source
             raise
@@ -106,9 +120,12 @@ def load_spaces(path: Path | None = None) -> dict[str, Space]:
         text = read_template("spaces.toml")
         source = "templates/spaces.toml"
     else:
-        if not Path(path).is_file():
-            raise UserError("spaces file not found", file=str(path))
-        text, source = Path(path).read_text(encoding="utf-8"), str(path)
+        source = str(path)
+        try:
+            text = read_regular_file(Path(path), "spaces file", MAX_SPACES_BYTES).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UserError(f"cannot decode: {exc.reason} at byte {exc.start}", file=source,
+                            hint="save the spaces file as UTF-8 (TOML is UTF-8)") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -1,0 +1,100 @@
+"""Any input file gives one line and a non-zero exit, never a traceback or a hang: pipes, devices,
+names the system refuses, expressions nested beyond the parser or the analysis, bad spaces files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tileiropt.cli import app
+
+runner = CliRunner()
+
+KERNEL = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, {value}, mask=offs < n)
+
+
+def launch(x):
+    k[(1,)](x, x.numel(), BLOCK=128)
+"""
+
+
+def _invoke(*args: str):
+    result = runner.invoke(app, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def _one_line_error(result, code: int = 2) -> str:
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    return result.output
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Path:
+    (tmp_path / "parser_deep.py").write_text(KERNEL.format(value=" + ".join(["1"] * 5000)))
+    (tmp_path / "analysis_deep.py").write_text(KERNEL.format(value=" + ".join(["tl.load(x_ptr)"] * 700)))
+    os.mkfifo(tmp_path / "pipe.py")
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", ["classify", "apply"])
+@pytest.mark.parametrize("name", ["parser_deep.py", "analysis_deep.py", "pipe.py", "/dev/zero",
+                                  "a" * 300 + ".py"])
+def test_bad_files_give_one_line(hostile: Path, command: str, name: str) -> None:
+    path = name if name.startswith("/") else str(hostile / name)
+    args = [command, path] + (["--dry-run"] if command == "apply" else [])
+    output = _one_line_error(_invoke(*args))
+    assert any(word in output for word in ("nested too deeply", "not a regular file", "too long")), output
+
+
+def test_folder_with_bad_files_still_rewrites_the_good_one(hostile: Path) -> None:
+    (hostile / "good.py").write_text(KERNEL.format(value="1.0"))
+    result = _invoke("apply", str(hostile), "--dry-run")
+    output = _one_line_error(result)
+    assert "would write" in output and "good_tileir.py" in output
+    assert output.count("nested too deeply") == 2
+
+
+def test_spaces_files_that_are_not_utf8_too_large_or_a_pipe(hostile: Path) -> None:
+    good = hostile / "good.py"
+    good.write_text(KERNEL.format(value="1.0"))
+    latin = hostile / "latin.toml"
+    latin.write_bytes("[dot]\noccupancy = [1]\n# caf\xe9\n".encode("latin-1"))
+    assert "UTF-8" in _one_line_error(_invoke("apply", str(good), "--dry-run", "--spaces", str(latin)))
+    wide = hostile / "wide.toml"
+    lists = ", ".join(["1"] * 1000)
+    wide.write_text("".join(f"[{c}]\noccupancy = [{lists}]\n" for c in ("dot", "norm", "elementwise", "reduction")))
+    assert "1 to 32 integers" in _one_line_error(_invoke("apply", str(good), "--dry-run", "--spaces", str(wide)))
+    product = hostile / "product.toml"
+    values = str(list(range(1, 33)))
+    product.write_text("".join(f"[{c}]\noccupancy = {values}\nnum_stages = {values}\nnum_ctas = {values}\n"
+                               "tiles = {M = " + values + "}\n" for c in ("dot", "norm", "elementwise", "reduction")))
+    assert "combinations" in _one_line_error(_invoke("apply", str(good), "--dry-run", "--spaces", str(product)))
+    assert "not a regular" in _one_line_error(_invoke("apply", str(good), "--dry-run", "--spaces",
+                                                      str(hostile / "pipe.py")))
+
+
+def test_non_finite_config_values_are_derived_at_import_not_written(tmp_path: Path) -> None:
+    """`1e999` would be written back as `inf`, a NameError on import: such configs are not copied."""
+    source = KERNEL.format(value="1.0").replace(
+        "@triton.jit", '@triton.autotune(configs=[triton.Config({"SCALE": 1e999})], key=["n"])\n@triton.jit'
+    ).replace("BLOCK: tl.constexpr)", "BLOCK: tl.constexpr, SCALE: tl.constexpr)")
+    path = tmp_path / "k.py"
+    path.write_text(source)
+    result = _invoke("apply", str(path))
+    assert result.exit_code == 0, result.output
+    written = (tmp_path / "k_tileir.py").read_text()
+    assert "inf" not in written.replace("info", "")
+    compile(written, "k_tileir.py", "exec")
+    assert "_tileiropt_derive_configs(k," in written
