@@ -271,7 +271,7 @@ def test_cli_json_schema(tmp_path: Path) -> None:
     (record,) = data["kernels"]
     assert list(record) == ["file", "kernel", "line", "class", "confidence", "evidence", "strategy", "is_entry",
                             "persistent", "uses_tma", "uses_block_ptr", "findings", "tensor_of_pointer_lines",
-                            "calls"]
+                            "calls", "pointer_params", "size_params", "in_place_params", "atomic_lines"]
     assert record["file"] == str(path) and record["kernel"] == "k" and record["class"] == "elementwise"
     assert {f["code"] for f in record["findings"]} == {"TIR006", "TIR101"}
     assert set(record["findings"][0]) == {"code", "severity", "line", "message", "hint"}

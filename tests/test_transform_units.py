@@ -236,3 +236,25 @@ def test_single_letter_pointers_are_never_sizes_helpers_followed() -> None:
     assert record.pointer_params == ["X", "B", "b", "K", "cu_seqlens"]
     assert record.size_params == ["M", "N", "seq_len", "n_rows"]
     assert record.in_place_params == ["X"]
+
+
+def test_norm_whose_row_statistic_comes_from_a_jit_helper() -> None:
+    record = _record('''
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def _row_stats(x, n, eps):
+            mean = tl.sum(x, axis=0) / n
+            var = tl.sum((x - mean) * (x - mean), axis=0) / n
+            return mean, 1.0 / tl.sqrt(var + eps)
+
+        @triton.jit
+        def ln_kernel(X, Y, n, eps, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            cols = tl.arange(0, BLOCK)
+            x = tl.load(X + row * n + cols, mask=cols < n, other=0.0)
+            mean, rstd = _row_stats(x, n, eps)
+            tl.store(Y + row * n + cols, (x - mean) * rstd, mask=cols < n)
+    ''', "ln_kernel")
+    assert record.kernel_class == "norm"

@@ -420,7 +420,10 @@ class _FunctionPass:
         if isinstance(func, ast.Name):
             if func.id in self.builder.functions:
                 self._record("helper_calls", node, (line, func.id))
-                return Value(everything.flags | self.builder.helper_summary(func.id).flags)
+                summary = self.builder.helper_summary(func.id)
+                if summary.is_statistic():  # a helper returning a row statistic (mean, rstd): not a tile
+                    return Value((everything.flags - {"tile"}) | summary.flags)
+                return Value(everything.flags | summary.flags)
             if func.id in ("range", "min", "max", "abs", "int", "float"):
                 return Value(everything.flags)
         return Value(everything.flags)
