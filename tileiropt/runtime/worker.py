@@ -80,10 +80,15 @@ class CaseRunner:
 
     def __init__(self, case: Case, backend: Backend, best_config: bool, base: Provenance, emit: Emitter):
         self.case, self.backend, self.best_config, self.base, self.emit = case, backend, best_config, base, emit
+        self.not_attached: dict[str, str] = {}  # the gate's account of TileIR code it could not attach
 
     def record(self, config: str, status: str, reason: str = "", provenance: Provenance | None = None,
                **measures: Any) -> dict[str, Any]:
         note = stand_ins.note(self.scopes())
+        if self.not_attached:
+            attached = "TileIR code not attached at import: " + "; ".join(
+                f"{name} ({why})" for name, why in sorted(self.not_attached.items()))
+            note = f"{note}; {attached}" if note else attached
         if note:
             reason = f"{reason}; {note}" if reason else note
         return asdict(record_for(self.case, self.backend.name, config, status, reason,
@@ -102,6 +107,7 @@ class CaseRunner:
             return not _POISONED.search(str(exc))
         try:
             module = self.load(case.path)
+            self.not_attached = dict(getattr(module, "_TILEIROPT_NOT_ATTACHED", None) or {})
             entry = loading.entry_call(module, case.entry, case.call)
         except Exception as exc:
             self.emit_prepare_failure(exc, "import")

@@ -74,7 +74,7 @@ def _tileiropt_add_configs(kernel, configs):
     The autotuner may sit under @triton.heuristics or inside a package's wrapper."""
     autotuner = _tileiropt_find_autotuner(kernel)
     if autotuner is None:
-        _TILEIROPT_NOT_ATTACHED[getattr(kernel, "__name__", repr(kernel))] = "no autotuner found"
+        _TILEIROPT_NOT_ATTACHED[_tileiropt_name(kernel)] = "no autotuner found"
         return kernel
     own = list(autotuner.configs)
     hooks = {{config.pre_hook for config in own}}
@@ -96,7 +96,7 @@ def _tileiropt_derive_configs(kernel, *, occupancy, num_ctas, num_stages, tiles=
     tool does not run), added to that autotuner."""
     autotuner = _tileiropt_find_autotuner(kernel)
     if autotuner is None:
-        _TILEIROPT_NOT_ATTACHED[getattr(kernel, "__name__", repr(kernel))] = "no autotuner found"
+        _TILEIROPT_NOT_ATTACHED[_tileiropt_name(kernel)] = "no autotuner found"
         return kernel
     rows = []
     for config in autotuner.configs:
@@ -117,7 +117,7 @@ def _tileiropt_hint_autotune(kernel, key, *, occupancy, num_ctas, num_stages, ca
         return _tileiropt_derive_configs(kernel, occupancy=occupancy, num_ctas=num_ctas, num_stages=num_stages,
                                          cap=cap)
     if not _tileiropt_plain_kernel(kernel):
-        _TILEIROPT_NOT_ATTACHED[getattr(kernel, "__name__", repr(kernel))] = (
+        _TILEIROPT_NOT_ATTACHED[_tileiropt_name(kernel)] = (
             f"wrapped by {{type(kernel).__name__}}, which holds no autotuner")
         return kernel
     configs = [_tileiropt_config({{}}, occupancy=occ, num_ctas=ctas, num_stages=stages)

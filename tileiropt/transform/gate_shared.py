@@ -105,3 +105,9 @@ def _tileiropt_plain_kernel(kernel):
         kernel = kernel.fn
     return isinstance(kernel, _tileiropt_triton.runtime.KernelInterface) and not isinstance(
         kernel, _tileiropt_triton.runtime.Autotuner) and type(kernel).__module__.startswith("triton.")
+
+
+def _tileiropt_name(kernel):
+    """The kernel function's name, through any wrappers."""
+    inner = _tileiropt_chain(kernel)[-1]
+    return getattr(inner, "__name__", None) or getattr(getattr(inner, "fn", None), "__name__", "kernel")
