@@ -203,9 +203,11 @@ class _Interpreter:
         op = type(node.op)
         if op is ast.Pow and (not isinstance(right, int) or right > _MAX_INT_BITS or abs(left) > 2 ** 16):
             raise Unresolvable("configs raise to a power too large to evaluate")
-        if op is ast.Mult and isinstance(left, (list, tuple, str)) and isinstance(right, int) and len(left) * right > _MAX_ITEMS:
+        sequence, count = (left, right) if isinstance(left, (list, tuple, str)) else (right, left)
+        if op is ast.Mult and isinstance(sequence, (list, tuple, str)) and isinstance(count, int) \
+                and len(sequence) * count > _MAX_ITEMS:
             raise Unresolvable(f"configs build a sequence of more than {_MAX_ITEMS} items")
-        if op in (ast.LShift,) and (not isinstance(right, int) or right > _MAX_INT_BITS):
+        if op is ast.LShift and (not isinstance(right, int) or right > _MAX_INT_BITS):
             raise Unresolvable("configs shift by too much to evaluate")
         operation = _BINARY.get(op)
         if operation is None:
