@@ -194,7 +194,8 @@ GATHER = ("rows = tl.load(idx_ptr + offs_m)\n        "
      "dim 0 has no mask bound and starts at `pid_m * BLOCK_M`"),
     (f"a = tl.load({A_TILE}, mask=(offs_m[:, None] < M) & (offs_k[None, :] < K), other=0.0)",
      "the bound of dim 1 (`K + k * BLOCK_K`) moves with the loop"),  # the mask's K index is not the tile's
-    (CLAMPED, "pointer not understood: `tl.where(...)`"),
+    (CLAMPED + "\n        tl.store(idx_ptr + offs_m, tl.sum(a, axis=1))",
+     "`a` is used other than as the first operand"),
     (GATHER, "pointer not understood: indices loaded from memory (a gather)"),
 ])
 def test_unrecognised_loads_are_kept_with_the_reason(a_load: str, reason: str) -> None:
@@ -204,6 +205,29 @@ def test_unrecognised_loads_are_kept_with_the_reason(a_load: str, reason: str) -
     assert kept and reason in kept[-1], report.skipped
     assert kept[-1].startswith("line ")
     assert any("tile of b_ptr" in c.what for c in report.changes)  # the B load still converts
+
+
+WRAPPED = ("rows = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M\n        "
+           "a = tl.load(a_ptr + rows[:, None] * stride_am + (k * BLOCK_K + offs_k)[None, :] * stride_ak, "
+           "mask=(k * BLOCK_K + offs_k)[None, :] < K, other=0.0)")
+
+
+@pytest.mark.parametrize("a_load", [WRAPPED, CLAMPED])
+def test_wrapped_and_clamped_rows_become_descriptor_loads_where_exact(a_load: str) -> None:
+    """`(offs % M)` and `tl.where(offs < M, offs, 0)` read real rows past M where a descriptor reads zeros;
+    those rows only reach accumulator rows past M, which the bounded store drops."""
+    source = KERNEL.replace("LOADS", f"{a_load}\n        {B_LOAD}\n        acc = tl.dot(a, b, acc)")
+    (report,) = _apply(source).kernels
+    (change,) = [c for c in report.changes if "tile of a_ptr" in c.what]
+    assert "a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])" in change.what
+    assert "rows wrap at M" in change.what and "which every store drops" in change.what
+    reduced = source.replace("    tl.store(c_ptr", "    acc = acc - tl.sum(acc, axis=0)[None, :]\n    tl.store(c_ptr")
+    assert reduced != source
+    (report,) = _apply(reduced).kernels
+    assert any("wrapped index" in s and "reduces" in s for s in report.skipped), report.skipped
+    unbounded = source.replace("mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))", "mask=offs_n[None, :] < N)")
+    (report,) = _apply(unbounded).kernels
+    assert not any("tile of a_ptr" in c.what for c in report.changes)
 
 
 def test_block_pointers_descriptors_and_helpers_are_left_alone() -> None:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from tileiropt.analysis.discovery import KernelInfo, ModuleInfo
-from tileiropt.transform.tma_analysis import Access, Analysis, Position, Snapshot, code, dotted
+from tileiropt.transform.tma_analysis import Access, Analysis, Position, Skip, Snapshot, code, dotted
 from tileiropt.transform.tma_values import LOCAL, Atom, Poly, format_poly
 
 FLAG_PREFIX = "TMA_T_"
@@ -111,6 +111,7 @@ def plan_tma(function: cst.FunctionDef, kernel: KernelInfo, info: ModuleInfo, so
     host_known = params - config_names - set(kernel.heuristics)
     constexprs = {p.name for p in kernel.params if p.is_constexpr}
     analysis = Analysis(function, info.tl_names, host_known, constexprs, set(info.module_functions)).run()
+    _check_wrapped_loads(analysis, function, info.tl_names)
     result = TmaResult(None)
     for skip in analysis.skips:
         result.skipped.append(f"line {lines.find(skip.call)}: tl.{skip.kind} kept (pointer {skip.kind}): {skip.reason}")
@@ -150,7 +151,8 @@ def plan_tma(function: cst.FunctionDef, kernel: KernelInfo, info: ModuleInfo, so
             result.changes.append((lines.find(access.call),
                                    f"tl.{access.kind} of a {shape} tile of {access.pointer} -> {group.name}."
                                    f"{access.kind}([{', '.join(coordinates)}])"
-                                   + (f" (layout flag {group.flag})" if group.flag else "")))
+                                   + (f" (layout flag {group.flag})" if group.flag else "")
+                                   + (_wrap_note(access) if access.wrapped else "")))
     if not replacements:
         result.skipped.append("no TMA twin: no descriptor could be placed")
         return result
@@ -162,6 +164,99 @@ def plan_tma(function: cst.FunctionDef, kernel: KernelInfo, info: ModuleInfo, so
     result.twin = rewritten
     result.operands = operands
     return result
+
+
+_REDUCING = {"sum", "max", "min", "reduce", "argmax", "argmin", "xor_sum", "cumsum", "cumprod", "associative_scan"}
+
+
+def _check_wrapped_loads(analysis: Analysis, function: cst.FunctionDef, tl_names: set[str]) -> None:
+    """Keep a load whose index wraps (`% M`) or is clamped only where a descriptor load is exact.
+
+    In the original, lanes past M read real rows (wrapped or row 0); a descriptor reads zeros there.
+    The values differ only in those lanes, and for a `tl.dot` operand they only reach the result's rows
+    (A, dim 0) or columns (B, dim 1) past M. So it is exact when the loaded tile is used only as that
+    operand of `tl.dot`, nothing reduces across the result's rows or columns, and every store of the
+    kernel is a tile store bounded by the same M from the same start (it drops exactly those lanes)."""
+    uses = _NameUses(tl_names)
+    function.visit(uses)
+    stores = [a for a in analysis.accesses if a.kind == "store"]
+    kept_stores = [s for s in analysis.skips if s.kind == "store"]
+    for access in [a for a in analysis.accesses if a.wrapped]:
+        reason = None
+        if len(access.wrapped) != 1:
+            reason = "both dimensions wrap"
+        else:
+            (dim,) = access.wrapped
+            name = uses.assigned.get(id(access.call))
+            if name is None:
+                reason = "the wrapped load is not assigned to a name"
+            elif uses.total.get(name, 0) - uses.targets.get(name, 0) != uses.dot_operand.get((name, dim), 0) \
+                    or not uses.dot_operand.get((name, dim)):
+                reason = (f"`{name}` is used other than as the {'first' if dim == 0 else 'second'} operand of tl.dot, "
+                          "so its wrapped rows could reach memory")
+            elif uses.reduces:
+                reason = "the kernel reduces, so wrapped rows could mix into stored values"
+            elif kept_stores or not stores:
+                reason = "a store of the kernel is not a bounded tile store"
+            elif any(store.extents[dim] != access.extents[dim] or store.starts[dim] != access.starts[dim]
+                     for store in stores):
+                reason = f"a store is not bounded by `{format_poly(access.extents[dim])}` along dim {dim}"
+        if reason is not None:
+            analysis.accesses.remove(access)
+            analysis.skips.append(Skip(access.call, "load", f"wrapped index (`%` or clamp): {reason}"))
+
+
+def _wrap_note(access: Access) -> str:
+    (dim,) = access.wrapped
+    bound = format_poly(access.extents[dim])
+    part = "rows" if dim == 0 else "columns"
+    return (f"; its {part} wrap at {bound} in the original and read zeros past {bound} here: exact, since they "
+            f"only reach the tl.dot result's {part} past {bound}, which every store drops")
+
+
+class _NameUses(cst.CSTVisitor):
+    """Name occurrences, assignment targets, `tl.dot` operand positions and reductions of a function."""
+
+    def __init__(self, tl_names: set[str]):
+        self.tl_names = tl_names
+        self.total: dict[str, int] = {}
+        self.targets: dict[str, int] = {}
+        self.dot_operand: dict[tuple[str, int], int] = {}
+        self.assigned: dict[int, str] = {}  # id of a call assigned to a single name -> the name
+        self.reduces = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.total[node.value] = self.total.get(node.value, 0) + 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            for name in _target_names(target.target):
+                self.targets[name] = self.targets.get(name, 0) + 1
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self.assigned[id(node.value)] = node.targets[0].target.value
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        for name in _target_names(node.target):
+            self.targets[name] = self.targets.get(name, 0) + 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = dotted(node.func, self.tl_names)
+        if name == "tl.dot":
+            positional = [a.value for a in node.args if a.keyword is None and not a.star]
+            for position, arg in enumerate(positional[:2]):
+                if isinstance(arg, cst.Name):
+                    key = (arg.value, position)
+                    self.dot_operand[key] = self.dot_operand.get(key, 0) + 1
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in _REDUCING:
+            self.reduces = True
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for element in target.elements for n in _target_names(element.value)]
+    return []
 
 
 def dispatch_statement(kernel: str, tma: str, pointer: str, operands: list[Operand]) -> str:

@@ -42,6 +42,7 @@ from tileiropt.transform.tma_values import (
     less_than,
     multiply,
     negate,
+    wrapped,
 )
 
 _EMPTY = cst.Module(body=[])
@@ -82,6 +83,7 @@ class Access:
     extents: tuple[Poly, Poly]
     orient: str  # "n": last dim has unit stride; "t": first dim has; "nt": decided per launch
     value: cst.BaseExpression | None  # what a store writes
+    wrapped: tuple[int, ...] = ()  # dims whose index wraps (`% M`) or is clamped: the extent is the wrap bound
 
 
 @dataclass
@@ -347,6 +349,8 @@ class Analysis:
                 return multiply(left, right)
             if op is cst.BitAnd:
                 return conjoin(left, right)
+            if op is cst.Modulo and isinstance(left, Affine):
+                return wrapped(left, right)
             return self._opaque_or_unknown(node, [left, right])
         if isinstance(node, cst.UnaryOperation):
             inner = self.ev(node.expression)
@@ -401,6 +405,15 @@ class Analysis:
             return Unknown("indices loaded from memory (a gather)")
         if name in _SCALAR_CALLS:
             return self._opaque_or_unknown(node, [self.ev(a) for a in args])
+        if name == "tl.where" and len(args) == 3 and _is_zero(args[2]):
+            # tl.where(offs < M, offs, 0): an index clamped into [0, M) (lanes past M read row 0)
+            condition, kept = self.ev(args[0]), self.ev(args[1])
+            if (isinstance(condition, Mask) and len(condition.conds) == 1 and isinstance(kept, Affine)
+                    and kept.is_index() and kept.dims[0][1].wrap is None):
+                ((d, dim),), cond = kept.dims, condition.conds[0]
+                if cond.dim == d and cond.start == dim.start and cond.block == dim.block:
+                    return wrapped(kept, cond.bound)
+            return Unknown(f"`{code(node)[:40]}`")
         return Unknown(f"`{name or code(node.func)}(...)`")
 
     def _opaque_or_unknown(self, node: cst.BaseExpression, operands: list[Value]) -> Value:
@@ -476,11 +489,15 @@ class Analysis:
             orient = "t"
         else:
             orient = "nt"
-        extents = self._extents(args.get("mask"), starts, blocks)
+        wraps = (dims[0].wrap, dims[1].wrap)
+        if kind == "store" and any(w is not None for w in wraps):
+            return "a store through a wrapped index"
+        extents = self._extents(args.get("mask"), starts, blocks, wraps)
         if isinstance(extents, str):
             return extents
         return Access(call, kind, chain, pointer_name, base, tuple(base_terms), starts, blocks, strides,
-                      (stride_names[0], stride_names[1]), extents, orient, args.get("value"))
+                      (stride_names[0], stride_names[1]), extents, orient, args.get("value"),
+                      tuple(d for d in (0, 1) if wraps[d] is not None))
 
     def _split_scalar(self, scalar: Poly, strides: tuple[Poly, Poly]
                       ) -> tuple[str, Poly, list[tuple[str, ...]], list[Poly]] | str:
@@ -527,7 +544,8 @@ class Analysis:
         return tuple(a.text for a in atoms)
 
     def _extents(self, mask_node: cst.BaseExpression | None, starts: tuple[Poly, Poly],
-                 blocks: tuple[Poly, Poly]) -> tuple[Poly, Poly] | str:
+                 blocks: tuple[Poly, Poly], wraps: tuple[Poly | None, Poly | None] = (None, None)
+                 ) -> tuple[Poly, Poly] | str:
         conds: dict[int, list] = {0: [], 1: []}
         if mask_node is not None:
             mask = self.ev(mask_node)
@@ -541,6 +559,14 @@ class Analysis:
         for d in (0, 1):
             if len(conds[d]) > 1:
                 return f"dim {d} is bounded twice in the mask"
+            wrap = wraps[d]
+            if wrap is not None:
+                if conds[d]:
+                    return f"dim {d} wraps and is masked"
+                if any(a.loop for a in wrap.atoms()):
+                    return f"the wrap bound of dim {d} moves with the loop"
+                extents.append(wrap)  # the descriptor's shape: lanes past it read zeros, not wrapped rows
+                continue
             if conds[d]:
                 cond = conds[d][0]
                 if cond.block != blocks[d]:

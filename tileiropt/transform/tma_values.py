@@ -166,11 +166,16 @@ ZERO = Poly()
 
 @dataclass(frozen=True)
 class Dim:
-    """One dimension of a tile: `stride * (start + i)` for i in [0, block)."""
+    """One dimension of a tile: `stride * (start + i)` for i in [0, block).
+
+    `wrap`: the index was kept inside `[0, wrap)` -- `(start + i) % M`, or clamped with
+    `tl.where(start + i < M, start + i, 0)` -- so lanes past `wrap` read valid rows of the tensor
+    instead of being masked."""
 
     start: Poly
     block: Poly
     stride: Poly
+    wrap: Poly | None = None
 
 
 @dataclass(frozen=True)
@@ -256,6 +261,8 @@ def add(left: Value, right: Value) -> Value:
     if isinstance(left, Affine) and isinstance(right, Poly):
         if left.is_index():
             ((d, dim),) = left.dims
+            if dim.wrap is not None:
+                return Unknown("an offset added to a wrapped index")
             return Affine(left.rank, ZERO, ((d, Dim(dim.start + right, dim.block, dim.stride)),))
         return Affine(left.rank, left.scalar + right, left.dims)
     if isinstance(left, Affine) and isinstance(right, Affine):
@@ -287,7 +294,7 @@ def multiply(left: Value, right: Value) -> Value:
         left, right = right, left
     if isinstance(left, Affine) and isinstance(right, Poly):
         return Affine(left.rank, left.scalar * right,
-                      tuple((d, Dim(dim.start, dim.block, dim.stride * right)) for d, dim in left.dims))
+                      tuple((d, Dim(dim.start, dim.block, dim.stride * right, dim.wrap)) for d, dim in left.dims))
     return Unknown("product of two tiles")
 
 
@@ -313,5 +320,21 @@ def less_than(left: Value, bound: Value, inclusive: bool = False) -> Value:
     if not (isinstance(left, Affine) and left.is_index() and isinstance(bound, Poly)):
         return Unknown("a comparison that is not `index < bound`")
     ((d, dim),) = left.dims
+    if dim.wrap is not None:
+        return Unknown("a comparison of a wrapped index")
     limit = bound + ONE if inclusive else bound
     return Mask(left.rank, (Cond(left.rank, d, dim.start, dim.block, limit),))
+
+
+def wrapped(value: Value, bound: Value) -> Value:
+    """`index % bound` (or the index clamped below `bound`) of a bare, unwrapped index."""
+    if isinstance(value, Unknown):
+        return value
+    if isinstance(bound, Unknown):
+        return bound
+    if not (isinstance(value, Affine) and value.is_index() and isinstance(bound, Poly)):
+        return Unknown("a wrap-around (`%`) of something other than `index % bound`")
+    ((d, dim),) = value.dims
+    if dim.wrap is not None:
+        return Unknown("an index wrapped twice")
+    return Affine(value.rank, ZERO, ((d, Dim(dim.start, dim.block, dim.stride, bound)),))
