@@ -85,9 +85,11 @@ class CaseRunner:
     def record(self, config: str, status: str, reason: str = "", provenance: Provenance | None = None,
                **measures: Any) -> dict[str, Any]:
         note = stand_ins.note(self.scopes())
-        if self.not_attached:
+        launched = provenance.kernels if provenance is not None and provenance.kernels else None
+        missing = {name: why for name, why in self.not_attached.items() if launched is None or name in launched}
+        if missing:  # the kernels this record launched (all of them when unknown)
             attached = "TileIR code not attached at import: " + "; ".join(
-                f"{name} ({why})" for name, why in sorted(self.not_attached.items()))
+                f"{name} ({why})" for name, why in sorted(missing.items()))
             note = f"{note}; {attached}" if note else attached
         if note:
             reason = f"{reason}; {note}" if reason else note
