@@ -85,9 +85,9 @@ class CaseRunner:
     def record(self, config: str, status: str, reason: str = "", provenance: Provenance | None = None,
                **measures: Any) -> dict[str, Any]:
         note = stand_ins.note(self.scopes())
-        launched = provenance.kernels if provenance is not None and provenance.kernels else None
-        missing = {name: why for name, why in self.not_attached.items() if launched is None or name in launched}
-        if missing:  # the kernels this record launched (all of them when unknown)
+        launched = provenance.kernels if provenance is not None else {}
+        missing = {name: why for name, why in self.not_attached.items() if name in launched}
+        if missing:  # only for kernels this record launched
             attached = "TileIR code not attached at import: " + "; ".join(
                 f"{name} ({why})" for name, why in sorted(missing.items()))
             note = f"{note}; {attached}" if note else attached
