@@ -280,9 +280,10 @@ def report(
     raise typer.Exit(int(run_report_command(target, fmt=fmt, output=output, as_json=json_output)))
 
 
-@app.command()
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False})
 @user_errors
 def run(
+    ctx: typer.Context,
     target: TargetArg = None,
     entry: EntryOpt = None,
     shapes: ShapesOpt = None,
@@ -299,11 +300,16 @@ def run(
     ] = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """All phases: check, compatibility, classify, apply, validate, bench, then report.md in the artifacts."""
+    """All phases: check, compatibility, classify, apply, validate, bench, then report.md in the artifacts.
+
+    `tileiropt run kernel.py` alone runs the file as a script and captures its kernels' launches;
+    `tileiropt run kernel.py -- pytest tests/test_ops.py` captures them from a command instead. Each
+    distinct launch is replayed on the original and the optimized kernel: no shapes or reference needed."""
     from tileiropt.run_command import run_run_command
 
+    command = list(ctx.args) or None
     code = run_run_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
-                           kernels=kernel, timeout=timeout, sizes=sizes, as_json=json_output)
+                           kernels=kernel, timeout=timeout, sizes=sizes, as_json=json_output, capture=command)
     raise typer.Exit(int(code))
 
 

@@ -29,6 +29,7 @@ from tileiropt.errors import ExitCode
 from tileiropt.project import KernelSpec, Project
 from tileiropt.report.artifacts import (
     APPLY_FILE,
+    CAPTURE_FILE,
     CHECK_FILE,
     CLASSIFY_FILE,
     REPORT_FILE,
@@ -42,7 +43,8 @@ from tileiropt.runtime.records import ERROR, FAIL, PASS, ValidateRun, save_valid
 
 SCHEMA_VERSION = 1
 OK, FAILED, NOT_RUN, SKIPPED = "ok", "failed", "not-run", "skipped"
-PHASES = ("check", "compatibility", "classify", "apply", "validate", "bench", "report")
+PHASES = ("check", "capture", "compatibility", "classify", "apply", "validate", "bench", "report")
+OPTIONAL_PHASES = ("capture",)  # run only when the project asks for it
 EventCallback = Callable[[str, str], None]  # (phase, message)
 
 
@@ -89,6 +91,7 @@ class Pipeline:
                                 project=str(project.file) if project.file else None)
         self.validation: ValidateRun | None = None
         self.bench_failed = False
+        self.capture_failed = False
 
     # ------------------------------------------------------------------ helpers
 
@@ -101,7 +104,7 @@ class Pipeline:
             self.result.stopped[kernel] = {"phase": phase, "reason": reason}
 
     def phase(self, name: str, action: Callable[[], PhaseResult]) -> None:
-        if not self.live and name not in ("check", "classify", "report"):
+        if not self.live and name not in ("check", "capture", "classify", "report"):
             self.result.phases.append(PhaseResult(name, SKIPPED, 0.0, "no kernel left: every kernel stopped"))
             self.on_event(name, "skipped")
             return
@@ -222,6 +225,39 @@ class Pipeline:
             return PhaseResult("validate", FAILED, detail=f"{stopped} kernel(s) failed: {detail}")
         return PhaseResult("validate", OK if counts[PASS] else NOT_RUN, detail=detail)
 
+    def capture(self) -> PhaseResult:
+        """Run the program, keep the distinct launches of the target files' kernels as replay specs."""
+        from tileiropt.runtime.bench import kernel_info
+        from tileiropt.runtime.capture import capture_specs, run_capture
+        from tileiropt.runtime.validate import Machine
+
+        request = self.project.capture
+        assert request is not None
+        machine = Machine.probe()
+        result = run_capture(request.files, request.command, interpret=not machine.has_gpu, budget=request.budget,
+                             cwd=self.project.root)
+        save_record(self.artifacts, CAPTURE_FILE, result.to_json())
+        specs = capture_specs(result, self.project.root, self.artifacts, self.timeout)
+        taken = {s.name for s in self.project.kernels}
+        specs = [s for s in specs if s.name not in taken]
+        self.project.kernels += specs
+        self.specs += specs
+        self.result.kernels += [kernel_info(s, self.bench_settings.sizes) for s in specs]
+        kernels = len({(s.launch or {}).get("kernel") for s in specs})
+        never = [key.split("@")[0] for key in result.never_launched()]
+        detail = (f"{len(specs)} distinct launch(es) of {kernels} kernel(s) in {result.seconds:.1f} s; "
+                  f"{result.ended}" + (f"; never launched: {', '.join(never)}" if never else ""))
+        if not specs:
+            self.capture_failed = True
+            tail = result.stderr_tail.strip().splitlines()[-1:] or ["no output"]
+            files = ", ".join(p.name for p in request.files)
+            detail = f"no launch of a kernel in {files} was captured; {result.ended} ({tail[0][:200]})"
+            if request.command is None:
+                detail += (f"; module-level benchmarks are not run during a capture: give a command that launches "
+                           f"the kernels, e.g. tileiropt run {request.files[0].name} -- pytest {request.files[0].name}")
+            return PhaseResult("capture", FAILED, detail=detail)
+        return PhaseResult("capture", OK, detail=detail)
+
     def bench(self) -> PhaseResult:
         from tileiropt.runtime.bench import bench_project
         from tileiropt.runtime.bench_records import ERROR as BENCH_ERROR
@@ -270,8 +306,10 @@ class Pipeline:
         started = time.monotonic()
         self.result.started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         for name in PHASES[:-1]:
+            if name == "capture" and self.project.capture is None:
+                continue
             self.phase(name, getattr(self, name))
-        failed = bool(self.result.stopped) or self.bench_failed
+        failed = bool(self.result.stopped) or self.bench_failed or self.capture_failed
         self.result.exit_code = int(ExitCode.FAILED if failed else ExitCode.OK)
         self.result.seconds = round(time.monotonic() - started, 3)  # every phase but the report's rendering
         self.report()

@@ -52,7 +52,7 @@ _KERNEL_KEYS = {"name", "path", "module", "entry", "call", "reference", "inputs"
 _CALL_SCOPE = {"torch", "F", "math"}  # besides inputs, dims, args and the module's names
 _DEFAULT_KEYS = {"sizes", "dtypes", "atol", "rtol", "timeout", "seed"}
 _TOP_KEYS = {"project", "defaults", "kernel"}
-_PROJECT_KEYS = {"artifacts", "max_configs"}
+_PROJECT_KEYS = {"artifacts", "max_configs", "capture", "capture_files", "capture_budget"}
 
 
 @dataclass
@@ -81,6 +81,7 @@ class KernelSpec:
     call: str | None = None  # a call expression over inputs, dims and args; None: entry(**inputs, **args)
     root: Path | None = None  # the project's folder (outputs for kernel files outside it go to `artifacts`)
     artifacts: Path | None = None
+    launch: dict[str, Any] | None = None  # a captured launch to replay (entry: the kernel; reference: "original")
 
     @property
     def optimized_path(self) -> Path:
@@ -113,12 +114,22 @@ class KernelSpec:
 
 
 @dataclass
+class CaptureRequest:
+    """Run a program and replay the launches it makes of the kernels in `files` (see runtime/capture.py)."""
+
+    files: list[Path]
+    command: list[str] | None = None  # None: the first file as a script
+    budget: float = 120.0  # seconds the program may run
+
+
+@dataclass
 class Project:
     file: Path | None  # None when built from command-line flags
     root: Path
     kernels: list[KernelSpec]
     artifacts: Path
     max_configs: int = 16
+    capture: CaptureRequest | None = None
 
     def select(self, names: list[str] | None) -> list[KernelSpec]:
         if not names:
@@ -432,8 +443,10 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
             or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes)):
         raise where.error("defaults.sizes", f"must be a list of positive integers, got {sizes!r}")
     kernels_raw = data.get("kernel", [])
-    if not isinstance(kernels_raw, list) or not kernels_raw:
-        raise where.error("kernel", "no [[kernel]] table", "add one [[kernel]] table per kernel entry point")
+    capture = _capture_request(project, root, where)
+    if not isinstance(kernels_raw, list) or (not kernels_raw and capture is None):
+        raise where.error("kernel", "no [[kernel]] table", "add one [[kernel]] table per kernel entry point, "
+                          "or `capture = \"<command>\"` with `capture_files` under [project]")
     artifacts = project.get("artifacts", DEFAULT_ARTIFACTS)
     if not isinstance(artifacts, str):
         raise where.error("project.artifacts", "must be a folder path string")
@@ -447,7 +460,36 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
     max_configs = project.get("max_configs", 16)
     if isinstance(max_configs, bool) or not isinstance(max_configs, int) or max_configs < 1:
         raise where.error("project.max_configs", f"must be a positive integer, got {max_configs!r}")
-    return Project(file=file, root=root, kernels=kernels, artifacts=(root / artifacts), max_configs=max_configs)
+    if capture is not None and not capture.files:
+        capture.files = list(dict.fromkeys(k.path for k in kernels))
+    return Project(file=file, root=root, kernels=kernels, artifacts=(root / artifacts), max_configs=max_configs,
+                   capture=capture)
+
+
+def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest | None:
+    """`[project] capture = "pytest tests/test_ops.py"` (+ `capture_files`, `capture_budget`)."""
+    if "capture" not in project:
+        for key in ("capture_files", "capture_budget"):
+            if key in project:
+                raise where.error(f"project.{key}", "needs `capture`", "add capture = \"<command>\"")
+        return None
+    command = project["capture"]
+    if not isinstance(command, str) or not command.strip():
+        raise where.error("project.capture", f"must be a command string, got {command!r}",
+                          'e.g. capture = "pytest tests/test_ops.py -k rms"')
+    from tileiropt.runtime.capture import parse_command  # noqa: PLC0415 - light, but runtime-side
+
+    files = project.get("capture_files", [])
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise where.error("project.capture_files", "must be a list of kernel file paths")
+    paths = [(root / f).resolve() for f in files]
+    for path, name in zip(paths, files, strict=True):
+        if not path.is_file():
+            raise where.error("project.capture_files", f"{name}: kernel file not found")
+    budget = project.get("capture_budget", 120.0)
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget <= 86400:
+        raise where.error("project.capture_budget", f"must be seconds in (0, 86400], got {budget!r}")
+    return CaptureRequest(files=paths, command=parse_command(command), budget=float(budget))
 
 
 def load_project(path: Path | str) -> Project:
@@ -501,7 +543,8 @@ def project_from_flags(
         raise UserError("kernel file not found", file=str(kernel))
     if not entry:
         raise UserError("--entry is required with a kernel file", file=str(kernel),
-                        hint="name the Python wrapper that launches the kernel, e.g. --entry softmax")
+                        hint="name the Python wrapper that launches the kernel, e.g. --entry softmax; or let "
+                             "`tileiropt run kernel.py` capture its launches")
     if shapes is None:
         raise UserError("--shapes is required with a kernel file", file=str(kernel),
                         hint="""e.g. --shapes '{"x": [32, 512, 4096]}'""")
@@ -526,11 +569,29 @@ def project_from_flags(
     return parse_project(data, None, root)
 
 
+def project_from_capture(kernel: Path, command: list[str] | None, *, artifacts: Path | str | None = None,
+                         budget: float = 120.0) -> Project:
+    """`tileiropt run kernel.py [-- command]`: no project, no shapes; the kernels' launches are captured
+    from the program (the file itself as a script, or the command) and replayed against the original."""
+    if not kernel.is_file():
+        raise UserError("kernel file not found", file=str(kernel))
+    root = Path.cwd()
+    return Project(file=None, root=root, kernels=[], artifacts=root / (artifacts or DEFAULT_ARTIFACTS),
+                   capture=CaptureRequest(files=[kernel.resolve()], command=command or None, budget=budget))
+
+
 def resolve_target(target: Path | str | None, **flags: Any) -> Project:
     """A project from `target`: a project file, a folder holding one, or a kernel file with flags."""
     target = Path(target) if target else Path.cwd()
+    capture = flags.pop("capture", None)
+    may_capture = flags.pop("may_capture", False)
     if target.suffix == ".py":
+        if may_capture and (capture is not None or not any(flags.get(k) for k in ("entry", "shapes"))):
+            return project_from_capture(target, capture, artifacts=flags.get("artifacts"))
         return project_from_flags(target, **flags)
+    if capture is not None:
+        raise UserError("a command after `--` captures launches of a kernel file", file=str(target),
+                        hint="give the kernel file first: tileiropt run ops.py -- pytest tests/")
     given = [f"--{k}" for k, v in flags.items() if v is not None and k in ("entry", "shapes", "dtypes", "reference",
                                                                           "args", "atol", "rtol")]
     if given:

@@ -27,8 +27,9 @@ CHECK_FILE = "check.json"
 CLASSIFY_FILE = "classify.json"
 APPLY_FILE = "apply.json"
 RUN_FILE = "run.json"
+CAPTURE_FILE = "capture.json"
 REPORT_FILE = "report.md"
-RECORD_FILES = (CHECK_FILE, CLASSIFY_FILE, APPLY_FILE, VALIDATE_FILE, BENCH_FILE, RUN_FILE)
+RECORD_FILES = (CHECK_FILE, CLASSIFY_FILE, APPLY_FILE, VALIDATE_FILE, BENCH_FILE, RUN_FILE, CAPTURE_FILE)
 
 
 def save_record(artifacts: Path | str, name: str, data: Any) -> Path:
@@ -47,6 +48,7 @@ class Artifacts:
     validate: ValidateRun | None = None
     bench: BenchRun | None = None
     run: dict[str, Any] | None = None
+    capture: dict[str, Any] | None = None
     problems: dict[str, str] = field(default_factory=dict)  # record file -> why it could not be read
 
     @property
@@ -83,6 +85,7 @@ def load_artifacts(folder: Path | str) -> Artifacts:
     found.classify = _read_json(folder / CLASSIFY_FILE, found.problems)
     found.apply = _read_json(folder / APPLY_FILE, found.problems)
     found.run = _read_json(folder / RUN_FILE, found.problems)
+    found.capture = _read_json(folder / CAPTURE_FILE, found.problems)
     for name, loader, attribute in ((VALIDATE_FILE, load_validate_run, "validate"),
                                     (BENCH_FILE, load_bench_run, "bench")):
         if (folder / name).is_file():

@@ -35,6 +35,7 @@ class Case:
     start_item: int = 0  # resume after a timeout or crash: the first config item to run
     module: str | None = None  # the original's dotted module name, when it lives in a package
     call: str | None = None  # the entry's call expression (None: entry(**inputs, **args))
+    launch: dict[str, Any] | None = None  # a captured launch, replayed instead of calling an entry
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -348,8 +348,8 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
                     if backend.optimized_only and variant != "optimized":
                         continue
                     key = (s_index, v_index, d_index, b_index)
-                    scaled = scale_for_interpreter(spec.inputs, spec.dims, spec.flops) if backend.interpreted \
-                        else None
+                    scaled = scale_for_interpreter(spec.inputs, spec.dims, spec.flops) \
+                        if backend.interpreted and not spec.launch else None  # a launch keeps its shapes
                     case = Case(
                         id=next_id, kernel=spec.name, variant=variant, path=str(path), entry=spec.entry,
                         reference=reference or "", shapes=scaled.shapes if scaled else spec.shapes(),
@@ -357,7 +357,7 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
                         dims=scaled.dims if scaled else dict(spec.dims), args=dict(spec.args),
                         ranges={k: list(v) for k, v in spec.ranges.items()}, seed=spec.seed,
                         search_paths=[str(project.root)], scaled_from=scaled.scaled_from if scaled else None,
-                        module=spec.module, call=spec.call,
+                        module=spec.module, call=spec.call, launch=spec.launch,
                     )
                     next_id += 1
                     reason = _not_runnable(spec, variant, path, reference, backend, machine)
@@ -379,7 +379,7 @@ def _not_runnable(spec: KernelSpec, variant: str, path: Path, reference: str | N
     if not reference:
         return ("not run: no reference (set `reference` to a torch expression or \"pkg.mod:fn\"; "
                 "the optimized file is compared with this one)")
-    if reference == REFERENCE_ORIGINAL and variant == "original":
+    if reference == REFERENCE_ORIGINAL and variant == "original" and not spec.launch:
         return 'not run: reference is "original", the file itself (validate the optimized variant)'
     if backend.name == "tileir" and machine.tileir_blockers:
         return "not run: " + "; ".join(machine.tileir_blockers)

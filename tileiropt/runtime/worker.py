@@ -31,7 +31,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
-from tileiropt.runtime import loading, stand_ins
+from tileiropt.runtime import loading, replay, stand_ins
 from tileiropt.runtime.backends import BACKENDS, Backend
 from tileiropt.runtime.cases import Case, record_for
 from tileiropt.runtime.records import ERROR, FAIL, NONE, NOT_RUN, PASS, PREPARE, Provenance
@@ -81,6 +81,8 @@ class CaseRunner:
     def __init__(self, case: Case, backend: Backend, best_config: bool, base: Provenance, emit: Emitter):
         self.case, self.backend, self.best_config, self.base, self.emit = case, backend, best_config, base, emit
         self.not_attached: dict[str, str] = {}  # the gate's account of TileIR code it could not attach
+        if self._exact_replay():
+            case.atol = case.rtol = 0.0
 
     def record(self, config: str, status: str, reason: str = "", provenance: Provenance | None = None,
                **measures: Any) -> dict[str, Any]:
@@ -98,7 +100,7 @@ class CaseRunner:
 
     def run(self) -> bool:
         """Run the case; False when the worker must exit (the CUDA context is unusable)."""
-        from tileiropt.runtime.configs import config_items
+        from tileiropt.runtime.configs import ConfigItem, config_items
 
         case, emit = self.case, self.emit
         emit("case", id=case.id)
@@ -110,11 +112,13 @@ class CaseRunner:
         try:
             module = self.load(case.path)
             self.not_attached = dict(getattr(module, "_TILEIROPT_NOT_ATTACHED", None) or {})
-            entry = loading.entry_call(module, case.entry, case.call)
+            entry = self.entry(module)
         except Exception as exc:
             self.emit_prepare_failure(exc, "import")
             return not _POISONED.search(str(exc))
-        items = config_items(module, self.best_config)
+        # a captured launch runs at its own config (its grid was computed for it)
+        items = [ConfigItem(replay.label(case.launch), pin=False)] if case.launch else \
+            config_items(module, self.best_config)
         emit("plan", id=case.id, labels=[item.label for item in items])
         launched_known: set[str] | None = None
         for index in range(case.start_item, len(items)):
@@ -150,6 +154,19 @@ class CaseRunner:
         folder = package_folder(Path(case.original_path or case.path), case.module)
         return files + ([str(folder)] if folder else [])
 
+    def entry(self, module: Any) -> Any:
+        """The call of (inputs, args, dims): the project's entry, or the captured launch's replay."""
+        if self.case.launch:
+            return replay.launcher(module, self.case.launch)
+        return loading.entry_call(module, self.case.entry, self.case.call)
+
+    def _exact_replay(self) -> bool:
+        """A replayed launch through unchanged code (the PTX path, the interpreter) must be bit-exact,
+        unless it accumulates with atomics (their order is not fixed on a GPU)."""
+        case = self.case
+        return bool(case.launch) and not self.backend.optimized_only and self.backend.name != "tileir" and not (
+            case.launch.get("atomics") and not self.backend.interpreted)
+
     def load(self, path: str) -> Any:
         case = self.case
         return loading.load_kernel_module(path, case.original_path or case.path, case.module, case.entry,
@@ -161,14 +178,17 @@ class CaseRunner:
         from tileiropt.runtime.configs import first_configs
 
         case = self.case
-        inputs = harness.build_inputs(case.shapes, case.dtypes, seed=case.seed, ranges=case.ranges,
-                                      device=self.backend.device)
+        if case.launch:
+            inputs = replay.build_inputs(case.launch, case.seed, self.backend.device)
+        else:
+            inputs = harness.build_inputs(case.shapes, case.dtypes, seed=case.seed, ranges=case.ranges,
+                                          device=self.backend.device)
         reference = harness.Reference.parse(case.reference)
         if reference.kind == "original":
             if not case.original_path:
                 raise harness.HarnessError('reference "original" needs the untransformed kernel file')
             original_module = self.load(case.original_path)
-            function = reference.resolve(loading.entry_call(original_module, case.entry, case.call))
+            function = reference.resolve(self.entry(original_module))
             with first_configs(original_module):
                 expected, used = harness.evaluate_reference(function, reference.kind, inputs, case.args, case.dims)
             structure, check_dtype = expected, True
@@ -226,7 +246,7 @@ class CaseRunner:
                 harness.synchronize(self.backend.device)
             except Exception as exc:
                 failure = exc
-        label = label_after_run(module, item, launches.autotuners)
+        label = item.label if case.launch else label_after_run(module, item, launches.autotuners)
         provenance = self.provenance(launches)
         if failure is not None:
             seconds = time.perf_counter() - started

@@ -1,0 +1,222 @@
+"""Capture real launches: run a program that exercises the kernels and record each launch of each kernel
+defined in the target files (see `capture_hook`), then turn the distinct launches into kernel specs that
+`validate` replays against the original kernel and `bench` times -- no shapes, dtypes or reference to write.
+
+The program is the kernel file itself run as a script, or a command (`pytest tests/test_ops.py -k rms`,
+`python bench.py`). It runs in its own session with the recorder on PYTHONPATH; it is ended when every
+kernel of the targets has its fill of distinct launches or the time budget is spent, and its whole
+process group is killed afterwards, so nothing is left behind. Without a GPU it runs under the Triton
+interpreter with the tool's stand-ins (module-level benchmarks are not run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tileiropt.errors import UserError
+from tileiropt.runtime import capture_hook as hook
+
+DEFAULT_BUDGET_S = 120.0
+DEFAULT_CAP = 3  # distinct launches kept per kernel
+_GRACE_S = 20.0  # past the budget, before the program is killed from outside
+_SITECUSTOMIZE = """\
+try:
+    from tileiropt.runtime.capture_hook import install
+    install()
+except Exception as exc:  # never stop the user's program
+    import sys
+    print(f"tileiropt capture: the recorder is not installed ({type(exc).__name__}: {exc})", file=sys.stderr)
+"""
+
+
+@dataclass
+class CaptureResult:
+    """What a capture run saw."""
+
+    command: list[str]
+    launches: list[dict[str, Any]]  # distinct launches, in order
+    counts: dict[str, int] = field(default_factory=dict)  # "kernel@file" -> launches seen (duplicates included)
+    expected: list[str] = field(default_factory=list)  # "kernel@file" of every entry kernel of the targets
+    exit_code: int | None = None
+    ended: str = ""  # why the program ended
+    seconds: float = 0.0
+    stderr_tail: str = ""
+
+    def kernels(self) -> dict[str, list[dict[str, Any]]]:
+        found: dict[str, list[dict[str, Any]]] = {}
+        for launch in self.launches:
+            found.setdefault(f"{launch['kernel']}@{launch['file']}", []).append(launch)
+        return found
+
+    def never_launched(self) -> list[str]:
+        return [key for key in self.expected if key not in self.counts]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"command": self.command, "exit_code": self.exit_code, "ended": self.ended,
+                "seconds": round(self.seconds, 2), "counts": self.counts, "expected": self.expected,
+                "launches": self.launches, "never_launched": self.never_launched()}
+
+
+def program_command(targets: list[Path], command: list[str] | None) -> list[str]:
+    """The command to run: the first target as a script, or the user's command with `python`/`pytest`
+    bound to this interpreter (so the recorder and the tool's environment are the ones in use)."""
+    if not command:
+        return [sys.executable, str(targets[0])]
+    head, *rest = command
+    if Path(head).name in ("python", "python3", Path(sys.executable).name):
+        return [sys.executable, *rest]
+    if Path(head).name == "pytest":
+        return [sys.executable, "-m", "pytest", *rest]
+    return list(command)
+
+
+def parse_command(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise UserError(f"capture command is not valid shell syntax: {exc}", hint="quote it as a shell would") \
+            from None
+
+
+def expected_kernels(targets: list[Path]) -> list[str]:
+    """`kernel@file` of every entry kernel defined in the targets (helpers are launched by no one)."""
+    from tileiropt.analysis.discovery import discover_file
+
+    found = []
+    for target in targets:
+        try:
+            module = discover_file(target)
+        except UserError:
+            continue
+        real = os.path.realpath(target)
+        found += [f"{k.name}@{real}" for k in module.kernels if k.is_entry]
+    return found
+
+
+def run_capture(targets: list[Path], command: list[str] | None = None, *, interpret: bool,
+                budget: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, cwd: Path | None = None) -> CaptureResult:
+    """Run the program with the recorder and collect the distinct launches of the targets' kernels."""
+    for target in targets:
+        if not target.is_file():
+            raise UserError("kernel file not found", file=str(target))
+    argv = program_command(targets, command)
+    expected = expected_kernels(targets)
+    with tempfile.TemporaryDirectory(prefix="tileiropt-capture-") as folder:
+        (Path(folder) / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
+        out = Path(folder) / "launches.jsonl"
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([folder, *filter(None, [env.get("PYTHONPATH")])])
+        env.update({hook.OUT_ENV: str(out), hook.FILES_ENV: os.pathsep.join(str(t.resolve()) for t in targets),
+                    hook.CAP_ENV: str(cap), hook.KERNELS_ENV: os.pathsep.join(expected),
+                    hook.BUDGET_ENV: str(budget), "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1"})
+        if interpret:
+            env.update({"TRITON_INTERPRET": "1", hook.STAND_INS_ENV: "1"})
+        started = time.monotonic()
+        stderr_path = Path(folder) / "output.txt"  # stdout and stderr: the tail says why a program ended
+        with open(stderr_path, "wb") as stderr:
+            try:
+                process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                           stdout=stderr, stderr=stderr, start_new_session=True)
+            except OSError as exc:
+                raise UserError(f"cannot start the capture command: {exc.strerror or exc}",
+                                hint=f"check the command: {shlex.join(argv)}") from None
+            killed = False
+            try:
+                process.wait(timeout=budget + _GRACE_S)
+            except subprocess.TimeoutExpired:
+                killed = True
+            finally:
+                _kill_group(process)
+        result = _read(out, argv, expected)
+        result.seconds = time.monotonic() - started
+        result.exit_code = None if killed else process.returncode
+        if killed:
+            result.ended = f"killed after the time budget ({budget:g} s)"
+        elif not result.ended:
+            result.ended = "the program finished" if process.returncode == 0 else \
+                f"the program exited with status {process.returncode}"
+        result.stderr_tail = stderr_path.read_text(encoding="utf-8", errors="replace")[-2000:]
+    return result
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    """End the program and everything it started (its own process group)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            break
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            continue
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+def _read(out: Path, argv: list[str], expected: list[str]) -> CaptureResult:
+    result = CaptureResult(command=argv, launches=[], expected=expected)
+    if not out.is_file():
+        return result
+    for line in out.read_text(encoding="utf-8").splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue  # a line cut by the program's end
+        if "kernel" in item:
+            result.launches.append(item)
+        else:
+            result.counts.update(item.get("launches", {}))
+            if "stopped" in item:
+                result.ended = f"stopped: {item['stopped']}"
+    for launch in result.launches:
+        result.counts.setdefault(f"{launch['kernel']}@{launch['file']}", 1)
+    return result
+
+
+
+
+def capture_specs(result: CaptureResult, root: Path, artifacts: Path, timeout: float | None = None) -> list[Any]:
+    """One kernel spec per distinct captured launch (`<kernel>#<n>`), validated against the original kernel
+    by replay and benchmarked at the captured shapes."""
+    from tileiropt.analysis.classify import classify_file
+    from tileiropt.entries import package_name_for
+    from tileiropt.project import DEFAULT_TIMEOUT_S, KernelSpec
+
+    atomics: dict[tuple[str, str], bool] = {}
+    specs = []
+    counters: dict[str, int] = {}
+    for launch in result.launches:
+        path = Path(launch["file"])
+        if (launch["kernel"], launch["file"]) not in atomics:
+            for record in classify_file(path, rules=[]).kernels:
+                atomics[(record.kernel, launch["file"])] = bool(record.atomic_lines)
+        launch = {**launch, "atomics": atomics.get((launch["kernel"], launch["file"]), False)}
+        counters[launch["kernel"]] = counters.get(launch["kernel"], 0) + 1
+        name = launch["kernel"] if _single(result, launch) else f"{launch['kernel']}#{counters[launch['kernel']]}"
+        tensors = {a["name"]: a.get("tensor") or a["descriptor"]["base"] for a in launch["args"]
+                   if "tensor" in a or "descriptor" in a}
+        dotted, _ = package_name_for(path)
+        specs.append(KernelSpec(
+            name=name, path=path, entry=launch["kernel"], reference="original",
+            inputs={k: list(v["shape"]) for k, v in tensors.items()},
+            dtypes=[{k: v["dtype"] for k, v in tensors.items()}],
+            timeout=timeout or DEFAULT_TIMEOUT_S, sizes=[], module=dotted, root=root, artifacts=artifacts,
+            launch=launch,
+        ))
+    return specs
+
+
+def _single(result: CaptureResult, launch: dict[str, Any]) -> bool:
+    return sum(1 for other in result.launches if other["kernel"] == launch["kernel"]) == 1

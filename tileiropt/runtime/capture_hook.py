@@ -1,0 +1,249 @@
+"""The recorder `capture` installs in the program it runs (through a `sitecustomize` on PYTHONPATH).
+
+It wraps `JITFunction.run` and, under TRITON_INTERPRET=1, `InterpretedFunction.run` -- the point every
+launch reaches, through `kernel[grid](...)`, an autotuner, heuristics or a package's wrapper -- and
+for each launch of a kernel *defined in a target file* writes one JSON line: the kernel, every
+argument (tensors as shape, strides, dtype, storage extent and, for small integer tensors, their
+values; scalars and constexprs as values; host tensor descriptors with their base tensor), the launch
+options and the config values the autotuner chose (they arrive as keyword arguments), the grid as
+launched, and the wrapper in the target file that made the launch. Launches are deduplicated by
+signature and capped per kernel; when every kernel of the targets has its fill, or the time budget
+is spent, the program is ended (os._exit) so a benchmark sweep never runs on for minutes.
+
+Configured by environment variables (see `capture.py`); nothing happens without them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+OUT_ENV = "TILEIROPT_CAPTURE_OUT"
+FILES_ENV = "TILEIROPT_CAPTURE_FILES"
+CAP_ENV = "TILEIROPT_CAPTURE_CAP"
+KERNELS_ENV = "TILEIROPT_CAPTURE_KERNELS"  # kernels expected (name@file), to know when the fill is complete
+BUDGET_ENV = "TILEIROPT_CAPTURE_BUDGET"
+STAND_INS_ENV = "TILEIROPT_CAPTURE_STAND_INS"
+SMALL_VALUES = 4096  # integer tensors up to this many elements keep their values
+OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "occupancy", "enable_fp_fusion",
+           "launch_cooperative_grid", "launch_pdl", "debug")
+
+
+class Recorder:
+    def __init__(self, out: str, files: set[str], cap: int, expected: set[str], budget: float):
+        self.out = open(out, "a", encoding="utf-8")  # noqa: SIM115 - open for the life of the program
+        self.files = files
+        self.cap = cap
+        self.expected = expected
+        self.deadline = time.monotonic() + budget
+        self.signatures: dict[str, set[str]] = {}
+        self.launches: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    # which launches count --------------------------------------------------------------------
+    def target(self, jit: Any) -> tuple[str, str] | None:
+        fn = getattr(jit, "fn", None)
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            return None
+        path = os.path.realpath(code.co_filename)
+        return (fn.__name__, path) if path in self.files else None
+
+    def record(self, jit: Any, args: tuple, kwargs: dict, grid: Any) -> dict[str, Any] | None:
+        """The launch's line (taken before it runs: an in-place kernel changes its inputs), or None."""
+        found = self.target(jit)
+        if found is None:
+            return None
+        name, path = found
+        key = f"{name}@{path}"
+        names = _arg_names(jit)
+        bound = dict(zip(names, args))
+        arguments, aliases = [], {}
+        for position, arg_name in enumerate(names[: len(args)]):
+            arguments.append({"name": arg_name, **_encode(args[position], aliases, arg_name)})
+        options = {k: _plain(v) for k, v in kwargs.items() if k in OPTIONS}
+        constexprs = {k: _encode(v, aliases, k) for k, v in kwargs.items() if k not in OPTIONS}
+        try:
+            launched_grid = grid({**bound, **kwargs}) if callable(grid) else grid
+            launched_grid = [int(g) for g in (tuple(launched_grid) + (1, 1, 1))[:3]]
+        except Exception as exc:  # noqa: BLE001 - a grid we cannot evaluate makes the launch unreplayable
+            launched_grid = None
+            options["_grid_error"] = f"{type(exc).__name__}: {exc}"
+        signature = json.dumps([_signature(a) for a in arguments] + sorted(
+            (k, _signature(v)) for k, v in constexprs.items()) + [sorted(options.items()), launched_grid],
+            sort_keys=True, default=str)
+        with self.lock:
+            self.launches[key] = self.launches.get(key, 0) + 1
+            seen = self.signatures.setdefault(key, set())
+            if signature in seen or len(seen) >= self.cap:
+                return {"skip": True}
+            seen.add(signature)
+        return {"kernel": name, "file": path, "module": getattr(jit.fn, "__module__", None), "args": arguments,
+                "constexprs": constexprs, "options": options, "grid": launched_grid,
+                "caller": _caller(path), "launch": self.launches[key]}
+
+    def commit(self, line: dict[str, Any] | None) -> None:
+        """Write a launch that ran; end the program when the fill is complete or the budget spent."""
+        if line is None:
+            return
+        with self.lock:
+            if not line.get("skip"):
+                self.out.write(json.dumps(line, default=str) + "\n")
+                self.out.flush()
+            self._maybe_stop()
+
+    def _maybe_stop(self) -> None:
+        full = self.expected and all(len(self.signatures.get(k, ())) >= self.cap for k in self.expected)
+        if full or time.monotonic() > self.deadline:
+            self.out.write(json.dumps({"stopped": "every kernel captured" if full else "time budget spent",
+                                       "launches": self.launches}) + "\n")
+            self.out.flush()
+            os._exit(0)
+
+    def finish(self) -> None:
+        with self.lock:
+            self.out.write(json.dumps({"finished": True, "launches": self.launches}) + "\n")
+            self.out.flush()
+
+
+def _arg_names(jit: Any) -> list[str]:
+    names = getattr(jit, "arg_names", None)
+    if names:
+        return list(names)
+    return list(inspect.signature(jit.fn).parameters)
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _encode(value: Any, aliases: dict[int, str], name: str) -> dict[str, Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return {"tensor": _tensor(value, aliases, name)}
+    if type(value).__name__ == "TensorDescriptor" and hasattr(value, "base") and hasattr(value, "block_shape"):
+        return {"descriptor": {"base": _tensor(value.base, aliases, name), "shape": [int(s) for s in value.shape],
+                               "strides": [int(s) for s in value.strides],
+                               "block_shape": [int(s) for s in value.block_shape],
+                               "padding": getattr(value, "padding", "zero")}}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return {"value": value}
+    if type(value).__module__.startswith("triton.language") and hasattr(value, "name"):
+        return {"tl_dtype": str(value.name)}
+    if isinstance(value, torch.dtype):
+        return {"torch_dtype": str(value).removeprefix("torch.")}
+    return {"opaque": f"{type(value).__name__}: {str(value)[:80]}"}
+
+
+def _tensor(value: Any, aliases: dict[int, str], name: str) -> dict[str, Any]:
+    import torch
+
+    shape, stride = list(value.shape), list(value.stride())
+    extent = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if value.numel() else 0
+    data: dict[str, Any] = {"shape": shape, "stride": stride, "dtype": str(value.dtype).removeprefix("torch."),
+                            "offset": 0, "extent": extent, "device": value.device.type}
+    pointer = value.data_ptr()
+    if pointer in aliases and value.numel():
+        data["alias"] = aliases[pointer]
+    elif value.numel():
+        aliases[pointer] = name
+    if not value.is_floating_point() and not value.is_complex() and value.numel():
+        flat = value.detach()
+        if flat.numel() <= SMALL_VALUES:
+            data["values"] = flat.cpu().reshape(-1).tolist()
+        else:
+            data["range"] = [int(flat.min().item()), int(flat.max().item())]
+    elif value.is_floating_point() and value.numel():
+        finite = torch.isfinite(value.detach()).all().item()
+        low = float(value.detach().float().min().item()) if finite else None
+        data["nonnegative"] = bool(finite and low is not None and low >= 0)
+    return data
+
+
+def _signature(argument: dict[str, Any]) -> Any:
+    tensor = argument.get("tensor") or (argument.get("descriptor") or {}).get("base")
+    if tensor is not None:
+        return [tensor["shape"], tensor["stride"], tensor["dtype"], argument.get("descriptor", {}).get("block_shape")]
+    return argument.get("value", argument.get("tl_dtype", argument.get("opaque")))
+
+
+def _caller(path: str) -> dict[str, Any] | None:
+    """The innermost function of the target file on the stack that is not a JIT function: the wrapper
+    that launched the kernel, with its tensor arguments' shapes and dtypes and its other arguments."""
+    import torch
+
+    frame = sys._getframe(3)
+    while frame is not None:
+        code = frame.f_code
+        if os.path.realpath(code.co_filename) == path and code.co_name != "<module>" and code.co_name != "<lambda>":
+            count = code.co_argcount + code.co_kwonlyargcount
+            params = code.co_varnames[:count]
+            tensors, others = {}, {}
+            for param in params:
+                value = frame.f_locals.get(param)
+                if isinstance(value, torch.Tensor):
+                    tensors[param] = {"shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch.")}
+                elif value is None or isinstance(value, (bool, int, float, str)):
+                    others[param] = value
+            owner = frame.f_locals.get("self") or frame.f_locals.get("cls")
+            qualified = getattr(code, "co_qualname", code.co_name)
+            return {"function": qualified, "line": frame.f_lineno, "params": list(params), "tensors": tensors,
+                    "others": others, "method": owner is not None}
+        frame = frame.f_back
+    return None
+
+
+_RECORDER: Recorder | None = None
+
+
+def install() -> None:
+    """Wrap Triton's launch path (called from the generated sitecustomize)."""
+    global _RECORDER
+    out = os.environ.get(OUT_ENV)
+    if not out or _RECORDER is not None:
+        return
+    files = {os.path.realpath(p) for p in os.environ.get(FILES_ENV, "").split(os.pathsep) if p}
+    expected = {k for k in os.environ.get(KERNELS_ENV, "").split(os.pathsep) if k}
+    _RECORDER = Recorder(out, files, int(os.environ.get(CAP_ENV, "3")), expected,
+                         float(os.environ.get(BUDGET_ENV, "120")))
+    if os.environ.get(STAND_INS_ENV) == "1":
+        from tileiropt.runtime import stand_ins
+
+        stand_ins.skip_module_benchmarks()
+        stand_ins.install_interpreter_device()
+    from triton.runtime.jit import JITFunction
+
+    classes = [JITFunction]
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        classes.append(InterpretedFunction)
+    except ImportError:  # pragma: no cover - every supported Triton has it
+        pass
+    for cls in classes:
+        original = cls.run
+
+        def run(self: Any, *args: Any, grid: Any, warmup: Any, _original: Any = original, **kwargs: Any) -> Any:
+            line = None
+            if not warmup and _RECORDER is not None:
+                try:
+                    line = _RECORDER.record(self, args, kwargs, grid)
+                except Exception:  # noqa: BLE001 - the recorder must never break the user's program
+                    line = None
+            result = _original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            if _RECORDER is not None:
+                _RECORDER.commit(line)
+            return result
+
+        cls.run = run
+    import atexit
+
+    atexit.register(_RECORDER.finish)

@@ -1,0 +1,167 @@
+"""Replay a captured launch: fresh seeded inputs with the captured shapes, strides and dtypes, one launch
+of the kernel at the captured config and grid, and every tensor argument afterwards as the output.
+
+The kernel is launched through the module's own name for it, so the optimized module with its TileIR
+code on launches its twin, its TMA dispatch or its hint autotuner -- every autotuner on the way is
+pinned to the captured config (the grid was computed for that config; another config would need the
+program's grid function). Integer tensors keep the captured values when there were few of them, else
+take values in the captured range; float tensors are seeded normal values (uniform in [0, 1) when every
+captured value was non-negative, say a variance).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from tileiropt.runtime.harness import HarnessError
+
+LaunchCall = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Any]
+OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def _tensor_specs(launch: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(input name, tensor description) of every tensor the launch takes, aliases excluded."""
+    found = []
+    for arg in launch["args"]:
+        tensor = arg.get("tensor") or (arg.get("descriptor") or {}).get("base")
+        if tensor is not None and "alias" not in tensor:
+            found.append((arg["name"], tensor))
+    for name, value in launch.get("constexprs", {}).items():
+        if "tensor" in value and "alias" not in value["tensor"]:
+            found.append((name, value["tensor"]))
+    return found
+
+
+def build_inputs(launch: Mapping[str, Any], seed: int, device: str) -> dict[str, Any]:
+    """Seeded tensors for the launch, by argument name, laid out with the captured strides."""
+    import torch
+
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    inputs: dict[str, Any] = {}
+    for name, spec in _tensor_specs(launch):
+        dtype = getattr(torch, spec["dtype"], None)
+        if not isinstance(dtype, torch.dtype):
+            raise HarnessError(f"argument {name!r} has dtype {spec['dtype']!r}, which this torch does not know")
+        extent = max(int(spec["extent"]), 1)
+        if dtype.is_floating_point:
+            if spec.get("nonnegative"):
+                storage = torch.rand(extent, generator=generator, dtype=torch.float32)
+            else:
+                storage = torch.randn(extent, generator=generator, dtype=torch.float32)
+            storage = storage.to(dtype)
+        elif dtype == torch.bool:
+            storage = torch.randint(0, 2, (extent,), generator=generator).bool()
+        else:
+            low, high = spec.get("range", [0, 1])
+            storage = torch.randint(int(low), int(high) + 1, (extent,), generator=generator, dtype=torch.int64)
+            storage = storage.to(dtype)
+        tensor = torch.as_strided(storage, spec["shape"], spec["stride"], 0)
+        if "values" in spec:
+            values = torch.tensor(spec["values"], dtype=dtype).reshape(spec["shape"])
+            tensor.copy_(values)
+        inputs[name] = tensor.to(device)  # .to keeps the strides of a non-overlapping dense view only:
+        if list(inputs[name].stride()) != list(spec["stride"]):  # rebuild the layout on the device
+            on_device = storage.to(device)
+            view = torch.as_strided(on_device, spec["shape"], spec["stride"], 0)
+            view.copy_(tensor.to(device))
+            inputs[name] = view
+    return inputs
+
+
+def _value(arg: Mapping[str, Any], inputs: Mapping[str, Any]) -> Any:
+    if "tensor" in arg:
+        return inputs[arg["tensor"].get("alias", arg["name"])]
+    if "descriptor" in arg:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        spec = arg["descriptor"]
+        base = inputs[spec["base"].get("alias", arg["name"])]
+        return TensorDescriptor(base, list(spec["shape"]), list(spec["strides"]), list(spec["block_shape"]),
+                                spec.get("padding", "zero"))
+    if "value" in arg:
+        return arg["value"]
+    if "tl_dtype" in arg:
+        import triton.language as tl
+
+        return getattr(tl, arg["tl_dtype"])
+    if "torch_dtype" in arg:
+        import torch
+
+        return getattr(torch, arg["torch_dtype"])
+    raise HarnessError(f"argument {arg.get('name')!r} cannot be replayed ({arg.get('opaque', 'unknown value')})")
+
+
+def unreplayable(launch: Mapping[str, Any]) -> str | None:
+    """Why this launch cannot be replayed, or None."""
+    if launch.get("grid") is None:
+        return f"its grid could not be evaluated ({launch.get('options', {}).get('_grid_error', 'unknown')})"
+    for arg in [*launch["args"], *({"name": k, **v} for k, v in launch.get("constexprs", {}).items())]:
+        if "opaque" in arg:
+            return f"argument {arg['name']!r} is a {arg['opaque'].split(':')[0]}, which a replay cannot rebuild"
+    return None
+
+
+def label(launch: Mapping[str, Any]) -> str:
+    """`captured: grid (g0, g1, g2), BLOCK=128, num_warps=4`."""
+    parts = [f"{k}={v.get('value', v.get('tl_dtype', '?'))}" for k, v in sorted(launch.get("constexprs", {}).items())
+             if "tensor" not in v]
+    parts += [f"{k}={v}" for k, v in launch.get("options", {}).items() if not k.startswith("_") and v is not None]
+    grid = launch.get("grid") or ["?"]
+    return f"captured: grid ({', '.join(map(str, grid))})" + (f", {', '.join(parts)}" if parts else "")
+
+
+@contextlib.contextmanager
+def _pinned(tuners: list[Any], kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Pin every autotuner to the captured config; yield the keyword arguments left for the call."""
+    import triton
+
+    saved = [(tuner, tuner.configs, dict(getattr(tuner, "cache", {}))) for tuner in tuners]
+    left = dict(kwargs)
+    try:
+        for tuner in tuners:
+            keys = {k for config in tuner.configs for k in config.kwargs}
+            meta = {k: kwargs[k] for k in keys if k in kwargs}
+            options = {k: kwargs.get(k) for k in OPTION_KEYS}
+            tuner.configs = [triton.Config(meta, **options)]
+            tuner.cache = {}
+            for key in (*meta, *(k for k, v in options.items() if v is not None)):
+                left.pop(key, None)
+        yield left
+    finally:
+        for tuner, configs, cache in saved:
+            tuner.configs, tuner.cache = configs, cache
+
+
+def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
+    """A function of (inputs, args, dims) launching the captured kernel once through `module`'s name for it
+    and returning every tensor argument by name (the kernel's outputs are among them)."""
+    from tileiropt.runtime.autotuners import autotuners, chain, function_name
+
+    why = unreplayable(launch)
+    if why:
+        raise HarnessError(f"the captured launch cannot be replayed: {why}")
+    name = launch["kernel"]
+    kernel = getattr(module, name, None)
+    if kernel is None:
+        raise HarnessError(f"{getattr(module, '__name__', 'the module')} has no kernel {name!r} at module level")
+    names = {name, f"{name}_tileir", f"{name}_tileir_pointer"}
+    tuners: list[Any] = []
+    for tuner in [*autotuners(module).values(), *(o for o in chain(kernel) if type(o).__name__ == "Autotuner"
+                                                  or hasattr(o, "configs") and hasattr(o, "keys"))]:
+        if function_name(tuner) in names and all(tuner is not t for t in tuners):
+            tuners.append(tuner)
+    grid = tuple(launch["grid"])
+    outputs = [arg["name"] for arg in launch["args"] if ("tensor" in arg or "descriptor" in arg)
+               and "alias" not in (arg.get("tensor") or arg["descriptor"]["base"])]
+
+    def call(inputs: Mapping[str, Any], args: Mapping[str, Any], dims: Mapping[str, Any]) -> dict[str, Any]:
+        positional = [_value(arg, inputs) for arg in launch["args"]]
+        kwargs = {k: _value({"name": k, **v}, inputs) for k, v in launch.get("constexprs", {}).items()}
+        kwargs.update({k: v for k, v in launch.get("options", {}).items() if not k.startswith("_")})
+        with _pinned(tuners, kwargs) as left:
+            kernel[grid](*positional, **left)
+        return {output: inputs[output] for output in outputs}
+
+    return call
