@@ -45,7 +45,18 @@ SizesOpt = Annotated[
     list[int] | None, typer.Option("--size", help="Bench size (repeatable; default: the project's sizes).")
 ]
 
+CaptureBudgetOpt = Annotated[
+    float | None, typer.Option("--capture-budget", help="Seconds the captured program may run (default 120).",
+                               show_default=False)
+]
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _budget(value: float | None) -> float | None:
+    if value is not None and not (0 < value <= 86400):  # nan fails both comparisons
+        raise UserError(f"--capture-budget must be seconds in (0, 86400], got {value!r}")
+    return value
 
 
 def user_errors(func: F) -> F:
@@ -129,24 +140,38 @@ def classify(
     raise typer.Exit(run_classify(paths, select=select, ignore=ignore, strict=strict, json_output=json_output))
 
 
-@app.command()
+@app.command(context_settings={"allow_extra_args": True})
 @user_errors
 def init(
+    ctx: typer.Context,
     path: Annotated[
         Path | None,
-        typer.Argument(help="File to write; a folder gets tileiropt.toml. [default: ./tileiropt.toml]",
-                       show_default=False),
+        typer.Argument(help="File to write (a folder gets tileiropt.toml), or a kernel .py to capture a project "
+                            "from. [default: ./tileiropt.toml]", show_default=False),
     ] = None,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Project file to write (with a kernel .py).",
+                                                show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+    capture_budget: CaptureBudgetOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """Write a commented project-file template (tileiropt.toml) to edit."""
+    """Write a commented project-file template (tileiropt.toml) to edit; `init kernel.py [-- command]` writes one
+    prefilled from a capture of the kernel file's run (entries, shapes, dtypes, dims)."""
     from tileiropt.output import console, print_json
-    from tileiropt.project_template import write_project_template
+    from tileiropt.project_template import write_captured_project, write_project_template
 
-    written = write_project_template(path, force=force)
+    if path is not None and path.suffix == ".py":
+        written, summary = write_captured_project(path, list(ctx.args) or None, output, force=force,
+                                                  budget=_budget(capture_budget))
+    else:
+        if ctx.args:
+            raise UserError("a command after `--` needs a kernel .py to capture", hint="tileiropt init ops.py -- ...")
+        written, summary = write_project_template(output or path, force=force), None
     if json_output:
-        print_json({"written": str(written.resolve())})
+        print_json({"written": str(written.resolve()), "capture": summary})
+    elif summary is not None:
+        console.print(f"wrote {written} from a capture ({summary}): check its inputs, dims and reference",
+                      markup=False)
     else:
         console.print(f"wrote {written}: edit its [[kernel]] table (path, entry, inputs, reference)",
                       markup=False)
@@ -298,6 +323,7 @@ def run(
         float | None, typer.Option("--timeout", help="Seconds per record / measurement (default: the project's).",
                                    show_default=False)
     ] = None,
+    capture_budget: CaptureBudgetOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
     """All phases: check, compatibility, classify, apply, validate, bench, then report.md in the artifacts.
@@ -309,7 +335,8 @@ def run(
 
     command = list(ctx.args) or None
     code = run_run_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
-                           kernels=kernel, timeout=timeout, sizes=sizes, as_json=json_output, capture=command)
+                           kernels=kernel, timeout=timeout, sizes=sizes, as_json=json_output, capture=command,
+                           capture_budget=_budget(capture_budget))
     raise typer.Exit(int(code))
 
 

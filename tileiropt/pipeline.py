@@ -235,7 +235,7 @@ class Pipeline:
         assert request is not None
         machine = Machine.probe()
         result = run_capture(request.files, request.command, interpret=not machine.has_gpu, budget=request.budget,
-                             cwd=self.project.root)
+                             cap=request.cap, cwd=self.project.root)
         save_record(self.artifacts, CAPTURE_FILE, result.to_json())
         specs = capture_specs(result, self.project.root, self.artifacts, self.timeout)
         taken = {s.name for s in self.project.kernels}

@@ -120,6 +120,7 @@ class CaptureRequest:
     files: list[Path]
     command: list[str] | None = None  # None: the first file as a script
     budget: float = 120.0  # seconds the program may run
+    cap: int = 3  # distinct launches kept per kernel
 
 
 @dataclass

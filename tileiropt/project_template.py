@@ -31,11 +31,33 @@ def project_template_text() -> str:
     return read_template(TEMPLATE_NAME)
 
 
-def write_project_template(path: Path | str | None = None, *, force: bool = False) -> Path:
-    """Write the template to `path` (a file, or a folder to hold `tileiropt.toml`).
+def write_captured_project(kernel: Path, command: list[str] | None, path: Path | None, *,
+                           force: bool = False, budget: float | None = None) -> tuple[Path, str]:
+    """Capture `kernel`'s run (or `command`'s) and write the project file it suggests; the kernel file is only
+    read. Returns (the file written, a one-line summary of the capture)."""
+    from tileiropt.capture_project import project_text
+    from tileiropt.runtime.capture import DEFAULT_BUDGET_S, run_capture
+    from tileiropt.runtime.validate import Machine
 
-    Refuses to replace an existing file unless `force`.
-    """
+    if not kernel.is_file():
+        raise UserError("kernel file not found", file=str(kernel))
+    target = _target(path, force)
+    if target.resolve() == kernel.resolve():
+        raise UserError("the project file would overwrite the kernel file", file=str(kernel),
+                        hint="give -o tileiropt.toml")
+    result = run_capture([kernel], command, interpret=not Machine.probe().has_gpu, cwd=Path.cwd(),
+                         budget=budget or DEFAULT_BUDGET_S)
+    if not result.launches:
+        tail = (result.stderr_tail.strip().splitlines() or ["no output"])[-1][:200]
+        raise UserError(f"no launch of a kernel in {kernel.name} was captured; {result.ended} ({tail})",
+                        file=str(kernel), hint=f"give a command that launches them: tileiropt init {kernel.name} "
+                                               f"-- pytest tests/")
+    _write(target, project_text(result, kernel, Path.cwd()))
+    summary = f"{len(result.launches)} distinct launch(es) of {len(result.kernels())} kernel(s); {result.ended}"
+    return target, summary
+
+
+def _target(path: Path | str | None, force: bool) -> Path:
     target = Path(path) if path is not None else Path(PROJECT_FILE)
     if target.is_dir():
         target = target / PROJECT_FILE
@@ -44,8 +66,22 @@ def write_project_template(path: Path | str | None = None, *, force: bool = Fals
     if target.exists() and not force:
         raise UserError("file exists; not overwriting it", file=str(target),
                         hint="pass --force to replace it, or give another path")
+    return target
+
+
+def _write(target: Path, text: str) -> None:
     try:
-        write_atomic(target, project_template_text())
+        write_atomic(target, text)
     except OSError as exc:
         raise UserError(f"cannot write: {exc.strerror or exc}", file=str(target)) from None
+
+
+def write_project_template(path: Path | str | None = None, *, force: bool = False) -> Path:
+    """Write the template to `path` (a file, or a folder to hold `tileiropt.toml`).
+
+    Refuses to replace an existing file unless `force`.
+    """
+    target = _target(path, force)
+    _write(target, project_template_text())
     return target
+

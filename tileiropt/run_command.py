@@ -59,9 +59,12 @@ def run_run_command(
     sizes: list[int] | None = None,
     as_json: bool = False,
     capture: list[str] | None = None,
+    capture_budget: float | None = None,
 ) -> ExitCode:
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                              capture=capture, may_capture=True)
+    if project.capture is not None and capture_budget is not None:
+        project.capture.budget = capture_budget
     settings = BenchSettings(timeout=timeout, sizes=sizes or None)
     settings.check()
     command = ["tileiropt", *sys.argv[1:]]

@@ -28,7 +28,7 @@ from tileiropt.runtime.bench_records import (
     dtype_key,
     kernel_from_dict,
 )
-from tileiropt.runtime.records import ERROR, FAIL, ValidationRecord
+from tileiropt.runtime.records import ERROR, FAIL, PASS, ValidationRecord
 from tileiropt.runtime.records import NOT_RUN as SKIPPED
 
 PASSED, FAILED, NOT_RUN_TEXT = "PASSED", "FAILED", "not run"
@@ -154,6 +154,7 @@ class Report:
     run: dict[str, Any] | None
     kernels: list[KernelReport]
     problems: dict[str, str]
+    capture: list[str] = field(default_factory=list)  # what a capture run saw and what was replayed
 
 
 # --------------------------------------------------------------------------- helpers
@@ -480,4 +481,33 @@ def build_report(artifacts: Artifacts, kernels: list[BenchKernel] | None = None)
     if not environment and artifacts.bench is not None:
         environment = dict(artifacts.bench.environment)
     return Report(artifacts=str(artifacts.folder), environment=environment, run=artifacts.run, kernels=sections,
-                  problems=dict(artifacts.problems))
+                  problems=dict(artifacts.problems), capture=capture_summary(artifacts))
+
+
+def capture_summary(artifacts: Artifacts) -> list[str]:
+    """Kernels captured, distinct launches, launches replayed, rewritten kernels the program never launched."""
+    capture = artifacts.capture
+    if not capture:
+        return []
+    launches = capture.get("launches", [])
+    counts: dict[str, int] = capture.get("counts", {})
+    kernels = sorted({launch["kernel"] for launch in launches})
+    lines = [f"Capture: `{' '.join(capture.get('command', []))}` ran {capture.get('seconds', 0):.1f} s "
+             f"({capture.get('ended', '?')}): {len(launches)} distinct launch(es) of {len(kernels)} kernel(s) "
+             f"({', '.join(kernels) or 'none'}) out of {sum(counts.values())} launch(es) seen."]
+    if artifacts.validate is not None:
+        replayed = [r for r in artifacts.validate.records if r.config.startswith("captured: ")]
+        passed = sum(r.status == PASS for r in replayed)
+        lines.append(f"Replayed: {len(replayed)} record(s) on the original and the optimized kernels, {passed} pass "
+                     "(bit-exact on the unchanged path; per-dtype tolerances with the TileIR code on).")
+    captured_files = {launch["file"] for launch in launches} | {key.split("@", 1)[1] for key in capture.get(
+        "expected", [])}
+    launched = {key.split("@")[0] for key in counts}
+    rewritten = []
+    for item in (artifacts.apply or {}).get("files", []):
+        if item.get("file") and os.path.realpath(item["file"]) in captured_files:
+            rewritten += [k["kernel"] for k in item.get("kernels", []) if k.get("changes")]
+    never = sorted(set(rewritten) - launched)
+    if never:
+        lines.append(f"Rewritten but never launched by the program (not validated): {', '.join(never)}.")
+    return lines

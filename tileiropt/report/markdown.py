@@ -280,6 +280,7 @@ def intro_md(report: Report) -> str:
                      f"{run.get('seconds', 0):.0f}s, exit code {run.get('exit_code')}): {phases}.")
         for name, stop in (run.get("stopped") or {}).items():
             lines.append(f"Stopped: **{name}** at {stop.get('phase')}: {stop.get('reason')}")
+    lines += report.capture
     for name, problem in report.problems.items():
         lines.append(f"Record {name}: {problem}")
     return "\n\n".join(lines)

@@ -147,6 +147,8 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
     for s_index, spec in enumerate(specs):
         workers: dict[str, tuple[str, list[BenchItem]]] = {}
         for k_index, (variant, backend) in enumerate(ROW_KINDS):
+            if spec.launch and variant == REFERENCE:
+                continue  # a captured launch has no torch reference: the original PTX row is the baseline
             name, worker_backend = worker_of(variant, backend)
             group = workers.setdefault(name, (worker_backend, []))[1]
             for d_index, dtypes in enumerate(spec.dtypes):
@@ -160,7 +162,7 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
                         ranges={k: list(v) for k, v in spec.ranges.items()}, seed=spec.seed,
                         search_paths=[str(project.root)], method=settings.method, warmup_ms=settings.warmup_ms,
                         rep_ms=settings.rep_ms, timeout_s=float(settings.timeout or spec.timeout),
-                        original_path=str(spec.path), module=spec.module, call=spec.call,
+                        original_path=str(spec.path), module=spec.module, call=spec.call, launch=spec.launch,
                     )
                     next_id += 1
                     key = (s_index, d_index, z_index, k_index)

@@ -85,6 +85,7 @@ class BenchItem:
     original_path: str = ""  # the user's file (the optimized file is imported in its place)
     module: str | None = None
     call: str | None = None
+    launch: dict[str, Any] | None = None  # a captured launch: timed as replayed (its own shapes and config)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -205,7 +206,12 @@ class Measurement:
             return (lambda inputs: reference(inputs, item.args, item.dims)), None
         module = loading.load_kernel_module(item.path, item.original_path or item.path, item.module, item.entry,
                                             item.search_paths)
-        entry = loading.entry_call(module, item.entry, item.call)
+        if item.launch:
+            from tileiropt.runtime import replay
+
+            entry = replay.launcher(module, item.launch)
+        else:
+            entry = loading.entry_call(module, item.entry, item.call)
         return (lambda inputs: entry(inputs, item.args, item.dims)), module
 
     def run(self) -> BenchRow:
@@ -217,7 +223,13 @@ class Measurement:
 
         item = self.item
         call, module = self.callable()
-        inputs = harness.build_inputs(item.shapes, item.dtypes, seed=item.seed, ranges=item.ranges, device="cuda")
+        if item.launch:
+            from tileiropt.runtime import replay
+
+            inputs = replay.build_inputs(item.launch, item.seed, "cuda")
+        else:
+            inputs = harness.build_inputs(item.shapes, item.dtypes, seed=item.seed, ranges=item.ranges,
+                                          device="cuda")
         tuners = autotuners(module) if module is not None else {}
         for tuner in tuners.values():  # the first call must tune from an empty cache
             tuner.cache = {}

@@ -104,7 +104,8 @@ def expected_kernels(targets: list[Path]) -> list[str]:
 
 
 def run_capture(targets: list[Path], command: list[str] | None = None, *, interpret: bool,
-                budget: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, cwd: Path | None = None) -> CaptureResult:
+                budget: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, cwd: Path | None = None,
+                grace: float = _GRACE_S) -> CaptureResult:
     """Run the program with the recorder and collect the distinct launches of the targets' kernels."""
     for target in targets:
         if not target.is_file():
@@ -132,7 +133,7 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
                                 hint=f"check the command: {shlex.join(argv)}") from None
             killed = False
             try:
-                process.wait(timeout=budget + _GRACE_S)
+                process.wait(timeout=budget + grace)
             except subprocess.TimeoutExpired:
                 killed = True
             finally:

@@ -193,10 +193,14 @@ def _caller(path: str) -> dict[str, Any] | None:
                     tensors[param] = {"shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch.")}
                 elif value is None or isinstance(value, (bool, int, float, str)):
                     others[param] = value
-            owner = frame.f_locals.get("self") or frame.f_locals.get("cls")
+                elif isinstance(value, (tuple, list)) and len(value) <= 8 and all(
+                        isinstance(v, (bool, int, float)) for v in value):
+                    others[param] = {"sequence": list(value), "tuple": isinstance(value, tuple)}
             qualified = getattr(code, "co_qualname", code.co_name)
+            method = "." in qualified and "<locals>" not in qualified and bool(params) and params[0] in (
+                "self", "cls", "ctx")
             return {"function": qualified, "line": frame.f_lineno, "params": list(params), "tensors": tensors,
-                    "others": others, "method": owner is not None}
+                    "others": others, "method": method}
         frame = frame.f_back
     return None
 

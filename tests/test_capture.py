@@ -1,0 +1,123 @@
+"""Capture: the kernels' real launches are recorded from the program that runs them -- the kernel file as a
+script, or a pytest command -- cut short when every kernel has its fill or the budget is spent, and replayed
+on the original and the optimized kernel (bit-exact on the unchanged path), backward kernels included."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tileiropt.pipeline import run_pipeline
+from tileiropt.project import CaptureRequest, Project
+from tileiropt.report.artifacts import load_artifacts
+from tileiropt.runtime.capture import run_capture
+from tileiropt.runtime.records import PASS
+
+FIXTURES = Path(__file__).parent / "fixtures" / "capture"
+KERNELS = {"scale_kernel", "add_inplace_kernel", "square_fwd_kernel", "square_bwd_kernel"}
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    target = tmp_path / "capture"
+    shutil.copytree(FIXTURES, target)
+    return target
+
+
+def test_script_capture_stops_once_every_kernel_has_its_fill(folder: Path) -> None:
+    result = run_capture([folder / "ops.py"], interpret=True, cap=1, budget=60, cwd=folder)
+    assert result.ended == "stopped: every kernel captured", (result.ended, result.stderr_tail)
+    assert {launch["kernel"] for launch in result.launches} == KERNELS
+    add = next(launch for launch in result.launches if launch["kernel"] == "add_inplace_kernel")
+    assert add["constexprs"]["BLOCK"] == {"value": 64}  # the autotuner's choice arrives as a keyword
+    assert add["grid"] == [8, 1, 1]
+    assert add["caller"]["function"] == "add_" and add["caller"]["tensors"]["x"]["shape"] == [500]
+    bwd = next(launch for launch in result.launches if launch["kernel"] == "square_bwd_kernel")
+    assert bwd["caller"]["function"] == "Square.backward"
+
+
+def test_budget_cuts_an_endless_sweep_and_a_hang_leaves_no_process(folder: Path) -> None:
+    sweep = run_capture([folder / "ops.py"], interpret=True, cap=50, budget=4, cwd=folder)
+    assert sweep.ended == "stopped: time budget spent", (sweep.ended, sweep.stderr_tail)
+    assert len([x for x in sweep.launches if x["kernel"] == "scale_kernel"]) > 1
+    pid_file = folder / "pid"
+    os.environ["FIXTURE_PID_FILE"] = str(pid_file)
+    try:
+        hang = run_capture([folder / "ops.py"], [sys.executable, str(folder / "ops.py"), "--sleep"],
+                           interpret=True, cap=50, budget=2, grace=1, cwd=folder)
+    finally:
+        del os.environ["FIXTURE_PID_FILE"]
+    assert hang.ended.startswith("killed after the time budget")
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert {x["kernel"] for x in hang.launches} == KERNELS
+
+
+def test_capture_from_pytest_then_replay_on_original_and_optimized(folder: Path) -> None:
+    project = Project(file=None, root=folder, kernels=[], artifacts=folder / ".tileiropt",
+                      capture=CaptureRequest(files=[folder / "ops.py"], command=["pytest", "-q", "usage_check.py"],
+                                             budget=90))
+    result = run_pipeline(project, command=["tileiropt", "run"])
+    artifacts = load_artifacts(result.artifacts)
+    assert result.exit_code == 0, [(r.kernel, r.variant, r.backend, r.status, r.reason)
+                                   for r in artifacts.validate.records]
+    captured = {launch["kernel"] for launch in artifacts.capture["launches"]}
+    assert captured == KERNELS  # module-level scale, both tests, forward and backward
+    by_kernel: dict[str, list] = {}
+    for record in artifacts.validate.records:
+        by_kernel.setdefault(record.kernel.split("#")[0], []).append(record)
+    for kernel in KERNELS:
+        records = by_kernel[kernel]
+        exact = [r for r in records if r.backend == "interpret"]
+        assert {r.variant for r in exact} == {"original", "optimized"}
+        assert all(r.status == PASS and r.atol == 0 and r.rtol == 0 for r in exact), exact
+        forced = [r for r in records if r.backend == "tileir-code-on-interpret"]
+        assert forced and all(r.status == PASS for r in forced)
+        assert all(r.config.startswith("captured: grid (") for r in exact)
+    add = [r for r in artifacts.validate.records if r.kernel.startswith("add_inplace")]
+    assert any("BLOCK=64" in r.config for r in add)  # replayed at the captured config
+
+
+def test_init_writes_a_project_from_the_file_s_own_run_and_never_touches_it(folder: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tileiropt.cli import app
+    from tileiropt.project import load_project
+
+    monkeypatch.chdir(folder)
+    before = (folder / "ops.py").read_bytes()
+    # the endless sweep never lets the program finish: the budget ends it (a project key or the default)
+    result = CliRunner().invoke(app, ["init", "ops.py", "-o", "tileiropt.toml", "--capture-budget", "6"])
+    assert result.exit_code == 0, result.output
+    assert (folder / "ops.py").read_bytes() == before
+    text = (folder / "tileiropt.toml").read_text()
+    project = load_project(folder / "tileiropt.toml")
+    tables = {k.name: k for k in project.kernels}
+    assert tables["add_"].entry == "add_" and tables["add_"].inputs == {"x": ["M"], "y": ["M"]}
+    assert tables["add_"].dims == {"M": 500}
+    assert tables["Square"].call == "Square.apply(x)"  # the autograd Function: its forward's arguments
+    assert tables["scale"].args == {"alpha": 2.0} or tables["scale"].args == {"alpha": 1.5}
+    assert 'reference = "original"' in text
+    again = CliRunner().invoke(app, ["init", "ops.py", "-o", "tileiropt.toml"])
+    assert again.exit_code == 2 and "not overwriting" in again.output
+
+
+def test_report_says_what_was_captured_and_replayed(folder: Path) -> None:
+    from tileiropt.report.build import build_report
+    from tileiropt.report.markdown import render_markdown
+
+    project = Project(file=None, root=folder, kernels=[], artifacts=folder / ".tileiropt",
+                      capture=CaptureRequest(files=[folder / "ops.py"], command=["pytest", "-q", "usage_check.py",
+                                                                                 "-k", "add"], budget=60))
+    result = run_pipeline(project, command=["tileiropt", "run"])
+    text = render_markdown(build_report(load_artifacts(result.artifacts)))
+    assert "distinct launch(es) of 2 kernel(s) (add_inplace_kernel, scale_kernel)" in text
+    assert "Replayed: " in text
+    assert "Rewritten but never launched by the program (not validated): square_bwd_kernel, square_fwd_kernel" \
+        in text
