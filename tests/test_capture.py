@@ -121,3 +121,26 @@ def test_report_says_what_was_captured_and_replayed(folder: Path) -> None:
     assert "Replayed: " in text
     assert "Rewritten but never launched by the program (not validated): square_bwd_kernel, square_fwd_kernel" \
         in text
+
+
+def test_liger_rms_norm_captured_from_a_users_pytest_forward_and_backward(tmp_path: Path) -> None:
+    """A package's kernel file used where it lives (site-packages), captured from the user's own test."""
+    rms_norm = pytest.importorskip("liger_kernel.ops.rms_norm", reason="liger-kernel is not installed")
+    (tmp_path / "test_usage.py").write_text(
+        "import torch\nfrom liger_kernel.ops.rms_norm import LigerRMSNormFunction\n\n"
+        "def test_forward_backward():\n"
+        "    x = torch.randn(4, 256, requires_grad=True)\n    w = torch.randn(256, requires_grad=True)\n"
+        "    LigerRMSNormFunction.apply(x, w, 1e-6).sum().backward()\n")
+    project = Project(file=None, root=tmp_path, kernels=[], artifacts=tmp_path / ".tileiropt",
+                      capture=CaptureRequest(files=[Path(rms_norm.__file__)], command=["pytest", "-q",
+                                                                                       "test_usage.py"], budget=90))
+    result = run_pipeline(project, command=["tileiropt", "run"])
+    artifacts = load_artifacts(result.artifacts)
+    assert result.exit_code == 0, result.stopped
+    assert {launch["kernel"] for launch in artifacts.capture["launches"]} == {"_rms_norm_forward_kernel",
+                                                                               "_rms_norm_backward_kernel"}
+    records = [r for r in artifacts.validate.records if r.backend != "tileir"]
+    assert {r.kernel for r in records if r.status == PASS} == {"_rms_norm_forward_kernel", "_rms_norm_backward_kernel"}
+    assert all(r.status == PASS for r in records)
+    assert Path(records[0].path).is_relative_to(tmp_path / ".tileiropt" / "optimized") or records[0].variant == \
+        "original"  # the package is never written into

@@ -85,7 +85,7 @@ def _value(arg: Mapping[str, Any], inputs: Mapping[str, Any]) -> Any:
     if "tl_dtype" in arg:
         import triton.language as tl
 
-        return getattr(tl, arg["tl_dtype"])
+        return tl.dtype(arg["tl_dtype"])  # by its own name: "fp32", "bf16", ...
     if "torch_dtype" in arg:
         import torch
 
