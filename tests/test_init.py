@@ -104,6 +104,9 @@ def test_commented_examples_are_valid(tmp_path):
     assert kernel.flops == "2 * M * N * K"
     assert kernel.bytes == "4 * M * N"
     assert kernel.optimized == (tmp_path / "kernels" / "layer_norm_tileir.py").resolve()
+    capture = load_project(tmp_path).capture
+    assert capture.command == ["pytest", "tests/test_layer_norm.py"] and capture.budget == 120
+    assert capture.files == [(tmp_path / "kernels" / "layer_norm.py").resolve()]
 
 
 def test_template_ships_in_the_package():

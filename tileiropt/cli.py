@@ -168,7 +168,7 @@ def init(
             raise UserError("a command after `--` needs a kernel .py to capture", hint="tileiropt init ops.py -- ...")
         written, summary = write_project_template(output or path, force=force), None
     if json_output:
-        print_json({"written": str(written.resolve()), "capture": summary})
+        print_json({"written": str(written.resolve()), **({"capture": summary} if summary is not None else {})})
     elif summary is not None:
         console.print(f"wrote {written} from a capture ({summary}): check its inputs, dims and reference",
                       markup=False)
