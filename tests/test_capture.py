@@ -144,3 +144,8 @@ def test_liger_rms_norm_captured_from_a_users_pytest_forward_and_backward(tmp_pa
     assert all(r.status == PASS for r in records)
     assert Path(records[0].path).is_relative_to(tmp_path / ".tileiropt" / "optimized") or records[0].variant == \
         "original"  # the package is never written into
+
+
+def test_a_sweep_that_only_repeats_itself_ends_after_the_quiet_period(folder: Path) -> None:
+    result = run_capture([folder / "ops.py"], interpret=True, cap=5, budget=60, quiet=1, cwd=folder)
+    assert result.ended == "stopped: every kernel captured, no new launch signature for 1 s", result.ended

@@ -4,8 +4,9 @@ defined in the target files (see `capture_hook`), then turn the distinct launche
 
 The program is the kernel file itself run as a script, or a command (`pytest tests/test_ops.py -k rms`,
 `python bench.py`). It runs in its own session with the recorder on PYTHONPATH; it is ended when every
-kernel of the targets has its fill of distinct launches or the time budget is spent, and its whole
-process group is killed afterwards, so nothing is left behind. Without a GPU it runs under the Triton
+kernel of the targets has its fill of distinct launches, or has a launch and nothing new came for a quiet
+period (a sweep repeating itself), or the time budget is spent; its whole process group is killed
+afterwards (also when this process is interrupted), so nothing is left behind. Without a GPU it runs under the Triton
 interpreter with the tool's stand-ins (module-level benchmarks are not run).
 """
 
@@ -28,6 +29,7 @@ from tileiropt.runtime import capture_hook as hook
 
 DEFAULT_BUDGET_S = 120.0
 DEFAULT_CAP = 3  # distinct launches kept per kernel
+DEFAULT_QUIET_S = 10.0  # once every kernel has a launch: stop after this long without a new signature
 _GRACE_S = 20.0  # past the budget, before the program is killed from outside
 _SITECUSTOMIZE = """\
 try:
@@ -105,7 +107,7 @@ def expected_kernels(targets: list[Path]) -> list[str]:
 
 def run_capture(targets: list[Path], command: list[str] | None = None, *, interpret: bool,
                 budget: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, cwd: Path | None = None,
-                grace: float = _GRACE_S) -> CaptureResult:
+                grace: float = _GRACE_S, quiet: float = DEFAULT_QUIET_S) -> CaptureResult:
     """Run the program with the recorder and collect the distinct launches of the targets' kernels."""
     for target in targets:
         if not target.is_file():
@@ -119,7 +121,8 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
         env["PYTHONPATH"] = os.pathsep.join([folder, *filter(None, [env.get("PYTHONPATH")])])
         env.update({hook.OUT_ENV: str(out), hook.FILES_ENV: os.pathsep.join(str(t.resolve()) for t in targets),
                     hook.CAP_ENV: str(cap), hook.KERNELS_ENV: os.pathsep.join(expected),
-                    hook.BUDGET_ENV: str(budget), "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1"})
+                    hook.BUDGET_ENV: str(budget), hook.QUIET_ENV: str(quiet), "MPLBACKEND": "Agg",
+                    "PYTHONUNBUFFERED": "1"})
         if interpret:
             env.update({"TRITON_INTERPRET": "1", hook.STAND_INS_ENV: "1"})
         started = time.monotonic()
@@ -132,12 +135,15 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
                 raise UserError(f"cannot start the capture command: {exc.strerror or exc}",
                                 hint=f"check the command: {shlex.join(argv)}") from None
             killed = False
+            previous = _on_sigterm_raise()
             try:
                 process.wait(timeout=budget + grace)
             except subprocess.TimeoutExpired:
                 killed = True
-            finally:
+            finally:  # also on Ctrl-C or SIGTERM of this process: the program's whole group goes too
                 _kill_group(process)
+                if previous is not None:
+                    signal.signal(signal.SIGTERM, previous)
         result = _read(out, argv, expected)
         result.seconds = time.monotonic() - started
         result.exit_code = None if killed else process.returncode
@@ -148,6 +154,19 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
                 f"the program exited with status {process.returncode}"
         result.stderr_tail = stderr_path.read_text(encoding="utf-8", errors="replace")[-2000:]
     return result
+
+
+def _on_sigterm_raise() -> Any:
+    """While a capture runs, SIGTERM raises (so `finally` ends the program's group); the old handler."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, terminate)
 
 
 def _kill_group(process: subprocess.Popen) -> None:

@@ -29,18 +29,21 @@ CAP_ENV = "TILEIROPT_CAPTURE_CAP"
 KERNELS_ENV = "TILEIROPT_CAPTURE_KERNELS"  # kernels expected (name@file), to know when the fill is complete
 BUDGET_ENV = "TILEIROPT_CAPTURE_BUDGET"
 STAND_INS_ENV = "TILEIROPT_CAPTURE_STAND_INS"
+QUIET_ENV = "TILEIROPT_CAPTURE_QUIET"  # seconds without a new signature, once every kernel has one
 SMALL_VALUES = 4096  # integer tensors up to this many elements keep their values
 OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "occupancy", "enable_fp_fusion",
            "launch_cooperative_grid", "launch_pdl", "debug")
 
 
 class Recorder:
-    def __init__(self, out: str, files: set[str], cap: int, expected: set[str], budget: float):
+    def __init__(self, out: str, files: set[str], cap: int, expected: set[str], budget: float, quiet: float = 10.0):
         self.out = open(out, "a", encoding="utf-8")  # noqa: SIM115 - open for the life of the program
         self.files = files
         self.cap = cap
         self.expected = expected
         self.deadline = time.monotonic() + budget
+        self.quiet = quiet
+        self.last_new = time.monotonic()
         self.signatures: dict[str, set[str]] = {}
         self.launches: dict[str, int] = {}
         self.lock = threading.Lock()
@@ -83,6 +86,7 @@ class Recorder:
             if signature in seen or len(seen) >= self.cap:
                 return {"skip": True}
             seen.add(signature)
+            self.last_new = time.monotonic()
         return {"kernel": name, "file": path, "module": getattr(jit.fn, "__module__", None), "args": arguments,
                 "constexprs": constexprs, "options": options, "grid": launched_grid,
                 "caller": _caller(path), "launch": self.launches[key]}
@@ -98,10 +102,17 @@ class Recorder:
             self._maybe_stop()
 
     def _maybe_stop(self) -> None:
-        full = self.expected and all(len(self.signatures.get(k, ())) >= self.cap for k in self.expected)
-        if full or time.monotonic() > self.deadline:
-            self.out.write(json.dumps({"stopped": "every kernel captured" if full else "time budget spent",
-                                       "launches": self.launches}) + "\n")
+        """Stop when every kernel of the targets has its fill; or has at least one launch and no launch has
+        brought a new signature for `quiet` seconds (a sweep that only repeats itself); or at the budget."""
+        now = time.monotonic()
+        counts = [len(self.signatures.get(k, ())) for k in self.expected]
+        full = bool(counts) and all(c >= self.cap for c in counts)
+        settled = bool(counts) and all(counts) and now - self.last_new > self.quiet
+        if full or settled or now > self.deadline:
+            why = "every kernel captured" if full else (
+                f"every kernel captured, no new launch signature for {self.quiet:g} s" if settled
+                else "time budget spent")
+            self.out.write(json.dumps({"stopped": why, "launches": self.launches}) + "\n")
             self.out.flush()
             os._exit(0)
 
@@ -208,6 +219,48 @@ def _caller(path: str) -> dict[str, Any] | None:
 _RECORDER: Recorder | None = None
 
 
+def _hook_compiled_kernels() -> None:
+    """Launches of a precompiled kernel (`kernel = fn.warmup(...)`, then `kernel[grid](*args)`) bypass
+    `JITFunction.run`: record them from `CompiledKernel.__getitem__` with the JIT function of its source."""
+    try:
+        from triton.compiler.compiler import CompiledKernel
+    except ImportError:  # pragma: no cover - every supported Triton has it
+        return
+    original = CompiledKernel.__getitem__
+
+    def getitem(self: Any, grid: Any) -> Any:
+        runner = original(self, grid)
+        jit = getattr(getattr(self, "src", None), "fn", None)
+        if _RECORDER is None or jit is None or _RECORDER.target(jit) is None:
+            return runner
+
+        def recording(*args: Any, **kwargs: Any) -> Any:
+            line = None
+            try:
+                names = _arg_names(jit)
+                positional = list(args)
+                if len(args) < len(names):  # constexprs were left out: take them from the source
+                    constexprs = {}
+                    for key, value in (getattr(self.src, "constexprs", None) or {}).items():
+                        index = key[0] if isinstance(key, tuple) else names.index(key) if key in names else key
+                        constexprs[index] = value
+                    values = iter(args)
+                    positional = [constexprs[i] if i in constexprs else next(values) for i in range(len(names))]
+                metadata = self.metadata
+                options = {k: getattr(metadata, k) for k in ("num_warps", "num_stages", "num_ctas")
+                           if hasattr(metadata, k)}
+                line = _RECORDER.record(jit, tuple(positional), options, tuple(grid))
+            except Exception:  # noqa: BLE001 - the recorder must never break the user's program
+                line = None
+            result = runner(*args, **kwargs)
+            _RECORDER.commit(line)
+            return result
+
+        return recording
+
+    CompiledKernel.__getitem__ = getitem
+
+
 def install() -> None:
     """Wrap Triton's launch path (called from the generated sitecustomize)."""
     global _RECORDER
@@ -217,7 +270,7 @@ def install() -> None:
     files = {os.path.realpath(p) for p in os.environ.get(FILES_ENV, "").split(os.pathsep) if p}
     expected = {k for k in os.environ.get(KERNELS_ENV, "").split(os.pathsep) if k}
     _RECORDER = Recorder(out, files, int(os.environ.get(CAP_ENV, "3")), expected,
-                         float(os.environ.get(BUDGET_ENV, "120")))
+                         float(os.environ.get(BUDGET_ENV, "120")), float(os.environ.get(QUIET_ENV, "10")))
     if os.environ.get(STAND_INS_ENV) == "1":
         from tileiropt.runtime import stand_ins
 
@@ -248,6 +301,7 @@ def install() -> None:
             return result
 
         cls.run = run
+    _hook_compiled_kernels()
     import atexit
 
     atexit.register(_RECORDER.finish)
