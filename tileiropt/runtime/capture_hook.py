@@ -248,7 +248,7 @@ def _hook_compiled_kernels() -> None:
                     positional = [constexprs[i] if i in constexprs else next(values) for i in range(len(names))]
                 metadata = self.metadata
                 options = {k: getattr(metadata, k) for k in ("num_warps", "num_stages", "num_ctas")
-                           if hasattr(metadata, k)}
+                           if hasattr(metadata, k) and k not in names}  # a parameter of that name is the kernel's
                 line = _RECORDER.record(jit, tuple(positional), options, tuple(grid))
             except Exception:  # noqa: BLE001 - the recorder must never break the user's program
                 line = None

@@ -156,10 +156,13 @@ def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
     outputs = [arg["name"] for arg in launch["args"] if ("tensor" in arg or "descriptor" in arg)
                and "alias" not in (arg.get("tensor") or arg["descriptor"]["base"])]
 
+    bound = {arg["name"] for arg in launch["args"]}  # passed positionally: never again by keyword
+
     def call(inputs: Mapping[str, Any], args: Mapping[str, Any], dims: Mapping[str, Any]) -> dict[str, Any]:
         positional = [_value(arg, inputs) for arg in launch["args"]]
-        kwargs = {k: _value({"name": k, **v}, inputs) for k, v in launch.get("constexprs", {}).items()}
-        kwargs.update({k: v for k, v in launch.get("options", {}).items() if not k.startswith("_")})
+        kwargs = {k: _value({"name": k, **v}, inputs) for k, v in launch.get("constexprs", {}).items()
+                  if k not in bound}
+        kwargs.update({k: v for k, v in launch.get("options", {}).items() if not k.startswith("_") and k not in bound})
         with _pinned(tuners, kwargs) as left:
             kernel[grid](*positional, **left)
         return {output: inputs[output] for output in outputs}
