@@ -149,3 +149,22 @@ def test_liger_rms_norm_captured_from_a_users_pytest_forward_and_backward(tmp_pa
 def test_a_sweep_that_only_repeats_itself_ends_after_the_quiet_period(folder: Path) -> None:
     result = run_capture([folder / "ops.py"], interpret=True, cap=5, budget=60, quiet=1, cwd=folder)
     assert result.ended == "stopped: every kernel captured, no new launch signature for 1 s", result.ended
+
+
+def test_atomics_on_a_gpu_widen_the_tolerance_to_the_originals_own_noise() -> None:
+    """A kernel accumulating with atomics differs from itself between runs on a GPU: the replay's tolerance
+    becomes twice that run-to-run difference (and says so), never less than the dtype's."""
+    import torch
+
+    from tileiropt.runtime.backends import PTX
+    from tileiropt.runtime.cases import Case
+    from tileiropt.runtime.records import Provenance
+    from tileiropt.runtime.worker import CaseRunner
+
+    case = Case(id=0, kernel="k#1", variant="optimized", path="k.py", entry="k", reference="original", shapes={},
+                dtypes={"x": "float16"}, atol=1e-2, rtol=1e-2, launch={"atomics": True, "args": []})
+    runner = CaseRunner(case, PTX, False, Provenance(), lambda *a, **k: None)
+    assert case.atol == 1e-2  # atomics on a GPU: never bit-exact
+    runs = iter([torch.tensor([1.0, 2.25])])  # the second run of the original
+    runner.widen_to_noise(lambda inputs, args, dims: {"x": next(runs)}, {"x": torch.tensor([1.0, 2.0])}, {})
+    assert case.atol == 0.5 and "differs from itself by up to 0.25" in runner.noise_note
