@@ -49,7 +49,7 @@ smoke-newest:
 	$(NEWEST_VENV)/bin/python -m pip install -q $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
 	$(NEWEST_VENV)/bin/python -m pip install -q -e '.[dev]'
 	$(NEWEST_VENV)/bin/python -c "import triton; print('smoke test on triton', triton.__version__)"
-	$(NEWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_real_kernels.py
+	$(NEWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_real_kernels.py tests/test_capture.py
 	cp -r examples $(NEWEST_VENV)/examples && $(NEWEST_VENV)/bin/tileiropt run $(NEWEST_VENV)/examples/
 
 lint: install
