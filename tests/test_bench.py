@@ -467,3 +467,13 @@ def test_bench_on_a_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     scaled = find(run.rows, "scale", "original", "ptx", 256)
     assert scaled.bytes_source == "project" and scaled.bytes == 2 * 256 * 4
     assert scaled.autotuners and scaled.autotuners[0].best_config.startswith("BLOCK=256")
+
+
+def test_an_invalidated_graph_capture_falls_back_instead_of_poisoning_the_worker() -> None:
+    from tileiropt.runtime.bench_worker import poisons_worker
+
+    assert not poisons_worker("CUDA error: operation not permitted when stream is capturing")
+    assert not poisons_worker("cudaErrorStreamCaptureInvalidated: operation failed due to a previous error during "
+                              "capture")
+    assert poisons_worker("CUDA error: an illegal memory access was encountered")
+    assert not poisons_worker("ValueError: bad shape")

@@ -57,6 +57,12 @@ ROTATE_FACTOR = 3  # rotate enough input copies to cover 3x the L2 cache
 MAX_INPUT_SETS = 512
 POISONED = re.compile(r"illegal memory access|device-side assert|CUDA error|unspecified launch failure",
                       re.IGNORECASE)
+CAPTURE_ERROR = re.compile(r"captur|StreamCapture", re.IGNORECASE)  # the graph capture failed, not the context
+
+
+def poisons_worker(message: str) -> bool:
+    """A CUDA error that leaves the context unusable; an invalidated graph capture does not."""
+    return bool(POISONED.search(message)) and not CAPTURE_ERROR.search(message)
 
 
 @dataclass
@@ -276,7 +282,9 @@ class Measurement:
             try:
                 timing = run_cudagraph(fn, item.rep_ms)
             except Exception as exc:
-                if POISONED.search(str(exc)):
+                # an operation a graph cannot hold (a host sync, an allocation) invalidates the capture, not the
+                # context: time it with do_bench; any other CUDA error poisons the worker
+                if poisons_worker(str(exc)):
                     raise
                 torch.cuda.synchronize()
                 note = f"CUDA graph capture failed, timed with do_bench instead ({harness.describe_exception(exc)})"
