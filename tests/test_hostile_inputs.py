@@ -98,3 +98,28 @@ def test_non_finite_config_values_are_derived_at_import_not_written(tmp_path: Pa
     assert "inf" not in written.replace("info", "")
     compile(written, "k_tileir.py", "exec")
     assert "_tileiropt_derive_configs(k," in written
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "examples", "--timeout", "nan"], ["run", "examples", "--timeout", "inf"],
+    ["validate", "examples", "--timeout", "1e300"], ["bench", "examples", "--rep-ms", "nan"],
+    ["bench", "examples", "--warmup-ms", "-1"], ["run", "examples/vector_add.py", "--capture-budget", "nan"],
+])
+def test_nan_infinite_and_huge_durations_are_refused(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(Path(__file__).parent.parent)
+    output = _one_line_error(_invoke(*args))
+    assert "must be a number of" in output
+
+
+def test_project_file_durations_are_refused(tmp_path: Path) -> None:
+    from tileiropt.errors import UserError
+    from tileiropt.project import parse_project
+
+    (tmp_path / "k.py").write_text(KERNEL.format(value="1.0"))
+    kernel = {"path": "k.py", "entry": "launch", "inputs": {"x": [8]}, "reference": "x"}
+    for value in (float("nan"), float("inf"), 1e300, -1):
+        with pytest.raises(UserError, match="timeout"):
+            parse_project({"kernel": [{**kernel, "timeout": value}]}, None, tmp_path)
+        with pytest.raises(UserError, match="capture_budget"):
+            parse_project({"project": {"capture": "python k.py", "capture_budget": value}, "kernel": [kernel]},
+                          None, tmp_path)

@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 
 from tileiropt import __version__
-from tileiropt.errors import ExitCode, UserError
+from tileiropt.errors import ExitCode, UserError, check_seconds
 from tileiropt.output import err_console
 
 app = typer.Typer(
@@ -54,9 +54,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _budget(value: float | None) -> float | None:
-    if value is not None and not (0 < value <= 86400):  # nan fails both comparisons
-        raise UserError(f"--capture-budget must be seconds in (0, 86400], got {value!r}")
-    return value
+    return None if value is None else check_seconds("--capture-budget", value)
 
 
 def user_errors(func: F) -> F:

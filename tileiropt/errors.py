@@ -33,3 +33,17 @@ class UserError(Exception):
             where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
         fix = f" (fix: {self.hint})" if self.hint else ""
         return f"{where}{self.message}{fix}"
+
+
+MAX_SECONDS = 7 * 24 * 3600.0  # a week: anything longer is a typo, and a wait on it would never return
+
+
+def check_seconds(name: str, value: float, limit: float = MAX_SECONDS, unit: str = "seconds") -> float:
+    """`value` when it is a finite duration in (0, limit]; else a one-line UserError naming `name` (nan, inf
+    and huge values are refused: a worker's wait on them hangs or overflows)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 < value <= limit:
+        raise UserError(f"{name} must be a number of {unit} in (0, {limit:g}], got {value!r}")
+    return float(value)

@@ -320,10 +320,10 @@ def run_pipeline(project: Project, *, kernels: list[str] | None = None, timeout:
                  bench_settings: BenchSettings | None = None, command: list[str] | None = None,
                  on_event: EventCallback | None = None) -> RunResult:
     """Run every phase over `project` (or the named `kernels`); records go to its artifacts folder."""
-    if timeout is not None and timeout <= 0:
-        from tileiropt.errors import UserError
+    if timeout is not None:
+        from tileiropt.errors import check_seconds
 
-        raise UserError(f"--timeout must be > 0 seconds, got {timeout:g}")
+        check_seconds("--timeout", timeout)
     pipeline = Pipeline(project, kernels, timeout, bench_settings,
                         list(command) if command is not None else list(sys.argv), on_event)
     return pipeline.run()

@@ -21,7 +21,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from tileiropt import entries
-from tileiropt.errors import UserError
+from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
 
 PROJECT_FILE = "tileiropt.toml"
 DEFAULT_SIZES = (128, 1024, 8192)
@@ -291,9 +291,10 @@ def _check_call(key: str, path: Path, entry: str, call: str | None, inputs: dict
 def _timeout(value: float | None, where: _Where, key: str) -> float:
     if value is None:
         return DEFAULT_TIMEOUT_S
-    if value <= 0:
-        raise where.error(key, f"must be a number of seconds > 0, got {value:g}")
-    return value
+    try:
+        return check_seconds(key, value)
+    except UserError:
+        raise where.error(key, f"must be a number of seconds in (0, {MAX_SECONDS:g}], got {value!r}") from None
 
 
 def _seed(value: Any, where: _Where) -> int:
@@ -488,8 +489,11 @@ def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest
         if not path.is_file():
             raise where.error("project.capture_files", f"{name}: kernel file not found")
     budget = project.get("capture_budget", 120.0)
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget <= 86400:
-        raise where.error("project.capture_budget", f"must be seconds in (0, 86400], got {budget!r}")
+    try:
+        check_seconds("capture_budget", budget)
+    except UserError:
+        raise where.error("project.capture_budget", f"must be seconds in (0, {MAX_SECONDS:g}], got {budget!r}") \
+            from None
     return CaptureRequest(files=paths, command=parse_command(command), budget=float(budget))
 
 

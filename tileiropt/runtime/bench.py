@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tileiropt.errors import UserError
+from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
 from tileiropt.runtime.backends import BACKENDS
 from tileiropt.runtime.bench_records import (
@@ -75,10 +75,9 @@ class BenchSettings:
         if self.method not in METHODS:
             raise UserError(f"--method: unknown value {self.method!r}", hint=f"use one of {', '.join(METHODS)}")
         for name, value in (("--warmup-ms", self.warmup_ms), ("--rep-ms", self.rep_ms)):
-            if value <= 0:
-                raise UserError(f"{name} must be > 0, got {value:g}")
-        if self.timeout is not None and self.timeout <= 0:
-            raise UserError(f"--timeout must be > 0 seconds, got {self.timeout:g}")
+            check_seconds(name, value, limit=MAX_SECONDS * 1e3, unit="milliseconds")
+        if self.timeout is not None:
+            check_seconds("--timeout", self.timeout)
         if self.sizes is not None and (not self.sizes or any(s <= 0 for s in self.sizes)):
             raise UserError(f"--size must be a positive integer, got {self.sizes}")
 

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tileiropt.errors import UserError
+from tileiropt.errors import UserError, check_seconds
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
 from tileiropt.runtime.backends import BACKENDS, Backend, backend_env, default_backends
 from tileiropt.runtime.cases import Case, record_for
@@ -413,8 +413,8 @@ def validate_project(
     """
     started = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    if timeout is not None and timeout <= 0:
-        raise UserError(f"--timeout must be > 0 seconds, got {timeout:g}")
+    if timeout is not None:
+        check_seconds("--timeout", timeout)
     machine = machine or Machine.probe()
     specs = project.select(kernels)
     chosen = _choose_backends(backends, machine)
