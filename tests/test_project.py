@@ -63,7 +63,7 @@ BAD_CASES = [
     (GOOD.replace("seed = 3", 'seed = "abc"'), "defaults.seed", "must be an integer"),
     (GOOD.replace("ranges = { idx = [0, 10] }", "ranges = 5"), "kernel[0].ranges", "must be a table"),
     (GOOD.replace("ranges = { idx = [0, 10] }", "ranges = { idx = [10, 0] }"), "kernel[0].ranges.idx", "[low, high)"),
-    (GOOD.replace('flops = "M * 64"', "timeout = 0"), "kernel[0].timeout", "> 0"),
+    (GOOD.replace('flops = "M * 64"', "timeout = 0"), "kernel[0].timeout", "in (0, "),
     (GOOD.replace('flops = "M * 64"', "colour = 1"), "kernel[0].colour", "unknown key"),
     (GOOD + '\n[[kernel]]\nname = "add"\npath = "add.py"\nentry = "add"\ninputs = { x = [4], y = [4] }\n',
      "kernel[1].name", "duplicate kernel name"),
