@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ class CaptureResult:
     launches: list[dict[str, Any]]  # distinct launches, in order
     counts: dict[str, int] = field(default_factory=dict)  # "kernel@file" -> launches seen (duplicates included)
     expected: list[str] = field(default_factory=list)  # "kernel@file" of every entry kernel of the targets
+    atomics: dict[str, bool] = field(default_factory=dict)  # "kernel@file" -> updates memory with atomics
     exit_code: int | None = None
     ended: str = ""  # why the program ended
     seconds: float = 0.0
@@ -90,19 +92,20 @@ def parse_command(text: str) -> list[str]:
             from None
 
 
-def expected_kernels(targets: list[Path]) -> list[str]:
-    """`kernel@file` of every entry kernel defined in the targets (helpers are launched by no one)."""
-    from tileiropt.analysis.discovery import discover_file
+def target_kernels(targets: list[Path]) -> tuple[list[str], dict[str, bool]]:
+    """From one classification of each target: `kernel@file` of every entry kernel (helpers are launched by
+    no one), and for every kernel whether it updates memory with atomics."""
+    from tileiropt.analysis.classify import classify_file
 
-    found = []
+    expected, atomics = [], {}
     for target in targets:
-        try:
-            module = discover_file(target)
-        except UserError:
-            continue
         real = os.path.realpath(target)
-        found += [f"{k.name}@{real}" for k in module.kernels if k.is_entry]
-    return found
+        for record in classify_file(target, rules=[]).kernels:
+            key = f"{record.kernel}@{real}"
+            atomics[key] = bool(record.atomic_lines)
+            if record.is_entry:
+                expected.append(key)
+    return expected, atomics
 
 
 def run_capture(targets: list[Path], command: list[str] | None = None, *, interpret: bool,
@@ -113,7 +116,7 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
         if not target.is_file():
             raise UserError("kernel file not found", file=str(target))
     argv = program_command(targets, command)
-    expected = expected_kernels(targets)
+    expected, atomics = target_kernels(targets)
     with tempfile.TemporaryDirectory(prefix="tileiropt-capture-") as folder:
         (Path(folder) / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
         out = Path(folder) / "launches.jsonl"
@@ -145,6 +148,7 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
                 if previous is not None:
                     signal.signal(signal.SIGTERM, previous)
         result = _read(out, argv, expected)
+        result.atomics = atomics
         result.seconds = time.monotonic() - started
         result.exit_code = None if killed else process.returncode
         if killed:
@@ -210,21 +214,18 @@ def _read(out: Path, argv: list[str], expected: list[str]) -> CaptureResult:
 def capture_specs(result: CaptureResult, root: Path, artifacts: Path, timeout: float | None = None) -> list[Any]:
     """One kernel spec per distinct captured launch (`<kernel>#<n>`), validated against the original kernel
     by replay and benchmarked at the captured shapes."""
-    from tileiropt.analysis.classify import classify_file
     from tileiropt.entries import package_name_for
     from tileiropt.project import DEFAULT_TIMEOUT_S, KernelSpec
 
-    atomics: dict[tuple[str, str], bool] = {}
+    per_kernel = Counter(launch["kernel"] for launch in result.launches)
+    counters: Counter[str] = Counter()
     specs = []
-    counters: dict[str, int] = {}
     for launch in result.launches:
         path = Path(launch["file"])
-        if (launch["kernel"], launch["file"]) not in atomics:
-            for record in classify_file(path, rules=[]).kernels:
-                atomics[(record.kernel, launch["file"])] = bool(record.atomic_lines)
-        launch = {**launch, "atomics": atomics.get((launch["kernel"], launch["file"]), False)}
-        counters[launch["kernel"]] = counters.get(launch["kernel"], 0) + 1
-        name = launch["kernel"] if _single(result, launch) else f"{launch['kernel']}#{counters[launch['kernel']]}"
+        launch = {**launch, "atomics": result.atomics.get(f"{launch['kernel']}@{launch['file']}", False)}
+        counters[launch["kernel"]] += 1
+        name = launch["kernel"] if per_kernel[launch["kernel"]] == 1 else \
+            f"{launch['kernel']}#{counters[launch['kernel']]}"
         tensors = {a["name"]: a.get("tensor") or a["descriptor"]["base"] for a in launch["args"]
                    if "tensor" in a or "descriptor" in a}
         dotted, _ = package_name_for(path)
@@ -237,6 +238,3 @@ def capture_specs(result: CaptureResult, root: Path, artifacts: Path, timeout: f
         ))
     return specs
 
-
-def _single(result: CaptureResult, launch: dict[str, Any]) -> bool:
-    return sum(1 for other in result.launches if other["kernel"] == launch["kernel"]) == 1

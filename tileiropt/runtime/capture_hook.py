@@ -66,20 +66,17 @@ class Recorder:
         key = f"{name}@{path}"
         names = _arg_names(jit)
         bound = dict(zip(names, args))
-        arguments, aliases = [], {}
-        for position, arg_name in enumerate(names[: len(args)]):
-            arguments.append({"name": arg_name, **_encode(args[position], aliases, arg_name)})
         options = {k: _plain(v) for k, v in kwargs.items() if k in OPTIONS}
-        constexprs = {k: _encode(v, aliases, k) for k, v in kwargs.items() if k not in OPTIONS}
+        others = {k: v for k, v in kwargs.items() if k not in OPTIONS}
         try:
             launched_grid = grid({**bound, **kwargs}) if callable(grid) else grid
             launched_grid = [int(g) for g in (tuple(launched_grid) + (1, 1, 1))[:3]]
         except Exception as exc:  # noqa: BLE001 - a grid we cannot evaluate makes the launch unreplayable
             launched_grid = None
             options["_grid_error"] = f"{type(exc).__name__}: {exc}"
-        signature = json.dumps([_signature(a) for a in arguments] + sorted(
-            (k, _signature(v)) for k, v in constexprs.items()) + [sorted(options.items()), launched_grid],
-            sort_keys=True, default=str)
+        # the signature reads metadata only: a sweep's repeated launches never pay for encoding tensor values
+        signature = json.dumps([_signature(v) for v in args] + sorted((k, _signature(v)) for k, v in others.items())
+                               + [sorted(options.items()), launched_grid], sort_keys=True, default=str)
         with self.lock:
             self.launches[key] = self.launches.get(key, 0) + 1
             seen = self.signatures.setdefault(key, set())
@@ -87,6 +84,9 @@ class Recorder:
                 return {"skip": True}
             seen.add(signature)
             self.last_new = time.monotonic()
+        aliases: dict[int, str] = {}
+        arguments = [{"name": arg_name, **_encode(value, aliases, arg_name)} for arg_name, value in bound.items()]
+        constexprs = {k: _encode(v, aliases, k) for k, v in others.items()}
         return {"kernel": name, "file": path, "module": getattr(jit.fn, "__module__", None), "args": arguments,
                 "constexprs": constexprs, "options": options, "grid": launched_grid,
                 "caller": _caller(path), "launch": self.launches[key]}
@@ -179,11 +179,15 @@ def _tensor(value: Any, aliases: dict[int, str], name: str) -> dict[str, Any]:
     return data
 
 
-def _signature(argument: dict[str, Any]) -> Any:
-    tensor = argument.get("tensor") or (argument.get("descriptor") or {}).get("base")
-    if tensor is not None:
-        return [tensor["shape"], tensor["stride"], tensor["dtype"], argument.get("descriptor", {}).get("block_shape")]
-    return argument.get("value", argument.get("tl_dtype", argument.get("opaque")))
+def _signature(value: Any) -> Any:
+    """What makes two launches different: a tensor's shape, strides and dtype (a descriptor's too, with its
+    block shape), any other value itself."""
+    base = getattr(value, "base", None) if type(value).__name__ == "TensorDescriptor" else None
+    if base is not None:
+        return [_signature(base), list(value.block_shape)]
+    if hasattr(value, "shape") and hasattr(value, "stride") and hasattr(value, "dtype"):
+        return [list(value.shape), list(value.stride()), str(value.dtype)]
+    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
 
 
 def _caller(path: str) -> dict[str, Any] | None:

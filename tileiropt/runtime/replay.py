@@ -50,23 +50,15 @@ def build_inputs(launch: Mapping[str, Any], seed: int, device: str) -> dict[str,
                 storage = torch.rand(extent, generator=generator, dtype=torch.float32)
             else:
                 storage = torch.randn(extent, generator=generator, dtype=torch.float32)
-            storage = storage.to(dtype)
         elif dtype == torch.bool:
             storage = torch.randint(0, 2, (extent,), generator=generator).bool()
         else:
             low, high = spec.get("range", [0, 1])
             storage = torch.randint(int(low), int(high) + 1, (extent,), generator=generator, dtype=torch.int64)
-            storage = storage.to(dtype)
-        tensor = torch.as_strided(storage, spec["shape"], spec["stride"], 0)
+        tensor = torch.as_strided(storage.to(device=device, dtype=dtype), spec["shape"], spec["stride"], 0)
         if "values" in spec:
-            values = torch.tensor(spec["values"], dtype=dtype).reshape(spec["shape"])
-            tensor.copy_(values)
-        inputs[name] = tensor.to(device)  # .to keeps the strides of a non-overlapping dense view only:
-        if list(inputs[name].stride()) != list(spec["stride"]):  # rebuild the layout on the device
-            on_device = storage.to(device)
-            view = torch.as_strided(on_device, spec["shape"], spec["stride"], 0)
-            view.copy_(tensor.to(device))
-            inputs[name] = view
+            tensor.copy_(torch.tensor(spec["values"], dtype=dtype).reshape(spec["shape"]))
+        inputs[name] = tensor
     return inputs
 
 
@@ -137,6 +129,8 @@ def _pinned(tuners: list[Any], kwargs: dict[str, Any]) -> Iterator[dict[str, Any
 def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
     """A function of (inputs, args, dims) launching the captured kernel once through `module`'s name for it
     and returning every tensor argument by name (the kernel's outputs are among them)."""
+    from triton.runtime.autotuner import Autotuner
+
     from tileiropt.runtime.autotuners import autotuners, chain, function_name
 
     why = unreplayable(launch)
@@ -147,14 +141,12 @@ def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
     if kernel is None:
         raise HarnessError(f"{getattr(module, '__name__', 'the module')} has no kernel {name!r} at module level")
     names = {name, f"{name}_tileir", f"{name}_tileir_pointer"}
-    tuners: list[Any] = []
-    for tuner in [*autotuners(module).values(), *(o for o in chain(kernel) if type(o).__name__ == "Autotuner"
-                                                  or hasattr(o, "configs") and hasattr(o, "keys"))]:
+    tuners: list[Any] = []  # every autotuner on the way: the module's (twins included) and the kernel's chain
+    for tuner in [*autotuners(module).values(), *(o for o in chain(kernel) if isinstance(o, Autotuner))]:
         if function_name(tuner) in names and all(tuner is not t for t in tuners):
             tuners.append(tuner)
     grid = tuple(launch["grid"])
-    outputs = [arg["name"] for arg in launch["args"] if ("tensor" in arg or "descriptor" in arg)
-               and "alias" not in (arg.get("tensor") or arg["descriptor"]["base"])]
+    outputs = [output for output, _ in _tensor_specs(launch)]
 
     bound = {arg["name"] for arg in launch["args"]}  # passed positionally: never again by keyword
 

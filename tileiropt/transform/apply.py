@@ -26,9 +26,8 @@ from tileiropt.analysis.discovery import KernelInfo, ModuleInfo, scan
 from tileiropt.errors import UserError
 from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
 from tileiropt.transform.gate import ACTIVE_FLAG, GATE_MARKER, GATE_SOURCE
-from tileiropt.transform.gate_shared import _tileiropt_candidates
 from tileiropt.transform.math_rewrites import rewrite_math
-from tileiropt.transform.spaces import DEFAULT_MAX_CONFIGS, Space, TileIRConfig, load_spaces, tile_sizes
+from tileiropt.transform.spaces import DEFAULT_MAX_CONFIGS, Space, TileIRConfig, load_spaces, tile_sizes, tileir_configs
 from tileiropt.transform.tma import GUARD, POINTER_SUFFIX, TmaResult, dispatch_statement, persistent_step, plan_tma
 from tileiropt.transform.tma_runtime import RUNTIME_SOURCE
 
@@ -108,13 +107,13 @@ class _Plan:
     runtime: bool = False  # uses the TMA dispatch / 2-CTA guard helpers (tma_runtime)
 
 
-def _existing_rows(values: list[ConfigValue]) -> tuple[list[dict], list[str]]:
-    """The distinct meta-parameter dicts of the kernel's configs, and their names in order."""
-    rows: list[dict] = []
+def _existing_rows(values: list[ConfigValue]) -> tuple[list[tuple[dict, int | None]], list[str]]:
+    """The distinct (meta-parameters, num_warps) of the kernel's configs, and the meta-parameter names in order."""
+    rows: list[tuple[dict, int | None]] = []
     names: list[str] = []
     for value in values:
-        if value.kwargs not in rows:
-            rows.append(value.kwargs)
+        if (value.kwargs, value.num_warps) not in rows:
+            rows.append((value.kwargs, value.num_warps))
         for name in value.kwargs:
             if name not in names:
                 names.append(name)
@@ -162,18 +161,11 @@ def _plan_autotuned(kernel: KernelInfo, info: ModuleInfo, source: str, space: Sp
     if unknown:
         plan.report.skipped.append(f"TileIR configs not added: configs set {unknown[0]!r}, not a kernel parameter")
         return False
-    own_rows = []
-    for value in values:
-        row = (value.kwargs, value.num_warps)
-        if row not in own_rows:
-            own_rows.append(row)
-    tiles = tile_sizes(space, names)
-    configs = [TileIRConfig(*c) for c in _tileiropt_candidates(own_rows, space.occupancy, ctas, space.num_stages,
-                                                                tiles, cap)]
+    configs = tileir_configs(space, rows, names, num_ctas=ctas, cap=cap)
     plan.block.append(f"_tileiropt_add_configs({target}, {_config_list(configs, '')})")
     plan.report.configs_added = len(configs)
     sized = sorted({k for c in configs for k, _ in c.kwargs if k in names and any(
-        c.kwargs_dict()[k] != r.get(k) for r in rows)})
+        c.kwargs_dict()[k] != r.get(k) for r, _ in rows)})
     plan.report.changes.append(Change(
         autotune.line,
         f"{len(configs)} TileIR configs added to the autotune space of {target} "
@@ -207,7 +199,7 @@ def _plan_hint_only(kernel: KernelInfo, record: KernelRecord, space: Space, cap:
         passed |= set(LAUNCH_OPTIONS)
     stages: list[int | None] = [None] if "num_stages" in passed else list(space.num_stages)
     ctas: list[int | None] = [None] if "num_ctas" in passed else list(space.num_ctas)
-    count = len(_tileiropt_candidates([({}, None)], space.occupancy, ctas, stages, None, cap))
+    count = len(tileir_configs(space, [({}, None)], [], num_ctas=ctas, num_stages=stages, cap=cap))
     restore = record.in_place_params
     restore_arg = f", restore_value={restore!r}" if restore else ""
     plan.block.append(

@@ -65,6 +65,13 @@ def _tileiropt_config_key(config):
     return (tuple(sorted(config.all_kwargs().items(), key=str)), getattr(config, "occupancy", None))
 
 
+def _tileiropt_configs(rows, occupancy, num_ctas, num_stages, tiles, cap):
+    """The capped TileIR candidates over `rows` (see _tileiropt_candidates) as configs."""
+    return [_tileiropt_config(dict(kwargs), occupancy=occ, num_ctas=ctas, num_stages=stages, num_warps=warps)
+            for kwargs, occ, ctas, stages, warps in _tileiropt_candidates(rows, occupancy, num_ctas, num_stages,
+                                                                          tiles, cap)]
+
+
 # Why TileIR code could not be attached at import (kernel name -> reason); empty when all of it was.
 _TILEIROPT_NOT_ATTACHED = {{}}
 
@@ -103,10 +110,7 @@ def _tileiropt_derive_configs(kernel, *, occupancy, num_ctas, num_stages, tiles=
         row = (dict(config.kwargs), config.num_warps)
         if row not in rows:
             rows.append(row)
-    chosen = _tileiropt_candidates(rows, occupancy, num_ctas, num_stages, tiles, cap)
-    return _tileiropt_add_configs(kernel, [
-        _tileiropt_config(dict(kwargs), occupancy=occ, num_ctas=ctas, num_stages=stages, num_warps=warps)
-        for kwargs, occ, ctas, stages, warps in chosen])
+    return _tileiropt_add_configs(kernel, _tileiropt_configs(rows, occupancy, num_ctas, num_stages, tiles, cap))
 
 
 def _tileiropt_hint_autotune(kernel, key, *, occupancy, num_ctas, num_stages, cap=16, restore_value=()):
@@ -120,9 +124,7 @@ def _tileiropt_hint_autotune(kernel, key, *, occupancy, num_ctas, num_stages, ca
         _TILEIROPT_NOT_ATTACHED[_tileiropt_name(kernel)] = (
             f"wrapped by {{type(kernel).__name__}}, which holds no autotuner")
         return kernel
-    configs = [_tileiropt_config({{}}, occupancy=occ, num_ctas=ctas, num_stages=stages)
-               for _, occ, ctas, stages, _ in _tileiropt_candidates([({{}}, None)], occupancy, num_ctas,
-                                                                     num_stages, None, cap)]
+    configs = _tileiropt_configs([({{}}, None)], occupancy, num_ctas, num_stages, None, cap)
     return _tileiropt_triton.autotune(configs=configs, key=list(key), restore_value=list(restore_value))(kernel)
 
 '''

@@ -17,7 +17,7 @@ else:  # pragma: no cover
 from tileiropt.analysis.source import read_regular_file
 from tileiropt.errors import UserError
 from tileiropt.project_template import read_template
-from tileiropt.transform.gate_shared import _tileiropt_candidates, _tileiropt_cover
+from tileiropt.transform.gate_shared import _tileiropt_candidates
 
 KERNEL_CLASSES = ("dot", "norm", "elementwise", "reduction")
 HINTS = ("occupancy", "num_ctas", "num_stages")
@@ -133,10 +133,14 @@ def load_spaces(path: Path | None = None) -> dict[str, Space]:
     return parse_spaces(data, source)
 
 
-def cover(candidates: list[TileIRConfig], axes: list[tuple[str, Any]], cap: int) -> list[TileIRConfig]:
-    """At most `cap` of `candidates`, covering every (lever, value) pair first (see `gate_shared`)."""
-    tuples = [(c.kwargs, c.occupancy, c.num_ctas, c.num_stages, c.num_warps) for c in candidates]
-    return [TileIRConfig(*chosen) for chosen in _tileiropt_cover(tuples, axes, cap)]
+def tileir_configs(space: Space, rows: list[tuple[dict[str, Any], int | None]], names: list[str], *,
+                   num_ctas: list[int | None] | None = None, num_stages: list[int | None] | None = None,
+                   cap: int = DEFAULT_MAX_CONFIGS) -> list[TileIRConfig]:
+    """The TileIR candidates over a kernel's own (meta-parameters, num_warps) rows, capped with coverage of every
+    value (the rule the generated gate also runs, `gate_shared`); the levers default to the space's."""
+    chosen = _tileiropt_candidates(rows, space.occupancy, num_ctas or space.num_ctas, num_stages or space.num_stages,
+                                   tile_sizes(space, names), cap)
+    return [TileIRConfig(*candidate) for candidate in chosen]
 
 
 def build_space(
@@ -157,10 +161,7 @@ def build_space(
     """
     rows = [({k: row[k] for k in [*tunable_names, *row] if k in row}, (num_warps or [None])[0])
             for row in existing or [{}]]
-    ctas = space.num_ctas if allow_num_ctas else [1]
-    chosen = _tileiropt_candidates(rows, space.occupancy, ctas, space.num_stages, tile_sizes(space, tunable_names),
-                                   cap)
-    return [TileIRConfig(*candidate) for candidate in chosen]
+    return tileir_configs(space, rows, tunable_names, num_ctas=space.num_ctas if allow_num_ctas else [1], cap=cap)
 
 
 def tile_sizes(space: Space, names: list[str]) -> dict[str, list[int]]:

@@ -313,28 +313,31 @@ def conjoin(left: Value, right: Value) -> Value:
 
 def less_than(left: Value, bound: Value, inclusive: bool = False) -> Value:
     """The mask `left < bound` (or `<=`), where left is a bare index and bound a scalar."""
-    if isinstance(left, Unknown):
-        return left
-    if isinstance(bound, Unknown):
-        return bound
-    if not (isinstance(left, Affine) and left.is_index() and isinstance(bound, Poly)):
-        return Unknown("a comparison that is not `index < bound`")
-    ((d, dim),) = left.dims
-    if dim.wrap is not None:
-        return Unknown("a comparison of a wrapped index")
+    found = _unwrapped_index(left, bound, "a comparison that is not `index < bound`", "a comparison of a wrapped index")
+    if isinstance(found, Unknown):
+        return found
+    d, dim = found
     limit = bound + ONE if inclusive else bound
     return Mask(left.rank, (Cond(left.rank, d, dim.start, dim.block, limit),))
 
 
+def _unwrapped_index(value: Value, bound: Value, not_index: str, wrapped_already: str) -> tuple[int, Dim] | Unknown:
+    """(dimension, Dim) of a bare index `start + tl.arange(...)` with a scalar bound, else why not."""
+    for side in (value, bound):
+        if isinstance(side, Unknown):
+            return side
+    if not (isinstance(value, Affine) and value.is_index() and isinstance(bound, Poly)):
+        return Unknown(not_index)
+    ((d, dim),) = value.dims
+    return Unknown(wrapped_already) if dim.wrap is not None else (d, dim)
+
+
 def wrapped(value: Value, bound: Value) -> Value:
     """`index % bound` (or the index clamped below `bound`) of a bare, unwrapped index."""
-    if isinstance(value, Unknown):
-        return value
-    if isinstance(bound, Unknown):
-        return bound
-    if not (isinstance(value, Affine) and value.is_index() and isinstance(bound, Poly)):
-        return Unknown("a wrap-around (`%`) of something other than `index % bound`")
-    ((d, dim),) = value.dims
-    if dim.wrap is not None:
-        return Unknown("an index wrapped twice")
+    found = _unwrapped_index(value, bound, "a wrap-around (`%`) of something other than `index % bound`",
+                             "an index wrapped twice")
+    if isinstance(found, Unknown):
+        return found
+    d, dim = found
+    assert isinstance(value, Affine) and isinstance(bound, Poly)
     return Affine(value.rank, ZERO, ((d, Dim(dim.start, dim.block, dim.stride, bound)),))
