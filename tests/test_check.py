@@ -21,7 +21,8 @@ runner = CliRunner()
 H100 = {"name": "NVIDIA H100 80GB HBM3", "capability": "9.0", "sm_count": 132}
 B200 = {"name": "NVIDIA B200", "capability": "10.0", "sm_count": 148}
 REPORT_KEYS = {"python", "triton", "torch", "gpu", "blackwell", "env", "active_backend",
-               "active_backend_error", "tileiras", "tileir_ready", "reasons", "warnings", "recommendation"}
+               "active_backend_error", "tileiras", "tileir_ready", "release", "reasons", "warnings",
+               "recommendation"}
 
 
 @pytest.fixture
@@ -85,21 +86,65 @@ def test_no_gpu(monkeypatch, clean_env):
     assert report["recommendation"].startswith("no GPU: validate under TRITON_INTERPRET=1")
 
 
-def test_hopper_is_ptx_only(monkeypatch, clean_env):
+def test_hopper_by_release(monkeypatch, clean_env):
+    """13.1 compiles for Blackwell only; 13.3 added sm_90, so 13.4 targets an H100 (with a warning that the
+    Triton backend is validated on Blackwell only)."""
     simulate(monkeypatch, gpu=H100, backend="cuda")
-    code, report = check_json([], clean_env)
+    code, report = check_json(["--tileir-version", "13.1"], clean_env)
     assert code == 0
     assert report["gpu"] == H100
     assert report["blackwell"] is False
     assert report["active_backend"] == "cuda"
-    assert any("sm_90" in r and "Blackwell" in r for r in report["reasons"])
-    assert report["recommendation"] == "PTX only; TileIR needs Blackwell (sm_100+) and nvtriton"
+    assert report["release"]["version"] == "13.1" and report["release"]["targets_this_gpu"] is False
+    assert any("sm_90" in r and "CUDA Tile IR 13.1 targets sm_100" in r for r in report["reasons"])
+    assert report["recommendation"] == ("PTX only: CUDA Tile IR 13.1 does not target sm_90; "
+                                        "CUDA Tile IR 13.4 targets it")
 
-    table = runner.invoke(app, ["check"], env=clean_env)
+    code, report = check_json(["--tileir-version", "13.4"], clean_env)
+    assert report["release"]["targets_this_gpu"] is True
+    assert not any("sm_90" in r for r in report["reasons"])
+    assert any("validated on sm_100 only" in w for w in report["warnings"])
+    assert report["recommendation"].startswith("PTX only: install nvtriton")
+
+    table = runner.invoke(app, ["check", "--tileir-version", "13.1"], env=clean_env)
     assert table.exit_code == 0
     assert "NVIDIA H100" in table.stdout
     assert "sm_90, 132 SMs" in table.stdout
     assert "PTX only" in table.stdout
+    assert "13.1 (requested)" in table.stdout
+
+
+def test_release_detection(monkeypatch, clean_env, tmp_path):
+    """The release comes from nvtriton's backend, else tileiras --version, else the package, else the newest."""
+    simulate(monkeypatch, gpu=None)
+    monkeypatch.setattr(environment, "probe_tileiras_package", lambda: None)
+    code, report = check_json([], clean_env)
+    assert report["release"]["version"] == "13.4" and report["release"]["origin"].startswith("newest known")
+    fake_tileiras(tmp_path / "tools", "Cuda compilation tools, release 13.1, V13.1.80")
+    code, report = check_json([], {**clean_env, "TRITON_TILEIRAS_PATH": str(tmp_path / "tools")})
+    assert report["release"]["version"] == "13.1"
+    assert report["release"]["origin"] == "tileiras --version (TRITON_TILEIRAS_PATH) 13.1"
+    fake_tileiras(tmp_path / "newer", "Cuda compilation tools, release 13.3, V13.3.10")
+    code, report = check_json([], {**clean_env, "TRITON_TILEIRAS_PATH": str(tmp_path / "newer")})
+    assert report["release"]["version"] == "13.1"  # 13.3 is not described: the newest known not newer
+    assert "following 13.1" in report["release"]["origin"]
+    monkeypatch.setattr(environment, "probe_tileiras_package", lambda: "13.4.92")
+    code, report = check_json([], clean_env)
+    assert report["release"]["version"] == "13.4"
+    assert report["release"]["origin"] == "the nvidia-cuda-tileiras package 13.4"
+    bad = runner.invoke(app, ["check", "--tileir-version", "12.0"], env=clean_env)
+    assert bad.exit_code == 2 and "unknown CUDA Tile IR release '12.0'; known: 13.1, 13.4" in bad.output
+
+
+def test_fallback_variable_by_release(monkeypatch, clean_env):
+    simulate(monkeypatch, gpu=B200, backend="tileir", tileir=True)
+    env = {**clean_env, "ENABLE_TILE": "1", "TRITON_TILEIR_RUNTIME_FALLBACK": "1"}
+    _, report = check_json(["--tileir-version", "13.4"], env)
+    assert report["release"]["fallback_on"] is True
+    assert any("runs on PTX silently" in w for w in report["warnings"])
+    _, report = check_json(["--tileir-version", "13.1"], env)
+    assert report["release"]["fallback_on"] is False
+    assert any("has no effect on CUDA Tile IR 13.1" in w for w in report["warnings"])
 
 
 def test_nvtriton_blackwell_enable_tile_is_ready(monkeypatch, clean_env):
@@ -139,7 +184,7 @@ def test_enable_tile_without_tileir_backend_is_reported(monkeypatch, clean_env):
     assert report["triton"]["name"] != "nvtriton"
     assert any(r.startswith("nvtriton is not installed") for r in report["reasons"])
     assert any("ENABLE_TILE=1 has no effect" in w for w in report["warnings"])
-    assert report["recommendation"].startswith("Blackwell without nvtriton")
+    assert report["recommendation"].startswith("PTX only: install nvtriton")
 
 
 def test_enable_tile_but_backend_not_tileir(monkeypatch, clean_env):

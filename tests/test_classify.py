@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from tileiropt.analysis.classify import classify_file, classify_paths, classify_source
 from tileiropt.cli import app
+from tileiropt.releases import get_release
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 HEADER = "import triton\nimport triton.language as tl\n\n"
@@ -204,7 +205,11 @@ def test_persistent_tma_and_block_pointer_detection() -> None:
     assert not kernels["persistent"].uses_block_ptr
     assert kernels["grid_stride"].persistent and not kernels["grid_stride"].uses_tma
     assert kernels["blocks"].uses_block_ptr and not kernels["blocks"].persistent
-    assert "TIR013" in [f.code for f in kernels["blocks"].findings]
+    assert "TIR013" not in [f.code for f in kernels["blocks"].findings]  # 13.4 (the newest) has block pointers
+    old = classify_source(HEADER + "@triton.jit\ndef blocks(x_ptr, M, N):\n"
+                          "    p = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (0, 0), (16, 16), (1, 0))\n"
+                          "    tl.store(p, tl.load(p) + 1)\n", "k.py", release=get_release("13.1"))
+    assert "TIR013" in [f.code for f in old.kernels[0].findings]
 
 
 def test_host_tensor_descriptor_counts_as_tma() -> None:
@@ -271,10 +276,13 @@ def test_cli_json_schema(tmp_path: Path) -> None:
     (record,) = data["kernels"]
     assert list(record) == ["file", "kernel", "line", "class", "confidence", "evidence", "strategy", "is_entry",
                             "persistent", "uses_tma", "uses_block_ptr", "findings", "tensor_of_pointer_lines",
-                            "calls", "pointer_params", "size_params", "in_place_params", "atomic_lines"]
+                            "calls", "pointer_params", "size_params", "in_place_params", "atomic_lines", "ir"]
+    assert record["ir"]["status"] == "checked" and record["ir"]["specializations"] == ["fp32"]
     assert record["file"] == str(path) and record["kernel"] == "k" and record["class"] == "elementwise"
     assert {f["code"] for f in record["findings"]} == {"TIR006", "TIR101"}
-    assert set(record["findings"][0]) == {"code", "severity", "line", "message", "hint"}
+    assert set(record["findings"][0]) == {"code", "severity", "line", "message", "hint", "via"}
+    assert {f["code"]: f["via"] for f in record["findings"]} == {"TIR006": "ir", "TIR101": "syntax"}
+    assert data["release"]["version"] in ("13.1", "13.4")
     assert set(record["evidence"][0]) == {"line", "text"}
     statuses = {Path(f["file"]).name: f["status"] for f in data["files"]}
     assert statuses == {"k.py": "ok", "broken.py": "error"}

@@ -118,6 +118,6 @@ def test_known_findings_on_liger(results) -> None:
     found, _ = results
     findings = {(Path(r.file).relative_to(ROOT).as_posix(), k.kernel, f.code)
                 for r in found for k in r.kernels for f in k.findings}
-    # geglu uses libdevice tanh (an extern call); cross-entropy writes its gradient into its input
-    assert ("ops/geglu.py", "_geglu_tanh_forward_kernel", "TIR004") in findings
+    # cross-entropy writes its gradient into its input; geglu's libdevice tanh is a symbol every release maps
     assert ("ops/cross_entropy.py", "liger_cross_entropy_kernel", "TIR101") in findings
+    assert not any(code == "TIR004" and file == "ops/geglu.py" for file, _, code in findings)

@@ -50,6 +50,12 @@ CaptureBudgetOpt = Annotated[
                                show_default=False)
 ]
 
+TileirVersionOpt = Annotated[
+    str | None, typer.Option("--tileir-version", metavar="X.Y",
+                             help="CUDA Tile IR release to target (default: the one detected, else the newest known).",
+                             show_default=False)
+]
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -101,14 +107,16 @@ def check(
     require_tileir: Annotated[
         bool, typer.Option("--require-tileir", help="Exit 1 unless TileIR is ready (for scripts).")
     ] = False,
+    tileir_version: TileirVersionOpt = None,
 ) -> None:
-    """Phase 1: which triton, GPU, backend and tileiras this machine has, and whether TileIR is ready."""
+    """Phase 1: which triton, GPU, backend, tileiras and CUDA Tile IR release this machine has, and whether
+    TileIR is ready."""
     from rich.markup import escape
 
     from tileiropt.environment import check_environment, print_check
     from tileiropt.output import console, print_json
 
-    report = check_environment()
+    report = check_environment(release=tileir_version)
     if json_output:
         print_json(report)
     else:
@@ -130,12 +138,17 @@ def classify(
         list[str] | None, typer.Option("--ignore", help="Skip these lint codes or prefixes (repeatable).")
     ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when an error-severity finding exists.")] = False,
+    tileir_version: TileirVersionOpt = None,
+    ir: Annotated[
+        bool, typer.Option("--ir/--no-ir", help="Lower kernels to TTIR and check the ops against the release.")
+    ] = True,
     json_output: JsonFlag = False,
 ) -> None:
     """Phase 2: each Triton kernel -> dot / norm / elementwise / reduction, with evidence and TileIR lint."""
     from tileiropt.analysis.command import run_classify
 
-    raise typer.Exit(run_classify(paths, select=select, ignore=ignore, strict=strict, json_output=json_output))
+    raise typer.Exit(run_classify(paths, select=select, ignore=ignore, strict=strict, json_output=json_output,
+                                  tileir_version=tileir_version, ir=ir))
 
 
 @app.command(context_settings={"allow_extra_args": True})

@@ -34,8 +34,8 @@ TILEIRAS_TIMEOUT_S = 5.0
 
 # Environment variables the report shows, in display order. nvtriton reads the TILEIR_* names;
 # early builds read CUTILE_ENABLE_APPROX / CUTILE_ENABLE_FTZ instead (shown only when set).
-ENV_KEYS = ("ENABLE_TILE", "TILEIR_ENABLE_APPROX", "TILEIR_ENABLE_FTZ", "TRITON_INTERPRET",
-            "TRITON_TILEIRAS_PATH", "CUDA_HOME")
+ENV_KEYS = ("ENABLE_TILE", "TILEIR_ENABLE_APPROX", "TILEIR_ENABLE_FTZ", "TRITON_TILEIR_RUNTIME_FALLBACK",
+            "TRITON_INTERPRET", "TRITON_TILEIRAS_PATH", "CUDA_HOME")
 LEGACY_ENV_KEYS = ("CUTILE_ENABLE_APPROX", "CUTILE_ENABLE_FTZ")
 
 CPU_DEVICE: dict[str, Any] = {"name": "cpu", "capability": None, "sm_count": None}
@@ -158,13 +158,19 @@ def probe_active_backend() -> tuple[str | None, str | None]:
 
 
 def probe_tileiras_version(path: str) -> str | None:
-    """The version `tileiras --version` prints (e.g. "13.1, V13.1.80"), or None."""
+    """The version `tileiras --version` prints (e.g. "13.1, V13.1.80"), or None. The probe runs in its own
+    session and its whole process group is killed when it does not answer in time."""
     try:
-        result = subprocess.run([path, "--version"], capture_output=True, text=True,
-                                timeout=TILEIRAS_TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError, ValueError):
+        process = subprocess.Popen([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    except (OSError, ValueError):
         return None
-    text = (result.stdout or "") + (result.stderr or "")
+    try:
+        text, _ = process.communicate(timeout=TILEIRAS_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        return None
+    text = text or ""
     match = re.search(r"release\s+([0-9][0-9.]*)(?:,\s*V([0-9][0-9.]*))?", text)
     if match:
         return f"{match.group(1)}, V{match.group(2)}" if match.group(2) else match.group(1)
@@ -172,15 +178,38 @@ def probe_tileiras_version(path: str) -> str | None:
     return lines[-1][:120] if lines else None
 
 
+def _kill_group(process: subprocess.Popen) -> None:
+    import signal
+
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.communicate(timeout=TILEIRAS_TIMEOUT_S)
+    except (subprocess.TimeoutExpired, OSError, ValueError):
+        pass
+
+
 def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
+# Where nvtriton wheels bundle tileiras, relative to the `triton` package folder (13.3 and 13.4 lines).
+BUNDLED_TILEIRAS = ("backends/nvidia/tileir_cuda/bin/tileiras", "backends/nvidia/bin/tileiras")
+TILEIRAS_DISTRIBUTION = "nvidia-cuda-tileiras"
+
+
 def find_tileiras(env: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """(path, where): TRITON_TILEIRAS_PATH (a folder), then CUDA_HOME/bin, then PATH."""
+    """(path, where): TRITON_TILEIRAS_PATH (a folder), then the copy bundled with nvtriton, then
+    CUDA_HOME/bin, then PATH."""
     folder = env.get("TRITON_TILEIRAS_PATH")
     if folder and _executable(Path(folder) / TILEIRAS):
         return str(Path(folder) / TILEIRAS), "TRITON_TILEIRAS_PATH"
+    location = probe_triton_location()
+    for relative in BUNDLED_TILEIRAS if location else ():
+        if _executable(Path(location) / relative):
+            return str(Path(location) / relative), "bundled with nvtriton"
     cuda_home = env.get("CUDA_HOME")
     if cuda_home and _executable(Path(cuda_home) / "bin" / TILEIRAS):
         return str(Path(cuda_home) / "bin" / TILEIRAS), "CUDA_HOME"
@@ -188,6 +217,56 @@ def find_tileiras(env: Mapping[str, str]) -> tuple[str | None, str | None]:
     if on_path:
         return on_path, "PATH"
     return None, None
+
+
+def probe_backend_release() -> str | None:
+    """The CUDA Tile IR release nvtriton's TileIR backend says it targets (`get_tileir_version()`), or None."""
+    if not probe_tileir_backend():
+        return None
+    try:
+        from triton.backends.tileir import compiler  # nvtriton only; installed package code, not the user's
+
+        return str(compiler.get_tileir_version())
+    except Exception:
+        return None
+
+
+def probe_tileiras_package() -> str | None:
+    """The version of the `nvidia-cuda-tileiras` distribution (e.g. "13.4.92"), or None."""
+    try:
+        return importlib.metadata.version(TILEIRAS_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    except Exception:
+        return None
+
+
+def detect_release(env: Mapping[str, str] | None = None) -> tuple[str | None, str]:
+    """(release, how it was found): nvtriton's backend, then `tileiras --version`, then the
+    nvidia-cuda-tileiras package; (None, "none detected") when nothing names one."""
+    env = os.environ if env is None else env
+    backend = probe_backend_release()
+    if backend and re.match(r"\d+\.\d+", backend):
+        return backend, "nvtriton's TileIR backend"
+    path, where = find_tileiras(env)
+    version = probe_tileiras_version(path) if path else None
+    if version and re.match(r"\d+\.\d+", version):
+        return version.split(",")[0], f"tileiras --version ({where})"
+    package = probe_tileiras_package()
+    if package:
+        return ".".join(package.split(".")[:2]), f"the {TILEIRAS_DISTRIBUTION} package"
+    return None, "none detected"
+
+
+def choose_release(requested: str | None = None, env: Mapping[str, str] | None = None) -> Any:
+    """The release a command follows (`tileiropt.releases.Choice`): `requested` (--tileir-version or a
+    project's `tileir_version`), else the detected one, else the newest known."""
+    from tileiropt.releases import resolve_release
+
+    if requested:
+        return resolve_release(requested)
+    detected, via = detect_release(env)
+    return resolve_release(None, detected, via)
 
 
 # --------------------------------------------------------------------------- provenance API
@@ -263,12 +342,13 @@ class CheckReport:
     active_backend_error: str | None
     tileiras: dict[str, str | None]
     tileir_ready: bool
+    release: dict[str, Any] = field(default_factory=dict)  # the CUDA Tile IR release followed, and what it targets
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     recommendation: str = ""
 
 
-def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, blackwell: bool,
+def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, targeted: bool, release: Any,
              backend: str | None, backend_error: str | None) -> list[str]:
     reasons = []
     if not nvtriton:
@@ -277,9 +357,9 @@ def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, blac
         reasons.append("ENABLE_TILE is not 1")
     if gpu is None:
         reasons.append("no GPU")
-    elif not blackwell:
-        reasons.append(f"{gpu['name']} is sm_{gpu['capability'].replace('.', '')}; "
-                       "TileIR needs Blackwell (sm_100+)")
+    elif not targeted:
+        reasons.append(f"{gpu['name']} is sm_{gpu['capability'].replace('.', '')}; {release.label()} targets "
+                       f"{_architectures(release)}")
     if gpu is not None and backend != TILEIR_BACKEND:
         if backend is None:
             reasons.append(f"active backend unknown ({backend_error or 'no driver'})")
@@ -288,31 +368,41 @@ def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, blac
     return reasons
 
 
-def _recommendation(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, blackwell: bool,
+def _architectures(release: Any) -> str:
+    return ", ".join(release.architectures)
+
+
+def _recommendation(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, targeted: bool, release: Any,
                     backend: str | None, ready: bool) -> str:
     if ready:
         return "TileIR ready: validate and bench both PTX (ENABLE_TILE=0) and TileIR (ENABLE_TILE=1)"
     if gpu is None:
         return "no GPU: validate under TRITON_INTERPRET=1; TileIR configs are added but cannot run here"
-    if not blackwell:
-        return "PTX only; TileIR needs Blackwell (sm_100+) and nvtriton"
+    if not targeted:
+        newer = [r for r in _known().values() if r.targets(gpu["capability"])]
+        hint = f"; {newer[0].label()} targets it" if newer else ""
+        return f"PTX only: {release.label()} does not target sm_{gpu['capability'].replace('.', '')}{hint}"
     if not nvtriton:
-        return "Blackwell without nvtriton: PTX only; install nvtriton (Triton-to-tile-IR) to run TileIR"
+        return "PTX only: install nvtriton (Triton-to-tile-IR) to run TileIR on this GPU"
     if not enable_tile:
         return "set ENABLE_TILE=1 to run TileIR (ENABLE_TILE=0 runs PTX)"
     return (f"ENABLE_TILE=1 but the active backend is {backend or 'unknown'}: "
             "make sure nvtriton is the triton that Python imports")
 
 
-def check_environment(env: Mapping[str, str] | None = None) -> CheckReport:
+def check_environment(env: Mapping[str, str] | None = None, release: str | None = None) -> CheckReport:
     """Probe this machine. `env` (default `os.environ`) supplies the variables that are reported
     and searched (ENABLE_TILE, TRITON_TILEIRAS_PATH, CUDA_HOME, PATH, ...); the active backend is
-    the one this process sees."""
+    the one this process sees. `release` names the CUDA Tile IR release to judge by (default: the one
+    detected, else the newest known)."""
     env = os.environ if env is None else env
     dist = _triton_distribution()
     torch_info = probe_torch()
     gpu = probe_gpu()
     blackwell = bool(gpu) and (capability_major(gpu["capability"]) or 0) >= BLACKWELL_MAJOR
+    choice = choose_release(release, env)
+    chosen = choice.release
+    targeted = bool(gpu) and chosen.targets(gpu["capability"])
     nvtriton = bool(dist["tileir_backend"])
     enable_tile = env.get("ENABLE_TILE") == "1"
     backend, backend_error = probe_active_backend() if gpu is not None else (None, None)
@@ -321,9 +411,23 @@ def check_environment(env: Mapping[str, str] | None = None) -> CheckReport:
     tileiras = {"path": tileiras_path, "found_via": found_via,
                 "version": probe_tileiras_version(tileiras_path) if tileiras_path else None}
 
-    reasons = _reasons(nvtriton, enable_tile, gpu, blackwell, backend, backend_error)
+    reasons = _reasons(nvtriton, enable_tile, gpu, targeted, chosen, backend, backend_error)
     ready = not reasons
     warnings = _warnings(dist, env, nvtriton, enable_tile, tileiras)
+    if gpu is not None and targeted and f"sm_{gpu['capability'].replace('.', '')}" not in chosen.validated:
+        warnings.append(f"{chosen.label()} compiles for sm_{gpu['capability'].replace('.', '')}, but the "
+                        f"Triton-to-tile-IR backend is validated on {', '.join(chosen.validated)} only")
+    fallback_on = bool(chosen.fallback_variable) and env.get(chosen.fallback_variable or "") == "1"
+    if fallback_on:
+        warnings.append(f"{chosen.fallback_variable}=1: a kernel TileIR cannot compile runs on PTX silently; "
+                        "every TileIR record checks which backend compiled it")
+    elif env.get("TRITON_TILEIR_RUNTIME_FALLBACK") == "1" and not chosen.fallback_variable:
+        warnings.append(f"TRITON_TILEIR_RUNTIME_FALLBACK=1 has no effect on {chosen.label()} (no runtime fallback)")
+    release_info = {"version": chosen.version, "origin": choice.origin, "label": chosen.label(),
+                    "architectures": chosen.architectures, "validated": chosen.validated,
+                    "targets_this_gpu": targeted if gpu is not None else None,
+                    "fallback_variable": chosen.fallback_variable, "fallback_on": fallback_on,
+                    "occupancy": list(chosen.occupancy), "num_warps": chosen.num_warps}
     variables = {key: env.get(key) for key in ENV_KEYS}
     variables.update({key: env[key] for key in LEGACY_ENV_KEYS if key in env})
     return CheckReport(
@@ -337,9 +441,10 @@ def check_environment(env: Mapping[str, str] | None = None) -> CheckReport:
         active_backend_error=backend_error,
         tileiras=tileiras,
         tileir_ready=ready,
+        release=release_info,
         reasons=reasons,
         warnings=warnings,
-        recommendation=_recommendation(nvtriton, enable_tile, gpu, blackwell, backend, ready),
+        recommendation=_recommendation(nvtriton, enable_tile, gpu, targeted, chosen, backend, ready),
     )
 
 
@@ -374,6 +479,12 @@ def _warnings(dist: dict[str, Any], env: Mapping[str, str], nvtriton: bool, enab
 # --------------------------------------------------------------------------- human output
 
 
+def _known() -> dict[str, Any]:
+    from tileiropt.releases import known_releases
+
+    return known_releases()
+
+
 def _shown(value: Any) -> str:
     return "unset" if value is None else str(value)
 
@@ -404,13 +515,20 @@ def check_rows(report: CheckReport) -> list[tuple[str, str, str]]:
         ("triton distributions", installed, many),
         ("torch", _shown(report.torch["version"]), f"CUDA {cuda}" if cuda else "CPU build"),
         ("GPU", gpu["name"], gpu_note),
-        ("Blackwell", "yes" if report.blackwell else "no", "TileIR needs compute capability 10.0+"),
+        ("CUDA Tile IR", f"{report.release['version']} ({report.release['origin']})",
+         f"targets {', '.join(report.release['architectures'])}; Triton backend validated on "
+         f"{', '.join(report.release['validated'])}"),
+        ("targets this GPU", {True: "yes", False: "no", None: "n/a"}[report.release["targets_this_gpu"]],
+         "whether this release compiles for the GPU above"),
         ("ENABLE_TILE", _shown(env.get("ENABLE_TILE")), "1 selects TileIR under nvtriton"),
         ("active backend", report.active_backend or ("n/a" if gpu["capability"] is None else "unknown"),
          backend_note),
         ("tileiras", tileiras["path"] or "not found", tileiras_note),
         ("TILEIR_ENABLE_APPROX", _shown(env.get("TILEIR_ENABLE_APPROX")), "approximate math; off by default"),
         ("TILEIR_ENABLE_FTZ", _shown(env.get("TILEIR_ENABLE_FTZ")), "flush-to-zero; off by default"),
+        ("TRITON_TILEIR_RUNTIME_FALLBACK", _shown(env.get("TRITON_TILEIR_RUNTIME_FALLBACK")),
+         report.release["fallback_variable"] and "1: silent PTX fallback (13.4+); off by default"
+         or "no runtime fallback in this release"),
         ("TRITON_INTERPRET", _shown(env.get("TRITON_INTERPRET")), "1 runs kernels on the CPU interpreter"),
         ("TileIR ready", "yes" if report.tileir_ready else "no", "; ".join(report.reasons)),
     ]

@@ -22,11 +22,14 @@ from typing import Any
 
 from tileiropt.analysis.discovery import KernelInfo, Scan, scan
 from tileiropt.analysis.facts import TL, FactsBuilder, FunctionFacts
+from tileiropt.analysis.ir.check import check_file, ir_codes, ir_finding, same_file
+from tileiropt.analysis.ir.sandbox import Registry
 from tileiropt.analysis.params import ParamAnalysis, is_size_param
 from tileiropt.analysis.rules import ALL_RULES, Finding, KernelContext, Rule, select_rules, suppressed
 from tileiropt.analysis.source import read_source
 from tileiropt.errors import UserError
 from tileiropt.output import to_jsonable
+from tileiropt.releases import Release, newest
 
 CLASSES = ("dot", "norm", "elementwise", "reduction")
 STRATEGIES = {
@@ -67,13 +70,14 @@ class KernelRecord:
     size_params: list[str] = field(default_factory=list)  # integer problem sizes (never an address)
     in_place_params: list[str] = field(default_factory=list)  # pointers both read and written
     atomic_lines: list[int] = field(default_factory=list)  # atomic updates (a helper's: the call line)
+    ir: dict[str, Any] | None = None  # the IR check of an entry kernel (status, specializations, ...)
 
     def to_json(self) -> dict[str, Any]:
         data = to_jsonable(self)
         data["class"] = data.pop("kernel_class")
         order = ["file", "kernel", "line", "class", "confidence", "evidence", "strategy", "is_entry", "persistent",
                  "uses_tma", "uses_block_ptr", "findings", "tensor_of_pointer_lines", "calls", "pointer_params",
-                 "size_params", "in_place_params", "atomic_lines"]
+                 "size_params", "in_place_params", "atomic_lines", "ir"]
         return {key: data[key] for key in order}
 
 
@@ -93,14 +97,17 @@ class FileResult:
 
 
 def classify_paths(paths: Iterable[Path | str], select: list[str] | None = None,
-                   ignore: list[str] | None = None) -> list[FileResult]:
-    """Classify every `*.py` file under `paths` (files or folders, recursive).
+                   ignore: list[str] | None = None, release: Release | None = None, ir: bool = True,
+                   dtypes: list[str] | None = None) -> list[FileResult]:
+    """Classify every `*.py` file under `paths` (files or folders, recursive), linting for `release`
+    (default: the newest known).
 
     Raises UserError (exit 2) when a path does not exist; a file that does not parse becomes a
     FileResult with status "error" and the others are still processed.
     """
     rules = select_rules(ALL_RULES, select, ignore)
-    return [classify_file(path, rules=rules) for path in collect_files(paths)]
+    options = IROptions(registry=Registry(), dtypes=dtypes) if ir else None
+    return [classify_file(path, rules=rules, release=release, ir=options) for path in collect_files(paths)]
 
 
 def collect_files(paths: Iterable[Path | str]) -> list[Path]:
@@ -135,18 +142,20 @@ def _hidden(path: Path, root: Path) -> bool:
 
 
 def classify_file(path: Path | str, select: list[str] | None = None, ignore: list[str] | None = None,
-                  rules: list[Rule] | None = None) -> FileResult:
+                  rules: list[Rule] | None = None, release: Release | None = None,
+                  ir: IROptions | None = None) -> FileResult:
     """Classify the kernels of one file; problems with the file become a FileResult message."""
     path = Path(path)
     try:
         source = read_source(path)
     except UserError as exc:
         return FileResult(file=str(path), status="error", kernels=[], message=str(exc))
-    return classify_source(source, str(path), select=select, ignore=ignore, rules=rules)
+    return classify_source(source, str(path), select=select, ignore=ignore, rules=rules, release=release, ir=ir)
 
 
 def classify_source(source: str, path: str = "<string>", select: list[str] | None = None,
-                    ignore: list[str] | None = None, rules: list[Rule] | None = None) -> FileResult:
+                    ignore: list[str] | None = None, rules: list[Rule] | None = None,
+                    release: Release | None = None, ir: IROptions | None = None) -> FileResult:
     if rules is None:
         rules = select_rules(ALL_RULES, select, ignore)
     # A file without both words cannot define a Triton JIT function: skip the parse (speed only).
@@ -156,7 +165,7 @@ def classify_source(source: str, path: str = "<string>", select: list[str] | Non
         scanned = scan(source, path)
         if not scanned.module.kernels:
             return FileResult(file=path, status="no_kernels", kernels=[], message="no @triton.jit function")
-        return FileResult(file=path, status="ok", kernels=classify_scan(scanned, rules))
+        return FileResult(file=path, status="ok", kernels=classify_scan(scanned, rules, release, ir))
     except UserError as exc:
         return FileResult(file=path, status="error", kernels=[], message=str(exc))
     except (RecursionError, MemoryError):
@@ -169,7 +178,20 @@ def TOO_DEEP(path: str) -> UserError:  # noqa: N802 - reads as the error it buil
                      hint="split the deepest expression into named parts")
 
 
-def classify_scan(scanned: Scan, rules: list[Rule]) -> list[KernelRecord]:
+@dataclass
+class IROptions:
+    """How classify runs the IR check: a registry shared by the files of one run, and the dtypes to lower
+    with (a project's; None: assumed)."""
+
+    registry: Registry = field(default_factory=Registry)
+    dtypes: list[str] | None = None
+
+
+def classify_scan(scanned: Scan, rules: list[Rule], release: Release | None = None,
+                  ir: IROptions | None = None) -> list[KernelRecord]:
+    """Classify and lint the kernels of a scanned file for `release`; with `ir`, the IR check decides the
+    release-dependent findings on the lines it lowers."""
+    release = release or newest()
     module = scanned.module
     jit_functions = {node.name: node for node in scanned.kernel_nodes}
     builder = FactsBuilder(jit_functions, module.aliases, scanned.text)
@@ -186,10 +208,54 @@ def classify_scan(scanned: Scan, rules: list[Rule]) -> list[KernelRecord]:
         record.in_place_params = use.in_place
         record.atomic_lines = use.atomic_lines
         context = KernelContext(kernel=kernel, node=node, facts=own, kernel_class=record.kernel_class,
-                                scan=scanned)
+                                scan=scanned, release=release)
         record.findings = _lint(context, rules, scanned)
         records.append(record)
+    if ir is not None:
+        _merge_ir(scanned, records, rules, release, ir, builder)
     return records
+
+
+def _merge_ir(scanned: Scan, records: list[KernelRecord], rules: list[Rule], release: Release, ir: IROptions,
+              builder: FactsBuilder) -> None:
+    """Replace syntax findings of IR-visible features on the lines the TTIR covers with the IR's own."""
+    pointers = {r.kernel: set(r.pointer_params) for r in records}
+    result = check_file(scanned, pointers, release, ir.registry, ir.dtypes, builder)
+    by_name = {r.kernel: r for r in records}
+    if result.unavailable:
+        for record in records:
+            if record.is_entry:
+                record.ir = {"status": "not run", "reason": result.unavailable}
+        return
+    selected = {rule.code for rule in rules}
+    decided = ir_codes()
+    path = scanned.module.path
+    covered: set[int] = set()
+    for kernel_ir in result.kernels.values():
+        by_name[kernel_ir.kernel].ir = kernel_ir.summary()
+        for file, lines in kernel_ir.lines.items():
+            if same_file(file, path):
+                covered |= lines
+    spans = [(k.first_line, k.end_line, k.name) for k in scanned.module.kernels]
+    for record in records:
+        record.findings = [f for f in record.findings if not (f.code in decided and f.line in covered)]
+    for kernel_ir in result.kernels.values():
+        for hit in kernel_ir.hits:
+            finding = ir_finding(hit, path)
+            if finding.code not in selected:
+                continue
+            owner = by_name[kernel_ir.kernel]
+            if hit.file is not None and same_file(hit.file, path):
+                owner = next((by_name[name] for first, last, name in spans if first <= hit.line <= last), owner)
+            else:
+                finding.line = kernel_ir.call_line(hit.function, path) or owner.line
+            if suppressed(finding, scanned.text.line(finding.line)):
+                continue
+            if all((f.code, f.line, f.message) != (finding.code, finding.line, finding.message)
+                   for f in owner.findings):
+                owner.findings.append(finding)
+    for record in records:
+        record.findings.sort(key=lambda f: (f.line, f.code))
 
 
 # --------------------------------------------------------------------------- classification
@@ -325,7 +391,7 @@ def _lint(context: KernelContext, rules: list[Rule], scanned: Scan) -> list[Find
     findings: list[Finding] = []
     seen: set[tuple[str, int, str]] = set()
     for rule in rules:
-        for finding in rule.check(context):
+        for finding in rule.findings(context):
             key = (finding.code, finding.line, finding.message)
             if key in seen or suppressed(finding, scanned.text.line(finding.line)):
                 continue
@@ -340,5 +406,5 @@ def has_errors(results: list[FileResult]) -> bool:
     return any(f.severity == "error" for r in results for k in r.kernels for f in k.findings)
 
 
-__all__ = ["CLASSES", "STRATEGIES", "TL", "Evidence", "FileResult", "KernelRecord", "classify_file",
+__all__ = ["CLASSES", "STRATEGIES", "TL", "Evidence", "FileResult", "IROptions", "KernelRecord", "classify_file",
            "classify_paths", "classify_scan", "classify_source", "collect_files", "has_errors"]

@@ -18,16 +18,22 @@ _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "perf": "cyan"}
 
 
 def run_classify(paths: list[Path], select: list[str] | None = None, ignore: list[str] | None = None,
-                 strict: bool = False, json_output: bool = False) -> int:
-    """Classify and lint `paths`; print; return the exit code."""
-    results = classify_paths(paths, select=select, ignore=ignore)
+                 strict: bool = False, json_output: bool = False, tileir_version: str | None = None,
+                 ir: bool = True) -> int:
+    """Classify and lint `paths` for a CUDA Tile IR release; print; return the exit code."""
+    from tileiropt.environment import choose_release
+
+    choice = choose_release(tileir_version)
+    results = classify_paths(paths, select=select, ignore=ignore, release=choice.release, ir=ir)
     if not results:
         raise UserError("no Python files found", file=", ".join(str(p) for p in paths),
                         hint="pass .py files or folders that contain them")
     if json_output:
-        print_json(classify_json(results))
+        print_json(classify_json(results, choice))
     else:
         _print_human(results, explicit={Path(p).resolve() for p in paths if Path(p).is_file()})
+        console.print(f"lint for {choice.describe()}; {ir_summary(results) if ir else 'IR check off (--no-ir)'}",
+                      markup=False, soft_wrap=True)
     if all(r.status == "error" for r in results):
         if not json_output:
             err_console.print("[bold red]error[/]: no file could be parsed", soft_wrap=True)
@@ -37,12 +43,30 @@ def run_classify(paths: list[Path], select: list[str] | None = None, ignore: lis
     return int(ExitCode.OK)
 
 
-def classify_json(results: list[FileResult]) -> dict[str, Any]:
+def ir_counts(results: list[FileResult]) -> dict[str, int]:
+    """Entry kernels by IR-check status: checked / not needed / not run."""
+    counts = Counter(k.ir["status"] for r in results for k in r.kernels if k.ir is not None)
+    return {status: counts.get(status, 0) for status in ("checked", "not needed", "not run")}
+
+
+def ir_summary(results: list[FileResult]) -> str:
+    counts = ir_counts(results)
+    reasons = Counter(k.ir["reason"].split(":")[-1].strip()[:60] for r in results for k in r.kernels
+                      if k.ir is not None and k.ir["status"] == "not run")
+    why = f" (most often: {reasons.most_common(1)[0][0]})" if reasons else ""
+    return (f"IR check: {counts['checked']} kernels lowered to TTIR, {counts['not needed']} use only operations "
+            f"every release supports, {counts['not run']} could not be lowered from the source{why}; their syntax "
+            "findings stand")
+
+
+def classify_json(results: list[FileResult], choice: Any = None) -> dict[str, Any]:
     """The documented JSON document (docs/classify.md)."""
     kernels = [k.to_json() for r in results for k in r.kernels]
     severities = Counter(f["severity"] for k in kernels for f in k["findings"])
+    release = {"version": choice.release.version, "origin": choice.origin} if choice is not None else None
     return {
         "schema_version": SCHEMA_VERSION,
+        "release": release,
         "kernels": kernels,
         "files": [{"file": r.file, "status": r.status, "message": r.message, "kernels": len(r.kernels)}
                   for r in results],
@@ -53,6 +77,8 @@ def classify_json(results: list[FileResult]) -> dict[str, Any]:
             "kernels": len(kernels),
             "classes": {c: sum(k["class"] == c for k in kernels) for c in CLASSES},
             "findings": {s: severities.get(s, 0) for s in ("error", "warning", "perf")},
+            "findings_from_ir": sum(f["via"] == "ir" for k in kernels for f in k["findings"]),
+            "ir": ir_counts(results),
         },
     }
 

@@ -363,7 +363,7 @@ class _FunctionPass:
                 return Value(everything.flags)
             if name in LOADS:
                 pointer = _argument(node, args, keywords, 0, "pointer")
-                tile = pointer.has("tile")
+                tile = _tensor_of_pointers(pointer)
                 self._record("accesses", node, Access(line, pointer.bases, tile, "load", short, pointer))
                 if name != TL + "load":
                     self._record("descriptors", node, (line, short))
@@ -371,7 +371,7 @@ class _FunctionPass:
                 return Value(frozenset({"data", "tile"} if tile else {"data"}))
             if name in STORES:
                 pointer = _argument(node, args, keywords, 0, "pointer")
-                self._record("accesses", node, Access(line, pointer.bases, pointer.has("tile"), "store", short,
+                self._record("accesses", node, Access(line, pointer.bases, _tensor_of_pointers(pointer), "store", short,
                                                       pointer))
                 if name != TL + "store":
                     self._record("descriptors", node, (line, short))
@@ -427,6 +427,11 @@ class _FunctionPass:
             if func.id in ("range", "min", "max", "abs", "int", "float"):
                 return Value(everything.flags)
         return Value(everything.flags)
+
+
+def _tensor_of_pointers(pointer: Value) -> bool:
+    """A block-shaped address made of pointers (`x_ptr + offs[:, None]`), not a block pointer."""
+    return pointer.has("tile") and not pointer.has("block_ptr")
 
 
 def _reduced(argument: Value) -> Value:

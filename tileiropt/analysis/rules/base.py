@@ -20,6 +20,7 @@ from tileiropt.errors import UserError
 if TYPE_CHECKING:
     from tileiropt.analysis.discovery import KernelInfo, Scan
     from tileiropt.analysis.facts import CallFact, FunctionFacts
+    from tileiropt.releases import Release
 
 SEVERITIES = ("error", "warning", "perf")
 
@@ -31,6 +32,7 @@ class Finding:
     line: int
     message: str
     hint: str
+    via: str = "syntax"  # "syntax": found in the source; "ir": found in the kernel's TTIR
 
 
 @dataclass
@@ -42,6 +44,7 @@ class KernelContext:
     facts: FunctionFacts  # this function's own body (helpers are checked on their own)
     kernel_class: str  # "dot" | "norm" | "elementwise" | "reduction" (helpers included)
     scan: Scan
+    release: Release  # the CUDA Tile IR release the findings are for
 
     @property
     def aliases(self) -> dict[str, str]:
@@ -56,6 +59,10 @@ class KernelContext:
 
 
 class Rule:
+    """One lint rule. `feature` names what a release file rates (see tileiropt/releases): a rule for a
+    feature the release supports reports nothing; `partial` leaves the rule to look closer."""
+
+    feature: ClassVar[str | None] = None
     code: ClassVar[str]
     name: ClassVar[str]
     severity: ClassVar[str]
@@ -66,6 +73,13 @@ class Rule:
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
         raise NotImplementedError
+
+    def applies(self, ctx: KernelContext) -> bool:
+        return self.feature is None or ctx.release.status(self.feature) != "supported"
+
+    def findings(self, ctx: KernelContext) -> Iterable[Finding]:
+        """What the rule reports for this kernel under its release."""
+        return self.check(ctx) if self.applies(ctx) else ()
 
     def finding(self, line: int, message: str | None = None, hint: str | None = None,
                 severity: str | None = None) -> Finding:

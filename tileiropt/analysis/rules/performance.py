@@ -1,4 +1,4 @@
-"""Performance traps on TileIR (CUDA 13.1): legal code that runs slowly."""
+"""Performance traps on TileIR: legal code that runs slowly."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ class TensorOfPointerDot(Rule):
     code = "TIR201"
     name = "tensor-of-pointer-dot"
     severity = "perf"
-    message = "tensor-of-pointer load in a dot kernel: slow on TileIR (CUDA 13.1), which prefers TMA"
+    message = "tensor-of-pointer load in a dot kernel: slow on TileIR, which prefers TMA"
     hint = "load the tiles through a tensor descriptor (tl.make_tensor_descriptor or a host TensorDescriptor)"
     VALID = ["@triton.jit\ndef k(a_ptr, b_ptr, c_ptr, M, N, K):\n"
              "    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [64, 64])\n"
@@ -23,7 +23,12 @@ class TensorOfPointerDot(Rule):
              "    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [64, 64])\n"
              "    c_desc.store([0, 0], tl.dot(a_desc.load([0, 0]), b_desc.load([0, 0])))\n",
              "@triton.jit\ndef k(x_ptr, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
-             "    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)\n"]
+             "    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)\n",
+             "@triton.jit\ndef k(a_ptr, b_ptr, c_ptr, M, N, K):\n"  # block pointers are not tensors of pointers
+             "    a = tl.make_block_ptr(a_ptr, (M, K), (K, 1), (0, 0), (64, 64), (1, 0))\n"
+             "    b = tl.make_block_ptr(b_ptr, (K, N), (N, 1), (0, 0), (64, 64), (1, 0))\n"
+             "    c = tl.make_block_ptr(c_ptr, (M, N), (N, 1), (0, 0), (64, 64), (1, 0))\n"
+             "    tl.store(c, tl.dot(tl.load(a), tl.load(b)))\n"]
     INVALID = ["@triton.jit\ndef k(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
                "    a = tl.load(a_ptr + offs[:, None] * BLOCK + offs[None, :])\n"
                "    b = tl.load(b_ptr + offs[:, None] * BLOCK + offs[None, :])\n"
@@ -34,8 +39,8 @@ class TensorOfPointerDot(Rule):
             return
         for access in ctx.facts.accesses:
             if access.tile and access.name in ("tl.load", "tl.store"):
-                yield self.finding(access.line, f"tensor-of-pointer {access.kind} in a dot kernel: slow on TileIR "
-                                                 "(CUDA 13.1), which prefers TMA descriptors")
+                yield self.finding(access.line, f"tensor-of-pointer {access.kind} in a dot kernel: slow on "
+                                                 f"{ctx.release.label()}, which prefers TMA descriptors")
 
 
 class WideReductionBlock(Rule):

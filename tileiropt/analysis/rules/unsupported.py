@@ -1,5 +1,6 @@
-"""Operations the CUDA Tile IR backend does not support (CUDA 13.1): they fail to compile or
-make the kernel fall back to the PTX backend."""
+"""Operations a CUDA Tile IR release does not support: they fail to compile (or, where the release
+has runtime fallback and it is on, silently run on PTX). Each rule names the release `feature` it
+checks; what a release supports is data (tileiropt/releases/*.toml)."""
 
 from __future__ import annotations
 
@@ -18,17 +19,26 @@ DESCRIPTOR_UNSUPPORTED = frozenset({"gather", "scatter", "atomic_add", "atomic_a
                                     "atomic_or", "atomic_xor"})
 
 
+def on(ctx: KernelContext) -> str:
+    """`not supported by CUDA Tile IR 13.4` and the like: every message names its release."""
+    return f"not supported by {ctx.release.label()}"
+
+
 class _CallRule(Rule):
     """A rule that fires on every call to one of `names` (qualified Triton names)."""
 
     names: frozenset[str] = frozenset()
+    what: str = ""  # e.g. "tl.gather (tt.gather)"
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        note = ctx.release.feature(self.feature).note if self.feature else ""
         for call in ctx.calls_named(*self.names):
-            yield self.finding(call.line)
+            yield self.finding(call.line, f"{self.what} is {on(ctx)}" + (f" ({note})" if note else ""))
 
 
 class InlineAsm(_CallRule):
+    feature = "inline_asm"
+    what = "tl.inline_asm_elementwise (tt.elementwise_inline_asm)"
     code = "TIR001"
     name = "inline-asm"
     severity = "error"
@@ -44,6 +54,8 @@ class InlineAsm(_CallRule):
 
 
 class Gather(_CallRule):
+    feature = "gather"
+    what = "tl.gather (tt.gather)"
     code = "TIR002"
     name = "gather"
     severity = "error"
@@ -57,18 +69,33 @@ class Gather(_CallRule):
 
 
 class DotScaled(_CallRule):
+    feature = "dot_scaled"
+    what = "tl.dot_scaled (tt.dot_scaled)"
     code = "TIR003"
     name = "dot-scaled"
     severity = "error"
     message = "tl.dot_scaled is not supported by TileIR (tt.dot_scaled)"
     hint = "dequantise the operands and use tl.dot, or keep this kernel on the PTX backend"
     names = frozenset({TL + "dot_scaled"})
+
+    def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        feature = ctx.release.feature(self.feature)
+        for call in ctx.calls_named(*self.names):
+            formats = [a.value for a in call.node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            formats += [k.value.value for k in call.node.keywords if k.arg in ("lhs_format", "rhs_format")
+                        and isinstance(k.value, ast.Constant)]
+            if feature.status == "partial" and len(formats) == 2 and formats[0] == formats[1] \
+                    and formats[0] in feature.items("formats"):
+                continue
+            yield self.finding(call.line, f"tl.dot_scaled {' x '.join(formats) or '(formats known at run time)'} "
+                                          f"is {on(ctx)}" + (f" ({feature.note})" if feature.note else ""))
     VALID = ["@triton.jit\ndef k(a, b, c):\n    tl.store(c, tl.dot(tl.load(a), tl.load(b)))\n"]
     INVALID = ["@triton.jit\ndef k(a, sa, b, sb, c):\n"
                "    tl.store(c, tl.dot_scaled(tl.load(a), tl.load(sa), 'e4m3', tl.load(b), tl.load(sb), 'e4m3'))\n"]
 
 
 class ExternElementwise(Rule):
+    feature = "extern_elementwise"
     code = "TIR004"
     name = "extern-elementwise"
     severity = "error"
@@ -76,37 +103,47 @@ class ExternElementwise(Rule):
     hint = "use the tl.* equivalent (tl.exp, tl.sqrt, tl.rsqrt, ...) or write the formula out"
     VALID = [
         "@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr)\n    tl.store(x_ptr, tl.math.rsqrt(x) + tl.exp(x))\n",
+        "from triton.language.extra import libdevice\n@triton.jit\ndef k(x_ptr):\n"
+        "    tl.store(x_ptr, libdevice.tanh(tl.load(x_ptr)))\n",  # a mapped symbol
         "from triton.language.math import rsqrt\n@triton.jit\ndef k(x_ptr):\n"
         "    tl.store(x_ptr, rsqrt(tl.load(x_ptr)))\n",
     ]
     INVALID = [
         "from triton.language.extra import libdevice\n@triton.jit\ndef k(x_ptr):\n"
-        "    tl.store(x_ptr, libdevice.tanh(tl.load(x_ptr)))\n",
-        "from triton.language.extra.cuda.libdevice import tanh\n@triton.jit\ndef k(x_ptr):\n"
-        "    tl.store(x_ptr, tanh(tl.load(x_ptr)))\n",
-        "@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, tl.math.tanh(tl.load(x_ptr)))\n",
-        "@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, tl.extra.cuda.libdevice.pow(tl.load(x_ptr), 2.0))\n",
+        "    tl.store(x_ptr, libdevice.log1p(tl.load(x_ptr)))\n",
+        "from triton.language.extra.cuda.libdevice import expm1\n@triton.jit\ndef k(x_ptr):\n"
+        "    tl.store(x_ptr, expm1(tl.load(x_ptr)))\n",
+        "@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, tl.math.erfc(tl.load(x_ptr)))\n",
+        "@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, tl.extra.cuda.libdevice.cbrt(tl.load(x_ptr)))\n",
         "@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr)\n"
-        "    y = tl.extern_elementwise('', '', [x], {(tl.float32,): ('__nv_tanhf', tl.float32)}, is_pure=True)\n"
+        "    y = tl.extern_elementwise('', '', [x], {(tl.float32,): ('__nv_log1pf', tl.float32)}, is_pure=True)\n"
         "    tl.store(x_ptr, y)\n",
     ]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        mapped = set(ctx.release.feature(self.feature).items("mapped_symbols"))
         for call in ctx.facts.calls:
             name = call.name
             if name is None:
                 continue
             short = name.removeprefix("triton.language.")
+            function = short.rsplit(".", 1)[-1]
+            if {f"__nv_{function}", f"__nv_{function}f"} & mapped:
+                continue  # the release lowers this libdevice function
             if name.startswith(TL + "extra."):
-                yield self.finding(call.line, f"{short} is an extern (libdevice) call: not supported by TileIR")
+                yield self.finding(call.line, f"{short} is an extern (libdevice) call {on(ctx)}"
+                                              + (" (not among its mapped symbols)" if mapped else ""))
             elif name.startswith(TL + "math.") and name[len(TL + "math."):] not in MATH_BUILTINS:
-                yield self.finding(call.line, f"tl.{short} is a libdevice extern in this Triton spelling: "
-                                              "not supported by TileIR")
+                yield self.finding(call.line, f"tl.{short} is a libdevice extern in this Triton spelling, {on(ctx)}"
+                                              + (" (not among its mapped symbols)" if mapped else ""))
             elif name == TL + "extern_elementwise":
-                yield self.finding(call.line)
+                yield self.finding(call.line, f"tl.extern_elementwise is {on(ctx)} unless its symbol is one the "
+                                              "release maps", severity="warning" if mapped else None)
 
 
 class MapElementwise(_CallRule):
+    feature = "map_elementwise"
+    what = "tl.map_elementwise (tt.map_elementwise)"
     code = "TIR005"
     name = "map-elementwise"
     severity = "error"
@@ -119,6 +156,8 @@ class MapElementwise(_CallRule):
 
 
 class Erf(_CallRule):
+    feature = "erf"
+    what = "erf (math.erf)"
     code = "TIR006"
     name = "erf"
     severity = "error"
@@ -156,11 +195,16 @@ def _dtype_of(call: CallFact, ctx: KernelContext, keyword: str, index: int) -> s
     return None
 
 
-class AtomicRmwBf16(Rule):
+SHORT_DTYPES = {"bfloat16": "bf16", "float16": "f16"}  # Triton dtype names -> the TTIR spelling releases use
+FLOAT_KINDS = {"atomic_add": "fadd", "atomic_max": "max", "atomic_min": "min", "atomic_xchg": "exch"}
+
+
+class AtomicRmw16(Rule):
+    feature = "atomic_rmw_16bit"
     code = "TIR007"
-    name = "atomic-rmw-bf16"
+    name = "atomic-rmw-16bit"
     severity = "error"
-    message = "atomic read-modify-write on bfloat16 is not supported by TileIR (atomic_rmw)"
+    message = "atomic read-modify-write on a 16-bit float is not supported by this release (atomic_rmw)"
     hint = "accumulate in a float32 buffer and cast afterwards"
     rmw = ATOMICS - {TL + "atomic_cas"}
     VALID = [
@@ -173,21 +217,29 @@ class AtomicRmwBf16(Rule):
     ]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        feature = ctx.release.feature(self.feature)
+        dtypes = set(feature.items("dtypes"))
+        kinds = set(feature.items("supported_kinds")) if feature.status == "partial" else set()
+        names = " / ".join(sorted(name for name, short in SHORT_DTYPES.items() if short in dtypes))
         for call in ctx.calls_named(*self.rmw):
             op = call.name.removeprefix(TL)
+            if FLOAT_KINDS.get(op) in kinds:
+                continue  # the release supports this kind on 16-bit floats
             dtype = _dtype_of(call, ctx, "val", 1)
-            if dtype == "bfloat16":
-                yield self.finding(call.line, f"tl.{op} on bfloat16 is not supported by TileIR (atomic_rmw)")
+            if SHORT_DTYPES.get(dtype or "") in dtypes:
+                yield self.finding(call.line, f"tl.{op} on {dtype} is {on(ctx)} (atomic_rmw)")
             elif dtype is None:
                 yield self.finding(
                     call.line,
-                    f"tl.{op}: element type depends on runtime dtype; TileIR rejects atomic_rmw on bfloat16",
-                    hint="make sure the pointer never points to bfloat16 (accumulate in float32), or cast the "
-                         "value explicitly so the dtype is visible",
+                    f"tl.{op}: element type depends on runtime dtype; {ctx.release.label()} rejects atomic_rmw "
+                    f"on {names}",
+                    hint="make sure the pointer never points to a 16-bit float (accumulate in float32), or cast "
+                         "the value explicitly so the dtype is visible",
                     severity="warning")
 
 
 class AtomicCas16(Rule):
+    feature = "atomic_cas_16bit"
     code = "TIR008"
     name = "atomic-cas-16bit"
     severity = "error"
@@ -200,19 +252,21 @@ class AtomicCas16(Rule):
     ]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        dtypes = set(ctx.release.feature(self.feature).items("dtypes"))
         for call in ctx.calls_named(TL + "atomic_cas"):
             dtype = _dtype_of(call, ctx, "cmp", 1)
-            if dtype in ("float16", "bfloat16"):
-                yield self.finding(call.line, f"tl.atomic_cas on {dtype} is not supported by TileIR")
+            if SHORT_DTYPES.get(dtype or "") in dtypes:
+                yield self.finding(call.line, f"tl.atomic_cas on {dtype} is {on(ctx)}")
             elif dtype is None:
                 yield self.finding(
-                    call.line, "tl.atomic_cas: element type depends on runtime dtype; TileIR rejects "
-                               "atomic_cas on float16/bfloat16",
+                    call.line, f"tl.atomic_cas: element type depends on runtime dtype; {ctx.release.label()} "
+                               "rejects atomic_cas on float16/bfloat16",
                     hint="make sure the lock/flag buffer is int32 (or cast the pointer with tl.pointer_type)",
                     severity="warning")
 
 
 class RtzDowncast(Rule):
+    feature = "rtz_downcast"
     code = "TIR009"
     name = "rtz-downcast"
     severity = "error"
@@ -221,19 +275,33 @@ class RtzDowncast(Rule):
     VALID = ["@triton.jit\ndef k(x_ptr, y_ptr):\n    tl.store(y_ptr, tl.load(x_ptr).to(tl.float16))\n"]
     INVALID = [
         "@triton.jit\ndef k(x_ptr, y_ptr):\n"
+        "    tl.store(y_ptr, tl.load(x_ptr).to(tl.float8e5, fp_downcast_rounding='rtz'))\n",
+        "@triton.jit\ndef k(x_ptr, y_ptr):\n"
         "    tl.store(y_ptr, tl.load(x_ptr).to(tl.float16, fp_downcast_rounding='rtz'))\n",
         "@triton.jit\ndef k(x_ptr, y_ptr):\n"
         "    tl.store(y_ptr, tl.cast(tl.load(x_ptr), tl.bfloat16, fp_downcast_rounding=\"rtz\"))\n",
     ]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        feature = ctx.release.feature(self.feature)
         for call in ctx.facts.calls:
             if call.method != "to" and call.name != TL + "cast":
                 continue
             for keyword in call.node.keywords:
-                if (keyword.arg == "fp_downcast_rounding" and isinstance(keyword.value, ast.Constant)
+                if not (keyword.arg == "fp_downcast_rounding" and isinstance(keyword.value, ast.Constant)
                         and keyword.value.value == "rtz"):
-                    yield self.finding(call.line)
+                    continue
+                target = call.node.args[-1] if call.node.args else None
+                target_name = (call_name(target, ctx.aliases) or "").removeprefix(TL) if target is not None else ""
+                if feature.status == "partial" and not _fp8_e5(target_name, feature.items("unsupported_targets")):
+                    continue
+                yield self.finding(call.line, f"round-toward-zero downcast{' to ' + target_name if target_name else ''}"
+                                              f" is {on(ctx)}" + (f" ({feature.note})" if feature.note else ""))
+
+
+def _fp8_e5(name: str, unsupported: list[str]) -> bool:
+    """Is the Triton dtype `name` (float8e5, float8e5b16) one of the TTIR types a release lists (f8E5M2)?"""
+    return name.startswith("float8e5") and any(t.lower().startswith("f8e5") for t in unsupported)
 
 
 class TmaGatherScatterReduce(Rule):
@@ -247,17 +315,27 @@ class TmaGatherScatterReduce(Rule):
         "@triton.jit\ndef k(a_desc, idx_ptr):\n    rows = tl.load(idx_ptr + tl.arange(0, 8))\n"
         "    x = a_desc.gather(rows, 0)\n    a_desc.store([0, 0], x)\n",
         "@triton.jit\ndef k(x_ptr, M, N):\n    d = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [16, 16])\n"
-        "    d.atomic_add([0, 0], tl.zeros([16, 16], tl.float32))\n",
+        "    d.atomic_max([0, 0], tl.zeros([16, 16], tl.float32))\n",
     ]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
         descriptors = _descriptor_names(ctx)
+        moves, reduce = ctx.release.feature("tma_gather_scatter"), ctx.release.feature("tma_reduce")
+        float_kinds = reduce.items("unsupported_float_kinds")
         for call in ctx.facts.calls:
-            if (call.method in DESCRIPTOR_UNSUPPORTED and isinstance(call.receiver, ast.Name)
+            if not (call.method in DESCRIPTOR_UNSUPPORTED and isinstance(call.receiver, ast.Name)
                     and call.receiver.id in descriptors):
-                yield self.finding(call.line, f"{call.receiver.id}.{call.method}: TMA "
-                                              f"{'reduce' if call.method.startswith('atomic') else call.method} "
-                                              "is not supported by TileIR")
+                continue
+            where = f"{call.receiver.id}.{call.method}"
+            if not call.method.startswith("atomic"):
+                if moves.status != "supported":
+                    yield self.finding(call.line, f"{where}: TMA {call.method} is {on(ctx)}")
+            elif reduce.status == "unsupported":
+                yield self.finding(call.line, f"{where}: TMA reduce is {on(ctx)}")
+            elif reduce.status == "partial" and call.method.removeprefix("atomic_") in float_kinds:
+                yield self.finding(call.line, f"{where}: TMA reduce {call.method.removeprefix('atomic_')} on a "
+                                              f"floating-point tensor is {on(ctx)} (integers are fine)",
+                                   severity="warning")
 
 
 def _descriptor_names(ctx: KernelContext) -> set[str]:
@@ -280,6 +358,7 @@ def _descriptor_names(ctx: KernelContext) -> set[str]:
 
 
 class TmaPadding(Rule):
+    feature = "tma_padding"
     code = "TIR011"
     name = "tma-padding"
     severity = "error"
@@ -314,7 +393,7 @@ class TmaPadding(Rule):
                     value = keyword.value
                     if isinstance(value, ast.Constant) and value.value in ("zero", "", None):
                         continue
-                    yield self.finding(sub.lineno, f"TMA padding {ctx.source(value)} is not supported by TileIR "
+                    yield self.finding(sub.lineno, f"TMA padding {ctx.source(value)} is {on(ctx)} "
                                                    "(only the default zero padding)")
 
 
@@ -329,43 +408,34 @@ def _with_wrappers(ctx: KernelContext) -> list[ast.AST]:
 
 
 class Int64Offsets(Rule):
+    feature = "i64_descriptor_coordinates"
     code = "TIR012"
-    name = "int64-offsets"
+    name = "int64-descriptor-coordinates"
     severity = "error"
-    message = ("a value cast to int64 reaches a memory index: i64 memref indices are not supported by TileIR "
-               "(error for tensor-descriptor indices; warning for pointer offsets, which may still lower)")
-    hint = "keep offsets in int32 when the tensor has fewer than 2**31 elements (gate the cast on the size)"
+    message = "a value cast to int64 is a tensor-descriptor coordinate: i64 coordinates are not supported"
+    hint = "pass int32 coordinates (`.to(tl.int32)`); 64-bit pointer offsets are fine"
     VALID = ["@triton.jit\ndef k(x_ptr, stride):\n    row = tl.program_id(0)\n"
              "    tl.store(x_ptr + row * stride, 1.0)\n",
+             "@triton.jit\ndef k(x_ptr, stride):\n    row = tl.program_id(0).to(tl.int64)\n"
+             "    tl.store(x_ptr + row * stride, 1.0)\n",  # i64 pointer offsets are fine
              "@triton.jit\ndef k(x_ptr, out_ptr):\n    n = tl.load(x_ptr).to(tl.int64)\n    tl.store(out_ptr, n)\n"]
-    INVALID = ["@triton.jit\ndef k(x_ptr, stride):\n    row = tl.program_id(0).to(tl.int64)\n"
-               "    tl.store(x_ptr + row * stride, 1.0)\n",
-               "@triton.jit\ndef k(x_ptr, stride):\n    row = tl.program_id(0)\n"
-               "    x_ptr += tl.cast(row, tl.int64) * stride\n    tl.store(x_ptr, 1.0)\n",
-               "@triton.jit\ndef k(a_desc, M):\n    off = (tl.program_id(0) * 128).to(tl.int64)\n"
+    INVALID = ["@triton.jit\ndef k(a_desc, M):\n    off = (tl.program_id(0) * 128).to(tl.int64)\n"
                "    a_desc.store([off, 0], a_desc.load([off, 0]))\n"]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
         reported: set[int] = set()
         for access in ctx.facts.accesses:
-            descriptor = not access.name.startswith("tl.") or "descriptor" in access.name
+            if access.name.startswith("tl.") and "descriptor" not in access.name:
+                continue  # a pointer offset: 64-bit offsets lower fine
             for line in access.pointer.i64_lines():
-                if line in reported:
-                    continue
-                reported.add(line)
-                if descriptor:
-                    yield self.finding(line, f"cast to int64 reaches the index of {access.name} (line {access.line}): "
-                                             "i64 memref indices are not supported by TileIR")
-                else:
-                    yield self.finding(
-                        line, f"cast to int64 reaches the address of {access.name} (line {access.line}): TileIR "
-                              "lists i64 indices as unsupported (CUDA 13.1); pointer offsets may still lower",
-                        hint="check that this kernel compiles under ENABLE_TILE=1 without falling back to PTX; "
-                             "keep offsets in int32 where the tensor is small enough",
-                        severity="warning")
+                if line not in reported:
+                    reported.add(line)
+                    yield self.finding(line, f"cast to int64 reaches a coordinate of {access.name} (line "
+                                             f"{access.line}): i64 descriptor coordinates are {on(ctx)}")
 
 
 class BlockPointer(Rule):
+    feature = "block_pointer"
     code = "TIR013"
     name = "block-pointer"
     severity = "error"
@@ -379,9 +449,105 @@ class BlockPointer(Rule):
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
         for line, text in ctx.facts.block_pointers:
-            yield self.finding(line, f"{text}: block pointers are not supported by TileIR")
+            yield self.finding(line, f"{text}: block pointers are {on(ctx)}")
+
+
+class UnstructuredControlFlow(Rule):
+    feature = "unstructured_control_flow"
+    code = "TIR014"
+    name = "unstructured-control-flow"
+    severity = "error"
+    message = "a `return` before the end of a kernel becomes unstructured control flow (cf.cond_br)"
+    hint = "wrap the rest of the kernel in `if not <condition>:` instead of returning early, or mask the work"
+    VALID = ["@triton.jit\ndef k(x_ptr, n):\n    pid = tl.program_id(0)\n    if pid < n:\n"
+             "        tl.store(x_ptr + pid, 1.0)\n"]
+    INVALID = ["@triton.jit\ndef k(x_ptr, n):\n    pid = tl.program_id(0)\n    if pid >= n:\n        return\n"
+               "    tl.store(x_ptr + pid, 1.0)\n"]
+
+    def applies(self, ctx: KernelContext) -> bool:  # "partial" (structurable) is the common early return: fine
+        return ctx.release.status(self.feature) == "unsupported"
+
+    def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        last = ctx.node.body[-1] if ctx.node.body else None
+        for node in ast.walk(ctx.node):
+            if isinstance(node, ast.Return) and node is not last and not _tail_return(ctx.node.body, node):
+                yield self.finding(node.lineno, f"an early `return` becomes cf.cond_br: unstructured control flow "
+                                                f"is {on(ctx)}")
+
+
+def _tail_return(body: list[ast.stmt], node: ast.Return) -> bool:
+    """A return that ends the function on every path it is on (the last statement, or the last of a branch
+    of a final `if`)."""
+    if not body:
+        return False
+    last = body[-1]
+    if last is node:
+        return True
+    if isinstance(last, ast.If):
+        return _tail_return(last.body, node) or _tail_return(last.orelse, node)
+    return False
+
+
+class Histogram(_CallRule):
+    feature = "histogram"
+    what = "tl.histogram (tt.histogram)"
+    code = "TIR015"
+    name = "histogram"
+    severity = "error"
+    message = "tl.histogram is not supported by TileIR (tt.histogram)"
+    hint = "count with tl.sum over a comparison (tl.sum((x[:, None] == bins[None, :]).to(tl.int32), 0))"
+    names = frozenset({TL + "histogram"})
+    VALID = ["@triton.jit\ndef k(x_ptr, y_ptr):\n    offs = tl.arange(0, 16)\n"
+             "    tl.store(y_ptr + offs, tl.load(x_ptr + offs))\n"]
+    INVALID = ["@triton.jit\ndef k(x_ptr, y_ptr):\n    offs = tl.arange(0, 16)\n"
+               "    tl.store(y_ptr + offs, tl.histogram(tl.load(x_ptr + offs), 16))\n"]
+
+
+class NoInline(Rule):
+    feature = "noinline"
+    code = "TIR016"
+    name = "noinline"
+    severity = "error"
+    message = "a noinline JIT function (@triton.jit(noinline=True)) is not supported by TileIR"
+    hint = "drop noinline=True so the helper is inlined"
+    VALID = ["@triton.jit\ndef helper(x):\n    return x * 2\n\n@triton.jit\ndef k(x_ptr):\n"
+             "    tl.store(x_ptr, helper(tl.load(x_ptr)))\n"]
+    INVALID = ["@triton.jit(noinline=True)\ndef helper(x):\n    return x * 2\n\n@triton.jit\ndef k(x_ptr):\n"
+               "    tl.store(x_ptr, helper(tl.load(x_ptr)))\n"]
+
+    def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        for decorator in ctx.node.decorator_list:
+            if isinstance(decorator, ast.Call) and any(
+                    k.arg == "noinline" and isinstance(k.value, ast.Constant) and k.value.value is True
+                    for k in decorator.keywords):
+                yield self.finding(decorator.lineno, f"{ctx.kernel.name} is a noinline JIT function: {on(ctx)}")
+
+
+class Unsplat(Rule):
+    feature = "unsplat"
+    code = "TIR017"
+    name = "unsplat"
+    severity = "error"
+    message = "a one-element tensor turned into a scalar (tt.unsplat: x.item(), tl.reshape(x, ())) is not supported"
+    hint = "keep the value a one-element tensor (index with a mask, or reduce with tl.sum)"
+    VALID = ["@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr + tl.arange(0, 1))\n"
+             "    tl.store(x_ptr + tl.arange(0, 1), x * 2)\n"]
+    INVALID = ["@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr + tl.arange(0, 1))\n"
+               "    tl.store(x_ptr, x.item() * 2)\n",
+               "@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr + tl.arange(0, 1))\n"
+               "    tl.store(x_ptr, tl.reshape(x, ()) * 2)\n"]
+
+    def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        for call in ctx.facts.calls:
+            node = call.node
+            scalar = (call.method == "item" and not node.args) or (
+                (call.name == TL + "reshape" or call.method == "reshape") and node.args
+                and isinstance(node.args[-1], (ast.Tuple, ast.List)) and not node.args[-1].elts)
+            if scalar:
+                yield self.finding(call.line, f"`{ctx.source(node)}` becomes tt.unsplat: {on(ctx)}")
 
 
 RULES: list[Rule] = [InlineAsm(), Gather(), DotScaled(), ExternElementwise(), MapElementwise(), Erf(),
-                     AtomicRmwBf16(), AtomicCas16(), RtzDowncast(), TmaGatherScatterReduce(), TmaPadding(),
-                     Int64Offsets(), BlockPointer()]
+                     AtomicRmw16(), AtomicCas16(), RtzDowncast(), TmaGatherScatterReduce(), TmaPadding(),
+                     Int64Offsets(), BlockPointer(), UnstructuredControlFlow(), Histogram(), NoInline(),
+                     Unsplat()]

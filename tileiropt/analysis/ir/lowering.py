@@ -1,0 +1,114 @@
+"""Lower a rebuilt JIT function to TTIR for one specialization, on any machine (no GPU needed).
+
+`lower(fn, spec)` runs Triton's front end only (`ASTSource(...).make_ir(...)` for a Blackwell CUDA
+target): it builds the TTIR module the TileIR backend starts from, with every op's types and source
+location. It never compiles for a device and never launches anything. A lowering that runs past
+`TIMEOUT_S` (a huge `tl.static_range`, say) is stopped where the platform allows it (the main thread
+of a POSIX process).
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+TIMEOUT_S = 2.0
+TARGET = ("cuda", 100, 32)  # sm_100: the TTIR a Blackwell compile starts from
+
+
+class LoweringError(Exception):
+    """Triton could not lower the kernel for this specialization (message: Triton's own, one line)."""
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """One set of argument types and constexpr values to lower a kernel with."""
+
+    label: str  # "fp32", "bf16", "project float16", ...
+    signature: dict[str, str]  # parameter -> "*fp32" | "i32" | "fp32" | "constexpr"
+    constexprs: dict[str, Any]
+    assumed: bool  # dtypes guessed (not from a project or a capture)
+    float_dtype: str | None = None  # the dtype given to float tensors ("bf16"), None when not varied
+    guessed: tuple[str, ...] = field(default=())  # constexprs whose value is a guess
+
+
+@functools.lru_cache(maxsize=1)
+def _backend() -> tuple[Any, Any, Any]:
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+
+    target = GPUTarget(*TARGET)
+    backend = make_backend(target)
+    return target, backend, backend.parse_options({})
+
+
+def available() -> str | None:
+    """None when this Triton can lower kernels here; else why not (one line)."""
+    try:
+        from triton._C.libtriton import ir  # noqa: F401
+        from triton.compiler import ASTSource  # noqa: F401
+
+        _backend()
+    except Exception as exc:  # any failure means: no IR check with this Triton
+        return f"this Triton cannot lower kernels to TTIR here ({type(exc).__name__}: {exc})"
+    return None
+
+
+def lower(fn: Any, spec: Specialization) -> str:
+    """The TTIR text (with locations) of `fn` under `spec`; LoweringError with Triton's reason."""
+    from triton._C.libtriton import ir
+    from triton.compiler import ASTSource
+
+    target, backend, options = _backend()
+    try:
+        with _deadline(TIMEOUT_S):
+            source = ASTSource(fn, dict(spec.signature), dict(spec.constexprs))
+            context = ir.context()
+            ir.load_dialects(context)
+            backend.load_dialects(context)
+            module = source.make_ir(target, options, backend.get_codegen_implementation(options),
+                                    backend.get_module_map(), context)
+            return module.str()
+    except _Timeout:
+        raise LoweringError(f"lowering took longer than {TIMEOUT_S:g} s") from None
+    except RecursionError:
+        raise LoweringError("nested too deeply to lower") from None
+    except Exception as exc:  # Triton's CompilationError and friends: the kernel does not lower as guessed
+        raise LoweringError(_one_line(exc)) from None
+
+
+def _one_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip().strip("^~ ")]
+    # Triton's CompilationError prints the source around the error, then the message last.
+    message = lines[-1] if lines else type(exc).__name__
+    where = lines[0] if lines and lines[0].startswith("at ") else ""
+    return f"{type(exc).__name__} {where}: {message}".replace("  ", " ")[:300]
+
+
+class _Timeout(Exception):
+    pass
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise _Timeout after `seconds` (main thread of a POSIX process only; elsewhere no limit)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise _Timeout()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
