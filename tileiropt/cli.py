@@ -202,13 +202,15 @@ def apply(
         Path | None, typer.Option("--spaces", help="TOML file of TileIR config spaces (see templates/spaces.toml).")
     ] = None,
     max_configs: Annotated[int, typer.Option("--max-configs", help="Cap on TileIR configs added per kernel.")] = 16,
+    tileir_version: TileirVersionOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
     """Phase 3: write <stem>_tileir.py with TileIR configs and twins behind a backend gate (PTX path unchanged)."""
     from tileiropt.transform.command import run_apply
 
     code = run_apply(paths, output=output, in_place=in_place, dry_run=dry_run, diff=diff,
-                     json_output=json_output, spaces_file=spaces, max_configs=max_configs)
+                     json_output=json_output, spaces_file=spaces, max_configs=max_configs,
+                     tileir_version=tileir_version)
     raise typer.Exit(code)
 
 
@@ -335,6 +337,7 @@ def run(
                                    show_default=False)
     ] = None,
     capture_budget: CaptureBudgetOpt = None,
+    tileir_version: TileirVersionOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
     """All phases: check, compatibility, classify, apply, validate, bench, then report.md in the artifacts.
@@ -347,7 +350,7 @@ def run(
     command = list(ctx.args) or None
     code = run_run_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                            kernels=kernel, timeout=timeout, sizes=sizes, as_json=json_output, capture=command,
-                           capture_budget=_budget(capture_budget))
+                           capture_budget=_budget(capture_budget), tileir_version=tileir_version)
     raise typer.Exit(int(code))
 
 

@@ -89,6 +89,9 @@ class Pipeline:
         self.result = RunResult(phases=[], kernels=[kernel_info(s, self.bench_settings.sizes) for s in self.specs],
                                 stopped={}, artifacts=str(self.artifacts), command=command,
                                 project=str(project.file) if project.file else None)
+        from tileiropt.environment import choose_release
+
+        self.release = choose_release(project.tileir_version)  # every phase follows this CUDA Tile IR release
         self.validation: ValidateRun | None = None
         self.bench_failed = False
         self.capture_failed = False
@@ -148,7 +151,8 @@ class Pipeline:
     def check(self) -> PhaseResult:
         from tileiropt.environment import check_environment
 
-        report = check_environment()
+        report = check_environment(release=self.release.release.version)
+        report.release["origin"] = self.release.origin
         save_record(self.artifacts, CHECK_FILE, report)
         ready = "TileIR ready" if report.tileir_ready else "TileIR not ready: " + "; ".join(report.reasons)
         return PhaseResult("check", OK, detail=f"{report.gpu.get('name')}; {ready}")
@@ -174,10 +178,14 @@ class Pipeline:
     def classify(self) -> PhaseResult:
         from tileiropt.analysis.classify import classify_paths
         from tileiropt.analysis.command import classify_json
+        from tileiropt.analysis.ir.specialize import ir_dtype
 
         paths = list(dict.fromkeys(s.path for s in self.specs))  # static: even a stopped kernel is classified
-        results = classify_paths(paths)
-        save_record(self.artifacts, CLASSIFY_FILE, classify_json(results))
+        # the IR check lowers with the float dtypes the project (or a capture) uses: exact, not assumed
+        dtypes = sorted({ir_dtype(d) for s in self.specs for variant in s.dtypes for d in variant.values()
+                         if ir_dtype(d)}) or None
+        results = classify_paths(paths, release=self.release.release, dtypes=dtypes)
+        save_record(self.artifacts, CLASSIFY_FILE, classify_json(results, self.release))
         failed = {Path(r.file).resolve(): r.message or r.status for r in results if r.status == "error"}
         for spec in self.specs:
             if spec.path.resolve() in failed:
@@ -198,7 +206,7 @@ class Pipeline:
             done.add(spec.path)
             spec.optimized_path.parent.mkdir(parents=True, exist_ok=True)  # outside the project: under artifacts
             results, problems = apply_paths([spec.path], output=spec.optimized_path,
-                                            max_configs=self.project.max_configs)
+                                            max_configs=self.project.max_configs, release=self.release.release)
             files += [result_record(r) for r in results]
             errors += [{"file": e.path, "error": e.error} for e in problems]
         save_record(self.artifacts, APPLY_FILE, {"dry_run": False, "files": files, "errors": errors})

@@ -52,7 +52,7 @@ _KERNEL_KEYS = {"name", "path", "module", "entry", "call", "reference", "inputs"
 _CALL_SCOPE = {"torch", "F", "math"}  # besides inputs, dims, args and the module's names
 _DEFAULT_KEYS = {"sizes", "dtypes", "atol", "rtol", "timeout", "seed"}
 _TOP_KEYS = {"project", "defaults", "kernel"}
-_PROJECT_KEYS = {"artifacts", "max_configs", "capture", "capture_files", "capture_budget"}
+_PROJECT_KEYS = {"artifacts", "max_configs", "capture", "capture_files", "capture_budget", "tileir_version"}
 
 
 @dataclass
@@ -131,6 +131,7 @@ class Project:
     artifacts: Path
     max_configs: int = 16
     capture: CaptureRequest | None = None
+    tileir_version: str | None = None  # the CUDA Tile IR release to target (None: detected, else the newest)
 
     def select(self, names: list[str] | None) -> list[KernelSpec]:
         if not names:
@@ -464,8 +465,19 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
         raise where.error("project.max_configs", f"must be a positive integer, got {max_configs!r}")
     if capture is not None and not capture.files:
         capture.files = list(dict.fromkeys(k.path for k in kernels))
+    tileir_version = project.get("tileir_version")
+    if tileir_version is not None:
+        from tileiropt.releases import get_release
+
+        if not isinstance(tileir_version, str):
+            raise where.error("project.tileir_version", f"must be a release string like \"13.4\", got "
+                                                        f"{tileir_version!r}")
+        try:
+            get_release(tileir_version)
+        except UserError as exc:
+            raise where.error("project.tileir_version", exc.message, exc.hint) from None
     return Project(file=file, root=root, kernels=kernels, artifacts=(root / artifacts), max_configs=max_configs,
-                   capture=capture)
+                   capture=capture, tileir_version=tileir_version)
 
 
 def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest | None:

@@ -60,9 +60,14 @@ def run_run_command(
     as_json: bool = False,
     capture: list[str] | None = None,
     capture_budget: float | None = None,
+    tileir_version: str | None = None,
 ) -> ExitCode:
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                              capture=capture, may_capture=True)
+    if tileir_version is not None:
+        from tileiropt.releases import get_release
+
+        project.tileir_version = get_release(tileir_version).version  # over the project's own key
     if project.capture is not None and capture_budget is not None:
         project.capture.budget = capture_budget
     settings = BenchSettings(timeout=timeout, sizes=sizes or None)

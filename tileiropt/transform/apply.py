@@ -24,10 +24,19 @@ if TYPE_CHECKING:
 
 from tileiropt.analysis.discovery import KernelInfo, ModuleInfo, scan
 from tileiropt.errors import UserError
+from tileiropt.releases import Release, newest
 from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
 from tileiropt.transform.gate import ACTIVE_FLAG, GATE_MARKER, GATE_SOURCE
 from tileiropt.transform.math_rewrites import rewrite_math
-from tileiropt.transform.spaces import DEFAULT_MAX_CONFIGS, Space, TileIRConfig, load_spaces, tile_sizes, tileir_configs
+from tileiropt.transform.spaces import (
+    DEFAULT_MAX_CONFIGS,
+    Space,
+    TileIRConfig,
+    load_spaces,
+    space_for_release,
+    tile_sizes,
+    tileir_configs,
+)
 from tileiropt.transform.tma import GUARD, POINTER_SUFFIX, TmaResult, dispatch_statement, persistent_step, plan_tma
 from tileiropt.transform.tma_runtime import RUNTIME_SOURCE
 
@@ -266,8 +275,12 @@ def _for_each_path(paths: list[str], target: str, lines: list[str]) -> list[str]
 
 
 def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, records: dict[str, KernelRecord],
-                 spaces: dict[str, Space], cap: int, classify: ClassifyFn | None = None) -> dict[str, _Plan]:
-    """A plan per kernel from the analysis' records (class, pointers, sizes); `classify` overrides the class."""
+                 spaces: dict[str, Space], cap: int, classify: ClassifyFn | None = None,
+                 release: Release | None = None) -> dict[str, _Plan]:
+    """A plan per kernel from the analysis' records (class, pointers, sizes); `classify` overrides the class.
+    `release` (default: the newest known) decides the math rewrites and bounds the occupancy hint."""
+    release = release or newest()
+    spaces = {name: space_for_release(space, release) for name, space in spaces.items()}
     nodes = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
     source_lines = source.splitlines(keepends=True)
     plans: dict[str, _Plan] = {}
@@ -284,7 +297,8 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, records: dic
             plan.report.skipped.append("not a module-level function: left alone")
             continue
         function_source = _function_source(source_lines, kernel)
-        twin, rewrites = rewrite_math(node, info.tl_names, function_source, kernel.first_line)
+        twin, rewrites = (rewrite_math(node, info.tl_names, function_source, kernel.first_line)
+                          if release.exp_to_exp2 else (node, []))
         target = kernel.name
         if rewrites:
             plan.twin = twin.with_changes(name=cst.Name(kernel.name + TWIN_SUFFIX))
@@ -292,9 +306,13 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, records: dic
             target = plan.report.twin
             for rewrite in rewrites:
                 plan.report.changes.append(Change(rewrite.line, f"twin {target}: {rewrite.what}",
-                                                  "TileIR's compiler does not rewrite exp into ex2 + mul itself"))
+                                                  f"{release.label()}'s compiler does not rewrite exp into ex2 + "
+                                                  "mul itself"))
         paths = [target]  # the kernels the TileIR configs go to
         tma = _plan_tma(kernel, kernel_class, twin, info, function_source, plan)
+        if release.num_warps == "hint" and kernel.autotune is not None:
+            plan.report.changes.append(Change(kernel.line, f"num_warps kept in the TileIR configs: {release.label()} "
+                                              f"takes it as a hint", release.num_warps_note))
         if tma is not None:
             paths = [plan.report.twin, kernel.name + TWIN_SUFFIX + POINTER_SUFFIX]  # type: ignore[list-item]
             target = paths[0]
@@ -400,7 +418,8 @@ def _gate_statements(gate: cst.Module) -> list[cst.BaseStatement]:
 
 
 def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, Space] | None = None,
-                     max_configs: int = DEFAULT_MAX_CONFIGS, classify: ClassifyFn | None = None) -> ApplyResult:
+                     max_configs: int = DEFAULT_MAX_CONFIGS, classify: ClassifyFn | None = None,
+                     release: Release | None = None) -> ApplyResult:
     """Plan and rewrite one module's source; nothing is written."""
     if GATE_MARKER in source:
         return ApplyResult(path, None, True, [], source, source)
@@ -414,7 +433,7 @@ def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, S
                             hint="point apply at a file that defines @triton.jit kernels")
         records = {record.kernel: record for record in classify_scan(scanned, rules=[])}
         module = cst.parse_module(source)
-        plans = plan_kernels(info, module, source, records, spaces or load_spaces(), max_configs, classify)
+        plans = plan_kernels(info, module, source, records, spaces or load_spaces(), max_configs, classify, release)
         new_source = rewrite_module(module, plans).code if any(p.block or p.twin for p in plans.values()) else source
     except RecursionError:
         raise TOO_DEEP(path) from None
@@ -431,7 +450,7 @@ def output_path_for(path: Path, output: Path | None, in_place: bool) -> Path:
 
 def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,
                spaces: dict[str, Space] | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
-               classify: ClassifyFn | None = None) -> ApplyResult:
+               classify: ClassifyFn | None = None, release: Release | None = None) -> ApplyResult:
     """Transform one kernel file and write the result (atomically) unless `dry_run`.
 
     The input is never overwritten unless `in_place`; then the original is kept beside it as
@@ -449,7 +468,8 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
     if target.resolve() == path.resolve() and not in_place:
         raise UserError("the output would overwrite the input", file=str(path),
                         hint="pass --in-place to rewrite the file itself (a .orig backup is kept)")
-    result = transform_source(source, str(path), spaces=spaces, max_configs=max_configs, classify=classify)
+    result = transform_source(source, str(path), spaces=spaces, max_configs=max_configs, classify=classify,
+                              release=release)
     result.output = str(target)
     if dry_run or result.already_prepared:  # a prepared file is its own output: nothing to write
         return result

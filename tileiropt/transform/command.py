@@ -12,6 +12,7 @@ from rich.table import Table
 from tileiropt.analysis.classify import collect_files
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
+from tileiropt.releases import Release
 from tileiropt.transform.apply import ApplyResult, apply_file
 from tileiropt.transform.spaces import DEFAULT_MAX_CONFIGS, load_spaces
 
@@ -34,7 +35,7 @@ def kernel_files(paths: list[Path]) -> tuple[list[Path], set[Path]]:
 
 def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,
                 spaces_file: Path | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
-                ) -> tuple[list[ApplyResult], list[FileError]]:
+                release: Release | None = None) -> tuple[list[ApplyResult], list[FileError]]:
     """Transform every file; a file found in a folder that holds no kernel is passed over, not an error."""
     files, found = kernel_files(paths)
     if output is not None and len(files) != 1:
@@ -48,7 +49,7 @@ def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool
             continue
         try:
             results.append(apply_file(file, output=output, in_place=in_place, dry_run=dry_run,
-                                      spaces=spaces, max_configs=max_configs))
+                                      spaces=spaces, max_configs=max_configs, release=release))
         except UserError as exc:
             errors.append(FileError(str(file), str(exc)))
         except (Exception, RecursionError) as exc:  # one file the rewriter cannot handle never stops the others
@@ -105,13 +106,17 @@ def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_ru
 
 
 def run_apply(paths: list[Path], *, output: Path | None, in_place: bool, dry_run: bool, diff: bool,
-              json_output: bool, spaces_file: Path | None, max_configs: int) -> int:
+              json_output: bool, spaces_file: Path | None, max_configs: int, tileir_version: str | None = None) -> int:
+    from tileiropt.environment import choose_release
+
     if max_configs < 1:
         raise UserError("--max-configs must be at least 1")
+    choice = choose_release(tileir_version)
     results, errors = apply_paths(paths, output=output, in_place=in_place, dry_run=dry_run,
-                                  spaces_file=spaces_file, max_configs=max_configs)
+                                  spaces_file=spaces_file, max_configs=max_configs, release=choice.release)
     if json_output:
-        print_json({"dry_run": dry_run, "files": [result_record(r) for r in results],
+        print_json({"dry_run": dry_run, "release": {"version": choice.release.version, "origin": choice.origin},
+                    "files": [result_record(r) for r in results],
                     "errors": [{"file": e.path, "error": e.error} for e in errors]})
     elif diff:
         for result in results:  # raw text: a diff must not be wrapped to the terminal's width
@@ -121,4 +126,5 @@ def run_apply(paths: list[Path], *, output: Path | None, in_place: bool, dry_run
             err_console.print(f"[bold red]error[/]: {escape(error.error)}", soft_wrap=True)
     else:
         print_results(results, errors, dry_run=dry_run)
+        console.print(f"TileIR code written for {choice.describe()}", markup=False, soft_wrap=True)
     return int(ExitCode.BAD_INPUT if errors else ExitCode.OK)

@@ -17,6 +17,7 @@ else:  # pragma: no cover
 from tileiropt.analysis.source import read_regular_file
 from tileiropt.errors import UserError
 from tileiropt.project_template import read_template
+from tileiropt.releases import Release
 from tileiropt.transform.gate_shared import _tileiropt_candidates
 
 KERNEL_CLASSES = ("dot", "norm", "elementwise", "reduction")
@@ -44,6 +45,12 @@ class Space:
     num_ctas: list[int]
     num_stages: list[int]
     tiles: dict[str, list[int]] = field(default_factory=dict)
+
+
+def space_for_release(space: Space, release: Release) -> Space:
+    """`space` with the occupancy values `release` accepts (its range; the lowest when none is left)."""
+    occupancy = release.clamp_occupancy(space.occupancy) or [release.occupancy[0]]
+    return Space(occupancy, list(space.num_ctas), list(space.num_stages), dict(space.tiles))
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,8 @@ def plan_tma(function: cst.FunctionDef, kernel: KernelInfo, info: ModuleInfo, so
     tl = "tl" if "tl" in info.tl_names else (sorted(info.tl_names)[0] if info.tl_names else "tl")
     text = code(function)
     lines = _Lines(source if source is not None else text, first_line)
-    for marker, reason in (("make_block_ptr", "block pointers (tl.make_block_ptr), which TileIR does not support"),
+    for marker, reason in (("make_block_ptr", "it uses block pointers (tl.make_block_ptr); the rewrite starts "
+                                              "from pointer loads"),
                            ("make_tensor_descriptor", "it builds tensor descriptors already")):
         if f".{marker}(" in text or f"_experimental_{marker}(" in text:
             return TmaResult(None, skipped=[f"no TMA twin: {reason}"])

@@ -39,6 +39,13 @@ _TRITON_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "int
                   "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "i1", "float64": "fp64"}
 
 
+def ir_dtype(name: str) -> str | None:
+    """A project's or a capture's float dtype name ("bfloat16", "torch.float16") as the IR check lowers it
+    ("bf16"); None for other dtypes (integer tensors keep their own guessed type)."""
+    short = _TRITON_DTYPES.get(str(name).removeprefix("torch.").strip())
+    return short if short in FLOAT_DTYPES else None
+
+
 class NotLowerable(Exception):
     """The kernel's parameters cannot be typed from the source (the reason is the message)."""
 
