@@ -18,6 +18,7 @@ for want of a GPU is not a failure), 1 a kernel stopped or a benchmark errored, 
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -311,12 +312,22 @@ class Pipeline:
     # ------------------------------------------------------------------ all of it
 
     def run(self) -> RunResult:
+        from tileiropt.runtime.backends import RELEASE_ENV
+
         started = time.monotonic()
         self.result.started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        for name in PHASES[:-1]:
-            if name == "capture" and self.project.capture is None:
-                continue
-            self.phase(name, getattr(self, name))
+        before = os.environ.get(RELEASE_ENV)
+        os.environ[RELEASE_ENV] = self.release.release.version  # the workers follow the same release
+        try:
+            for name in PHASES[:-1]:
+                if name == "capture" and self.project.capture is None:
+                    continue
+                self.phase(name, getattr(self, name))
+        finally:
+            if before is None:
+                os.environ.pop(RELEASE_ENV, None)
+            else:
+                os.environ[RELEASE_ENV] = before
         failed = bool(self.result.stopped) or self.bench_failed or self.capture_failed
         self.result.exit_code = int(ExitCode.FAILED if failed else ExitCode.OK)
         self.result.seconds = round(time.monotonic() - started, 3)  # every phase but the report's rendering

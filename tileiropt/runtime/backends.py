@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 FORCE_TILEIR_ENV = "TILEIROPT_FORCE_TILEIR"
+RELEASE_ENV = "TILEIROPT_TILEIR_VERSION"  # the CUDA Tile IR release a run follows, for its workers
 
 
 @dataclass(frozen=True)

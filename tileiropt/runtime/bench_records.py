@@ -15,7 +15,7 @@ from typing import Any
 
 from tileiropt.errors import ExitCode
 from tileiropt.output import count_statuses, dataclass_from_dict, load_record_file, save_record_file
-from tileiropt.runtime.records import Provenance
+from tileiropt.runtime.records import Provenance, fallback_note
 
 SCHEMA_VERSION = 1
 BENCH_FILE = "bench.json"
@@ -313,12 +313,10 @@ def mark_fallback(row: BenchRow) -> None:
     compiled = row.provenance.compiled_backend
     if row.backend != TILEIR or not compiled:
         return
-    others = sorted(b for b in compiled.split(",") if b != "tileir")
-    row.provenance.fallback = bool(others)
-    if others:
-        note = f"fallback: compiled by {', '.join(others)}, not tileir"
-        if note not in row.reason:
-            row.reason = f"{row.reason}; {note}" if row.reason else note
+    note = fallback_note(compiled, "tileir", row.provenance)
+    row.provenance.fallback = note is not None
+    if note is not None and note not in row.reason:
+        row.reason = f"{row.reason}; {note}" if row.reason else note
 
 
 # --------------------------------------------------------------------------- JSON

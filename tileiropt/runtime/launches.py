@@ -34,13 +34,40 @@ def _target_backend(target: Any) -> str | None:
     return str(backend) if backend else None
 
 
+# Intermediate files by backend: TileIR's pipeline is ttir -> tileIR -> cubin; PTX's ttir -> ttgir -> llir -> ptx.
+_STAGE_BACKENDS = {"tileIR": "tileir", "ttgir": "cuda", "ptx": "cuda", "llir": "cuda"}
+
+
 def compiled_backend(compiled: Any) -> str | None:
-    """The backend that produced a compiled kernel (`CompiledKernel.metadata.target.backend`)."""
+    """The backend that produced a compiled kernel: `CompiledKernel.metadata.target.backend`, else the stages it
+    kept (`asm` keys), else the files of its cache folder (`<kernel>.tileIR` vs `.ttgir`/`.ptx`)."""
     metadata = getattr(compiled, "metadata", None)
     target = getattr(metadata, "target", None)
     if target is None and isinstance(metadata, dict):
         target = metadata.get("target")
-    return _target_backend(target)
+    return _target_backend(target) or stage_backend(_stages(compiled))
+
+
+def stage_backend(stages: set[str]) -> str | None:
+    """"tileir" when a TileIR stage is among `stages` (asm keys or cache-file suffixes), "cuda" for PTX's."""
+    found = {_STAGE_BACKENDS[s] for s in stages if s in _STAGE_BACKENDS}
+    return "tileir" if "tileir" in found else ("cuda" if found else None)
+
+
+def _stages(compiled: Any) -> set[str]:
+    asm = getattr(compiled, "asm", None)
+    if isinstance(asm, dict) and asm:
+        return set(asm)
+    digest = getattr(compiled, "hash", None)
+    if not isinstance(digest, str):
+        return set()
+    try:
+        from triton.runtime.cache import get_cache_manager
+
+        folder = getattr(get_cache_manager(digest), "cache_dir", None)
+        return {name.rsplit(".", 1)[-1] for name in os.listdir(folder)} if folder else set()
+    except Exception:  # no cache manager or folder in this Triton: the metadata is all there is
+        return set()
 
 
 def cached_backends(jit_function: Any) -> set[str]:

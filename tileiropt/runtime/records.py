@@ -42,6 +42,19 @@ class Provenance:
     triton_distribution: str | None = None
     triton_version: str | None = None
     torch_version: str | None = None
+    tileir_release: str | None = None  # the CUDA Tile IR release a TileIR record ran under
+    fallback_enabled: bool = False  # the release's runtime fallback to PTX was on (silent when it happens)
+
+
+def fallback_note(compiled: str | None, expected: str, provenance: Provenance) -> str | None:
+    """Why a TileIR record is not a TileIR number: which backend compiled its kernels instead, and why that
+    could happen silently. None when every kernel was compiled by `expected`."""
+    others = sorted(b for b in (compiled or "").split(",") if b and b != expected)
+    if not others:
+        return None
+    why = (f" (runtime fallback is on: {provenance.tileir_release} reran the kernel on PTX after TileIR could not "
+           "compile it)" if provenance.fallback_enabled else "")
+    return f"fallback: compiled by {', '.join(others)}, not {expected}{why}"
 
 
 @dataclass

@@ -25,7 +25,7 @@ from typing import Any
 
 from tileiropt.errors import UserError, check_seconds
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
-from tileiropt.runtime.backends import BACKENDS, Backend, backend_env, default_backends
+from tileiropt.runtime.backends import BACKENDS, RELEASE_ENV, Backend, backend_env, default_backends
 from tileiropt.runtime.cases import Case, record_for
 from tileiropt.runtime.records import (
     ERROR,
@@ -59,18 +59,20 @@ class Machine:
         return self.device.get("name") not in (None, "cpu")
 
     @classmethod
-    def probe(cls) -> Machine:
-        from tileiropt.environment import capability_major, device_description, triton_distribution
+    def probe(cls, release: str | None = None) -> Machine:
+        """This machine, judged for the CUDA Tile IR `release` (default: detected, else the newest known)."""
+        from tileiropt.environment import choose_release, device_description, triton_distribution
 
         device = device_description()
+        chosen = choose_release(release or os.environ.get(RELEASE_ENV) or None).release
         blockers = []
         if not triton_distribution().get("tileir_backend"):
             blockers.append("nvtriton is not installed (triton.backends.tileir not found)")
         if device.get("name") in (None, "cpu"):
             blockers.append("no GPU")
-        elif (capability_major(device.get("capability")) or 0) < 10:
+        elif not chosen.targets(device.get("capability")):
             blockers.append(f"{device['name']} is sm_{str(device.get('capability')).replace('.', '')}; "
-                            "TileIR needs Blackwell (sm_100+)")
+                            f"{chosen.label()} targets {', '.join(chosen.architectures)}")
         return cls(device=device, tileir_blockers=blockers)
 
 
@@ -90,7 +92,7 @@ class WorkerProcess:
     def __init__(self, backend: Backend, job: dict[str, Any], module: str = "tileiropt.runtime.worker",
                  extra_env: dict[str, str] | None = None):
         env = backend_env(backend)
-        env.update(extra_env or {})
+        env.update(extra_env or {})  # RELEASE_ENV travels in the parent's environment (set by the pipeline)
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from tileiropt.runtime import loading, replay, stand_ins
-from tileiropt.runtime.backends import BACKENDS, Backend
+from tileiropt.runtime.backends import BACKENDS, RELEASE_ENV, Backend
 from tileiropt.runtime.cases import Case, record_for
-from tileiropt.runtime.records import ERROR, FAIL, NONE, NOT_RUN, PASS, PREPARE, Provenance
+from tileiropt.runtime.records import ERROR, FAIL, NONE, NOT_RUN, PASS, PREPARE, Provenance, fallback_note
 
 _POISONED = re.compile(r"illegal memory access|device-side assert|CUDA error|unspecified launch failure",
                        re.IGNORECASE)
@@ -58,12 +58,20 @@ def base_provenance(backend: Backend) -> Provenance:
     from tileiropt.environment import CPU_DEVICE, device_description, triton_distribution
 
     dist = triton_distribution()
-    return Provenance(
+    provenance = Provenance(
         device=dict(CPU_DEVICE) if backend.interpreted else device_description(),
         triton_distribution=dist.get("name"),
         triton_version=dist.get("version"),
         torch_version=str(torch.__version__),
     )
+    if backend.expected_backend == "tileir":
+        from tileiropt.environment import choose_release
+
+        release = choose_release(os.environ.get(RELEASE_ENV) or None).release
+        provenance.tileir_release = release.label()
+        provenance.fallback_enabled = bool(release.fallback_variable) and \
+            os.environ.get(release.fallback_variable or "") == "1"
+    return provenance
 
 
 def _install_allocator(device: str) -> None:
@@ -293,7 +301,7 @@ class CaseRunner:
         seconds = time.perf_counter() - started
         reason = result.reason
         if provenance.fallback:
-            note = f"fallback: compiled by {provenance.compiled_backend}, not {self.backend.expected_backend}"
+            note = fallback_note(provenance.compiled_backend, self.backend.expected_backend, provenance)
             reason = f"{reason}; {note}" if reason else note
         status = PASS if result.ok else FAIL
         if status == FAIL and self.backend.interpreted and "bfloat16" in case.dtypes.values():
@@ -311,7 +319,7 @@ class CaseRunner:
         provenance.kernels = dict(launches.kernels)
         provenance.compiled_backend = launches.backend_summary()
         if self.backend.name == "tileir" and provenance.compiled_backend:
-            provenance.fallback = any(b != "tileir" for b in provenance.compiled_backend.split(","))
+            provenance.fallback = fallback_note(provenance.compiled_backend, "tileir", provenance) is not None
         return provenance
 
 

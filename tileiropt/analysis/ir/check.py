@@ -216,6 +216,8 @@ def _check_kernel(result: KernelIR, fn, kernel, node, pointers: set[str], scanne
             ops, functions = ttir.parse(text)
             lowered.append((spec, ops, functions))
             result.guessed = sorted(set(result.guessed) | set(spec.guessed))
+            if dtypes is None and dtype == FLOAT_DTYPES[0] and _atomics_through_casts(ops, release):
+                queue += [d for d in FLOAT_DTYPES[1:] if d not in done and d not in queue]
 
     if not lowered:
         raise LoweringError(failures[0] if failures else "no specialization lowered")
@@ -245,6 +247,16 @@ def _check_kernel(result: KernelIR, fn, kernel, node, pointers: set[str], scanne
             if result.assumed:
                 hit.severity = "warning"  # the dtypes were guessed: it depends on what the caller passes
         result.hits.append(hit)
+
+
+def _atomics_through_casts(ops: list[ttir.Op], release: Release) -> bool:
+    """Atomics on a pointer cast inside Triton (fp32 atomic max/min become integer atomics on a bitcast
+    pointer): what a 16-bit tensor would lower to cannot be read from the fp32 TTIR, so fp16 and bf16 are
+    lowered too -- only when the release lacks some 16-bit atomic."""
+    if release.status("atomic_rmw_16bit") == "supported" and release.status("atomic_cas_16bit") == "supported":
+        return False
+    return any(op.name in ("tt.atomic_rmw", "tt.atomic_cas") and ttir.pointer_origin(ops, op) == "cast"
+               for op in ops)
 
 
 def _caller_dtype_hits(ops: list[ttir.Op], release: Release) -> Iterable[Hit]:

@@ -16,18 +16,24 @@ holds only what a kernel body may name:
 Executing a `def` statement runs none of its body, so no code of the file runs. A name the namespace
 cannot provide stays missing; Triton then reports it when it lowers the kernel, and the IR check for
 that kernel is skipped with that reason.
+
+Lowering is not a sandbox, though: Triton's front end calls any Python callable a kernel body reaches
+at compile time. So a function is rebuilt only when its body cannot reach one (`screen`): no dunder
+names or attributes (`().__class__`), no `getattr`/`eval`-like builtins, and attribute chains on Triton
+modules that stay inside `triton.language` (not `triton.runtime.cache.os`). A function that fails the
+screen is not lowered; its syntax findings stand.
 """
 
 from __future__ import annotations
 import __future__
 
 import ast
-import builtins
 import copy
 import importlib
 import linecache
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from tileiropt.analysis.discovery import Scan, scan
@@ -53,10 +59,13 @@ class FileSandbox:
     namespace: dict[str, Any] = field(default_factory=dict)
     jit: dict[str, Any] = field(default_factory=dict)  # name -> triton.JITFunction
     notes: list[str] = field(default_factory=list)  # what could not be provided, for messages
+    refused: dict[str, str] = field(default_factory=dict)  # functions the screen kept from lowering, and why
     _filled: bool = False
 
     def function(self, name: str) -> Any:
         self.fill()
+        if name in self.refused:
+            raise SandboxError(f"not lowered: {self.refused[name]} (lowering would run it)")
         if name not in self.jit:
             raise SandboxError(f"{name} could not be rebuilt from the source: {'; '.join(self.notes) or 'unknown'}")
         return self.jit[name]
@@ -68,12 +77,17 @@ class FileSandbox:
         import triton
 
         tree = self.scanned.tree
-        self.namespace.update({"__name__": _module_name(self.path), "__builtins__": builtins})
+        self.namespace.update({"__name__": _module_name(self.path), "__builtins__": {}})
         used = _names_used_in_kernels(self.scanned)
         self._triton_imports(tree, used)
         self.namespace.update(_constants(tree, self.scanned.module.aliases))
         _register_lines(self.path, self.scanned.text.source)
         for kernel, node in zip(self.scanned.module.kernels, self.scanned.kernel_nodes, strict=True):
+            unsafe = screen(node, self.scanned.module.aliases)
+            if unsafe:
+                self.notes.append(f"{kernel.name} is not lowered: {unsafe}")
+                self.refused[kernel.name] = unsafe
+                continue
             try:
                 function = _rebuild(node, self.path, self.namespace, self.scanned.module.aliases)
                 options = _jit_options(node, self.scanned.module.aliases)
@@ -167,6 +181,48 @@ class Registry:
         else:
             return None
         return locate_module(name, [root])
+
+
+_UNSAFE_CALLS = frozenset({"getattr", "hasattr", "setattr", "delattr", "eval", "exec", "compile", "open", "globals",
+                           "locals", "vars", "breakpoint", "input", "type", "object", "super", "memoryview"})
+_LANGUAGE = "triton.language"
+_TRITON_HELPERS = frozenset({"triton.cdiv", "triton.next_power_of_2", "triton.jit", "triton.language"})
+
+
+def screen(node: ast.FunctionDef, aliases: dict[str, str]) -> str | None:
+    """Why lowering `node` could run code that is not Triton's (None when it cannot): see the module doc."""
+    parts: list[ast.AST] = [*node.body, node.args]  # decorators are not lowered (they are dropped)
+    for sub in (inner for part in parts for inner in ast.walk(part)):
+        if isinstance(sub, ast.Name) and sub.id.startswith("__"):
+            return f"it names `{sub.id}` (line {sub.lineno})"
+        if isinstance(sub, ast.Attribute) and sub.attr.startswith("__"):
+            return f"it reads `.{sub.attr}` (line {sub.lineno})"
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in _UNSAFE_CALLS:
+            return f"it calls `{sub.func.id}` (line {sub.lineno})"
+        if isinstance(sub, ast.Attribute):
+            qualified = call_name(sub, aliases)
+            if qualified and _is_triton(qualified) and not _inside_language(qualified):
+                return f"it reaches `{qualified}` (line {sub.lineno}), outside triton.language"
+    return None
+
+
+def _inside_language(qualified: str) -> bool:
+    """Does `triton.language.x.y` stay on Triton-language modules and objects at every step?"""
+    if qualified in _TRITON_HELPERS:
+        return True
+    if not qualified.startswith(_LANGUAGE + "."):
+        return False
+    value: Any = _import(_LANGUAGE)
+    for part in qualified.split(".")[2:]:
+        if isinstance(value, ModuleType) and not value.__name__.startswith(_LANGUAGE):
+            return False
+        value = getattr(value, part, None)
+        if value is None:
+            return True  # not there: Triton reports the name when it lowers; nothing runs
+    if isinstance(value, ModuleType):
+        return value.__name__.startswith(_LANGUAGE)
+    module = getattr(value, "__module__", None)
+    return not callable(value) or (isinstance(module, str) and module.startswith("triton"))
 
 
 def _is_triton(name: str) -> bool:

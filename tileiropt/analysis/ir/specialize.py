@@ -177,7 +177,8 @@ def _loaded_from(node: ast.FunctionDef, pointers: set[str], aliases: dict[str, s
 
 
 def _index_pointers(node: ast.FunctionDef, pointers: set[str], aliases: dict[str, str]) -> set[str]:
-    """Pointers whose loaded values become addresses or integers (labels, offsets, sequence starts)."""
+    """Pointers whose loaded values become addresses, integers or gather indices (labels, offsets, sequence
+    starts, histogram inputs)."""
     origin = _loaded_from(node, pointers, aliases)
     index: set[str] = set()
     for sub in ast.walk(node):
@@ -190,6 +191,13 @@ def _index_pointers(node: ast.FunctionDef, pointers: set[str], aliases: dict[str
             for part in ast.walk(sub.args[0]):
                 if isinstance(part, ast.Name) and part.id in origin:
                     index |= origin[part.id]
+        elif name in ("triton.language.gather", "triton.language.histogram") and sub.args:
+            index_arg = sub.args[1] if name.endswith("gather") and len(sub.args) > 1 else sub.args[0]
+            for part in ast.walk(index_arg):
+                if isinstance(part, ast.Name) and part.id in origin:
+                    index |= origin[part.id]
+                elif isinstance(part, ast.Call) and (call_name(part, aliases) or "").endswith(".load") and part.args:
+                    index |= {n.id for n in ast.walk(part.args[0]) if isinstance(n, ast.Name) and n.id in pointers}
         elif method == "to" and sub.args and isinstance(sub.func, ast.Attribute):
             target = call_name(sub.args[0], aliases) or ""
             if target.rsplit(".", 1)[-1].startswith(("int", "uint")):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 
 from tileiropt.analysis.rules.base import Finding, KernelContext, Rule
@@ -181,19 +182,26 @@ def _call_tail(call: ast.Call) -> str:
 
 def _assigned(name: str, wrapper: ast.FunctionDef) -> list[ast.expr]:
     """Values assigned to `name` in the wrapper; a tuple target takes the matching element or the call."""
-    values: list[ast.expr] = []
+    return _assignments(wrapper).get(name, [])
+
+
+@functools.lru_cache(maxsize=256)
+def _assignments(wrapper: ast.FunctionDef) -> dict[str, list[ast.expr]]:
+    """Every name the wrapper assigns, with its values (one walk per wrapper, shared by its launches)."""
+    values: dict[str, list[ast.expr]] = {}
     for node in ast.walk(wrapper):
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                if isinstance(target, ast.Name) and target.id == name:
-                    values.append(node.value)
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(node.value)
                 elif isinstance(target, ast.Tuple):
                     for index, element in enumerate(target.elts):
-                        if isinstance(element, ast.Name) and element.id == name:
-                            if isinstance(node.value, ast.Tuple) and len(node.value.elts) == len(target.elts):
-                                values.append(node.value.elts[index])
-                            elif index == 0:
-                                values.append(node.value)  # `BLOCK, num_warps = settings(n)`
+                        if not isinstance(element, ast.Name):
+                            continue
+                        if isinstance(node.value, ast.Tuple) and len(node.value.elts) == len(target.elts):
+                            values.setdefault(element.id, []).append(node.value.elts[index])
+                        elif index == 0:
+                            values.setdefault(element.id, []).append(node.value)  # `BLOCK, num_warps = settings(n)`
     return values
 
 

@@ -319,12 +319,15 @@ class TmaGatherScatterReduce(Rule):
     ]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        candidates = [c for c in ctx.facts.calls
+                      if c.method in DESCRIPTOR_UNSUPPORTED and isinstance(c.receiver, ast.Name)]
+        if not candidates:
+            return
         descriptors = _descriptor_names(ctx)
         moves, reduce = ctx.release.feature("tma_gather_scatter"), ctx.release.feature("tma_reduce")
         float_kinds = reduce.items("unsupported_float_kinds")
-        for call in ctx.facts.calls:
-            if not (call.method in DESCRIPTOR_UNSUPPORTED and isinstance(call.receiver, ast.Name)
-                    and call.receiver.id in descriptors):
+        for call in candidates:
+            if call.receiver.id not in descriptors:
                 continue
             where = f"{call.receiver.id}.{call.method}"
             if not call.method.startswith("atomic"):
@@ -345,7 +348,7 @@ def _descriptor_names(ctx: KernelContext) -> set[str]:
         if (call.method in ("load", "store") and isinstance(call.receiver, ast.Name) and call.node.args
                 and isinstance(call.node.args[0], (ast.List, ast.Tuple))):
             names.add(call.receiver.id)
-    for node in ast.walk(ctx.node):
+    for node in ast.walk(ctx.node) if "make_tensor_descriptor" in ctx.scan.text.source else ():
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             name = call_name(node.value, ctx.aliases) or ""
             if name.endswith("make_tensor_descriptor"):
@@ -377,6 +380,8 @@ class TmaPadding(Rule):
                "def run(x):\n    d = TensorDescriptor.from_tensor(x, [16, 16], padding='nan')\n    k[(1,)](d)\n"]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        if "padding" not in ctx.scan.text.source:  # the keyword this rule looks for (speed only)
+            return
         for node in _with_wrappers(ctx):
             for sub in ast.walk(node):
                 if not isinstance(sub, ast.Call):
