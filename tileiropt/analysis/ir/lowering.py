@@ -66,7 +66,7 @@ def lower(fn: Any, spec: Specialization) -> str:
 
     target, backend, options = _backend()
     try:
-        with _deadline(TIMEOUT_S):
+        with _deadline(TIMEOUT_S), _quiet():
             source = ASTSource(fn, dict(spec.signature), dict(spec.constexprs))
             context = ir.context()
             ir.load_dialects(context)
@@ -79,7 +79,20 @@ def lower(fn: Any, spec: Specialization) -> str:
     except RecursionError:
         raise LoweringError("nested too deeply to lower") from None
     except Exception as exc:  # Triton's CompilationError and friends: the kernel does not lower as guessed
+        if _caused_by_timeout(exc):  # Triton wraps what its code generator raised
+            raise LoweringError(f"lowering took longer than {TIMEOUT_S:g} s") from None
         raise LoweringError(_one_line(exc)) from None
+
+
+def _caused_by_timeout(exc: BaseException) -> bool:
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 16:
+        if isinstance(current, _Timeout) or "_Timeout()" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return False
 
 
 def _one_line(exc: Exception) -> str:
@@ -93,6 +106,32 @@ def _one_line(exc: Exception) -> str:
 
 class _Timeout(Exception):
     pass
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence what MLIR prints itself (a module dump when verification fails) on the process's stdout and
+    stderr: Triton's exception carries the reason."""
+    import os
+    import sys
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
 
 
 @contextmanager
