@@ -237,6 +237,7 @@ def _merge_ir(scanned: Scan, records: list[KernelRecord], rules: list[Rule], rel
             if same_file(file, path):
                 covered |= lines
     spans = [(k.first_line, k.end_line, k.name) for k in scanned.module.kernels]
+    calls = _triton_call_spans(scanned)
     for record in records:
         record.findings = [f for f in record.findings if not (f.code in decided and f.line in covered)]
     for kernel_ir in result.kernels.values():
@@ -249,6 +250,7 @@ def _merge_ir(scanned: Scan, records: list[KernelRecord], rules: list[Rule], rel
                 owner = next((by_name[name] for first, last, name in spans if first <= hit.line <= last), owner)
             else:
                 finding.line = kernel_ir.call_line(hit.function, path) or owner.line
+            finding.line = _call_start(calls, finding.line)
             if suppressed(finding, scanned.text.line(finding.line)):
                 continue
             if all((f.code, f.line, f.message) != (finding.code, finding.line, finding.message)
@@ -259,6 +261,19 @@ def _merge_ir(scanned: Scan, records: list[KernelRecord], rules: list[Rule], rel
 
 
 # --------------------------------------------------------------------------- classification
+
+
+def _triton_call_spans(scanned: Scan) -> list[tuple[int, int]]:
+    """(first line, last line) of every call in the file's JIT functions: an op's location in the TTIR may be
+    any line of a call written over several lines; findings are reported at the line the call starts on."""
+    return [(node.lineno, node.end_lineno or node.lineno) for fn in scanned.kernel_nodes for node in ast.walk(fn)
+            if isinstance(node, ast.Call) and (node.end_lineno or node.lineno) > node.lineno]
+
+
+def _call_start(spans: list[tuple[int, int]], line: int) -> int:
+    """The first line of the innermost multi-line call holding `line` (the line itself when none does)."""
+    holding = [(last - first, first) for first, last in spans if first <= line <= last]
+    return min(holding)[1] if holding else line
 
 
 def _transitive(own: FunctionFacts, builder: FactsBuilder,

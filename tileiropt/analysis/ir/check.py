@@ -295,11 +295,17 @@ def _hits(ops: list[ttir.Op], functions: dict[str, ttir.Function], release: Rele
         if op.name == "cf.cond_br" and op.function not in first_branch:
             first_branch[op.function] = op
     status = release.status("unstructured_control_flow")
-    for op in first_branch.values():
+    returns: dict[str, list[ttir.Op]] = {}
+    for op in ops:
+        if op.name == "tt.return":
+            returns.setdefault(op.function, []).append(op)
+    for function, op in first_branch.items():
         if status == "unsupported":
-            yield Hit("unstructured_control_flow", op.file, op.line, op.function,
-                      f"branch to another block (cf.cond_br, e.g. an early return): unstructured control flow is "
-                      f"not supported by {label}", "error")
+            early = returns.get(function, [])[:-1]  # every return but the function's last is an early one
+            at = early[0] if early else op
+            what = "an early return" if early else "a branch to another block"
+            yield Hit("unstructured_control_flow", at.file, at.line, function,
+                      f"{what} becomes cf.cond_br: unstructured control flow is not supported by {label}", "error")
     if release.status("noinline") != "supported":
         for function in functions.values():
             for callee, file, line in function.calls:
