@@ -67,7 +67,7 @@ def classification_md(c: Classification) -> str:
     if c.findings:
         lines.append("- TileIR lint:")
         lines += [f"  - {f.get('code')} {f.get('severity')} at `{f.get('kernel')}` L{f.get('line')}: {f.get('message')}"
-                  for f in c.findings]
+                  + (" (seen in the TTIR)" if f.get("via") == "ir" else "") for f in c.findings]
     else:
         lines.append("- TileIR lint: no finding")
     return "\n".join(lines)
@@ -225,6 +225,7 @@ def environment_md(report: Report) -> str:
         ["torch", f"{torch.get('version')}" + (f", CUDA {torch['cuda']}" if torch.get("cuda") else ", CPU build")],
         ["GPU", gpu.get("name", "?") + (f" (sm_{str(gpu['capability']).replace('.', '')}, {gpu.get('sm_count')} SMs)"
                                         if gpu.get("capability") else "")],
+        ["CUDA Tile IR release", _release_cell(env.get("release") or {})],
         ["TileIR ready", "yes" if env.get("tileir_ready") else "no: " + "; ".join(env.get("reasons") or [])],
         ["python", env.get("python", "?")],
     ]
@@ -232,6 +233,16 @@ def environment_md(report: Report) -> str:
     if env.get("recommendation"):
         text += f"\n\nRecommendation: {env['recommendation']}"
     return text
+
+
+def _release_cell(release: dict) -> str:
+    """The release every phase followed (lint, IR check, configs, twins) and what it targets."""
+    if not release:
+        return "not recorded"
+    targets = ", ".join(release.get("architectures") or [])
+    fallback = (f"; runtime fallback to PTX {'on' if release.get('fallback_on') else 'off'} "
+                f"({release['fallback_variable']})" if release.get("fallback_variable") else "; no runtime fallback")
+    return f"{release.get('version')} ({release.get('origin')}); targets {targets}{fallback}"
 
 
 def short_reason(reason: str, limit: int = 48) -> str:
