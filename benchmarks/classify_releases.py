@@ -26,7 +26,7 @@ from tileiropt.releases import get_release  # noqa: E402
 
 
 def _keys(results) -> set[tuple[str, str, str, int, str]]:
-    return {(Path(r.file).name, k.kernel, f.code, f.line, f.severity) for r in results for k in r.kernels
+    return {(r.file, k.kernel, f.code, f.line, f.severity) for r in results for k in r.kernels
             for f in k.findings if f.code < "TIR100"}
 
 
