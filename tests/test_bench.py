@@ -477,3 +477,43 @@ def test_an_invalidated_graph_capture_falls_back_instead_of_poisoning_the_worker
                               "capture")
     assert poisons_worker("CUDA error: an illegal memory access was encountered")
     assert not poisons_worker("ValueError: bad shape")
+
+
+# --------------------------------------------------------------------------- paired timing
+
+
+def test_paired_ratio_verdicts() -> None:
+    from tileiropt.runtime.bench_records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
+
+    a = [1.00, 1.01, 0.99, 1.02, 0.98, 1.00, 1.01, 0.99, 1.00, 1.00]
+    same = [x * y for x, y in zip(a, [1.001, 0.999, 1.002, 0.998, 1.0, 1.001, 0.999, 1.0, 1.002, 0.998])]
+    ratio, low, high, verdict = paired_ratio(a, same)
+    assert verdict == SAME and low < 1 < high and abs(ratio - 1) < 0.002
+    slow = [x * 1.10 * y for x, y in zip(a, [1.002, 0.998, 1.001, 0.999, 1.0, 1.003, 0.997, 1.0, 1.001, 0.999])]
+    assert paired_ratio(a, slow)[3] == SLOWER
+    fast = [x * 0.8 for x in a]
+    assert paired_ratio(a, fast)[3] == FASTER
+    noisy = [x * y for x, y in zip(a, [1.2, 0.85, 1.15, 0.9, 1.1, 0.95, 1.05, 1.0, 1.12, 0.88])]
+    assert paired_ratio(a, noisy)[3] == UNCLEAR  # the interval straddles 1.05: no claim either way
+    drift = [t * (1 + 0.01 * i) for i, t in enumerate(a)]  # the GPU clock drifts: both sides see it
+    assert paired_ratio(drift, [t * 1.0 for t in drift])[3] == SAME
+
+
+def test_paired_timing_decides_the_ptx_check() -> None:
+    from tileiropt.runtime.bench_records import PairedTiming, compare_rows, row_from_dict
+
+    def row(variant: str, median: float) -> BenchRow:
+        return BenchRow(kernel="k", variant=variant, backend="ptx", size=1, status="ok", dtypes={"x": "float32"},
+                        timing=Timing(method="do_bench", median_ms=median, p20_ms=median * 0.9,
+                                      p80_ms=median * 1.1))
+
+    original, optimized = row("original", 1.0), row("optimized", 1.12)
+    optimized.paired = PairedTiming(rounds=10, a_ms=[1.0] * 10, b_ms=[1.12] * 10, ratio=1.12, ci_low=1.10,
+                                    ci_high=1.14, threshold=0.05, verdict="slower")
+    warnings = compare_rows([original, optimized])
+    assert optimized.ratio_to_original == 1.12 and optimized.within_noise is False
+    assert any("slower on PTX" in w and "1.100-1.140" in w for w in warnings)
+    from tileiropt.output import to_jsonable
+
+    again = row_from_dict(json.loads(json.dumps(to_jsonable(optimized))))
+    assert again.paired == optimized.paired  # the record keeps the paired timing

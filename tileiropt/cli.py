@@ -287,6 +287,13 @@ def bench(
     remeasure_peaks: Annotated[
         bool, typer.Option("--remeasure-peaks", help="Measure the device's copy and matmul peaks again.")
     ] = False,
+    rounds: Annotated[
+        int, typer.Option("--rounds", help="Paired rounds: original and optimized PTX timed in turns (0: none).")
+    ] = 10,
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="A paired ratio is a real difference when its 95% interval lies "
+                                                "beyond 1 +- this (0.05 = 5%).")
+    ] = 0.05,
     json_output: JsonFlag = False,
 ) -> None:
     """Phase 5: original vs optimized (PTX), PTX vs TileIR, torch baseline, over the size sweep."""
@@ -294,7 +301,7 @@ def bench(
     from tileiropt.runtime.bench_command import run_bench_command
 
     settings = BenchSettings(method=method, warmup_ms=warmup_ms, rep_ms=rep_ms, timeout=timeout, isolate=isolate,
-                             sizes=sizes or None)
+                             sizes=sizes or None, rounds=rounds, threshold=threshold)
     code = run_bench_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                              kernels=kernel, settings=settings, remeasure_peaks=remeasure_peaks, as_json=json_output)
     raise typer.Exit(int(code))

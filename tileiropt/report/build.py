@@ -424,9 +424,14 @@ def benchmark_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, 
         chosen = {r.variant: [a.best_config for a in r.autotuners] for r in group if r.backend == PTX}
         for row in group:
             if row.ratio_to_original is not None:
+                paired = row.paired
                 result.ptx_ratios.append({"dtypes": dtypes, "size": size, "ratio": row.ratio_to_original,
                                           "within_noise": row.within_noise,
-                                          "same_config": chosen.get(OPTIMIZED) == chosen.get(ORIGINAL)})
+                                          "same_config": chosen.get(OPTIMIZED) == chosen.get(ORIGINAL),
+                                          "paired": None if paired is None else {
+                                              "ci_low": paired.ci_low, "ci_high": paired.ci_high,
+                                              "verdict": paired.verdict, "rounds": paired.rounds,
+                                              "threshold": paired.threshold}})
             if (row.variant, row.backend) == (OPTIMIZED, TILEIR) and row.speedup is not None:
                 result.tileir_speedups.append(row.speedup)
     result.details = [r for r in rows if r.status == OK]

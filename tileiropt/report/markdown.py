@@ -188,7 +188,15 @@ def benchmark_md(b: Benchmark) -> str:
         parts.append(f"**{_size_title(t)}**\n\n" + table(["Backend", "Time (ms)", "Speedup"],
                                                           [[line.label, line.time, line.speedup] for line in t.lines]))
     if b.ptx_ratios:
-        ratios = ", ".join(f"{r['ratio']:.3f} ({r['size']}, {r['dtypes']})" for r in b.ptx_ratios)
+        ratios = ", ".join(f"{r['ratio']:.3f}" + (f" [{r['paired']['ci_low']:.3f}-{r['paired']['ci_high']:.3f}, "
+                                                  f"{r['paired']['verdict']}]" if r.get("paired") else "")
+                           + f" ({r['size']}, {r['dtypes']})" for r in b.ptx_ratios)
+        slower = [r for r in b.ptx_ratios if (r.get("paired") or {}).get("verdict") == "slower"]
+        if slower:
+            threshold = slower[0]["paired"]["threshold"]
+            parts.append(f"Optimized/original PTX time ratio: {ratios} -- {len(slower)} slower than the original "
+                         f"beyond {threshold:.0%} (the whole 95% interval): the optimized file is not kept")
+            return "\n\n".join(parts + _details(b))
         outside = [r for r in b.ptx_ratios if not r["within_noise"]]
         differing = [r for r in outside if not r.get("same_config", True)]
         verdict = ("all within noise: the PTX path is unchanged" if not outside
@@ -197,6 +205,11 @@ def benchmark_md(b: Benchmark) -> str:
             verdict += (f" ({len(differing)} of them with a different config chosen by the autotuner, whose own"
                         " timing picked another of the same configs)")
         parts.append(f"Optimized/original PTX time ratio: {ratios} -- {verdict}")
+    return "\n\n".join(parts + _details(b))
+
+
+def _details(b: Benchmark) -> list[str]:
+    parts = []
     if b.details:
         rows = [[r.size if r.size is not None else "-", dtype_key(r.dtypes), r.short_label, _time(r),
                  rate_text(r, missing="n/a", mark_estimate=True), _peak(r), _first_call(r), _timing(r), _compiled(r)]
@@ -206,7 +219,7 @@ def benchmark_md(b: Benchmark) -> str:
              "Compiled by"], rows))
     if b.peaks_note and b.details:
         parts.append(f"Peaks: {b.peaks_note}")
-    return "\n\n".join(parts)
+    return parts
 
 
 # --------------------------------------------------------------------------- document parts

@@ -26,22 +26,27 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
+from tileiropt.output import dataclass_from_dict
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
 from tileiropt.runtime.backends import BACKENDS
 from tileiropt.runtime.bench_records import (
     ERROR,
     METHODS,
     NOT_RUN,
+    OK,
     OPTIMIZED,
     ORIGINAL,
+    PAIRED_ROUNDS,
     PTX,
     REFERENCE,
     ROW_KINDS,
+    THRESHOLD,
     TILEIR,
     TORCH,
     BenchKernel,
     BenchRow,
     BenchRun,
+    PairedTiming,
     compare_rows,
     derive_metrics,
     mark_fallback,
@@ -70,6 +75,8 @@ class BenchSettings:
     timeout: float | None = None  # seconds per measurement; default: each kernel's `timeout`
     isolate: bool = False  # one worker process per measurement
     sizes: list[int] | None = None  # override the project's bench sizes
+    rounds: int = PAIRED_ROUNDS  # paired original/optimized PTX rounds (0: no paired timing)
+    threshold: float = THRESHOLD  # a paired ratio whose whole interval lies beyond 1 +- this is a real difference
 
     def check(self) -> None:
         if self.method not in METHODS:
@@ -80,6 +87,13 @@ class BenchSettings:
             check_seconds("--timeout", self.timeout)
         if self.sizes is not None and (not self.sizes or any(s <= 0 for s in self.sizes)):
             raise UserError(f"--size must be a positive integer, got {self.sizes}")
+        if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or not 0 <= self.rounds <= 1000:
+            raise UserError(f"--rounds must be an integer in [0, 1000], got {self.rounds!r}")
+        if self.rounds == 1:
+            raise UserError("--rounds 1 gives no interval", hint="use 0 (no paired timing) or at least 2")
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) \
+                or not 0 < self.threshold < 1:
+            raise UserError(f"--threshold must be a fraction in (0, 1), e.g. 0.05, got {self.threshold!r}")
 
 
 # --------------------------------------------------------------------------- planning
@@ -251,6 +265,71 @@ class GroupRunner:
         return pending[last_done + 1:]
 
 
+# --------------------------------------------------------------------------- paired original / optimized
+
+
+def pair_groups(rows: dict[int, BenchRow], items: dict[int, BenchItem]) -> list[list[tuple[BenchItem, BenchItem]]]:
+    """Per kernel, the (original, optimized) PTX items whose own rows both timed: they are timed again in turns."""
+    by_key: dict[tuple, dict[str, BenchItem]] = {}
+    for item_id, row in rows.items():
+        item = items[item_id]
+        if row.status != OK or item.backend != PTX or item.variant not in (ORIGINAL, OPTIMIZED):
+            continue
+        key = (item.kernel, tuple(sorted(item.dtypes.items())), item.size)
+        by_key.setdefault(key, {})[item.variant] = item
+    groups: dict[str, list[tuple[BenchItem, BenchItem]]] = {}
+    for key, pair in by_key.items():
+        if ORIGINAL in pair and OPTIMIZED in pair:
+            groups.setdefault(key[0], []).append((pair[ORIGINAL], pair[OPTIMIZED]))
+    return list(groups.values())
+
+
+def run_pairs(pairs: list[tuple[BenchItem, BenchItem]], settings: BenchSettings) -> dict[int, PairedTiming | str]:
+    """Optimized item id -> its PairedTiming (or why it could not be timed), in PTX workers with a fresh cache;
+    a worker that dies costs the pair it was timing, a new one goes on."""
+    results: dict[int, PairedTiming | str] = {}
+    pending = list(pairs)
+    while pending:
+        cache = tempfile.mkdtemp(prefix="tileiropt-triton-cache-")
+        try:
+            pending = _pair_worker(pending, settings, cache, results)
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+    return results
+
+
+def _pair_worker(pending: list[tuple[BenchItem, BenchItem]], settings: BenchSettings, cache: str,
+                 results: dict[int, PairedTiming | str]) -> list[tuple[BenchItem, BenchItem]]:
+    """One worker over `pending`; returns the pairs left for the next worker."""
+    job = {"kind": "pair", "backend": PTX, "items": [i.to_json() for pair in pending for i in pair],
+           "rounds": settings.rounds, "threshold": settings.threshold}
+    state: dict[str, int | None] = {"started": None}
+
+    def timeout() -> float:  # both first calls, then 2 x rounds short benchmarks
+        started = state["started"]
+        return STARTUP_TIMEOUT_S if started is None else 2 * pending[started][0].timeout_s + 60.0
+
+    events = WorkerEvents(_worker(PTX, job, cache), timeout)
+    done = -1
+    for kind, event in events:
+        if kind == "start":
+            state["started"] = int(event["item"]) // 2
+        elif kind == "pair":
+            index = int(event["item"]) // 2
+            results[pending[index][1].id] = (dataclass_from_dict(PairedTiming, event["paired"]) if event.get("paired")
+                                             else f"paired timing failed: {event.get('error')}")
+            done, state["started"] = index, None
+    if events.finished or events.provenance is None:
+        for _, optimized in pending[done + 1:]:
+            results.setdefault(optimized.id, f"paired timing not run: {events.cause or 'no answer'}")
+        return []
+    started = state["started"]
+    failed = started if started is not None else done + 1
+    if failed < len(pending):
+        results[pending[failed][1].id] = f"paired timing failed: {events.cause}"
+    return pending[failed + 1:]
+
+
 # --------------------------------------------------------------------------- peaks
 
 
@@ -329,10 +408,20 @@ def bench_project(
     if not machine.has_gpu:
         peaks_note = "not run: no GPU"
     keyed = list(plan.decided)
-    for backend, items in plan.groups:
-        runner = GroupRunner(backend, items, on_row=on_row)
+    timed: dict[int, BenchRow] = {}
+    items = {item.id: item for _, group in plan.groups for item in group}
+    for backend, group in plan.groups:
+        runner = GroupRunner(backend, group, on_row=on_row)
         for item_id, row in runner.run().items():
             keyed.append((plan.keys[item_id], row))
+            timed[item_id] = row
+    if settings.rounds:
+        for pairs in pair_groups(timed, items):
+            for item_id, paired in run_pairs(pairs, settings).items():
+                if isinstance(paired, str):
+                    timed[item_id].reason = "; ".join(r for r in (timed[item_id].reason, paired) if r)
+                else:
+                    timed[item_id].paired = paired
     keyed.sort(key=lambda pair: pair[0])
     rows = [row for _, row in keyed]
     notes = finish_rows(rows, specs, peaks)

@@ -48,7 +48,10 @@ def spread(row: BenchRow) -> str:
 
 def note(row: BenchRow) -> str:
     parts = [row.reason] if row.reason else []
-    if row.ratio_to_original is not None:
+    if row.paired is not None:
+        p = row.paired
+        parts.append(f"opt/orig {p.ratio:.3f} [{p.ci_low:.3f}-{p.ci_high:.3f}] {p.verdict} ({p.rounds} paired rounds)")
+    elif row.ratio_to_original is not None:
         parts.append(f"opt/orig {row.ratio_to_original:.3f}" + ("" if row.within_noise else " OUTSIDE NOISE"))
     if row.timing is not None:
         method = "graph" if row.timing.method == CUDAGRAPH else row.timing.method

@@ -33,6 +33,14 @@ CUDAGRAPH = "do_bench_cudagraph"
 METHODS = ("auto", DO_BENCH, CUDAGRAPH)
 
 NOISE_FLOOR = 0.03  # relative time differences below 3% are noise even when the spread is tighter
+THRESHOLD = 0.05  # the safe-modification rule: an optimized file more than 5% slower on PTX is set aside
+PAIRED_ROUNDS = 10
+
+# Paired verdicts: the 95% interval of the optimized/original time ratio against 1 +- the threshold.
+SLOWER, FASTER, SAME, UNCLEAR = "slower", "faster", "same", "unclear"
+# Student's t, 97.5th percentile, by degrees of freedom (two-sided 95% interval); 1.96 beyond 30.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 # (variant, backend) in the order rows are run and shown.
 ROW_KINDS = ((ORIGINAL, PTX), (OPTIMIZED, PTX), (ORIGINAL, TILEIR), (OPTIMIZED, TILEIR), (REFERENCE, TORCH))
@@ -80,6 +88,49 @@ class Timing:
 
 
 @dataclass
+class PairedTiming:
+    """Original (A) and optimized (B) timed in turns in one process on one GPU: rounds of A then B, then B then
+    A (ABBA), each time a short benchmark; the ratio is B/A per round, summarised on a log scale."""
+
+    rounds: int
+    a_ms: list[float]  # per-round medians of the original
+    b_ms: list[float]  # per-round medians of the optimized
+    ratio: float  # geometric mean of b/a over the rounds
+    ci_low: float  # 95% interval of the ratio (Student's t on the log ratios)
+    ci_high: float
+    threshold: float
+    verdict: str  # SLOWER | FASTER | SAME | UNCLEAR
+    method: str = ""  # DO_BENCH or CUDAGRAPH, as the original row chose
+    gpu: dict[str, Any] = field(default_factory=dict)  # SM clock, power, throttle reasons before and after
+
+
+def paired_ratio(a_ms: list[float], b_ms: list[float], threshold: float = THRESHOLD) -> tuple[float, float, float, str]:
+    """(ratio, ci_low, ci_high, verdict) of B/A from per-round times. A difference is real only when the whole
+    interval lies beyond 1 +- threshold: SLOWER above, FASTER below; SAME when it lies within; else UNCLEAR."""
+    logs = [math.log(b / a) for a, b in zip(a_ms, b_ms) if a > 0 and b > 0]
+    if not logs:
+        raise ValueError("no positive paired timing")
+    n = len(logs)
+    mean = sum(logs) / n
+    if n > 1:
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+        t = _T975[n - 2] if n - 2 < len(_T975) else 1.96
+        half = t * sd / math.sqrt(n)
+    else:
+        half = math.inf
+    low, high = math.exp(mean - half), math.exp(mean + half)
+    if low > 1 + threshold:
+        verdict = SLOWER
+    elif high < 1 - threshold:
+        verdict = FASTER
+    elif low >= 1 - threshold and high <= 1 + threshold:
+        verdict = SAME
+    else:
+        verdict = UNCLEAR
+    return math.exp(mean), low, high, verdict
+
+
+@dataclass
 class AutotuneInfo:
     """What one autotuner did on its first call with an empty cache."""
 
@@ -122,6 +173,8 @@ class BenchRow:
     speedup: float | None = None  # original PTX median / this median (same kernel, dtypes, size)
     ratio_to_original: float | None = None  # optimized PTX median / original PTX median
     within_noise: bool | None = None  # ratio_to_original is 1.00 within the two rows' spread
+    paired: PairedTiming | None = None  # optimized PTX rows: original and optimized timed in turns
+    gpu_state: dict[str, Any] = field(default_factory=dict)  # SM clock, power, throttle reasons after timing
     provenance: Provenance = field(default_factory=Provenance)
 
     @property
@@ -301,10 +354,18 @@ def compare_rows(rows: list[BenchRow]) -> list[str]:
         if (row.variant, row.backend) == (OPTIMIZED, PTX):
             row.ratio_to_original = row.timing.median_ms / base.timing.median_ms
             row.within_noise = within_noise(row.ratio_to_original, row.timing, base.timing)
-            if not row.within_noise:
-                warnings.append(f"{row.kernel} ({dtype_key(row.dtypes)}, size {row.size}): optimized/original PTX "
-                                f"time ratio {row.ratio_to_original:.3f} is outside the noise; the PTX path "
-                                "should be unchanged -- rerun, and diff the files if it persists")
+            where = f"{row.kernel} ({dtype_key(row.dtypes)}, size {row.size})"
+            if row.paired is not None:  # the paired measurement decides
+                p = row.paired
+                row.ratio_to_original = p.ratio
+                row.within_noise = p.verdict in (SAME, UNCLEAR) and p.ci_low <= 1 + p.threshold
+                if p.verdict == SLOWER:
+                    warnings.append(f"{where}: the optimized file is slower on PTX: {p.ratio:.3f}x the original "
+                                    f"(95% interval {p.ci_low:.3f}-{p.ci_high:.3f}, above 1+{p.threshold:g})")
+            elif not row.within_noise:
+                warnings.append(f"{where}: optimized/original PTX time ratio {row.ratio_to_original:.3f} is outside "
+                                "the noise; the PTX path should be unchanged -- rerun, and diff the files if it "
+                                "persists")
     return warnings
 
 
@@ -327,6 +388,7 @@ def row_from_dict(data: dict[str, Any]) -> BenchRow:
     data["provenance"] = dataclass_from_dict(Provenance, data.get("provenance") or {})
     data["timing"] = dataclass_from_dict(Timing, data["timing"]) if data.get("timing") else None
     data["autotuners"] = [dataclass_from_dict(AutotuneInfo, a) for a in data.get("autotuners") or []]
+    data["paired"] = dataclass_from_dict(PairedTiming, data["paired"]) if data.get("paired") else None
     return dataclass_from_dict(BenchRow, data)
 
 

@@ -4,6 +4,7 @@ The parent (`bench.py`) starts it with a backend's environment (ENABLE_TILE, a f
 TRITON_CACHE_DIR) and writes a job to its stdin:
 
     {"kind": "bench", "backend": "ptx" | "tileir" | "torch", "items": [BenchItem, ...]}
+    {"kind": "pair", "backend": "ptx", "items": [original, optimized, ...], "rounds": 10, "threshold": 0.05}
     {"kind": "peaks"}
 
 It answers with one JSON event per line on stdout:
@@ -11,6 +12,7 @@ It answers with one JSON event per line on stdout:
     {"event": "hello", "provenance": {...}, "pid": 123}
     {"event": "start", "item": 0}                      an item begins (the parent times it out)
     {"event": "row", "item": 0, "row": {...}}          its BenchRow
+    {"event": "pair", "item": 0, "paired": {...}}      a pair's PairedTiming (or "error": "...")
     {"event": "peaks", "peaks": {...}}                 the device's measured peaks
     {"event": "done"}
 
@@ -46,8 +48,10 @@ from tileiropt.runtime.bench_records import (
     TORCH,
     AutotuneInfo,
     BenchRow,
+    PairedTiming,
     Timing,
     mark_fallback,
+    paired_ratio,
     summarize,
     summarize_quantiles,
 )
@@ -220,7 +224,9 @@ class Measurement:
             entry = loading.entry_call(module, item.entry, item.call)
         return (lambda inputs: entry(inputs, item.args, item.dims)), module
 
-    def run(self) -> BenchRow:
+    def prepare(self) -> Prepared:
+        """Import, build inputs, make the first call (compile + autotune from empty caches), and choose how to
+        time it: everything but the timing."""
         import torch
 
         from tileiropt.runtime import harness
@@ -275,35 +281,111 @@ class Measurement:
         io_bytes = input_bytes + output_bytes
         count = input_set_count(io_bytes, l2_bytes)
         sets = [inputs] + [harness.clone_inputs(inputs) for _ in range(count - 1)]
-        fn = rotating(sets, call)
-        method = choose_method(item.method, io_bytes, l2_bytes)
-        timing, note = None, ""
-        if method == CUDAGRAPH:
-            try:
-                timing = run_cudagraph(fn, item.rep_ms)
-            except Exception as exc:
-                # an operation a graph cannot hold (a host sync, an allocation) invalidates the capture, not the
-                # context: time it with do_bench; any other CUDA error poisons the worker
-                if poisons_worker(str(exc)):
-                    raise
-                torch.cuda.synchronize()
-                note = f"CUDA graph capture failed, timed with do_bench instead ({harness.describe_exception(exc)})"
-        if timing is None:
-            timing = run_do_bench(fn, item.warmup_ms, item.rep_ms)
-        timing.input_sets = count
-        timing.note = "; ".join(n for n in (timing.note, note) if n)
+        return Prepared(fn=rotating(sets, call), method=choose_method(item.method, io_bytes, l2_bytes),
+                        input_sets=count, provenance=provenance, first_call_ms=first_call_ms, autotune=autotune,
+                        input_bytes=input_bytes, output_bytes=output_bytes)
 
+    def run(self) -> BenchRow:
+        item = self.item
+        prepared = self.prepare()
+        timing = time_prepared(prepared, item.warmup_ms, item.rep_ms)
+        autotune = prepared.autotune
         seconds = [a.seconds for a in autotune if a.seconds is not None]
         autotune_ms, source = None, None
         if seconds:
             autotune_ms, source = 1e3 * sum(seconds), "Autotuner.bench_time"
         elif any(a.benchmarked is None and a.configs > 1 for a in autotune):
-            autotune_ms, source = max(0.0, first_call_ms - timing.median_ms), "first call - median"
-        row = item.row(OK, "", provenance, timing=timing, first_call_ms=first_call_ms, autotune_ms=autotune_ms,
-                       autotune_source=source, autotuners=autotune, input_bytes=input_bytes,
-                       output_bytes=output_bytes)
+            autotune_ms, source = max(0.0, prepared.first_call_ms - timing.median_ms), "first call - median"
+        row = item.row(OK, "", prepared.provenance, timing=timing, first_call_ms=prepared.first_call_ms,
+                       autotune_ms=autotune_ms, autotune_source=source, autotuners=autotune,
+                       input_bytes=prepared.input_bytes, output_bytes=prepared.output_bytes, gpu_state=gpu_state())
         mark_fallback(row)
         return row
+
+
+@dataclass
+class Prepared:
+    """A measurement ready to be timed: its no-argument call (rotating input copies) and what the first call
+    showed."""
+
+    fn: Callable[[], None]
+    method: str
+    input_sets: int
+    provenance: Provenance
+    first_call_ms: float
+    autotune: list[AutotuneInfo]
+    input_bytes: int
+    output_bytes: int
+
+
+def time_prepared(prepared: Prepared, warmup_ms: float, rep_ms: float) -> Timing:
+    """Time a prepared call with its method; an invalidated CUDA-graph capture falls back to do_bench."""
+    import torch
+
+    from tileiropt.runtime import harness
+
+    timing, note = None, ""
+    if prepared.method == CUDAGRAPH:
+        try:
+            timing = run_cudagraph(prepared.fn, rep_ms)
+        except Exception as exc:
+            # an operation a graph cannot hold (a host sync, an allocation) invalidates the capture, not the
+            # context: time it with do_bench; any other CUDA error poisons the worker
+            if poisons_worker(str(exc)):
+                raise
+            torch.cuda.synchronize()
+            note = f"CUDA graph capture failed, timed with do_bench instead ({harness.describe_exception(exc)})"
+    if timing is None:
+        timing = run_do_bench(prepared.fn, warmup_ms, rep_ms)
+    timing.input_sets = prepared.input_sets
+    timing.note = "; ".join(n for n in (timing.note, note) if n)
+    return timing
+
+
+def gpu_state() -> dict[str, Any]:
+    """SM clock (MHz), its maximum, power (W), temperature and the active throttle reasons of this process's GPU,
+    from nvidia-smi; {} when it cannot be read."""
+    import subprocess
+
+    import torch
+
+    fields = ("clocks.sm", "clocks.max.sm", "power.draw", "temperature.gpu", "clocks_throttle_reasons.active")
+    try:
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        uuid = getattr(props, "uuid", None)
+        target = f"GPU-{uuid}" if uuid is not None else str(torch.cuda.current_device())
+        result = subprocess.run(["nvidia-smi", "-i", target, f"--query-gpu={','.join(fields)}",
+                                 "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
+        values = [v.strip() for v in result.stdout.strip().splitlines()[0].split(",")]
+    except Exception:  # no nvidia-smi, another driver: the row simply has no GPU state
+        return {}
+    names = ("sm_clock_mhz", "max_sm_clock_mhz", "power_w", "temperature_c", "throttle_reasons")
+    state: dict[str, Any] = {}
+    for name, value in zip(names, values):
+        try:
+            state[name] = float(value) if name != "throttle_reasons" else value
+        except ValueError:
+            state[name] = value
+    return state
+
+
+def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshold: float) -> PairedTiming:
+    """Original (a) and optimized (b) in one process: both prepared, then timed in turns, ABBA, `rounds` times;
+    each turn a short benchmark with the original's method."""
+    first, second = Measurement(a, base).prepare(), Measurement(b, base).prepare()
+    second.method = first.method  # the same timing method for both, or the ratio compares methods
+    warmup, rep = max(1.0, a.warmup_ms / 4), max(5.0, a.rep_ms / 4)
+    before = gpu_state()
+    a_ms: list[float] = []
+    b_ms: list[float] = []
+    for index in range(rounds):
+        turns = ((first, a_ms), (second, b_ms)) if index % 2 == 0 else ((second, b_ms), (first, a_ms))
+        for prepared, sink in turns:
+            sink.append(time_prepared(prepared, warmup, rep).median_ms)
+    ratio, low, high, verdict = paired_ratio(a_ms, b_ms, threshold)
+    return PairedTiming(rounds=rounds, a_ms=a_ms, b_ms=b_ms, ratio=ratio, ci_low=low, ci_high=high,
+                        threshold=threshold, verdict=verdict, method=first.method,
+                        gpu={"before": before, "after": gpu_state()})
 
 
 # --------------------------------------------------------------------------- the job
@@ -345,6 +427,8 @@ def run_bench_job(job: dict[str, Any], emit: Emitter) -> int:
         if hasattr(triton, "set_allocator"):  # device-side TMA descriptors need scratch memory
             triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
         stand_ins.skip_module_benchmarks()  # a kernel file's own benchmark sweep never runs at import
+    if job.get("kind") == "pair":
+        return _pairs(job, items, base, emit)
     for index, item in enumerate(items):
         emit("start", item=index)
         if blocked:
@@ -358,6 +442,25 @@ def run_bench_job(job: dict[str, Any], emit: Emitter) -> int:
                 return 0  # the CUDA context is unusable: the parent starts a new worker
             continue
         emit("row", item=index, row=row)
+    emit("done")
+    return 0
+
+
+def _pairs(job: dict[str, Any], items: list[BenchItem], base: Provenance, emit: Emitter) -> int:
+    """items[2i] is an original, items[2i+1] its optimized file: one "pair" event per pair (by its first index)."""
+    from tileiropt.runtime import harness
+
+    rounds, threshold = int(job.get("rounds", 10)), float(job.get("threshold", 0.05))
+    for index in range(0, len(items) - 1, 2):
+        emit("start", item=index)
+        try:
+            paired = run_pair(items[index], items[index + 1], base, rounds, threshold)
+        except Exception as exc:
+            emit("pair", item=index, error=harness.describe_exception(exc))
+            if poisons_worker(str(exc)):
+                return 0
+            continue
+        emit("pair", item=index, paired=paired)
     emit("done")
     return 0
 
