@@ -59,13 +59,13 @@ EXTRA = textwrap.dedent('''
         _planted(x, y, {parts})
     ''')
 
-PLANTS = {"same": None, "slow5": 20, "slow10": 10}
+PLANTS = {"same": None, "slow5": 20, "slow10": 10}  # name -> the extra launch covers N/parts (--plants)
 
 
-def write_project(folder: Path, sizes: list[int]) -> None:
+def write_project(folder: Path, sizes: list[int], plants: dict[str, int | None]) -> None:
     (folder / "scale.py").write_text(KERNEL.format(extra=""))
     kernels = []
-    for name, parts in PLANTS.items():
+    for name, parts in plants.items():
         extra = "" if parts is None else EXTRA.format(parts=parts, percent=100 // parts)
         (folder / f"scale_{name}.py").write_text(KERNEL.format(extra=extra))
         kernels.append(textwrap.dedent(f"""
@@ -100,11 +100,14 @@ def main() -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sizes", default="4194304,16777216,67108864")
+    parser.add_argument("--plants", default="same:0,slow5:20,slow10:10",
+                        help="name:parts, the extra launch covering N/parts elements (0: an identical copy)")
     options = parser.parse_args()
     sizes = [int(s) for s in options.sizes.split(",")]
+    plants = {name: (int(parts) or None) for name, parts in (p.split(":") for p in options.plants.split(","))}
     with tempfile.TemporaryDirectory(prefix="tileiropt-paired-") as tmp:
         folder = Path(tmp)
-        write_project(folder, sizes)
+        write_project(folder, sizes, plants)
         runs = [bench_once(folder) for _ in range(options.repeats)]
     verdicts: dict[tuple[str, int], Counter] = {}
     ratios: dict[tuple[str, int], list[str]] = {}

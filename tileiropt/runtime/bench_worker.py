@@ -283,7 +283,7 @@ class Measurement:
         sets = [inputs] + [harness.clone_inputs(inputs) for _ in range(count - 1)]
         return Prepared(fn=rotating(sets, call), method=choose_method(item.method, io_bytes, l2_bytes),
                         input_sets=count, provenance=provenance, first_call_ms=first_call_ms, autotune=autotune,
-                        input_bytes=input_bytes, output_bytes=output_bytes)
+                        input_bytes=input_bytes, output_bytes=output_bytes, call=call, sets=sets)
 
     def run(self) -> BenchRow:
         item = self.item
@@ -316,6 +316,8 @@ class Prepared:
     autotune: list[AutotuneInfo]
     input_bytes: int
     output_bytes: int
+    call: Callable[[dict[str, Any]], Any] | None = None  # the call on one input set
+    sets: list[dict[str, Any]] = field(default_factory=list)  # the input copies it rotates
 
 
 def time_prepared(prepared: Prepared, warmup_ms: float, rep_ms: float) -> Timing:
@@ -370,10 +372,13 @@ def gpu_state() -> dict[str, Any]:
 
 
 def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshold: float) -> PairedTiming:
-    """Original (a) and optimized (b) in one process: both prepared, then timed in turns, ABBA, `rounds` times;
-    each turn a short benchmark with the original's method."""
+    """Original (a) and optimized (b) in one process: both prepared, then timed in turns, ABBA, `rounds` times,
+    on the same input tensors; each turn a short benchmark with the original's method."""
     first, second = Measurement(a, base).prepare(), Measurement(b, base).prepare()
     second.method = first.method  # the same timing method for both, or the ratio compares methods
+    if second.call is not None and len(second.sets) == len(first.sets):
+        # the same tensors for both: placement and alignment of the inputs never differ between A and B
+        second.fn, second.input_sets = rotating(first.sets, second.call), first.input_sets
     warmup, rep = max(1.0, a.warmup_ms / 4), max(5.0, a.rep_ms / 4)
     before = gpu_state()
     a_ms: list[float] = []
