@@ -485,7 +485,7 @@ def test_an_invalidated_graph_capture_falls_back_instead_of_poisoning_the_worker
 def test_paired_ratio_verdicts() -> None:
     from tileiropt.runtime.bench_records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
 
-    a = [1.00, 1.01, 0.99, 1.02, 0.98, 1.00, 1.01, 0.99, 1.00, 1.00]
+    a = [1.00, 1.01, 0.99, 1.02, 0.98, 1.00, 1.01, 0.99, 1.00, 1.00]  # milliseconds per call
     same = [x * y for x, y in zip(a, [1.001, 0.999, 1.002, 0.998, 1.0, 1.001, 0.999, 1.0, 1.002, 0.998])]
     ratio, low, high, verdict = paired_ratio(a, same)
     assert verdict == SAME and low < 1 < high and abs(ratio - 1) < 0.002
@@ -497,6 +497,8 @@ def test_paired_ratio_verdicts() -> None:
     assert paired_ratio(a, noisy)[3] == UNCLEAR  # the interval straddles 1.05: no claim either way
     drift = [t * (1 + 0.01 * i) for i, t in enumerate(a)]  # the GPU clock drifts: both sides see it
     assert paired_ratio(drift, [t * 1.0 for t in drift])[3] == SAME
+    tiny = [t * 0.002 for t in a]  # 2 microseconds per call: launch-bound, never judged
+    assert paired_ratio(tiny, [t * 1.3 for t in tiny])[3] == UNCLEAR
 
 
 def test_paired_timing_decides_the_ptx_check() -> None:

@@ -35,6 +35,9 @@ METHODS = ("auto", DO_BENCH, CUDAGRAPH)
 NOISE_FLOOR = 0.03  # relative time differences below 3% are noise even when the spread is tighter
 THRESHOLD = 0.05  # the safe-modification rule: an optimized file more than 5% slower on PTX is set aside
 PAIRED_ROUNDS = 10
+# Below this per-call time (launch-bound kernels, a few microseconds) two identical files measured in one process
+# differed by up to 13% on an H100, reproducibly within the process and not across processes: not judged.
+MIN_JUDGED_MS = 0.010
 
 # Paired verdicts: the 95% interval of the optimized/original time ratio against 1 +- the threshold.
 SLOWER, FASTER, SAME, UNCLEAR = "slower", "faster", "same", "unclear"
@@ -102,11 +105,13 @@ class PairedTiming:
     verdict: str  # SLOWER | FASTER | SAME | UNCLEAR
     method: str = ""  # DO_BENCH or CUDAGRAPH, as the original row chose
     gpu: dict[str, Any] = field(default_factory=dict)  # SM clock, power, throttle reasons before and after
+    note: str = ""  # why the verdict is UNCLEAR although the interval is narrow (too short a kernel to judge)
 
 
 def paired_ratio(a_ms: list[float], b_ms: list[float], threshold: float = THRESHOLD) -> tuple[float, float, float, str]:
     """(ratio, ci_low, ci_high, verdict) of B/A from per-round times. A difference is real only when the whole
-    interval lies beyond 1 +- threshold: SLOWER above, FASTER below; SAME when it lies within; else UNCLEAR."""
+    interval lies beyond 1 +- threshold: SLOWER above, FASTER below; SAME when it lies within; else UNCLEAR.
+    Kernels faster than MIN_JUDGED_MS per call are UNCLEAR whatever the interval (see `judged`)."""
     logs = [math.log(b / a) for a, b in zip(a_ms, b_ms) if a > 0 and b > 0]
     if not logs:
         raise ValueError("no positive paired timing")
@@ -119,7 +124,9 @@ def paired_ratio(a_ms: list[float], b_ms: list[float], threshold: float = THRESH
     else:
         half = math.inf
     low, high = math.exp(mean - half), math.exp(mean + half)
-    if low > 1 + threshold:
+    if not judged(a_ms):
+        verdict = UNCLEAR
+    elif low > 1 + threshold:
         verdict = SLOWER
     elif high < 1 - threshold:
         verdict = FASTER
@@ -128,6 +135,12 @@ def paired_ratio(a_ms: list[float], b_ms: list[float], threshold: float = THRESH
     else:
         verdict = UNCLEAR
     return math.exp(mean), low, high, verdict
+
+
+def judged(a_ms: list[float]) -> bool:
+    """Whether the original's per-call time is long enough for a paired verdict (MIN_JUDGED_MS)."""
+    ordered = sorted(a_ms)
+    return bool(ordered) and ordered[len(ordered) // 2] >= MIN_JUDGED_MS
 
 
 @dataclass

@@ -40,6 +40,7 @@ from tileiropt.runtime.bench_records import (
     CUDAGRAPH,
     DO_BENCH,
     ERROR,
+    MIN_JUDGED_MS,
     NOT_RUN,
     OK,
     QUANTILES,
@@ -50,6 +51,7 @@ from tileiropt.runtime.bench_records import (
     BenchRow,
     PairedTiming,
     Timing,
+    judged,
     mark_fallback,
     paired_ratio,
     summarize,
@@ -388,9 +390,11 @@ def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshol
         for prepared, sink in turns:
             sink.append(time_prepared(prepared, warmup, rep).median_ms)
     ratio, low, high, verdict = paired_ratio(a_ms, b_ms, threshold)
+    note = "" if judged(a_ms) else (f"{1e3 * sorted(a_ms)[len(a_ms) // 2]:.1f} us per call: launch-bound, below "
+                                    f"{1e3 * MIN_JUDGED_MS:g} us a paired ratio is not judged")
     return PairedTiming(rounds=rounds, a_ms=a_ms, b_ms=b_ms, ratio=ratio, ci_low=low, ci_high=high,
                         threshold=threshold, verdict=verdict, method=first.method,
-                        gpu={"before": before, "after": gpu_state()})
+                        gpu={"before": before, "after": gpu_state()}, note=note)
 
 
 # --------------------------------------------------------------------------- the job
