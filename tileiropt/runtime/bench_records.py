@@ -41,9 +41,6 @@ MIN_JUDGED_MS = 0.010
 
 # Paired verdicts: the 95% interval of the optimized/original time ratio against 1 +- the threshold.
 SLOWER, FASTER, SAME, UNCLEAR = "slower", "faster", "same", "unclear"
-# Student's t, 97.5th percentile, by degrees of freedom (two-sided 95% interval); 1.96 beyond 30.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 # (variant, backend) in the order rows are run and shown.
 ROW_KINDS = ((ORIGINAL, PTX), (OPTIMIZED, PTX), (ORIGINAL, TILEIR), (OPTIMIZED, TILEIR), (REFERENCE, TORCH))
@@ -98,8 +95,8 @@ class PairedTiming:
     rounds: int
     a_ms: list[float]  # per-round medians of the original
     b_ms: list[float]  # per-round medians of the optimized
-    ratio: float  # geometric mean of b/a over the rounds
-    ci_low: float  # 95% interval of the ratio (Student's t on the log ratios)
+    ratio: float  # median of b/a over the rounds
+    ci_low: float  # distribution-free 95% interval of that median (order statistics of the round ratios)
     ci_high: float
     threshold: float
     verdict: str  # SLOWER | FASTER | SAME | UNCLEAR
@@ -109,21 +106,18 @@ class PairedTiming:
 
 
 def paired_ratio(a_ms: list[float], b_ms: list[float], threshold: float = THRESHOLD) -> tuple[float, float, float, str]:
-    """(ratio, ci_low, ci_high, verdict) of B/A from per-round times. A difference is real only when the whole
-    interval lies beyond 1 +- threshold: SLOWER above, FASTER below; SAME when it lies within; else UNCLEAR.
-    Kernels faster than MIN_JUDGED_MS per call are UNCLEAR whatever the interval (see `judged`)."""
-    logs = [math.log(b / a) for a, b in zip(a_ms, b_ms) if a > 0 and b > 0]
-    if not logs:
+    """(ratio, ci_low, ci_high, verdict) of B/A from per-round times: the median of the per-round ratios and a
+    distribution-free 95% interval for it (order statistics), so one disturbed round (a clock change) does not
+    widen it. A difference is real only when the whole interval lies beyond 1 +- threshold: SLOWER above, FASTER
+    below; SAME when it lies within; else UNCLEAR. Kernels faster than MIN_JUDGED_MS per call are UNCLEAR
+    whatever the interval (see `judged`)."""
+    ratios = sorted(b / a for a, b in zip(a_ms, b_ms) if a > 0 and b > 0)
+    if not ratios:
         raise ValueError("no positive paired timing")
-    n = len(logs)
-    mean = sum(logs) / n
-    if n > 1:
-        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-        t = _T975[n - 2] if n - 2 < len(_T975) else 1.96
-        half = t * sd / math.sqrt(n)
-    else:
-        half = math.inf
-    low, high = math.exp(mean - half), math.exp(mean + half)
+    n = len(ratios)
+    middle = ratios[n // 2] if n % 2 else math.sqrt(ratios[n // 2 - 1] * ratios[n // 2])
+    k = _order_statistic(n)
+    low, high = ratios[k - 1], ratios[n - k]
     if not judged(a_ms):
         verdict = UNCLEAR
     elif low > 1 + threshold:
@@ -134,7 +128,18 @@ def paired_ratio(a_ms: list[float], b_ms: list[float], threshold: float = THRESH
         verdict = SAME
     else:
         verdict = UNCLEAR
-    return math.exp(mean), low, high, verdict
+    return middle, low, high, verdict
+
+
+def _order_statistic(n: int) -> int:
+    """The largest k (1-based) such that [x_(k), x_(n+1-k)] holds the median with at least 95% probability
+    (binomial, p = 1/2); 1 (the whole range) when n is too small for 95%."""
+    best = 1
+    for k in range(1, n // 2 + 1):
+        below = sum(math.comb(n, i) for i in range(k)) / 2 ** n  # P(X < k)
+        if 1 - 2 * below >= 0.95:
+            best = k
+    return best
 
 
 def judged(a_ms: list[float]) -> bool:
