@@ -196,6 +196,13 @@ def test_cli_renders_from_an_artifacts_folder(artifacts: Path, tmp_path: Path) -
     out = tmp_path / "out" / "report.md"
     result = runner.invoke(app, ["report", str(artifacts), "-o", str(out)])
     assert result.exit_code == ExitCode.OK and out.read_text().startswith("# TileIR optimization report")
+    again = runner.invoke(app, ["report", str(artifacts), "-o", str(out)])  # its own report: replaced
+    assert again.exit_code == ExitCode.OK
+    records = next(p for p in artifacts.iterdir() if p.name == "validate.json")
+    before = records.read_text()
+    refused = runner.invoke(app, ["report", str(artifacts), "-o", str(records)])
+    assert refused.exit_code == 2 and "not a report tileiropt wrote" in refused.output
+    assert records.read_text() == before  # the records survive
     result = runner.invoke(app, ["report", str(artifacts), "--format", "json"])
     assert json.loads(result.stdout)["kernels"][1]["name"] == "softmax"
     assert json.loads(runner.invoke(app, ["report", str(artifacts), "--json"]).stdout)["artifacts"] == str(artifacts)

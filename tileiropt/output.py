@@ -46,13 +46,54 @@ def print_json(value: Any) -> None:
     sys.stdout.flush()
 
 
-def write_atomic(path: Path, text: str, encoding: str = "utf-8") -> None:
+# Keys one of tileiropt's JSON records has at its top level (check, classify, apply, validate, bench, run,
+# capture, report): a JSON file without any of them is someone else's and is never replaced.
+RECORD_KEYS = frozenset({"schema_version", "tileir_ready", "records", "rows", "phases", "launches", "files",
+                         "kernels"})
+
+
+def is_record(text: str) -> bool:
+    """Whether `text` is a JSON record tileiropt wrote."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and bool(RECORD_KEYS & set(data))
+
+
+def writable(path: Path, replaces: Callable[[str], bool] | None = None, what: str = "file") -> None:
+    """Refuse, in one line, to write where a user's file would be lost: a symbolic link or anything but a regular
+    file is never replaced (`-o /dev/stdout` must not replace the device), and an existing file is replaced only
+    when `replaces(its text)` says tileiropt wrote it (None: any regular file may be replaced)."""
+    path = Path(path)
+    if path.is_symlink():
+        raise UserError("is a symbolic link; tileiropt never replaces a link (nor the file behind it)",
+                        file=str(path), hint="give the path of a regular file")
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise UserError("exists and is not a regular file", file=str(path), hint="give the path of a regular file")
+    if replaces is None:
+        return
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[: 4 * 1024 * 1024]
+    except OSError as exc:
+        raise UserError(f"cannot read the existing file: {exc.strerror or exc}", file=str(path)) from None
+    if not replaces(head):
+        raise UserError(f"exists and is not a {what} tileiropt wrote; not replacing it", file=str(path),
+                        hint="move it away, or choose another path")
+
+
+def write_atomic(path: Path, text: str, encoding: str = "utf-8", *,
+                 replaces: Callable[[str], bool] | None = None, what: str = "file") -> None:
     """Write `text` to `path` through a temporary file in the same folder, then rename.
 
     Newlines are written as they are in `text`; the file keeps the mode of the file it replaces
-    (a new file gets the umask's default). A failure is a UserError naming the file.
+    (a new file gets the umask's default). A failure is a UserError naming the file. See `writable`
+    for what is never replaced.
     """
     path = Path(path)
+    writable(path, replaces, what)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -86,7 +127,7 @@ def _mode_for(path: Path) -> int:
 def save_record_file(record: Any, artifacts: Path | str, name: str) -> Path:
     """Write a phase's record to ``<artifacts>/<name>`` as JSON (atomically) and return the path."""
     path = Path(artifacts) / name
-    write_atomic(path, dumps(record) + "\n")
+    write_atomic(path, dumps(record) + "\n", replaces=is_record, what="record")
     return path
 
 

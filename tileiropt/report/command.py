@@ -10,7 +10,7 @@ from tileiropt.output import dumps, err_console, write_atomic
 from tileiropt.project import DEFAULT_ARTIFACTS, PROJECT_FILE, load_project
 from tileiropt.report.artifacts import RECORD_FILES, is_artifacts_folder, load_artifacts
 from tileiropt.report.build import Report, build_report
-from tileiropt.report.markdown import render_markdown
+from tileiropt.report.markdown import is_report, render_markdown
 from tileiropt.runtime.bench_records import BenchKernel
 
 FORMATS = ("md", "json")
@@ -62,7 +62,7 @@ def run_report_command(target: Path | None, *, fmt: str = "md", output: Path | N
         sys.stdout.flush()
         return ExitCode.OK
     try:
-        write_atomic(output, text)
+        write_atomic(output, text, replaces=is_report, what="report")  # never over records or a user's file
     except OSError as exc:
         raise UserError(f"cannot write: {exc.strerror or exc}", file=str(output)) from None
     err_console.print(f"wrote {output}", markup=False)

@@ -327,11 +327,28 @@ def render_markdown(report: Report, template: str | None = None) -> str:
     kernels = "\n".join(kernel_md(k, section) for k in report.kernels) or "No kernel in the records."
     text = document.format(intro=intro_md(report), summary=summary_md(report), environment=environment_md(report),
                            kernels=kernels)
-    return text.rstrip() + "\n"
+    return text.rstrip() + f"\n\n{REPORT_MARKER}\n"
+
+
+# The last line of every report written: a file without it is not replaced by a report.
+REPORT_MARKER = "<!-- tileiropt report: generated from the records; edit the records, not this file -->"
+
+
+def is_report(text: str) -> bool:
+    """A Markdown report tileiropt wrote (its marker line), or its JSON form."""
+    if REPORT_MARKER in text:
+        return True
+    try:
+        import json
+
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and {"artifacts", "kernels", "environment"} <= set(data)
 
 
 def write_markdown(report: Report, path: Path) -> Path:
     from tileiropt.output import write_atomic
 
-    write_atomic(path, render_markdown(report))
+    write_atomic(path, render_markdown(report), replaces=is_report, what="report")
     return path

@@ -454,10 +454,11 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
     """Transform one kernel file and write the result (atomically) unless `dry_run`.
 
     The input is never overwritten unless `in_place`; then the original is kept beside it as
-    `<name>.orig` (never replacing an existing backup).
+    `<name>.orig` (or `.orig.N` when that name is taken: an existing file is never replaced). Any other
+    output replaces only a file tileiropt wrote (its gate marker); links and devices are refused.
     """
     from tileiropt.analysis.source import read_source  # noqa: PLC0415 - the same reader as classify
-    from tileiropt.output import write_atomic  # noqa: PLC0415
+    from tileiropt.output import writable, write_atomic  # noqa: PLC0415
 
     path = Path(path)
     if not path.exists():
@@ -475,19 +476,31 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
         return result
     if in_place:
         if result.changed:
-            backup = path.with_name(path.name + ".orig")
-            if not backup.exists():  # the original's bytes and mode, exactly
-                try:
-                    shutil.copy2(path, backup)
-                except OSError as exc:
-                    raise UserError(f"cannot keep the original: {exc.strerror or exc}", file=str(backup)) from None
-                result.written.append(str(backup))
+            writable(path)  # a link or a device is refused before anything is copied
+            backup = free_backup(path)  # never over another file: <name>.orig, else .orig.1, .orig.2, ...
+            try:
+                shutil.copy2(path, backup)
+            except OSError as exc:
+                raise UserError(f"cannot keep the original: {exc.strerror or exc}", file=str(backup)) from None
+            result.written.append(str(backup))
             write_atomic(path, result.new_source, encoding)
             result.written.append(str(path))
     else:
-        write_atomic(target, result.new_source, encoding)
+        # only a file tileiropt wrote is replaced: a hand-written <stem>_tileir.py or `optimized = "notes.py"` is not
+        write_atomic(target, result.new_source, encoding, replaces=lambda text: GATE_MARKER in text,
+                     what="file")
         result.written.append(str(target))
     return result
+
+
+def free_backup(path: Path, limit: int = 1000) -> Path:
+    """`<name>.orig`, or the first `<name>.orig.N` that does not exist yet."""
+    candidate = path.with_name(path.name + ".orig")
+    for number in range(1, limit):
+        if not candidate.exists() and not candidate.is_symlink():
+            return candidate
+        candidate = path.with_name(f"{path.name}.orig.{number}")
+    raise UserError(f"{limit} backups exist already", file=str(path), hint="remove old .orig files")
 
 
 def _declared_encoding(path: Path) -> str:

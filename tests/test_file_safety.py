@@ -1,0 +1,118 @@
+"""Never lose a user's file: every way a write could replace one is refused (or backed up) in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tileiropt.cli import app
+from tileiropt.errors import UserError
+from tileiropt.output import save_record_file, write_atomic
+
+runner = CliRunner()
+
+KERNEL = textwrap.dedent("""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(y_ptr + offs, tl.exp(tl.load(x_ptr + offs, mask=mask)), mask=mask)
+
+    def scale(x, y):
+        scale_kernel[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), BLOCK=256)
+    """)
+MINE = "# my own notes, written by hand\n"
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> Path:
+    path = tmp_path / "k.py"
+    path.write_text(KERNEL)
+    return path
+
+
+def _one_line_refusal(result, *words: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    for word in words:
+        assert word in result.output, result.output
+
+
+def test_hand_written_tileir_file_is_not_replaced(kernel: Path) -> None:
+    mine = kernel.with_name("k_tileir.py")
+    mine.write_text(MINE)
+    _one_line_refusal(runner.invoke(app, ["apply", str(kernel)]), "not a file tileiropt wrote")
+    _one_line_refusal(runner.invoke(app, ["apply", str(kernel.parent)]), "not a file tileiropt wrote")
+    assert mine.read_text() == MINE
+    mine.unlink()
+    assert runner.invoke(app, ["apply", str(kernel)]).exit_code == 0
+    assert runner.invoke(app, ["apply", str(kernel)]).exit_code == 0  # its own output is replaced
+
+
+def test_output_over_a_users_file_is_refused(kernel: Path) -> None:
+    notes = kernel.with_name("notes.py")
+    notes.write_text(MINE)
+    _one_line_refusal(runner.invoke(app, ["apply", str(kernel), "-o", str(notes)]), "notes.py")
+    assert notes.read_text() == MINE
+
+
+def test_links_and_devices_are_never_replaced(kernel: Path, tmp_path: Path) -> None:
+    target = tmp_path / "target.py"
+    target.write_text(MINE)
+    link = tmp_path / "link.py"
+    link.symlink_to(target)
+    _one_line_refusal(runner.invoke(app, ["apply", str(kernel), "-o", str(link)]), "symbolic link")
+    assert link.is_symlink() and target.read_text() == MINE
+    _one_line_refusal(runner.invoke(app, ["apply", str(kernel), "-o", os.devnull]), "not a regular file")
+    assert Path(os.devnull).is_char_device()
+    linked_kernel = tmp_path / "linked.py"
+    linked_kernel.symlink_to(kernel)
+    _one_line_refusal(runner.invoke(app, ["apply", str(linked_kernel), "--in-place"]), "symbolic link")
+    assert kernel.read_text() == KERNEL
+
+
+def test_in_place_never_loses_an_unrelated_orig(kernel: Path) -> None:
+    unrelated = kernel.with_name("k.py.orig")
+    unrelated.write_text(MINE)
+    result = runner.invoke(app, ["apply", str(kernel), "--in-place"])
+    assert result.exit_code == 0, result.output
+    assert unrelated.read_text() == MINE  # someone else's backup, untouched
+    assert kernel.with_name("k.py.orig.1").read_text() == KERNEL  # the original, kept under a free name
+    assert "tileiropt: TileIR gate" in kernel.read_text()
+
+
+def test_reports_and_records_replace_only_their_own(tmp_path: Path) -> None:
+    from tileiropt.report.markdown import REPORT_MARKER, is_report
+
+    mine = tmp_path / "report.md"
+    mine.write_text("# My report\n")
+    with pytest.raises(UserError, match="not a report tileiropt wrote"):
+        write_atomic(mine, "x", replaces=is_report, what="report")
+    assert mine.read_text() == "# My report\n"
+    mine.write_text(f"# TileIR optimization report\n\n{REPORT_MARKER}\n")
+    write_atomic(mine, "new", replaces=is_report, what="report")  # a report it wrote: replaced
+
+    users_json = tmp_path / "run.json"
+    users_json.write_text(json.dumps({"my": "settings"}))
+    with pytest.raises(UserError, match="not a record tileiropt wrote"):
+        save_record_file({"phases": []}, tmp_path, "run.json")
+    assert json.loads(users_json.read_text()) == {"my": "settings"}
+
+
+def test_report_output_never_destroys_the_records(tmp_path: Path) -> None:
+    artifacts = tmp_path / ".tileiropt"
+    artifacts.mkdir()
+    record = {"schema_version": 1, "records": [], "backends": [], "kernels": []}
+    (artifacts / "validate.json").write_text(json.dumps(record))
+    before = (artifacts / "validate.json").read_text()
+    result = runner.invoke(app, ["report", str(artifacts), "-o", str(artifacts / "validate.json")])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert (artifacts / "validate.json").read_text() == before
