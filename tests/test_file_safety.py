@@ -116,3 +116,67 @@ def test_report_output_never_destroys_the_records(tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", str(artifacts), "-o", str(artifacts / "validate.json")])
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert (artifacts / "validate.json").read_text() == before
+
+
+# ----------------------------------------------------------------------------- the safe-modification rule
+
+
+def _pipeline(tmp_path: Path, in_place: bool = False):
+    from tileiropt.pipeline import Pipeline
+    from tileiropt.project import parse_project
+
+    (tmp_path / "k.py").write_text(KERNEL)
+    data = {"kernel": [{"name": "scale", "path": "k.py", "entry": "scale", "reference": "original",
+                        "inputs": {"x": ["N"], "y": ["N"]}, "dims": {"N": 64}}]}
+    project = parse_project(data, tmp_path / "tileiropt.toml", tmp_path)
+    assert runner.invoke(app, ["apply", str(tmp_path / "k.py")]).exit_code == 0
+    return Pipeline(project, None, None, None, ["tileiropt", "run"], None, in_place=in_place)
+
+
+def _record(status: str, variant: str = "optimized"):
+    from tileiropt.runtime.records import ValidationRecord
+
+    return ValidationRecord(kernel="scale", variant=variant, backend="interpret", config="LAUNCH", status=status,
+                            reason="3 of 64 elements differ" if status == "fail" else "")
+
+
+def test_a_failing_optimized_file_is_set_aside(tmp_path: Path) -> None:
+    from tileiropt.runtime.records import ValidateRun
+
+    pipeline = _pipeline(tmp_path)
+    pipeline.validation = ValidateRun(records=[_record("pass", "original"), _record("fail")], backends=["interpret"])
+    pipeline.settle()
+    assert not (tmp_path / "k_tileir.py").exists()
+    assert (tmp_path / "k_tileir.rejected.py").is_file()
+    (entry,) = pipeline.result.rejected.values()
+    assert "validation fail on interpret" in entry["reason"] and "3 of 64 elements differ" in entry["reason"]
+    assert (tmp_path / "k.py").read_text() == KERNEL
+
+
+def test_a_slower_optimized_file_is_set_aside(tmp_path: Path) -> None:
+    from tileiropt.runtime.bench_records import BenchRow, BenchRun, PairedTiming
+    from tileiropt.runtime.records import ValidateRun
+
+    pipeline = _pipeline(tmp_path, in_place=True)
+    pipeline.validation = ValidateRun(records=[_record("pass")], backends=["ptx"])
+    slow = PairedTiming(rounds=10, a_ms=[1.0] * 10, b_ms=[1.1] * 10, ratio=1.1, ci_low=1.09, ci_high=1.11,
+                        threshold=0.05, verdict="slower")
+    pipeline.bench_run = BenchRun(rows=[BenchRow(kernel="scale", variant="optimized", backend="ptx", size=64,
+                                                 status="ok", paired=slow)])
+    pipeline.settle()
+    (entry,) = pipeline.result.rejected.values()
+    assert "1.100x the original's time on PTX" in entry["reason"]
+    assert (tmp_path / "k.py").read_text() == KERNEL  # --in-place: a regression never reaches the user's file
+    assert pipeline.result.in_place == {}
+
+
+def test_in_place_writes_only_a_validated_file(tmp_path: Path) -> None:
+    from tileiropt.runtime.records import ValidateRun
+
+    pipeline = _pipeline(tmp_path, in_place=True)
+    optimized = (tmp_path / "k_tileir.py").read_text()
+    pipeline.validation = ValidateRun(records=[_record("pass")], backends=["interpret"])
+    pipeline.settle()
+    assert (tmp_path / "k.py").read_text() == optimized
+    assert (tmp_path / "k.py.orig").read_text() == KERNEL
+    assert pipeline.result.in_place == {str(tmp_path / "k.py"): str(tmp_path / "k.py.orig")}

@@ -345,6 +345,10 @@ def run(
     ] = None,
     capture_budget: CaptureBudgetOpt = None,
     tileir_version: TileirVersionOpt = None,
+    in_place: Annotated[
+        bool, typer.Option("--in-place", help="Write each optimized file over its kernel file once it validated and "
+                                              "is not slower on PTX; the original is kept as <file>.orig.")
+    ] = False,
     json_output: JsonFlag = False,
 ) -> None:
     """All phases: check, compatibility, classify, apply, validate, bench, then report.md in the artifacts.
@@ -357,7 +361,8 @@ def run(
     command = list(ctx.args) or None
     code = run_run_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                            kernels=kernel, timeout=timeout, sizes=sizes, as_json=json_output, capture=command,
-                           capture_budget=_budget(capture_budget), tileir_version=tileir_version)
+                           capture_budget=_budget(capture_budget), tileir_version=tileir_version,
+                           in_place=in_place)
     raise typer.Exit(int(code))
 
 

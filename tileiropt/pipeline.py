@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -72,13 +73,18 @@ class RunResult:
     started: str = ""
     seconds: float = 0.0
     schema: int = SCHEMA_VERSION
+    # the safe-modification rule: optimized files set aside (path -> {"moved_to", "reason"}) because they failed
+    # validation or are slower on PTX beyond the threshold; files written into the user's own (--in-place)
+    rejected: dict[str, dict[str, str]] = field(default_factory=dict)
+    in_place: dict[str, str] = field(default_factory=dict)  # the user's file -> where its original was kept
 
 
 class Pipeline:
     """Runs the phases over a project, keeping track of the kernels still going."""
 
     def __init__(self, project: Project, kernels: list[str] | None, timeout: float | None,
-                 bench_settings: BenchSettings | None, command: list[str], on_event: EventCallback | None):
+                 bench_settings: BenchSettings | None, command: list[str], on_event: EventCallback | None,
+                 in_place: bool = False):
         from tileiropt.runtime.bench import kernel_info
 
         self.project = project
@@ -96,6 +102,8 @@ class Pipeline:
         self.validation: ValidateRun | None = None
         self.bench_failed = False
         self.capture_failed = False
+        self.in_place = in_place
+        self.bench_run: Any = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -278,6 +286,7 @@ class Pipeline:
         run = bench_project(self.project, kernels=[s.name for s in self.live], settings=self.bench_settings,
                             command=self.result.command, on_row=on_row)
         save_bench_run(run, self.artifacts)
+        self.bench_run = run
         counts = run.counts()
         detail = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
         if counts[BENCH_ERROR]:
@@ -309,6 +318,60 @@ class Pipeline:
         save_record(self.artifacts, RUN_FILE, self.result)
         self.on_event("report", OK)
 
+    # ------------------------------------------------------------------ the safe-modification rule
+
+    def rejections(self) -> dict[Path, str]:
+        """Optimized file -> why it must not be the result: a failed or errored record of it (validation), or
+        a paired PTX timing whose whole 95% interval lies above 1 + the threshold (bench)."""
+        from tileiropt.runtime.bench_records import SLOWER
+
+        by_kernel = {s.name: s for s in self.specs}
+        reasons: dict[Path, str] = {}
+        for record in (self.validation.records if self.validation else []):
+            spec = by_kernel.get(record.kernel)
+            if spec is not None and record.variant == "optimized" and record.status in (FAIL, ERROR):
+                reasons.setdefault(spec.optimized_path, f"{record.kernel}: validation {record.status} on "
+                                                        f"{record.backend} ({record.config}): {record.reason}")
+        for row in (self.bench_run.rows if self.bench_run is not None else []):
+            spec = by_kernel.get(row.kernel)
+            paired = row.paired
+            if spec is not None and paired is not None and paired.verdict == SLOWER:
+                reasons.setdefault(spec.optimized_path, f"{row.kernel}: {paired.ratio:.3f}x the original's time on "
+                                                        f"PTX at size {row.size} (95% interval {paired.ci_low:.3f}-"
+                                                        f"{paired.ci_high:.3f}, above 1+{paired.threshold:g})")
+        return reasons
+
+    def settle(self) -> None:
+        """Set aside every optimized file that failed or regressed (`<stem>.rejected.py`, reason in run.json and
+        the report); with --in-place, write each accepted one over the user's file, the original kept beside it."""
+        from tileiropt.output import write_atomic
+        from tileiropt.transform.apply import free_backup
+        from tileiropt.transform.gate import GATE_MARKER
+
+        reasons = self.rejections()
+        for path, reason in reasons.items():
+            if not path.is_file() or GATE_MARKER not in path.read_text(encoding="utf-8", errors="replace"):
+                continue  # not ours (a capture's replay, a file we never wrote): nothing to set aside
+            moved = path.with_name(f"{path.stem}.rejected.py")
+            if moved.exists():
+                moved = free_backup(moved)
+            path.rename(moved)
+            self.result.rejected[str(path)] = {"moved_to": str(moved), "reason": reason}
+            self.on_event("settle", f"set aside {path.name}: {reason}")
+        if not self.in_place:
+            return
+        passed = {r.kernel for r in (self.validation.records if self.validation else [])
+                  if r.variant == "optimized" and r.status == PASS}
+        for spec in self.live:
+            source = spec.optimized_path
+            if spec.name not in passed or not source.is_file() or str(source) in self.result.rejected \
+                    or str(spec.path) in self.result.in_place:
+                continue  # only a validated, not-slower optimized file replaces the user's
+            backup = free_backup(spec.path)
+            shutil.copy2(spec.path, backup)
+            write_atomic(spec.path, source.read_text(encoding="utf-8"))
+            self.result.in_place[str(spec.path)] = str(backup)
+
     # ------------------------------------------------------------------ all of it
 
     def run(self) -> RunResult:
@@ -323,12 +386,13 @@ class Pipeline:
                 if name == "capture" and self.project.capture is None:
                     continue
                 self.phase(name, getattr(self, name))
+            self.settle()
         finally:
             if before is None:
                 os.environ.pop(RELEASE_ENV, None)
             else:
                 os.environ[RELEASE_ENV] = before
-        failed = bool(self.result.stopped) or self.bench_failed or self.capture_failed
+        failed = bool(self.result.stopped) or self.bench_failed or self.capture_failed or bool(self.result.rejected)
         self.result.exit_code = int(ExitCode.FAILED if failed else ExitCode.OK)
         self.result.seconds = round(time.monotonic() - started, 3)  # every phase but the report's rendering
         self.report()
@@ -337,12 +401,12 @@ class Pipeline:
 
 def run_pipeline(project: Project, *, kernels: list[str] | None = None, timeout: float | None = None,
                  bench_settings: BenchSettings | None = None, command: list[str] | None = None,
-                 on_event: EventCallback | None = None) -> RunResult:
+                 on_event: EventCallback | None = None, in_place: bool = False) -> RunResult:
     """Run every phase over `project` (or the named `kernels`); records go to its artifacts folder."""
     if timeout is not None:
         from tileiropt.errors import check_seconds
 
         check_seconds("--timeout", timeout)
     pipeline = Pipeline(project, kernels, timeout, bench_settings,
-                        list(command) if command is not None else list(sys.argv), on_event)
+                        list(command) if command is not None else list(sys.argv), on_event, in_place)
     return pipeline.run()

@@ -61,6 +61,7 @@ def run_run_command(
     capture: list[str] | None = None,
     capture_budget: float | None = None,
     tileir_version: str | None = None,
+    in_place: bool = False,
 ) -> ExitCode:
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                              capture=capture, may_capture=True)
@@ -74,17 +75,23 @@ def run_run_command(
     settings.check()
     command = ["tileiropt", *sys.argv[1:]]
     if as_json:
-        result = run_pipeline(project, kernels=kernels, timeout=timeout, bench_settings=settings, command=command)
+        result = run_pipeline(project, kernels=kernels, timeout=timeout, bench_settings=settings, command=command,
+                              in_place=in_place)
         print_json(result)
         return ExitCode(result.exit_code)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as progress:
         result = run_pipeline(project, kernels=kernels, timeout=timeout, bench_settings=settings, command=command,
-                              on_event=PhaseProgress(progress))
+                              on_event=PhaseProgress(progress), in_place=in_place)
     console.print(outcome_table(result))
     for kernel, stop in result.stopped.items():
         err_console.print(f"[bold red]stopped[/] {escape(kernel)} at {stop['phase']}: {escape(stop['reason'])}",
                           soft_wrap=True)
+    for path, rejected in result.rejected.items():
+        err_console.print(f"[bold red]set aside[/] {escape(path)} -> {escape(rejected['moved_to'])}: "
+                          f"{escape(rejected['reason'])}", soft_wrap=True)
+    for path, backup in result.in_place.items():
+        console.print(f"rewritten in place: {path} (original kept as {backup})", markup=False, soft_wrap=True)
     console.print(f"artifacts: {result.artifacts}", markup=False, soft_wrap=True)
     if result.report:
         console.print(f"report: {result.report}", markup=False, soft_wrap=True)

@@ -304,6 +304,11 @@ def intro_md(report: Report) -> str:
                      f"{run.get('seconds', 0):.0f}s, exit code {run.get('exit_code')}): {phases}.")
         for name, stop in (run.get("stopped") or {}).items():
             lines.append(f"Stopped: **{name}** at {stop.get('phase')}: {stop.get('reason')}")
+        for path, rejected in (run.get("rejected") or {}).items():
+            lines.append(f"Set aside: `{Path(path).name}` -> `{Path(str(rejected.get('moved_to'))).name}`: "
+                         f"{rejected.get('reason')}")
+        for path, backup in (run.get("in_place") or {}).items():
+            lines.append(f"Rewritten in place: `{path}` (the original is kept as `{backup}`)")
     lines += report.capture
     for name, problem in report.problems.items():
         lines.append(f"Record {name}: {problem}")
