@@ -519,3 +519,25 @@ def test_paired_timing_decides_the_ptx_check() -> None:
 
     again = row_from_dict(json.loads(json.dumps(to_jsonable(optimized))))
     assert again.paired == optimized.paired  # the record keeps the paired timing
+
+
+def test_metric_expressions_are_safe_and_bounded() -> None:
+    from tileiropt.runtime.metric_expressions import ExpressionError, evaluate
+
+    assert evaluate("2 * M * N * K", {"M": 4, "N": 8, "K": 2}, {}) == 128.0
+    assert evaluate("4 * prod(x) + math.prod(x) + x[0]", {}, {"x": [2, 3]}) == 32.0
+    for bad in ("9**9**9", "().__class__.__base__", '__import__("os").system("true")', '{"__builtins__": {}}',
+                "lambda: 1", "x.shape", "10**40", "[1] * 10**9"):
+        with pytest.raises(ExpressionError):
+            evaluate(bad, {}, {"x": [1]})
+
+
+def test_project_refuses_an_unsafe_metric_expression(tmp_path) -> None:
+    from tileiropt.errors import UserError
+    from tileiropt.project import parse_project
+
+    data = {"kernel": [{"name": "k", "path": "k.py", "entry": "k", "inputs": {"x": ["N"]}, "dims": {"N": 4},
+                        "flops": "9**9**9"}]}
+    (tmp_path / "k.py").write_text("def k(x):\n    pass\n")
+    with pytest.raises(UserError, match=r"kernel\[0\]\.flops.*exponent beyond 64"):
+        parse_project(data, tmp_path / "tileiropt.toml", tmp_path)

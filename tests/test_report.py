@@ -237,3 +237,67 @@ def test_malformed_records_are_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["report", str(tmp_path)])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "unexpected layout" in result.output
+
+
+# ----------------------------------------------------------------------------- robust to its inputs
+
+
+def _paths(value, prefix=()):
+    """Every (path, value) inside a JSON value."""
+    yield prefix, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value[:3]):
+            yield from _paths(item, (*prefix, index))
+
+
+def _replace(value, path, new):
+    if not path:
+        return new
+    head, *rest = path
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    copy[head] = _replace(value[head], rest, new)
+    return copy
+
+
+def test_malformed_records_never_crash_the_report(artifacts: Path) -> None:
+    """Valid JSON of the wrong shape, field by field: the report renders (a line says which record is
+    unreadable) or refuses in one line; never a traceback."""
+    runner = CliRunner()
+    originals = {p.name: p.read_text() for p in artifacts.iterdir() if p.suffix == ".json"}
+    deep: object = 1
+    for _ in range(200):
+        deep = [deep]
+    tried = tracebacks = 0
+    for name, text in originals.items():
+        data = json.loads(text)
+        paths = [p for p, _ in _paths(data) if p][:40]
+        for path in paths:
+            for wrong in ("x", 7, None, [], {}, deep):
+                (artifacts / name).write_text(json.dumps(_replace(data, path, wrong)))
+                result = runner.invoke(app, ["report", str(artifacts)])
+                tried += 1
+                if result.exception is not None and not isinstance(result.exception, SystemExit):
+                    tracebacks += 1
+                assert result.exit_code in (0, 2), (name, path, wrong, result.output[-500:])
+        (artifacts / name).write_text(text)
+    assert tried > 300 and tracebacks == 0
+
+
+def test_kernel_names_cannot_inject_markdown(artifacts: Path) -> None:
+    bench = json.loads((artifacts / "bench.json").read_text())
+    evil = "matmul\n\n# Injected heading | x"
+    for row in bench["rows"]:
+        if row["kernel"] == "matmul":
+            row["kernel"] = evil
+    for kernel in bench["kernels"]:
+        if kernel["name"] == "matmul":
+            kernel["name"] = evil
+    (artifacts / "bench.json").write_text(json.dumps(bench))
+    run = artifacts / "run.json"
+    if run.exists():
+        run.unlink()
+    text = CliRunner().invoke(app, ["report", str(artifacts)]).stdout
+    assert "\n# Injected heading" not in text

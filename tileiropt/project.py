@@ -399,6 +399,14 @@ def _kernel(raw: Any, index: int, defaults: dict, root: Path, where: _Where, art
         value = raw.get(name)
         if value is not None and not isinstance(value, str):
             raise where.error(f"{key}.{name}", "must be a Python expression string over dims and shapes")
+        if value is not None:
+            from tileiropt.runtime.metric_expressions import ExpressionError, parse_expression
+
+            try:
+                parse_expression(value)
+            except ExpressionError as exc:
+                raise where.error(f"{key}.{name}", f"{value!r}: {exc}",
+                                  "arithmetic over dims and shapes, e.g. \"2 * M * N * K\"") from None
         return value
 
     optimized = raw.get("optimized")

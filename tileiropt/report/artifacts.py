@@ -93,4 +93,6 @@ def load_artifacts(folder: Path | str) -> Artifacts:
                 setattr(found, attribute, loader(folder / name))
             except UserError as exc:
                 found.problems[name] = exc.message
+            except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:  # valid JSON, wrong shape
+                found.problems[name] = f"unreadable record: {type(exc).__name__}: {exc}"
     return found

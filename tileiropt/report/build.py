@@ -464,29 +464,58 @@ def kernels_from_records(artifacts: Artifacts) -> list[BenchKernel]:
 
 def build_report(artifacts: Artifacts, kernels: list[BenchKernel] | None = None) -> Report:
     """The report of `kernels` (default: the kernels the records know)."""
-    kernels = kernels if kernels is not None else kernels_from_records(artifacts)
+    problems = dict(artifacts.problems)
+    if kernels is None:
+        try:
+            kernels = kernels_from_records(artifacts)
+        except Exception as exc:  # a record of the wrong shape: say so, never a traceback
+            problems["run.json"] = f"unreadable record: {type(exc).__name__}: {exc}"
+            kernels = []
     stops = (artifacts.run or {}).get("stopped") or {}
+    if not isinstance(stops, dict):
+        problems["run.json"] = "unreadable record: `stopped` is not an object"
+        stops = {}
     sections = []
     for kernel in kernels:
-        stopped = stops.get(kernel.name)
-        tileir, code, ptx = tileir_for(kernel, artifacts, stopped)
-        sections.append(KernelReport(
-            name=kernel.name, path=kernel.path, optimized_path=kernel.optimized_path, stopped=stopped,
-            classification=classification_for(kernel, artifacts, stopped),
-            compatibility=compatibility_for(kernel, artifacts, stopped),
-            transformations=transformations_for(kernel, artifacts, stopped),
-            tileir_validation=tileir, tileir_code=code, optimized_ptx=ptx,
-            benchmark=benchmark_for(kernel, artifacts, stopped),
-            output=output_for(kernel, artifacts, stopped),
-            coverage=coverage_for(kernel, artifacts),
-        ))
-    environment = dict(artifacts.check or {})
+        try:
+            sections.append(_kernel_report(kernel, artifacts, stops.get(kernel.name)))
+        except Exception as exc:  # one kernel's records have an unexpected shape: its sections say so
+            sections.append(_unreadable(kernel, f"not run: unreadable record ({type(exc).__name__}: {exc})"))
+    environment = artifacts.check if isinstance(artifacts.check, dict) else {}
     if not environment and artifacts.validate is not None:
-        environment = dict(artifacts.validate.environment)
+        environment = dict(artifacts.validate.environment or {})
     if not environment and artifacts.bench is not None:
-        environment = dict(artifacts.bench.environment)
-    return Report(artifacts=str(artifacts.folder), environment=environment, run=artifacts.run, kernels=sections,
-                  problems=dict(artifacts.problems), capture=capture_summary(artifacts))
+        environment = dict(artifacts.bench.environment or {})
+    try:
+        capture = capture_summary(artifacts)
+    except Exception as exc:
+        problems["capture.json"] = f"unreadable record: {type(exc).__name__}: {exc}"
+        capture = []
+    return Report(artifacts=str(artifacts.folder), environment=dict(environment), run=artifacts.run,
+                  kernels=sections, problems=problems, capture=capture)
+
+
+def _unreadable(kernel: BenchKernel, reason: str) -> KernelReport:
+    """A kernel whose records cannot be read: every section says why."""
+    return KernelReport(name=str(kernel.name), path=str(kernel.path), optimized_path=str(kernel.optimized_path),
+                        stopped=None, classification=Classification(False, reason),
+                        compatibility=Verdict("not run", reason=reason), transformations=Section(False, reason),
+                        tileir_validation=Verdict("not run", reason=reason), tileir_code=None, optimized_ptx=None,
+                        benchmark=Benchmark(False, reason), output=Section(False, reason), coverage=[])
+
+
+def _kernel_report(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> KernelReport:
+    tileir, code, ptx = tileir_for(kernel, artifacts, stopped)
+    return KernelReport(
+        name=kernel.name, path=kernel.path, optimized_path=kernel.optimized_path, stopped=stopped,
+        classification=classification_for(kernel, artifacts, stopped),
+        compatibility=compatibility_for(kernel, artifacts, stopped),
+        transformations=transformations_for(kernel, artifacts, stopped),
+        tileir_validation=tileir, tileir_code=code, optimized_ptx=ptx,
+        benchmark=benchmark_for(kernel, artifacts, stopped),
+        output=output_for(kernel, artifacts, stopped),
+        coverage=coverage_for(kernel, artifacts),
+    )
 
 
 def capture_summary(artifacts: Artifacts) -> list[str]:

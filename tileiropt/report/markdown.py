@@ -7,6 +7,7 @@ parts are filled with `str.format`. Every value comes from the records; what did
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,13 @@ def split_template(text: str) -> tuple[str, str]:
 
 def cell(text: Any) -> str:
     """A value made safe for a Markdown table cell."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return one_line(text).replace("|", "\\|")
+
+
+def one_line(text: Any) -> str:
+    """A value on one line: a name from the records can never start a heading or a block of its own."""
+    return " ".join(str(text).split()) if any(c in str(text) for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029") \
+        else str(text)
 
 
 def table(header: list[str], rows: list[list[Any]]) -> str:
@@ -303,7 +310,7 @@ def intro_md(report: Report) -> str:
         lines.append(f"Run: `{' '.join(run.get('command', []))}` ({run.get('started', '?')}, "
                      f"{run.get('seconds', 0):.0f}s, exit code {run.get('exit_code')}): {phases}.")
         for name, stop in (run.get("stopped") or {}).items():
-            lines.append(f"Stopped: **{name}** at {stop.get('phase')}: {stop.get('reason')}")
+            lines.append(f"Stopped: **{one_line(name)}** at {stop.get('phase')}: {one_line(stop.get('reason'))}")
         for path, rejected in (run.get("rejected") or {}).items():
             lines.append(f"Set aside: `{Path(path).name}` -> `{Path(str(rejected.get('moved_to'))).name}`: "
                          f"{rejected.get('reason')}")
@@ -317,7 +324,7 @@ def intro_md(report: Report) -> str:
 
 def kernel_md(k: KernelReport, template: str) -> str:
     return template.format(
-        name=k.name,
+        name=one_line(k.name),
         classification=classification_md(k.classification),
         compatibility=compatibility_md(k.compatibility),
         transformations=section_md(k.transformations),
@@ -329,10 +336,19 @@ def kernel_md(k: KernelReport, template: str) -> str:
 
 def render_markdown(report: Report, template: str | None = None) -> str:
     document, section = split_template(template if template is not None else read_template(TEMPLATE))
-    kernels = "\n".join(kernel_md(k, section) for k in report.kernels) or "No kernel in the records."
-    text = document.format(intro=intro_md(report), summary=summary_md(report), environment=environment_md(report),
-                           kernels=kernels)
+    kernels = "\n".join(_guarded(lambda k=k: kernel_md(k, section), f"## {cell(k.name)}\n\n")
+                         for k in report.kernels) or "No kernel in the records."
+    text = document.format(intro=_guarded(lambda: intro_md(report)), summary=_guarded(lambda: summary_md(report)),
+                           environment=_guarded(lambda: environment_md(report)), kernels=kernels)
     return text.rstrip() + f"\n\n{REPORT_MARKER}\n"
+
+
+def _guarded(render: Callable[[], str], prefix: str = "") -> str:
+    """A part of the report, or one line saying the records behind it have an unexpected shape."""
+    try:
+        return render()
+    except Exception as exc:  # valid JSON of the wrong shape must not stop the whole report
+        return f"{prefix}not run: unreadable record ({type(exc).__name__}: {cell(exc)})"
 
 
 # The last line of every report written: a file without it is not replaced by a report.

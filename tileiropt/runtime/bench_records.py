@@ -293,11 +293,11 @@ def within_noise(ratio: float, a: Timing, b: Timing, floor: float = NOISE_FLOOR)
 
 
 def evaluate_expression(expression: str, dims: dict[str, int], shapes: dict[str, list[int]]) -> float:
-    """A project's `flops`/`bytes` expression over the dims (by name) and the input shapes (lists)."""
-    scope: dict[str, Any] = {name: list(shape) for name, shape in shapes.items()}
-    scope.update(dims)
-    value = eval(expression, {"__builtins__": {}, "math": math, "prod": math.prod}, scope)  # noqa: S307
-    return float(value)
+    """A project's `flops`/`bytes` expression over the dims (by name) and the input shapes (lists), evaluated
+    without `eval` and with bounded cost (see `tileiropt.runtime.metric_expressions`)."""
+    from tileiropt.runtime.metric_expressions import evaluate
+
+    return evaluate(expression, dims, shapes)
 
 
 def compute_peak_key(dtypes: dict[str, str]) -> str | None:
