@@ -301,3 +301,23 @@ def test_kernel_names_cannot_inject_markdown(artifacts: Path) -> None:
         run.unlink()
     text = CliRunner().invoke(app, ["report", str(artifacts)]).stdout
     assert "\n# Injected heading" not in text
+
+
+def test_records_of_a_changed_file_and_of_another_run_are_marked(tmp_path: Path) -> None:
+    from tileiropt.report.artifacts import Artifacts
+    from tileiropt.report.build import provenance_problems
+    from tileiropt.runtime.records import ValidateRun, ValidationRecord, file_digest
+
+    kernel = tmp_path / "k_tileir.py"
+    kernel.write_text("a = 1\n")
+    record = ValidationRecord(kernel="k", variant="optimized", backend="interpret", config="LAUNCH", status="pass",
+                              path=str(kernel), source_sha256=file_digest(kernel))
+    found = Artifacts(folder=tmp_path, validate=ValidateRun(records=[record], backends=["interpret"],
+                                                           started="2026-11-22T10:00:00+00:00"),
+                      run={"started": "2026-11-22T10:00:00+00:00"})
+    assert provenance_problems(found) == {}
+    kernel.write_text("a = 2\n")
+    found.run = {"started": "2026-11-22T11:00:00+00:00"}
+    problems = provenance_problems(found)
+    assert "changed since its records were made" in problems["k_tileir.py"]
+    assert "from an earlier run" in problems["validate.json"]

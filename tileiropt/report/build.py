@@ -487,12 +487,45 @@ def build_report(artifacts: Artifacts, kernels: list[BenchKernel] | None = None)
     if not environment and artifacts.bench is not None:
         environment = dict(artifacts.bench.environment or {})
     try:
+        problems.update(provenance_problems(artifacts))
+    except Exception as exc:
+        problems["records"] = f"cannot compare the records with the files: {type(exc).__name__}: {exc}"
+    try:
         capture = capture_summary(artifacts)
     except Exception as exc:
         problems["capture.json"] = f"unreadable record: {type(exc).__name__}: {exc}"
         capture = []
     return Report(artifacts=str(artifacts.folder), environment=dict(environment), run=artifacts.run,
                   kernels=sections, problems=problems, capture=capture)
+
+
+def provenance_problems(artifacts: Artifacts) -> dict[str, str]:
+    """Records that do not describe the files as they are, or not this run: a file changed since it was measured
+    (its SHA-256 differs), or validate.json / bench.json older than run.json. Never mixed silently."""
+    from tileiropt.runtime.bench_records import BENCH_FILE
+    from tileiropt.runtime.records import VALIDATE_FILE, file_digest
+
+    problems: dict[str, str] = {}
+    measured: dict[str, set[str]] = {}
+    for record in (artifacts.validate.records if artifacts.validate else []):
+        if record.source_sha256 and record.path:
+            measured.setdefault(record.path, set()).add(record.source_sha256)
+    for row in (artifacts.bench.rows if artifacts.bench else []):
+        if row.source_sha256 and row.path:
+            measured.setdefault(row.path, set()).add(row.source_sha256)
+    for path, digests in sorted(measured.items()):
+        now = file_digest(path)
+        if now is None:
+            problems[f"{Path(path).name}"] = "the file its records measured is gone"
+        elif digests != {now}:
+            problems[f"{Path(path).name}"] = ("changed since its records were made (SHA-256 differs): rerun "
+                                              "`tileiropt run` before trusting them")
+    started = (artifacts.run or {}).get("started")
+    for name, record in ((VALIDATE_FILE, artifacts.validate), (BENCH_FILE, artifacts.bench)):
+        when = getattr(record, "started", None)
+        if isinstance(started, str) and isinstance(when, str) and when and when < started:
+            problems[name] = f"from an earlier run (started {when}) than run.json ({started}): not this run's records"
+    return problems
 
 
 def _unreadable(kernel: BenchKernel, reason: str) -> KernelReport:

@@ -7,6 +7,7 @@ parts are filled with `str.format`. Every value comes from the records; what did
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -187,13 +188,53 @@ def _compiled(row: BenchRow) -> str:
     return text + (" (FALLBACK)" if p.fallback else "")
 
 
+def sweep_charts_md(b: Benchmark) -> list[str]:
+    """A Mermaid line chart of the median time over the size sweep, per dtype set (GitHub renders it): one line
+    per row that was timed at every size, named in order under the chart."""
+    charts = []
+    by_dtypes: dict[str, list] = {}
+    for t in b.tables:
+        if t.size is not None:
+            by_dtypes.setdefault(t.dtypes, []).append(t)
+    for dtypes, tables in by_dtypes.items():
+        tables.sort(key=lambda t: t.size)
+        if len(tables) < 2:
+            continue
+        labels = list(dict.fromkeys(line.label for t in tables for line in t.lines))
+        series = []
+        for label in labels:
+            values = [next((line.median_ms for line in t.lines if line.label == label), None) for t in tables]
+            if all(isinstance(v, (int, float)) and v > 0 for v in values):
+                series.append((label, values))
+        if not series:
+            continue
+        sizes = ", ".join(str(t.size) for t in tables)
+        body = "\n".join(f"    line [{', '.join(f'{v:.4g}' for v in values)}]" for _, values in series)
+        charts.append(f"```mermaid\nxychart-beta\n    title \"{cell(dtypes)}: median time (ms) by size\"\n"
+                      f"    x-axis [{sizes}]\n    y-axis \"ms\"\n{body}\n```\n\n"
+                      f"Lines, in order: {'; '.join(label for label, _ in series)}.")
+    return charts
+
+
 def benchmark_md(b: Benchmark) -> str:
     parts = []
     if not b.ran and not b.tables:
         return b.reason
+    parts += sweep_charts_md(b)
+    # a row that did not run for the same reason at every size is said once, not once per size
+    same_everywhere = {}
+    if len(b.tables) > 1:
+        for label in dict.fromkeys(line.label for t in b.tables for line in t.lines):
+            texts = {line.time for t in b.tables for line in t.lines if line.label == label}
+            count = sum(line.label == label for t in b.tables for line in t.lines)
+            if len(texts) == 1 and count == len(b.tables) and next(iter(texts)).startswith(("not run", "error")):
+                same_everywhere[label] = next(iter(texts))
+    if same_everywhere:
+        parts.append("At every size:\n" + bullets([f"{label}: {text}" for label, text in same_everywhere.items()]))
     for t in b.tables:
-        parts.append(f"**{_size_title(t)}**\n\n" + table(["Backend", "Time (ms)", "Speedup"],
-                                                          [[line.label, line.time, line.speedup] for line in t.lines]))
+        rows = [[line.label, line.time, line.speedup] for line in t.lines if line.label not in same_everywhere]
+        if rows:
+            parts.append(f"**{_size_title(t)}**\n\n" + table(["Backend", "Time (ms)", "Speedup"], rows))
     if b.ptx_ratios:
         ratios = ", ".join(f"{r['ratio']:.3f}" + (f" [{r['paired']['ci_low']:.3f}-{r['paired']['ci_high']:.3f}, "
                                                   f"{r['paired']['verdict']}]" if r.get("paired") else "")
@@ -302,8 +343,51 @@ def summary_md(report: Report) -> str:
                   "PTX optimized/original", "TileIR speedup", "Output"], rows)
 
 
+def next_steps_md(report: Report) -> str:
+    """What happened to each kernel and what to do next, in one line each: the report's first lines."""
+    run = report.run or {}
+    rejected = {str(Path(str(p)).resolve()): r for p, r in (run.get("rejected") or {}).items()}
+    project = run.get("project") or str(Path(report.artifacts).parent)
+    on_blackwell = f"`ENABLE_TILE=1 tileiropt run {shlex.quote(str(project))}`"
+    ready, attention, unproven = [], [], []
+    for k in report.kernels:
+        name = f"**{cell(k.name)}**"
+        set_aside = rejected.get(str(Path(k.optimized_path).resolve())) if k.optimized_path else None
+        code = k.tileir_code
+        if k.stopped:
+            attention.append(f"{name}: stopped at {k.stopped.get('phase')}: {one_line(k.stopped.get('reason'))}")
+        elif set_aside:
+            attention.append(f"{name}: its optimized file was set aside: {one_line(set_aside.get('reason'))}")
+        elif k.compatibility.status == FAILED:
+            attention.append(f"{name}: the original fails its own check: "
+                             f"{short_reason(verdict_line(k.compatibility), 120)}")
+        elif k.tileir_validation.status == FAILED or (code is not None and code.status == FAILED):
+            wrong = code if code is not None and code.status == FAILED else k.tileir_validation
+            attention.append(f"{name}: the TileIR code gives wrong results: {short_reason(verdict_line(wrong), 120)}")
+        elif k.tileir_validation.status == PASSED:
+            speed = (f"; {min(k.benchmark.tileir_speedups):.2f}x-{max(k.benchmark.tileir_speedups):.2f}x the PTX "
+                     "original" if k.benchmark.tileir_speedups else "")
+            ready.append(f"{name}: validated on the TileIR backend{speed}")
+        elif code is not None and code.status == PASSED:
+            ready.append(f"{name}: ready to try on TileIR: its TileIR code is proven on {code.backend} "
+                         f"(max difference {format_difference(code.max_difference)}); on a Blackwell GPU with "
+                         f"nvtriton run {on_blackwell}")
+        else:
+            unproven.append(f"{name}: {short_reason(verdict_line(code) if code else k.tileir_validation.reason, 120)}")
+    lines = []
+    if attention:
+        lines.append("Needs attention:\n" + bullets(attention))
+    if ready:
+        lines.append("Ready:\n" + bullets(ready))
+    if unproven:
+        lines.append("Not proven yet:\n" + bullets(unproven))
+    if run.get("command"):
+        lines.append(f"Command: `{shlex.join(str(c) for c in run['command'])}`")
+    return "\n\n".join(lines)
+
+
 def intro_md(report: Report) -> str:
-    lines = [f"Rendered from the records in `{report.artifacts}`."]
+    lines = [_guarded(lambda: next_steps_md(report)), f"Rendered from the records in `{report.artifacts}`."]
     run = report.run
     if run:
         phases = ", ".join(f"{p.get('phase')} {p.get('status')}" for p in run.get("phases", []))

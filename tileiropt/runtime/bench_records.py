@@ -193,6 +193,7 @@ class BenchRow:
     within_noise: bool | None = None  # ratio_to_original is 1.00 within the two rows' spread
     paired: PairedTiming | None = None  # optimized PTX rows: original and optimized timed in turns
     gpu_state: dict[str, Any] = field(default_factory=dict)  # SM clock, power, throttle reasons after timing
+    source_sha256: str | None = None  # the file timed, as it was: `report` marks rows whose file changed
     provenance: Provenance = field(default_factory=Provenance)
 
     @property

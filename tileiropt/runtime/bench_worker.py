@@ -108,8 +108,11 @@ class BenchItem:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def row(self, status: str, reason: str = "", provenance: Provenance | None = None, **values: Any) -> BenchRow:
+        from tileiropt.runtime.records import file_digest
+
         return BenchRow(kernel=self.kernel, variant=self.variant, backend=self.backend, size=self.size,
                         status=status, reason=reason, path=self.path or (self.reference or ""),
+                        source_sha256=file_digest(self.path) if self.path else None,
                         dims=dict(self.dims), shapes=dict(self.shapes), dtypes=dict(self.dtypes),
                         provenance=provenance or Provenance(), **values)
 

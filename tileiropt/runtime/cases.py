@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from tileiropt.runtime.records import NOT_RUN, Provenance, ValidationRecord
+from tileiropt.runtime.records import NOT_RUN, Provenance, ValidationRecord, file_digest
 from tileiropt.runtime.scaling import describe_scaling
 
 
@@ -55,6 +55,6 @@ def record_for(case: Case, backend: str, config: str, status: str, reason: str =
     return ValidationRecord(
         kernel=case.kernel, variant=case.variant, backend=backend, config=config, status=status,
         reason=reason, path=case.path, shapes=case.shapes, dtypes=case.dtypes, reference=case.reference or None,
-        atol=case.atol, rtol=case.rtol, scaled_from=case.scaled_from,
+        atol=case.atol, rtol=case.rtol, scaled_from=case.scaled_from, source_sha256=file_digest(case.path),
         provenance=provenance or Provenance(), **measures,
     )

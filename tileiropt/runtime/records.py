@@ -46,6 +46,18 @@ class Provenance:
     fallback_enabled: bool = False  # the release's runtime fallback to PTX was on (silent when it happens)
 
 
+def file_digest(path: str | Path | None) -> str | None:
+    """SHA-256 of a file's bytes (None when it cannot be read): records carry it, `report` compares."""
+    import hashlib
+
+    if not path:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def fallback_note(compiled: str | None, expected: str, provenance: Provenance) -> str | None:
     """Why a TileIR record is not a TileIR number: which backend compiled its kernels instead, and why that
     could happen silently. None when every kernel was compiled by `expected`."""
@@ -79,6 +91,7 @@ class ValidationRecord:
     rtol: float | None = None
     seconds: float | None = None
     scaled_from: dict[str, list[int]] | None = None  # the user's shapes when the interpreter scaled them
+    source_sha256: str | None = None  # the file validated, as it was: `report` marks records whose file changed
     provenance: Provenance = field(default_factory=Provenance)
 
     @property
