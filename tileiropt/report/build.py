@@ -60,6 +60,7 @@ class Verdict:
     backend_description: str = ""
     compiled_by: str | None = None  # what really compiled the kernels (provenance)
     max_difference: float | None = None  # max absolute difference over the records that compared
+    tolerance: str = ""  # the tolerances those records were held to ("atol 1e-05, rtol 1e-05"; several joined)
     reason: str = ""  # why it did not run
     configs: int = 0  # records that ran
     not_run: int = 0  # records that did not
@@ -245,6 +246,8 @@ def verdict(records: list[ValidationRecord]) -> Verdict:
         backend_description=BACKENDS[backend].description if backend in BACKENDS else backend,
         compiled_by=",".join(compiled) or None,
         max_difference=max(compared) if compared else None,
+        tolerance="; ".join(dict.fromkeys(f"atol {r.atol:g}, rtol {r.rtol:g}" for r in ran
+                                          if r.atol is not None and r.rtol is not None)),
         reason="" if ran else "; ".join(dict.fromkeys(r.reason for r in skipped)) or "not run",
         configs=len(ran),
         not_run=len(skipped),

@@ -85,7 +85,8 @@ def verdict_line(v: Verdict) -> str:
     """"PASSED — Max difference: 3.1e-03" or "not run: <reason>"."""
     if v.status not in (PASSED, FAILED):
         return v.reason or "not run"
-    return f"{v.status} — Max difference: {format_difference(v.max_difference)}"
+    bound = f" (tolerance {v.tolerance})" if v.tolerance else ""
+    return f"{v.status} — Max difference: {format_difference(v.max_difference)}{bound}"
 
 
 def verdict_details(v: Verdict) -> list[str]:
