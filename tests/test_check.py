@@ -22,7 +22,7 @@ H100 = {"name": "NVIDIA H100 80GB HBM3", "capability": "9.0", "sm_count": 132}
 B200 = {"name": "NVIDIA B200", "capability": "10.0", "sm_count": 148}
 REPORT_KEYS = {"python", "triton", "torch", "gpu", "blackwell", "env", "active_backend",
                "active_backend_error", "tileiras", "tileir_ready", "release", "reasons", "warnings",
-               "recommendation"}
+               "recommendation", "schema_version"}
 
 
 @pytest.fixture

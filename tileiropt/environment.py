@@ -346,6 +346,7 @@ class CheckReport:
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     recommendation: str = ""
+    schema_version: int = 1
 
 
 def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, targeted: bool, release: Any,

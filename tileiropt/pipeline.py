@@ -72,7 +72,7 @@ class RunResult:
     project: str | None = None
     started: str = ""
     seconds: float = 0.0
-    schema: int = SCHEMA_VERSION
+    schema_version: int = SCHEMA_VERSION  # the one schema key of every record and --json output
     # the safe-modification rule: optimized files set aside (path -> {"moved_to", "reason"}) because they failed
     # validation or are slower on PTX beyond the threshold; files written into the user's own (--in-place)
     rejected: dict[str, dict[str, str]] = field(default_factory=dict)

@@ -156,6 +156,7 @@ class Report:
     kernels: list[KernelReport]
     problems: dict[str, str]
     capture: list[str] = field(default_factory=list)  # what a capture run saw and what was replayed
+    schema_version: int = 1
 
 
 # --------------------------------------------------------------------------- helpers
@@ -517,10 +518,11 @@ def provenance_problems(artifacts: Artifacts) -> dict[str, str]:
         if row.source_sha256 and row.path:
             measured.setdefault(row.path, set()).add(row.source_sha256)
     for path, digests in sorted(measured.items()):
-        now = file_digest(path)
-        if now is None:
-            problems[f"{Path(path).name}"] = "the file its records measured is gone"
-        elif digests != {now}:
+        where = Path(path)
+        if not where.is_absolute():  # as the project gave it: relative to the project, the artifacts' parent
+            where = Path(artifacts.folder).parent / where
+        now = file_digest(where)
+        if now is not None and digests != {now}:  # a file not here (records rendered elsewhere) claims nothing
             problems[f"{Path(path).name}"] = ("changed since its records were made (SHA-256 differs): rerun "
                                               "`tileiropt run` before trusting them")
     started = (artifacts.run or {}).get("started")

@@ -66,7 +66,7 @@ class CaptureResult:
         return [key for key in self.expected if key not in self.counts]
 
     def to_json(self) -> dict[str, Any]:
-        return {"command": self.command, "exit_code": self.exit_code, "ended": self.ended,
+        return {"schema_version": 1, "command": self.command, "exit_code": self.exit_code, "ended": self.ended,
                 "seconds": round(self.seconds, 2), "counts": self.counts, "expected": self.expected,
                 "launches": self.launches, "never_launched": self.never_launched()}
 

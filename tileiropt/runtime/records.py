@@ -111,7 +111,7 @@ class ValidateRun:
     started: str = ""
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
-    schema: int = SCHEMA_VERSION
+    schema_version: int = SCHEMA_VERSION  # the one schema key of every record and --json output
 
     def counts(self) -> dict[str, int]:
         return count_statuses(self.records, STATUSES)

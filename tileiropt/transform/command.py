@@ -115,7 +115,8 @@ def run_apply(paths: list[Path], *, output: Path | None, in_place: bool, dry_run
     results, errors = apply_paths(paths, output=output, in_place=in_place, dry_run=dry_run,
                                   spaces_file=spaces_file, max_configs=max_configs, release=choice.release)
     if json_output:
-        print_json({"dry_run": dry_run, "release": {"version": choice.release.version, "origin": choice.origin},
+        print_json({"schema_version": 1, "dry_run": dry_run,
+                    "release": {"version": choice.release.version, "origin": choice.origin},
                     "files": [result_record(r) for r in results],
                     "errors": [{"file": e.path, "error": e.error} for e in errors]})
     elif diff:
