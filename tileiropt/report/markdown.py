@@ -351,6 +351,7 @@ def next_steps_md(report: Report) -> str:
     project = run.get("project") or str(Path(report.artifacts).parent)
     on_blackwell = f"`ENABLE_TILE=1 tileiropt run {shlex.quote(str(project))}`"
     ready, attention, unproven = [], [], []
+    proven: dict[str, list[str]] = {}  # backend the TileIR code was proven on -> kernels
     for k in report.kernels:
         name = f"**{cell(k.name)}**"
         set_aside = rejected.get(str(Path(k.optimized_path).resolve())) if k.optimized_path else None
@@ -370,11 +371,13 @@ def next_steps_md(report: Report) -> str:
                      "original" if k.benchmark.tileir_speedups else "")
             ready.append(f"{name}: validated on the TileIR backend{speed}")
         elif code is not None and code.status == PASSED:
-            ready.append(f"{name}: ready to try on TileIR: its TileIR code is proven on {code.backend} "
-                         f"(max difference {format_difference(code.max_difference)}); on a Blackwell GPU with "
-                         f"nvtriton run {on_blackwell}")
+            proven.setdefault(code.backend, []).append(f"{name} (max difference "
+                                                       f"{format_difference(code.max_difference)})")
         else:
             unproven.append(f"{name}: {short_reason(verdict_line(code) if code else k.tileir_validation.reason, 120)}")
+    for backend, names in proven.items():
+        ready.append(f"ready to try on TileIR, their TileIR code proven on {backend}: {', '.join(names)}. Next, on a "
+                     f"Blackwell GPU with nvtriton: {on_blackwell}")
     lines = []
     if attention:
         lines.append("Needs attention:\n" + bullets(attention))
