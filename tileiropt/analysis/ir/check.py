@@ -190,6 +190,8 @@ def check_file(scanned: Scan, pointers: dict[str, set[str]], release: Release, r
             _check_kernel(result, fn, kernel, node, pointers.get(kernel.name, set()), scanned, release, dtypes)
         except (SandboxError, NotLowerable, LoweringError) as exc:
             result.status, result.reason = "not run", str(exc)
+        except Exception as exc:  # another Triton version's front end: this kernel's IR check did not run
+            result.status, result.reason = "not run", f"internal: {type(exc).__name__}: {exc}"[:300]
         result.seconds = time.perf_counter() - started
         results[kernel.name] = result
     return FileIR(results)
