@@ -221,6 +221,10 @@ def benchmark_md(b: Benchmark) -> str:
     parts = []
     if not b.ran and not b.tables:
         return b.reason
+    texts = {line.time for t in b.tables for line in t.lines}
+    if len(texts) == 1 and next(iter(texts)).startswith("not run") and not b.details:
+        sizes = ", ".join(str(s) for t in b.tables for s in (t.sizes or [t.size]) if s is not None)
+        return f"{next(iter(texts))} (every row{', sizes ' + sizes if sizes else ''})"
     parts += sweep_charts_md(b)
     # a row that did not run for the same reason at every size is said once, not once per size
     same_everywhere = {}
