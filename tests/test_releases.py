@@ -150,10 +150,10 @@ def test_the_ir_check_never_runs_the_file(tmp_path: Path) -> None:
     (result,) = classify_paths([copy], release=R134)
     assert not list(tmp_path.glob("RAN_*"))  # the module body and the defaults never ran
     status = {k.kernel: (k.ir["status"], k.ir["reason"]) for k in result.kernels}
-    assert status["escapes"][0] == "not run" and "`.__class__`" in status["escapes"][1]
+    assert status["escapes"][0] == "not-run" and "`.__class__`" in status["escapes"][1]
     assert "outside triton.language" in status["reaches_out"][1]
     assert "`__file__`" in status["scaled"][1]
-    assert status["unrolled"][0] == "not needed"
+    assert status["unrolled"][0] == "not-needed"
     codes = {k.kernel: [f.code for f in k.findings] for k in result.kernels}
     assert "TIR006" in codes["escapes"]  # not lowered: the syntax findings stand
 
@@ -174,7 +174,7 @@ def test_ir_check_times_out_instead_of_hanging(tmp_path: Path, monkeypatch: pyte
         """))
     (result,) = classify_paths([path], release=R131)
     (kernel,) = result.kernels
-    assert kernel.ir["status"] == "not run" and "longer than 0.2 s" in kernel.ir["reason"]
+    assert kernel.ir["status"] == "not-run" and "longer than 0.2 s" in kernel.ir["reason"]
 
 
 # ----------------------------------------------------------------------------- apply per release

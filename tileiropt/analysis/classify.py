@@ -225,7 +225,7 @@ def _merge_ir(scanned: Scan, records: list[KernelRecord], rules: list[Rule], rel
     if result.unavailable:
         for record in records:
             if record.is_entry:
-                record.ir = {"status": "not run", "reason": result.unavailable}
+                record.ir = {"status": "not-run", "reason": result.unavailable}
         return
     selected = {rule.code for rule in rules}
     decided = ir_codes()

@@ -44,18 +44,18 @@ def run_classify(paths: list[Path], select: list[str] | None = None, ignore: lis
 
 
 def ir_counts(results: list[FileResult]) -> dict[str, int]:
-    """Entry kernels by IR-check status: checked / not needed / not run."""
+    """Entry kernels by IR-check status: checked / not-needed / not-run."""
     counts = Counter(k.ir["status"] for r in results for k in r.kernels if k.ir is not None)
-    return {status: counts.get(status, 0) for status in ("checked", "not needed", "not run")}
+    return {status: counts.get(status, 0) for status in ("checked", "not-needed", "not-run")}
 
 
 def ir_summary(results: list[FileResult]) -> str:
     counts = ir_counts(results)
     reasons = Counter(k.ir["reason"].split(":")[-1].strip()[:60] for r in results for k in r.kernels
-                      if k.ir is not None and k.ir["status"] == "not run")
+                      if k.ir is not None and k.ir["status"] == "not-run")
     why = f" (most often: {reasons.most_common(1)[0][0]})" if reasons else ""
-    return (f"IR check: {counts['checked']} kernels lowered to TTIR, {counts['not needed']} use only operations "
-            f"every release supports, {counts['not run']} could not be lowered from the source{why}; their syntax "
+    return (f"IR check: {counts['checked']} kernels lowered to TTIR, {counts['not-needed']} use only operations "
+            f"every release supports, {counts['not-run']} could not be lowered from the source{why}; their syntax "
             "findings stand")
 
 

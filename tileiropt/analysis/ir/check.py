@@ -62,7 +62,7 @@ class KernelIR:
     """What the IR check did for one entry kernel."""
 
     kernel: str
-    status: str  # "checked" | "not needed" | "not run"
+    status: str  # "checked" | "not-needed" | "not-run"
     reason: str | None = None
     specializations: list[str] = field(default_factory=list)
     guessed: list[str] = field(default_factory=list)  # constexprs lowered with guessed values
@@ -177,9 +177,9 @@ def check_file(scanned: Scan, pointers: dict[str, set[str]], release: Release, r
         if not kernel.is_entry:
             continue
         started = time.perf_counter()
-        result = KernelIR(kernel.name, "not run", assumed=dtypes is None)
+        result = KernelIR(kernel.name, "not-run", assumed=dtypes is None)
         if builder is not None and ir_relevant(kernel.name, scanned, builder) is None:
-            result.status = "not needed"
+            result.status = "not-needed"
             result.reason = "calls only operations every release supports for every dtype"
             results[kernel.name] = result
             continue
@@ -189,9 +189,9 @@ def check_file(scanned: Scan, pointers: dict[str, set[str]], release: Release, r
                 raise SandboxError("the file could not be read again")
             _check_kernel(result, fn, kernel, node, pointers.get(kernel.name, set()), scanned, release, dtypes)
         except (SandboxError, NotLowerable, LoweringError) as exc:
-            result.status, result.reason = "not run", str(exc)
+            result.status, result.reason = "not-run", str(exc)
         except Exception as exc:  # another Triton version's front end: this kernel's IR check did not run
-            result.status, result.reason = "not run", f"internal: {type(exc).__name__}: {exc}"[:300]
+            result.status, result.reason = "not-run", f"internal: {type(exc).__name__}: {exc}"[:300]
         result.seconds = time.perf_counter() - started
         results[kernel.name] = result
     return FileIR(results)
