@@ -235,7 +235,7 @@ def benchmark_md(b: Benchmark) -> str:
             if len(texts) == 1 and count == len(b.tables) and next(iter(texts)).startswith(("not run", "error")):
                 same_everywhere[label] = next(iter(texts))
     if same_everywhere:
-        parts.append("At every size:\n" + bullets([f"{label}: {text}" for label, text in same_everywhere.items()]))
+        parts.append("At every size:\n\n" + bullets([f"{label}: {text}" for label, text in same_everywhere.items()]))
     for t in b.tables:
         rows = [[line.label, line.time, line.speedup] for line in t.lines if line.label not in same_everywhere]
         if rows:
@@ -345,7 +345,7 @@ def summary_md(report: Report) -> str:
         rows.append([k.name, kind, _short_verdict(k.compatibility), transformations,
                      _short_verdict(k.tileir_validation), ratio, speedup, output])
     return table(["Kernel", "Type", "Compatibility (ENABLE_TILE=0)", "Transformations", "TileIR validation",
-                  "PTX optimized/original", "TileIR speedup", "Output"], rows)
+                  "PTX time optimized/original (<1 faster)", "TileIR speedup", "Output"], rows)
 
 
 def next_steps_md(report: Report) -> str:
@@ -367,6 +367,9 @@ def next_steps_md(report: Report) -> str:
         elif k.compatibility.status == FAILED:
             attention.append(f"{name}: the original fails its own check: "
                              f"{short_reason(verdict_line(k.compatibility), 120)}")
+        elif any((r.get("paired") or {}).get("verdict") == "slower" for r in k.benchmark.ptx_ratios):
+            attention.append(f"{name}: its optimized file is slower than the original on PTX beyond the threshold "
+                             "(see its benchmark): it is not kept")
         elif k.tileir_validation.status == FAILED or (code is not None and code.status == FAILED):
             wrong = code if code is not None and code.status == FAILED else k.tileir_validation
             attention.append(f"{name}: the TileIR code gives wrong results: {short_reason(verdict_line(wrong), 120)}")
@@ -375,20 +378,25 @@ def next_steps_md(report: Report) -> str:
                      "original" if k.benchmark.tileir_speedups else "")
             ready.append(f"{name}: validated on the TileIR backend{speed}")
         elif code is not None and code.status == PASSED:
-            proven.setdefault(code.backend, []).append(f"{name} (max difference "
-                                                       f"{format_difference(code.max_difference)})")
+            proven.setdefault(code.backend_description or code.backend, []).append(
+                f"{name} (max difference {format_difference(code.max_difference)})")
         else:
             unproven.append(f"{name}: {short_reason(verdict_line(code) if code else k.tileir_validation.reason, 120)}")
     for backend, names in proven.items():
-        ready.append(f"ready to try on TileIR, their TileIR code proven on {backend}: {', '.join(names)}. Next, on a "
-                     f"Blackwell GPU with nvtriton: {on_blackwell}")
+        ready.append(f"ready to try on TileIR (TileIR code proven correct with the {backend}): {', '.join(names)}")
+        ready.append(f"next, on a Blackwell GPU with nvtriton: {on_blackwell}")
     lines = []
+    mixed = [f"{name}: {problem}" for name, problem in report.problems.items() if "earlier run" in problem
+             or "changed since" in problem]
+    if mixed:  # first of all: these records are not one run of these files
+        lines.append("**Records of different runs or of changed files** — read the numbers with care:\n\n"
+                     + bullets(mixed))
     if attention:
-        lines.append("Needs attention:\n" + bullets(attention))
+        lines.append("Needs attention:\n\n" + bullets(attention))
     if ready:
-        lines.append("Ready:\n" + bullets(ready))
+        lines.append("Ready:\n\n" + bullets(ready))
     if unproven:
-        lines.append("Not proven yet:\n" + bullets(unproven))
+        lines.append("Not proven yet:\n\n" + bullets(unproven))
     if run.get("command"):
         lines.append(f"Command: `{shlex.join(str(c) for c in run['command'])}`")
     return "\n\n".join(lines)
