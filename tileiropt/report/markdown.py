@@ -189,6 +189,14 @@ def _compiled(row: BenchRow) -> str:
     return text + (" (FALLBACK)" if p.fallback else "")
 
 
+def _paired_label(b: Benchmark) -> str:
+    """How the ratio was measured: paired turns in one process (the tables' speedups are independent medians)."""
+    if any(r.get("paired") for r in b.ptx_ratios):
+        return (" (paired: both files timed in turns in one process, [95% interval, verdict]; the tables' speedups "
+                "are independent medians)")
+    return ""
+
+
 def sweep_charts_md(b: Benchmark) -> list[str]:
     """A Mermaid line chart of the median time over the size sweep, per dtype set (GitHub renders it): one line
     per row that was timed at every size, named in order under the chart."""
@@ -247,7 +255,8 @@ def benchmark_md(b: Benchmark) -> str:
         slower = [r for r in b.ptx_ratios if (r.get("paired") or {}).get("verdict") == "slower"]
         if slower:
             threshold = slower[0]["paired"]["threshold"]
-            parts.append(f"Optimized/original PTX time ratio: {ratios} -- {len(slower)} slower than the original "
+            parts.append(f"Optimized/original PTX time ratio{_paired_label(b)}: {ratios} -- {len(slower)} slower than "
+                         "the original "
                          f"beyond {threshold:.0%} (the whole 95% interval): the optimized file is not kept")
             return "\n\n".join(parts + _details(b))
         outside = [r for r in b.ptx_ratios if not r["within_noise"]]
@@ -257,7 +266,7 @@ def benchmark_md(b: Benchmark) -> str:
         if differing:
             verdict += (f" ({len(differing)} of them with a different config chosen by the autotuner, whose own"
                         " timing picked another of the same configs)")
-        parts.append(f"Optimized/original PTX time ratio: {ratios} -- {verdict}")
+        parts.append(f"Optimized/original PTX time ratio{_paired_label(b)}: {ratios} -- {verdict}")
     return "\n\n".join(parts + _details(b))
 
 
