@@ -6,7 +6,7 @@ assumed, from the source:
 - pointers: float tensors take the dtype being checked (fp32 first; fp16 and bf16 too when the TTIR
   holds an operation whose support depends on the dtype); a pointer whose loaded values index
   memory or are cast to an integer (labels, offsets, `cu_seqlens`) is `*i64`; the target of a
-  compare-and-swap with integer literals (a lock) is `*i32`;
+  compare-and-swap with integer literals (a lock) and a histogram's input are `*i32`;
 - scalars: `fp32` when named like a float (`eps`, `scale`, ...) or annotated so, else `i32`;
 - constexprs: the literal values of a launch in the file (one specialization per distinct launch, up
   to `MAX_LAUNCH_VARIANTS`), else the autotuner's first config, else the default; the rest is
@@ -56,7 +56,7 @@ def specializations(kernel: KernelInfo, node: ast.FunctionDef, pointers: set[str
     capture) overrides what is guessed."""
     exact = exact or {}
     index_pointers = _index_pointers(node, pointers, aliases)
-    lock_pointers = _lock_pointers(node, aliases)
+    lock_pointers = _lock_pointers(node, aliases) | _index_pointers(node, pointers, aliases, histogram_only=True)
     signature: dict[str, str] = {}
     for param in kernel.params:
         annotation = (param.annotation or "").replace(" ", "")
@@ -68,8 +68,8 @@ def specializations(kernel: KernelInfo, node: ast.FunctionDef, pointers: set[str
             raise NotLowerable(f"parameter {param.name} is a host tensor descriptor (its block shape is set by "
                                "the caller)")
         elif param.name in pointers or _POINTER_NAME.search(param.name):
-            signature[param.name] = ("*i64" if param.name in index_pointers
-                                     else "*i32" if param.name in lock_pointers else f"*{float_dtype}")
+            signature[param.name] = ("*i32" if param.name in lock_pointers
+                                     else "*i64" if param.name in index_pointers else f"*{float_dtype}")
         elif annotation in _ANNOTATION_TYPES:
             signature[param.name] = _ANNOTATION_TYPES[annotation]
         elif _FLOAT_SCALAR.search(param.name):
@@ -176,7 +176,8 @@ def _loaded_from(node: ast.FunctionDef, pointers: set[str], aliases: dict[str, s
     return origin
 
 
-def _index_pointers(node: ast.FunctionDef, pointers: set[str], aliases: dict[str, str]) -> set[str]:
+def _index_pointers(node: ast.FunctionDef, pointers: set[str], aliases: dict[str, str],
+                    histogram_only: bool = False) -> set[str]:
     """Pointers whose loaded values become addresses, integers or gather indices (labels, offsets, sequence
     starts, histogram inputs)."""
     origin = _loaded_from(node, pointers, aliases)
@@ -186,6 +187,8 @@ def _index_pointers(node: ast.FunctionDef, pointers: set[str], aliases: dict[str
             continue
         name = call_name(sub, aliases) or ""
         method = sub.func.attr if isinstance(sub.func, ast.Attribute) else ""
+        if histogram_only and name != "triton.language.histogram":
+            continue  # tl.histogram takes 32-bit integers: its inputs are *i32, not *i64
         if (name.startswith("triton.language.") and name.rsplit(".", 1)[-1] in ("load", "store") or
                 name.startswith("triton.language.atomic_")) and sub.args:
             for part in ast.walk(sub.args[0]):
