@@ -241,15 +241,20 @@ def probe_tileiras_package() -> str | None:
         return None
 
 
-def detect_release(env: Mapping[str, str] | None = None) -> tuple[str | None, str]:
-    """(release, how it was found): nvtriton's backend, then `tileiras --version`, then the
-    nvidia-cuda-tileiras package; (None, "none detected") when nothing names one."""
+def detect_release(env: Mapping[str, str] | None = None,
+                   tileiras: Mapping[str, str | None] | None = None) -> tuple[str | None, str]:
+    """(release, how it was found): nvtriton's backend, then `tileiras --version` (`tileiras`: what a caller
+    already probed, {path, found_via, version}), then the nvidia-cuda-tileiras package; (None, "none
+    detected") when nothing names one."""
     env = os.environ if env is None else env
     backend = probe_backend_release()
     if backend and re.match(r"\d+\.\d+", backend):
         return backend, "nvtriton's TileIR backend"
-    path, where = find_tileiras(env)
-    version = probe_tileiras_version(path) if path else None
+    if tileiras is None:
+        path, where = find_tileiras(env)
+        version = probe_tileiras_version(path) if path else None
+    else:
+        where, version = tileiras.get("found_via"), tileiras.get("version")
     if version and re.match(r"\d+\.\d+", version):
         return version.split(",")[0], f"tileiras --version ({where})"
     package = probe_tileiras_package()
@@ -258,14 +263,15 @@ def detect_release(env: Mapping[str, str] | None = None) -> tuple[str | None, st
     return None, "none detected"
 
 
-def choose_release(requested: str | None = None, env: Mapping[str, str] | None = None) -> Any:
+def choose_release(requested: str | None = None, env: Mapping[str, str] | None = None,
+                   tileiras: Mapping[str, str | None] | None = None) -> Any:
     """The release a command follows (`tileiropt.releases.Choice`): `requested` (--tileir-version or a
     project's `tileir_version`), else the detected one, else the newest known."""
     from tileiropt.releases import resolve_release
 
     if requested:
         return resolve_release(requested)
-    detected, via = detect_release(env)
+    detected, via = detect_release(env, tileiras)
     return resolve_release(None, detected, via)
 
 
@@ -401,9 +407,6 @@ def check_environment(env: Mapping[str, str] | None = None, release: str | None 
     torch_info = probe_torch()
     gpu = probe_gpu()
     blackwell = bool(gpu) and (capability_major(gpu["capability"]) or 0) >= BLACKWELL_MAJOR
-    choice = choose_release(release, env)
-    chosen = choice.release
-    targeted = bool(gpu) and chosen.targets(gpu["capability"])
     nvtriton = bool(dist["tileir_backend"])
     enable_tile = env.get("ENABLE_TILE") == "1"
     backend, backend_error = probe_active_backend() if gpu is not None else (None, None)
@@ -411,6 +414,9 @@ def check_environment(env: Mapping[str, str] | None = None, release: str | None 
     tileiras_path, found_via = find_tileiras(env)
     tileiras = {"path": tileiras_path, "found_via": found_via,
                 "version": probe_tileiras_version(tileiras_path) if tileiras_path else None}
+    choice = choose_release(release, env, tileiras)  # the probe above serves the detection too
+    chosen = choice.release
+    targeted = bool(gpu) and chosen.targets(gpu["capability"])
 
     reasons = _reasons(nvtriton, enable_tile, gpu, targeted, chosen, backend, backend_error)
     ready = not reasons

@@ -90,9 +90,6 @@ class Release:
     def status(self, name: str) -> str:
         return self.features[name].status
 
-    def supports(self, name: str) -> bool:
-        return self.features[name].status == "supported"
-
     def targets(self, capability: str | None) -> bool:
         """True when this release's compiler targets a GPU of `capability` ("9.0")."""
         return capability is not None and f"sm_{capability.replace('.', '')}" in self.architectures

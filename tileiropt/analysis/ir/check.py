@@ -68,7 +68,6 @@ class KernelIR:
     guessed: list[str] = field(default_factory=list)  # constexprs lowered with guessed values
     assumed: bool = True  # dtypes guessed (not from a project or a capture)
     lines: dict[str, set[int]] = field(default_factory=dict)  # file -> source lines the TTIR covers
-    functions: dict[str, str | None] = field(default_factory=dict)  # tt.func name -> its file
     hits: list[Hit] = field(default_factory=list)
     seconds: float = 0.0
     calls: dict[str, list[tuple[str, str | None, int | None]]] = field(default_factory=dict)  # tt.call sites
@@ -231,11 +230,10 @@ def _check_kernel(result: KernelIR, fn, kernel, node, pointers: set[str], scanne
         for op in ops:
             if op.file is not None and op.line is not None:
                 result.lines.setdefault(op.file, set()).add(op.line)
-            result.functions.setdefault(op.function, op.file)
         for function in functions.values():
             result.calls.setdefault(function.name, list(function.calls))
         found = list(_hits(ops, functions, release))
-        if spec.assumed:
+        if result.assumed:  # the dtypes were guessed: what a 16-bit caller would break is a warning
             found += _caller_dtype_hits(ops, release)
         for hit in found:
             key = (hit.feature, hit.file, hit.line, hit.message)

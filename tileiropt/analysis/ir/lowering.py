@@ -32,8 +32,6 @@ class Specialization:
     label: str  # "fp32", "bf16", "project float16", ...
     signature: dict[str, str]  # parameter -> "*fp32" | "i32" | "fp32" | "constexpr"
     constexprs: dict[str, Any]
-    assumed: bool  # dtypes guessed (not from a project or a capture)
-    float_dtype: str | None = None  # the dtype given to float tensors ("bf16"), None when not varied
     guessed: tuple[str, ...] = field(default=())  # constexprs whose value is a guess
 
 

@@ -79,7 +79,7 @@ class FileSandbox:
         tree = self.scanned.tree
         self.namespace.update({"__name__": _module_name(self.path), "__builtins__": {}})
         used = _names_used_in_kernels(self.scanned)
-        self._triton_imports(tree, used)
+        self._triton_imports(tree)
         self.namespace.update(_constants(tree, self.scanned.module.aliases))
         _register_lines(self.path, self.scanned.text.source)
         for kernel, node in zip(self.scanned.module.kernels, self.scanned.kernel_nodes, strict=True):
@@ -99,7 +99,7 @@ class FileSandbox:
 
     # imports -------------------------------------------------------------------------------------
 
-    def _triton_imports(self, tree: ast.Module, used: set[str]) -> None:
+    def _triton_imports(self, tree: ast.Module) -> None:
         for node in _module_level(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:

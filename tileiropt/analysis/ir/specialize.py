@@ -51,19 +51,15 @@ class NotLowerable(Exception):
 
 
 def specializations(kernel: KernelInfo, node: ast.FunctionDef, pointers: set[str], aliases: dict[str, str],
-                    float_dtype: str = "fp32", exact: dict[str, str] | None = None) -> list[Specialization]:
-    """Specializations of `kernel` with float tensors as `float_dtype`; `exact` (parameter -> type from a
-    capture) overrides what is guessed."""
-    exact = exact or {}
-    index_pointers = _index_pointers(node, pointers, aliases)
-    lock_pointers = _lock_pointers(node, aliases) | _index_pointers(node, pointers, aliases, histogram_only=True)
+                    float_dtype: str = "fp32") -> list[Specialization]:
+    """Specializations of `kernel` with float tensors as `float_dtype`."""
+    index_pointers, histogram_inputs = _index_pointers(node, pointers, aliases)
+    lock_pointers = _lock_pointers(node, aliases) | histogram_inputs
     signature: dict[str, str] = {}
     for param in kernel.params:
         annotation = (param.annotation or "").replace(" ", "")
         if param.is_constexpr:
             signature[param.name] = "constexpr"
-        elif param.name in exact:
-            signature[param.name] = exact[param.name]
         elif "tensor_descriptor" in annotation or "TensorDescriptor" in annotation or param.name.endswith("_desc"):
             raise NotLowerable(f"parameter {param.name} is a host tensor descriptor (its block shape is set by "
                                "the caller)")
@@ -81,8 +77,7 @@ def specializations(kernel: KernelInfo, node: ast.FunctionDef, pointers: set[str
     result = []
     for index, (values, guessed) in enumerate(variants):
         label = float_dtype if len(variants) == 1 else f"{float_dtype}, launch {index + 1}"
-        result.append(Specialization(label=label, signature=signature, constexprs=values, assumed=not exact,
-                                     float_dtype=float_dtype, guessed=tuple(guessed)))
+        result.append(Specialization(label=label, signature=signature, constexprs=values, guessed=tuple(guessed)))
     return result
 
 
@@ -176,38 +171,40 @@ def _loaded_from(node: ast.FunctionDef, pointers: set[str], aliases: dict[str, s
     return origin
 
 
-def _index_pointers(node: ast.FunctionDef, pointers: set[str], aliases: dict[str, str],
-                    histogram_only: bool = False) -> set[str]:
-    """Pointers whose loaded values become addresses, integers or gather indices (labels, offsets, sequence
-    starts, histogram inputs)."""
+def _index_pointers(node: ast.FunctionDef, pointers: set[str],
+                    aliases: dict[str, str]) -> tuple[set[str], set[str]]:
+    """(pointers whose loaded values become addresses, integers or gather indices -- labels, offsets, sequence
+    starts --, pointers whose loaded values feed tl.histogram, which takes 32-bit integers)."""
     origin = _loaded_from(node, pointers, aliases)
+
+    def sources(expression: ast.expr, direct_loads: bool = False) -> set[str]:
+        found: set[str] = set()
+        for part in ast.walk(expression):
+            if isinstance(part, ast.Name) and part.id in origin:
+                found |= origin[part.id]
+            elif direct_loads and isinstance(part, ast.Call) and part.args \
+                    and (call_name(part, aliases) or "").endswith(".load"):
+                found |= {n.id for n in ast.walk(part.args[0]) if isinstance(n, ast.Name) and n.id in pointers}
+        return found
+
     index: set[str] = set()
+    histogram: set[str] = set()
     for sub in ast.walk(node):
-        if not isinstance(sub, ast.Call):
+        if not isinstance(sub, ast.Call) or not sub.args:
             continue
         name = call_name(sub, aliases) or ""
-        method = sub.func.attr if isinstance(sub.func, ast.Attribute) else ""
-        if histogram_only and name != "triton.language.histogram":
-            continue  # tl.histogram takes 32-bit integers: its inputs are *i32, not *i64
-        if (name.startswith("triton.language.") and name.rsplit(".", 1)[-1] in ("load", "store") or
-                name.startswith("triton.language.atomic_")) and sub.args:
-            for part in ast.walk(sub.args[0]):
-                if isinstance(part, ast.Name) and part.id in origin:
-                    index |= origin[part.id]
-        elif name in ("triton.language.gather", "triton.language.histogram") and sub.args:
-            index_arg = sub.args[1] if name.endswith("gather") and len(sub.args) > 1 else sub.args[0]
-            for part in ast.walk(index_arg):
-                if isinstance(part, ast.Name) and part.id in origin:
-                    index |= origin[part.id]
-                elif isinstance(part, ast.Call) and (call_name(part, aliases) or "").endswith(".load") and part.args:
-                    index |= {n.id for n in ast.walk(part.args[0]) if isinstance(n, ast.Name) and n.id in pointers}
-        elif method == "to" and sub.args and isinstance(sub.func, ast.Attribute):
+        if name.startswith("triton.language.") and name.rsplit(".", 1)[-1] in ("load", "store") or \
+                name.startswith("triton.language.atomic_"):
+            index |= sources(sub.args[0])
+        elif name == "triton.language.gather" and len(sub.args) > 1:
+            index |= sources(sub.args[1], direct_loads=True)
+        elif name == "triton.language.histogram":
+            histogram |= sources(sub.args[0], direct_loads=True)
+        elif isinstance(sub.func, ast.Attribute) and sub.func.attr == "to":
             target = call_name(sub.args[0], aliases) or ""
             if target.rsplit(".", 1)[-1].startswith(("int", "uint")):
-                for part in ast.walk(sub.func.value):
-                    if isinstance(part, ast.Name) and part.id in origin:
-                        index |= origin[part.id]
-    return index
+                index |= sources(sub.func.value)
+    return index | histogram, histogram
 
 
 def _lock_pointers(node: ast.FunctionDef, aliases: dict[str, str]) -> set[str]:
