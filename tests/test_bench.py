@@ -21,9 +21,6 @@ from tileiropt.runtime.bench import BenchSettings, GroupRunner, bench_project, f
 from tileiropt.runtime.bench_records import (
     CUDAGRAPH,
     DO_BENCH,
-    ERROR,
-    NOT_RUN,
-    OK,
     BenchRow,
     BenchRun,
     Timing,
@@ -41,6 +38,7 @@ from tileiropt.runtime.bench_records import (
 from tileiropt.runtime.bench_worker import BenchItem, _call_bench, choose_method, input_set_count
 from tileiropt.runtime.records import Provenance
 from tileiropt.runtime.validate import Machine
+from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -142,7 +140,7 @@ def test_gbps_without_flops_expression() -> None:
 
 
 def test_project_bytes_expression_over_dims_and_shapes() -> None:
-    row = BenchRow("k", "original", "ptx", 1024, OK, dims={"M": 1024, "N": 512}, shapes={"x": [1024, 512]},
+    row = BenchRow("k", "original", "ptx", 1024, PASS, dims={"M": 1024, "N": 512}, shapes={"x": [1024, 512]},
                    dtypes={"x": "float32"}, timing=Timing(DO_BENCH, median_ms=0.5), input_bytes=1, output_bytes=1)
     problems = derive_metrics(row, None, "2 * x[0] * x[1] * 4", None)
     assert problems == []
@@ -153,7 +151,7 @@ def test_project_bytes_expression_over_dims_and_shapes() -> None:
 
 
 def test_a_broken_expression_is_reported_not_guessed() -> None:
-    row = BenchRow("k", "original", "ptx", 8, OK, dims={"M": 8}, timing=Timing(DO_BENCH, median_ms=1.0))
+    row = BenchRow("k", "original", "ptx", 8, PASS, dims={"M": 8}, timing=Timing(DO_BENCH, median_ms=1.0))
     problems = derive_metrics(row, "2 * M * Q", None, None)
     assert row.flops is None and row.tflops is None
     assert "cannot evaluate flops" in problems[0] and "Q" in problems[0]
@@ -161,7 +159,7 @@ def test_a_broken_expression_is_reported_not_guessed() -> None:
 
 def test_tf32_peak_for_float32_inputs() -> None:
     peaks = recorded()["peaks"]
-    row = BenchRow("k", "original", "ptx", 8, OK, dims={"M": 1024}, dtypes={"x": "float32"},
+    row = BenchRow("k", "original", "ptx", 8, PASS, dims={"M": 1024}, dtypes={"x": "float32"},
                    timing=Timing(DO_BENCH, median_ms=1.0))
     derive_metrics(row, "2 * M**3", None, peaks)
     assert row.peak_key == "tf32" and row.pct_peak_compute == pytest.approx(100 * row.tflops / 300.0)
@@ -190,7 +188,7 @@ def test_fallback_flag_on_a_tileir_row_compiled_by_ptx() -> None:
     assert "fallback: compiled by cuda, not tileir" in fell_back.reason
     assert find(rows, "matmul", "optimized", "tileir", 1024).provenance.fallback is False
     assert find(rows, "matmul", "original", "ptx", 1024).provenance.fallback is False  # cuda is right for PTX
-    row = BenchRow("k", "optimized", "tileir", 8, OK, provenance=Provenance(compiled_backend="cuda,tileir"))
+    row = BenchRow("k", "optimized", "tileir", 8, PASS, provenance=Provenance(compiled_backend="cuda,tileir"))
     mark_fallback(row)
     mark_fallback(row)  # idempotent
     assert row.provenance.fallback and row.reason.count("fallback") == 1
@@ -219,7 +217,7 @@ def test_error_and_not_run_rows_carry_no_numbers() -> None:
 
 
 def test_exit_codes() -> None:
-    ok = BenchRow("k", "original", "ptx", 8, OK, timing=Timing(DO_BENCH, median_ms=1.0))
+    ok = BenchRow("k", "original", "ptx", 8, PASS, timing=Timing(DO_BENCH, median_ms=1.0))
     skipped = BenchRow("k", "original", "tileir", 8, NOT_RUN, "not run: no GPU")
     broken = BenchRow("k", "original", "ptx", 8, ERROR, "timeout after 5s")
     assert BenchRun([ok, skipped]).exit_code() == ExitCode.OK
@@ -353,7 +351,7 @@ def test_timeouts_and_crashes_cost_one_row_each(monkeypatch: pytest.MonkeyPatch)
     rows = GroupRunner("ptx", items, on_row=lambda r: seen.append(r.kernel)).run()
     assert time.monotonic() - started < 30
     status = {items[i].kernel: rows[i].status for i in rows}
-    assert status == {"a": OK, "hang": ERROR, "b": OK, "crash": ERROR, "poison": ERROR, "c": OK}
+    assert status == {"a": PASS, "hang": ERROR, "b": PASS, "crash": ERROR, "poison": ERROR, "c": PASS}
     assert rows[1].reason.startswith("timeout after 2s")
     assert rows[3].reason.startswith("crashed: SIGSEGV")
     assert sorted(seen) == sorted(i.kernel for i in items)
@@ -450,7 +448,7 @@ def test_bench_on_a_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         if row.backend == "tileir" and machine.tileir_blockers:
             assert row.status == NOT_RUN and row.timing is None
             continue
-        assert row.status == OK, (row.kernel, row.label, row.reason)
+        assert row.status == PASS, (row.kernel, row.label, row.reason)
         assert row.timing.median_ms > 0 and row.timing.p20_ms <= row.timing.median_ms <= row.timing.p80_ms
         assert row.gbps > 0 and row.pct_peak_bandwidth > 0 and row.speedup > 0
         if row.backend != "torch":
@@ -505,7 +503,7 @@ def test_paired_timing_decides_the_ptx_check() -> None:
     from tileiropt.runtime.bench_records import PairedTiming, compare_rows, row_from_dict
 
     def row(variant: str, median: float) -> BenchRow:
-        return BenchRow(kernel="k", variant=variant, backend="ptx", size=1, status="ok", dtypes={"x": "float32"},
+        return BenchRow(kernel="k", variant=variant, backend="ptx", size=1, status="pass", dtypes={"x": "float32"},
                         timing=Timing(method="do_bench", median_ms=median, p20_ms=median * 0.9,
                                       p80_ms=median * 1.1))
 

@@ -15,7 +15,7 @@ from tileiropt.pipeline import run_pipeline
 from tileiropt.project import CaptureRequest, Project
 from tileiropt.report.artifacts import load_artifacts
 from tileiropt.runtime.capture import run_capture
-from tileiropt.runtime.records import PASS
+from tileiropt.schema import PASS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "capture"
 KERNELS = {"scale_kernel", "add_inplace_kernel", "square_fwd_kernel", "square_bwd_kernel"}

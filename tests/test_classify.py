@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from tileiropt.analysis.classify import classify_file, classify_paths, classify_source
 from tileiropt.cli import app
 from tileiropt.releases import get_release
+from tileiropt.schema import SCHEMA_VERSION
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 HEADER = "import triton\nimport triton.language as tl\n\n"
@@ -19,7 +20,7 @@ HEADER = "import triton\nimport triton.language as tl\n\n"
 
 def _one(source: str):
     result = classify_source(HEADER + textwrap.dedent(source), "k.py")
-    assert result.status == "ok", result.message
+    assert result.status == "pass", result.message
     return {k.kernel: k for k in result.kernels}
 
 
@@ -238,12 +239,12 @@ def test_file_messages(tmp_path: Path) -> None:
     (tmp_path / ".hidden" / "skip.py").write_text(HEADER + "@triton.jit\ndef k(x):\n    pass\n")
     results = {Path(r.file).name: r for r in classify_paths([tmp_path])}
     assert set(results) == {"plain.py", "helpers.py", "broken.py", "ok.py"}
-    assert results["plain.py"].status == "no_kernels"
-    assert results["helpers.py"].status == "no_kernels"
+    assert results["plain.py"].status == "not-run"
+    assert results["helpers.py"].status == "not-run"
     assert results["helpers.py"].message == "no @triton.jit function"
     assert results["broken.py"].status == "error"
     assert "broken.py:3: cannot parse" in results["broken.py"].message
-    assert results["ok.py"].status == "ok" and len(results["ok.py"].kernels) == 1
+    assert results["ok.py"].status == "pass" and len(results["ok.py"].kernels) == 1
 
 
 # ------------------------------------------------------------------------------------ CLI
@@ -272,12 +273,12 @@ def test_cli_json_schema(tmp_path: Path) -> None:
     result = runner.invoke(app, ["classify", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == SCHEMA_VERSION
     (record,) = data["kernels"]
     assert list(record) == ["file", "kernel", "line", "class", "confidence", "evidence", "strategy", "is_entry",
                             "persistent", "uses_tma", "uses_block_ptr", "findings", "tensor_of_pointer_lines",
                             "calls", "pointer_params", "size_params", "in_place_params", "atomic_lines", "ir"]
-    assert record["ir"]["status"] == "checked" and record["ir"]["specializations"] == ["fp32"]
+    assert record["ir"]["status"] == "pass" and record["ir"]["specializations"] == ["fp32"]
     assert record["file"] == str(path) and record["kernel"] == "k" and record["class"] == "elementwise"
     assert {f["code"] for f in record["findings"]} == {"TIR006", "TIR101"}
     assert set(record["findings"][0]) == {"code", "severity", "line", "message", "hint", "via"}
@@ -285,7 +286,7 @@ def test_cli_json_schema(tmp_path: Path) -> None:
     assert data["release"]["version"] in ("13.1", "13.4")
     assert set(record["evidence"][0]) == {"line", "text"}
     statuses = {Path(f["file"]).name: f["status"] for f in data["files"]}
-    assert statuses == {"k.py": "ok", "broken.py": "error"}
+    assert statuses == {"k.py": "pass", "broken.py": "error"}
     assert data["summary"]["kernels"] == 1 and data["summary"]["files_not_parsed"] == 1
     assert data["summary"]["findings"] == {"error": 1, "warning": 1, "perf": 0}
 

@@ -162,7 +162,7 @@ def test_a_slower_optimized_file_is_set_aside(tmp_path: Path) -> None:
     slow = PairedTiming(rounds=10, a_ms=[1.0] * 10, b_ms=[1.1] * 10, ratio=1.1, ci_low=1.09, ci_high=1.11,
                         threshold=0.05, verdict="slower")
     pipeline.bench_run = BenchRun(rows=[BenchRow(kernel="scale", variant="optimized", backend="ptx", size=64,
-                                                 status="ok", paired=slow)])
+                                                 status="pass", paired=slow)])
     pipeline.settle()
     (entry,) = pipeline.result.rejected.values()
     assert "1.100x the original's time on PTX" in entry["reason"]

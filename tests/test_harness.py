@@ -14,18 +14,9 @@ from tileiropt.errors import ExitCode
 from tileiropt.project import parse_project
 from tileiropt.runtime import harness
 from tileiropt.runtime.harness import HarnessError, Reference
-from tileiropt.runtime.records import (
-    ERROR,
-    FAIL,
-    NOT_RUN,
-    PASS,
-    Provenance,
-    ValidateRun,
-    ValidationRecord,
-    load_validate_run,
-    save_validate_run,
-)
+from tileiropt.runtime.records import Provenance, ValidateRun, ValidationRecord, load_validate_run, save_validate_run
 from tileiropt.runtime.scaling import MAX_ELEMENTS, describe_scaling, scale_for_interpreter
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "validate"
 

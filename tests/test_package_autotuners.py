@@ -15,7 +15,7 @@ import pytest
 from tileiropt.pipeline import run_pipeline
 from tileiropt.project import parse_project
 from tileiropt.report.artifacts import load_artifacts
-from tileiropt.runtime.records import NOT_RUN, PASS
+from tileiropt.schema import NOT_RUN, PASS
 from tileiropt.transform.apply import transform_source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real" / "pkgs" / "tuned"

@@ -149,11 +149,11 @@ def test_the_ir_check_never_runs_the_file(tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "hostile.py", copy)
     (result,) = classify_paths([copy], release=R134)
     assert not list(tmp_path.glob("RAN_*"))  # the module body and the defaults never ran
-    status = {k.kernel: (k.ir["status"], k.ir["reason"]) for k in result.kernels}
+    status = {k.kernel: (k.ir["status"], k.ir["reason"], k.ir["needed"]) for k in result.kernels}
     assert status["escapes"][0] == "not-run" and "`.__class__`" in status["escapes"][1]
     assert "outside triton.language" in status["reaches_out"][1]
     assert "`__file__`" in status["scaled"][1]
-    assert status["unrolled"][0] == "not-needed"
+    assert status["unrolled"][0] == "not-run" and status["unrolled"][2] is False  # not needed
     codes = {k.kernel: [f.code for f in k.findings] for k in result.kernels}
     assert "TIR006" in codes["escapes"]  # not lowered: the syntax findings stand
 

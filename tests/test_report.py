@@ -321,3 +321,29 @@ def test_records_of_a_changed_file_and_of_another_run_are_marked(tmp_path: Path)
     problems = provenance_problems(found)
     assert "changed since its records were made" in problems["k_tileir.py"]
     assert "from an earlier run" in problems["validate.json"]
+
+
+def test_records_of_the_earlier_schema_still_read_and_unknown_statuses_do_not(artifacts: Path) -> None:
+    """Schema 1 said "ok" for a measured row; it reads as "pass". A status outside the vocabulary makes the
+    record file unusable, said in one line, never a wrong verdict."""
+    from tileiropt.runtime.bench_records import load_bench_run
+    from tileiropt.runtime.records import load_validate_run
+
+    bench = json.loads((artifacts / "bench.json").read_text())
+    measured = [row for row in bench["rows"] if row["status"] == "pass"]
+    assert measured
+    for row in measured:
+        row["status"] = "ok"
+    bench["schema_version"] = 1
+    (artifacts / "bench.json").write_text(json.dumps(bench))
+    run = load_bench_run(artifacts)
+    assert sum(r.status == "pass" for r in run.rows) == len(measured)
+
+    validate = json.loads((artifacts / "validate.json").read_text())
+    validate["records"][0]["status"] = "passed-ish"
+    (artifacts / "validate.json").write_text(json.dumps(validate))
+    with pytest.raises(UserError, match="unexpected layout"):
+        load_validate_run(artifacts)
+    result = CliRunner().invoke(app, ["report", str(artifacts)])
+    assert result.exit_code == 0
+    assert "Record validate.json: validation records in an unexpected layout (status 'passed-ish'" in result.stdout

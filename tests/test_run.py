@@ -57,7 +57,7 @@ def test_run_examples_passes_and_writes_every_artifact(examples_run: dict) -> No
     assert [p["phase"] for p in run["phases"]] == ["check", "compatibility", "classify", "apply", "validate",
                                                    "bench", "report"]
     status = {p["phase"]: p["status"] for p in run["phases"]}
-    assert status["bench"] == "not-run" and status["compatibility"] == status["validate"] == "ok"
+    assert status["bench"] == "not-run" and status["compatibility"] == status["validate"] == "pass"
     assert run["exit_code"] == 0 and run["stopped"] == {}
 
 
@@ -159,3 +159,38 @@ def test_bad_input_exits_2(tmp_path: Path) -> None:
     assert result.exit_code == ExitCode.BAD_INPUT and "Traceback" not in result.output
     result = runner.invoke(app, ["run", str(EXAMPLES), "--kernel", "nope"])
     assert result.exit_code == ExitCode.BAD_INPUT and "no kernel named nope" in result.output
+
+
+def _statuses(value: object, where: str = "") -> list[tuple[str, object]]:
+    """Every `status` value in a JSON document, with where it is."""
+    found: list[tuple[str, object]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "status":
+                found.append((where, item))
+            found += _statuses(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _statuses(item, f"{where}[{index}]")
+    return found
+
+
+def test_every_record_and_json_output_speaks_one_vocabulary(examples_run: dict) -> None:
+    """One schema key and one status enum across the records `run` wrote and every command's --json."""
+    from tileiropt.schema import SCHEMA_VERSION, STATUSES
+
+    folder = examples_run["folder"]
+    documents = {name: json.loads((folder / ".tileiropt" / name).read_text())
+                 for name in RECORDS if name.endswith(".json")}
+    runner = CliRunner()
+    for command in (["check", "--json"], ["classify", str(folder), "--json"],
+                    ["apply", str(folder / "softmax.py"), "--dry-run", "--json"], ["report", str(folder), "--json"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == ExitCode.OK, (command, result.output)
+        documents[" ".join(command[:1])] = json.loads(result.stdout)
+    for name, document in documents.items():
+        assert document["schema_version"] == SCHEMA_VERSION, name
+        statuses = _statuses(document)
+        assert statuses or name in ("check.json", "check"), name
+        odd = [(where, status) for where, status in statuses if status not in STATUSES]
+        assert not odd, (name, odd[:5])

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tileiropt.schema import SCHEMA_VERSION
+
 NVTRITON = "nvtriton"
 TILEIR_BACKEND_MODULE = "triton.backends.tileir"
 TILEIR_BACKEND = "tileir"
@@ -352,7 +354,7 @@ class CheckReport:
     reasons: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     recommendation: str = ""
-    schema_version: int = 1
+    schema_version: int = SCHEMA_VERSION
 
 
 def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, targeted: bool, release: Any,

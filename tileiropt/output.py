@@ -159,11 +159,3 @@ def dataclass_from_dict(cls: type[T], data: Any) -> T:
         raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
     known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     return cls(**{k: v for k, v in data.items() if k in known})
-
-
-def count_statuses(items: Any, statuses: Any) -> dict[str, int]:
-    """How many of `items` have each `.status` (every known status present, zero or not)."""
-    counts = dict.fromkeys(statuses, 0)
-    for item in items:
-        counts[item.status] = counts.get(item.status, 0) + 1
-    return counts

@@ -41,10 +41,9 @@ from tileiropt.report.artifacts import (
 )
 from tileiropt.runtime.bench import BenchSettings
 from tileiropt.runtime.bench_records import BenchKernel
-from tileiropt.runtime.records import ERROR, FAIL, PASS, ValidateRun, save_validate_run
+from tileiropt.runtime.records import ValidateRun, save_validate_run
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SCHEMA_VERSION
 
-SCHEMA_VERSION = 1
-OK, FAILED, NOT_RUN, SKIPPED = "ok", "failed", "not-run", "skipped"
 PHASES = ("check", "capture", "compatibility", "classify", "apply", "validate", "bench", "report")
 OPTIONAL_PHASES = ("capture",)  # run only when the project asks for it
 EventCallback = Callable[[str, str], None]  # (phase, message)
@@ -53,7 +52,7 @@ EventCallback = Callable[[str, str], None]  # (phase, message)
 @dataclass
 class PhaseResult:
     phase: str
-    status: str  # OK | FAILED | NOT_RUN | SKIPPED
+    status: str  # PASS | FAIL | ERROR | NOT_RUN (tileiropt.schema)
     seconds: float = 0.0
     detail: str = ""
 
@@ -117,8 +116,8 @@ class Pipeline:
 
     def phase(self, name: str, action: Callable[[], PhaseResult]) -> None:
         if not self.live and name not in ("check", "capture", "classify", "report"):
-            self.result.phases.append(PhaseResult(name, SKIPPED, 0.0, "no kernel left: every kernel stopped"))
-            self.on_event(name, "skipped")
+            self.result.phases.append(PhaseResult(name, NOT_RUN, 0.0, "no kernel left: every kernel stopped"))
+            self.on_event(name, NOT_RUN)
             return
         self.on_event(name, "start")
         started = time.monotonic()
@@ -164,7 +163,7 @@ class Pipeline:
         report.release["origin"] = self.release.origin
         save_record(self.artifacts, CHECK_FILE, report)
         ready = "TileIR ready" if report.tileir_ready else "TileIR not ready: " + "; ".join(report.reasons)
-        return PhaseResult("check", OK, detail=f"{report.gpu.get('name')}; {ready}")
+        return PhaseResult("check", PASS, detail=f"{report.gpu.get('name')}; {ready}")
 
     def compatibility(self) -> PhaseResult:
         from tileiropt.runtime.validate import Machine, validate_project
@@ -178,11 +177,11 @@ class Pipeline:
         stopped = self.stop_on_failures(run, "compatibility", "the original file")
         passed = sum(r.status == PASS for r in run.records)
         if stopped:
-            return PhaseResult("compatibility", FAILED, detail=f"{stopped} kernel(s) failed on {backend}")
+            return PhaseResult("compatibility", FAIL, detail=f"{stopped} kernel(s) failed on {backend}")
         if not passed:
             return PhaseResult("compatibility", NOT_RUN, detail="no record ran: " + "; ".join(
                 dict.fromkeys(r.reason for r in run.records)))
-        return PhaseResult("compatibility", OK, detail=f"{passed} record(s) passed on {backend}")
+        return PhaseResult("compatibility", PASS, detail=f"{passed} record(s) passed on {backend}")
 
     def classify(self) -> PhaseResult:
         from tileiropt.analysis.classify import classify_paths
@@ -195,38 +194,38 @@ class Pipeline:
                          if ir_dtype(d)}) or None
         results = classify_paths(paths, release=self.release.release, dtypes=dtypes)
         save_record(self.artifacts, CLASSIFY_FILE, classify_json(results, self.release))
-        failed = {Path(r.file).resolve(): r.message or r.status for r in results if r.status == "error"}
+        failed = {Path(r.file).resolve(): r.message or r.status for r in results if r.status == ERROR}
         for spec in self.specs:
             if spec.path.resolve() in failed:
                 self.stop(spec.name, "classify", f"cannot classify {spec.path.name}: {failed[spec.path.resolve()]}")
         kernels = sum(len(r.kernels) for r in results)
         if failed:
-            return PhaseResult("classify", FAILED, detail=f"{len(failed)} file(s) could not be classified")
-        return PhaseResult("classify", OK, detail=f"{kernels} Triton kernel(s) in {len(results)} file(s)")
+            return PhaseResult("classify", ERROR, detail=f"{len(failed)} file(s) could not be classified")
+        return PhaseResult("classify", PASS, detail=f"{kernels} Triton kernel(s) in {len(results)} file(s)")
 
     def apply(self) -> PhaseResult:
-        from tileiropt.transform.command import apply_paths, result_record
+        from tileiropt.transform.command import apply_document, apply_paths
 
-        files, errors = [], []
+        results, errors = [], []
         done: set[Path] = set()
         for spec in self.live:
             if spec.path in done:
                 continue
             done.add(spec.path)
             spec.optimized_path.parent.mkdir(parents=True, exist_ok=True)  # outside the project: under artifacts
-            results, problems = apply_paths([spec.path], output=spec.optimized_path,
+            written, problems = apply_paths([spec.path], output=spec.optimized_path,
                                             max_configs=self.project.max_configs, release=self.release.release)
-            files += [result_record(r) for r in results]
-            errors += [{"file": e.path, "error": e.error} for e in problems]
-        save_record(self.artifacts, APPLY_FILE, {"dry_run": False, "files": files, "errors": errors})
+            results += written
+            errors += problems
+        save_record(self.artifacts, APPLY_FILE, apply_document(results, errors, dry_run=False, choice=self.release))
         for error in errors:
             for spec in self.live:
-                if Path(error["file"]).resolve() == spec.path.resolve():
-                    self.stop(spec.name, "apply", f"apply failed: {error['error']}")
-        written = sum(1 for f in files if f.get("output"))
+                if Path(error.path).resolve() == spec.path.resolve():
+                    self.stop(spec.name, "apply", f"apply failed: {error.error}")
+        written = sum(1 for r in results if r.output)
         if errors:
-            return PhaseResult("apply", FAILED, detail=f"{len(errors)} file(s) could not be rewritten")
-        return PhaseResult("apply", OK, detail=f"{written} optimized file(s) written")
+            return PhaseResult("apply", ERROR, detail=f"{len(errors)} file(s) could not be rewritten")
+        return PhaseResult("apply", PASS, detail=f"{written} optimized file(s) written")
 
     def validate(self) -> PhaseResult:
         from tileiropt.runtime.validate import validate_project
@@ -239,8 +238,8 @@ class Pipeline:
         counts = run.counts()
         detail = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
         if stopped:
-            return PhaseResult("validate", FAILED, detail=f"{stopped} kernel(s) failed: {detail}")
-        return PhaseResult("validate", OK if counts[PASS] else NOT_RUN, detail=detail)
+            return PhaseResult("validate", FAIL, detail=f"{stopped} kernel(s) failed: {detail}")
+        return PhaseResult("validate", PASS if counts[PASS] else NOT_RUN, detail=detail)
 
     def capture(self) -> PhaseResult:
         """Run the program, keep the distinct launches of the target files' kernels as replay specs."""
@@ -272,8 +271,8 @@ class Pipeline:
             if request.command is None:
                 detail += (f"; module-level benchmarks are not run during a capture: give a command that launches "
                            f"the kernels, e.g. tileiropt run {request.files[0].name} -- pytest {request.files[0].name}")
-            return PhaseResult("capture", FAILED, detail=detail)
-        return PhaseResult("capture", OK, detail=detail)
+            return PhaseResult("capture", ERROR, detail=detail)
+        return PhaseResult("capture", PASS, detail=detail)
 
     def bench(self) -> PhaseResult:
         from tileiropt.runtime.bench import bench_project
@@ -291,11 +290,11 @@ class Pipeline:
         detail = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
         if counts[BENCH_ERROR]:
             self.bench_failed = True
-            return PhaseResult("bench", FAILED, detail=detail)
+            return PhaseResult("bench", ERROR, detail=detail)
         if run.exit_code() == ExitCode.NOT_RUN:
             reasons = "; ".join(dict.fromkeys(r.reason for r in run.rows))
             return PhaseResult("bench", NOT_RUN, detail=reasons)
-        return PhaseResult("bench", OK, detail=detail)
+        return PhaseResult("bench", PASS, detail=detail)
 
     def report(self) -> None:
         """Save run.json (the report reads the phases and stops from it), then render report.md.
@@ -307,7 +306,7 @@ class Pipeline:
         from tileiropt.report.markdown import write_markdown
 
         path = self.artifacts / REPORT_FILE
-        phase = PhaseResult("report", OK, detail=str(path))
+        phase = PhaseResult("report", PASS, detail=str(path))
         self.result.phases.append(phase)
         self.result.report = str(path)
         save_record(self.artifacts, RUN_FILE, self.result)
@@ -316,7 +315,7 @@ class Pipeline:
         write_markdown(build_report(load_artifacts(self.artifacts), self.result.kernels), path)
         phase.seconds = round(time.monotonic() - started, 3)
         save_record(self.artifacts, RUN_FILE, self.result)
-        self.on_event("report", OK)
+        self.on_event("report", PASS)
 
     # ------------------------------------------------------------------ the safe-modification rule
 

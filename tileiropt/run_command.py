@@ -11,11 +11,12 @@ from rich.table import Table
 
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
-from tileiropt.pipeline import FAILED, NOT_RUN, OK, OPTIONAL_PHASES, PHASES, SKIPPED, RunResult, run_pipeline
+from tileiropt.pipeline import OPTIONAL_PHASES, PHASES, RunResult, run_pipeline
 from tileiropt.project import resolve_target
 from tileiropt.runtime.bench import BenchSettings
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, STATUSES
 
-_STYLE = {OK: "green", FAILED: "bold red", NOT_RUN: "yellow", SKIPPED: "dim"}
+_STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
 
 
 def outcome_table(result: RunResult) -> Table:
@@ -39,7 +40,7 @@ class PhaseProgress:
         if phase not in self.tasks:
             self.tasks[phase] = self.progress.add_task(phase, total=1)
         task = self.tasks[phase]
-        if message in (OK, FAILED, NOT_RUN, SKIPPED):
+        if message in STATUSES:
             style = _STYLE.get(message, "")
             self.progress.update(task, completed=1, description=f"{phase}: [{style}]{message}[/]")
         elif message != "start":

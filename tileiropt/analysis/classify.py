@@ -30,6 +30,7 @@ from tileiropt.analysis.source import read_source
 from tileiropt.errors import UserError
 from tileiropt.output import to_jsonable
 from tileiropt.releases import Release, newest
+from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 CLASSES = ("dot", "norm", "elementwise", "reduction")
 STRATEGIES = {
@@ -84,7 +85,7 @@ class KernelRecord:
 @dataclass
 class FileResult:
     file: str
-    status: str  # "ok" | "no_kernels" | "error"
+    status: str  # PASS: parsed (`kernels` may be empty); NOT_RUN: no Triton kernel in it; ERROR: not parsed
     kernels: list[KernelRecord]
     message: str | None = None  # why a file has no records (parse error, no kernel)
 
@@ -149,7 +150,7 @@ def classify_file(path: Path | str, select: list[str] | None = None, ignore: lis
     try:
         source = read_source(path)
     except UserError as exc:
-        return FileResult(file=str(path), status="error", kernels=[], message=str(exc))
+        return FileResult(file=str(path), status=ERROR, kernels=[], message=str(exc))
     return classify_source(source, str(path), select=select, ignore=ignore, rules=rules, release=release, ir=ir)
 
 
@@ -160,16 +161,16 @@ def classify_source(source: str, path: str = "<string>", select: list[str] | Non
         rules = select_rules(ALL_RULES, select, ignore)
     # A file without both words cannot define a Triton JIT function: skip the parse (speed only).
     if "triton" not in source or "jit" not in source:
-        return FileResult(file=path, status="no_kernels", kernels=[], message="no Triton kernel (no triton import)")
+        return FileResult(file=path, status=NOT_RUN, kernels=[], message="no Triton kernel (no triton import)")
     try:
         scanned = scan(source, path)
         if not scanned.module.kernels:
-            return FileResult(file=path, status="no_kernels", kernels=[], message="no @triton.jit function")
-        return FileResult(file=path, status="ok", kernels=classify_scan(scanned, rules, release, ir))
+            return FileResult(file=path, status=NOT_RUN, kernels=[], message="no @triton.jit function")
+        return FileResult(file=path, status=PASS, kernels=classify_scan(scanned, rules, release, ir))
     except UserError as exc:
-        return FileResult(file=path, status="error", kernels=[], message=str(exc))
+        return FileResult(file=path, status=ERROR, kernels=[], message=str(exc))
     except (RecursionError, MemoryError):
-        return FileResult(file=path, status="error", kernels=[], message=str(TOO_DEEP(path)))
+        return FileResult(file=path, status=ERROR, kernels=[], message=str(TOO_DEEP(path)))
 
 
 def TOO_DEEP(path: str) -> UserError:  # noqa: N802 - reads as the error it builds
@@ -225,7 +226,7 @@ def _merge_ir(scanned: Scan, records: list[KernelRecord], rules: list[Rule], rel
     if result.unavailable:
         for record in records:
             if record.is_entry:
-                record.ir = {"status": "not-run", "reason": result.unavailable}
+                record.ir = {"status": NOT_RUN, "reason": result.unavailable, "needed": True}
         return
     selected = {rule.code for rule in rules}
     decided = ir_codes()

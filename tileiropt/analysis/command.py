@@ -12,8 +12,8 @@ from rich.table import Table
 from tileiropt.analysis.classify import CLASSES, FileResult, classify_paths, has_errors
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
+from tileiropt.schema import ERROR, NOT_RUN, PASS, SCHEMA_VERSION
 
-SCHEMA_VERSION = 1
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "perf": "cyan"}
 
 
@@ -34,7 +34,7 @@ def run_classify(paths: list[Path], select: list[str] | None = None, ignore: lis
         _print_human(results, explicit={Path(p).resolve() for p in paths if Path(p).is_file()})
         console.print(f"lint for {choice.describe()}; {ir_summary(results) if ir else 'IR check off (--no-ir)'}",
                       markup=False, soft_wrap=True)
-    if all(r.status == "error" for r in results):
+    if all(r.status == ERROR for r in results):
         if not json_output:
             err_console.print("[bold red]error[/]: no file could be parsed", soft_wrap=True)
         return int(ExitCode.BAD_INPUT)
@@ -44,15 +44,16 @@ def run_classify(paths: list[Path], select: list[str] | None = None, ignore: lis
 
 
 def ir_counts(results: list[FileResult]) -> dict[str, int]:
-    """Entry kernels by IR-check status: checked / not-needed / not-run."""
-    counts = Counter(k.ir["status"] for r in results for k in r.kernels if k.ir is not None)
-    return {status: counts.get(status, 0) for status in ("checked", "not-needed", "not-run")}
+    """Entry kernels by what the IR check did: checked (lowered), not-needed, not-run (could not be lowered)."""
+    counts = Counter("checked" if k.ir["status"] == PASS else "not-run" if k.ir.get("needed", True) else "not-needed"
+                     for r in results for k in r.kernels if k.ir is not None)
+    return {what: counts.get(what, 0) for what in ("checked", "not-needed", "not-run")}
 
 
 def ir_summary(results: list[FileResult]) -> str:
     counts = ir_counts(results)
     reasons = Counter(k.ir["reason"].split(":")[-1].strip()[:60] for r in results for k in r.kernels
-                      if k.ir is not None and k.ir["status"] == "not-run")
+                      if k.ir is not None and k.ir["status"] == NOT_RUN and k.ir.get("needed", True))
     why = f" (most often: {reasons.most_common(1)[0][0]})" if reasons else ""
     return (f"IR check: {counts['checked']} kernels lowered to TTIR, {counts['not-needed']} use only operations "
             f"every release supports, {counts['not-run']} could not be lowered from the source{why}; their syntax "
@@ -72,8 +73,8 @@ def classify_json(results: list[FileResult], choice: Any = None) -> dict[str, An
                   for r in results],
         "summary": {
             "files": len(results),
-            "files_with_kernels": sum(r.status == "ok" for r in results),
-            "files_not_parsed": sum(r.status == "error" for r in results),
+            "files_with_kernels": sum(r.status == PASS for r in results),
+            "files_not_parsed": sum(r.status == ERROR for r in results),
             "kernels": len(kernels),
             "classes": {c: sum(k["class"] == c for k in kernels) for c in CLASSES},
             "findings": {s: severities.get(s, 0) for s in ("error", "warning", "perf")},
@@ -124,9 +125,9 @@ def _print_human(results: list[FileResult], explicit: set[Path]) -> None:
 
     skipped = 0
     for result in results:
-        if result.status == "error":
+        if result.status == ERROR:
             err_console.print(f"[bold red]not parsed[/]: {_escape(result.message or '')}", soft_wrap=True)
-        elif result.status == "no_kernels":
+        elif result.status == NOT_RUN:
             if Path(result.file).resolve() in explicit:
                 err_console.print(f"{_escape(result.file)}: {_escape(result.message or '')}", soft_wrap=True)
             else:
@@ -135,7 +136,7 @@ def _print_human(results: list[FileResult], explicit: set[Path]) -> None:
     classes = Counter(k.kernel_class for k in kernels)
     summary = ", ".join(f"{classes[c]} {c}" for c in CLASSES if classes[c]) or "no kernels"
     extra = f"; {skipped} files without Triton kernels" if skipped else ""
-    console.print(f"{len(kernels)} kernels in {sum(r.status == 'ok' for r in results)} files ({summary}){extra}",
+    console.print(f"{len(kernels)} kernels in {sum(r.status == PASS for r in results)} files ({summary}){extra}",
                   markup=False)
 
 

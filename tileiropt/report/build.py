@@ -15,8 +15,6 @@ from typing import Any
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
 from tileiropt.runtime.backends import BACKENDS
 from tileiropt.runtime.bench_records import (
-    NOT_RUN,
-    OK,
     OPTIMIZED,
     ORIGINAL,
     PTX,
@@ -28,10 +26,9 @@ from tileiropt.runtime.bench_records import (
     dtype_key,
     kernel_from_dict,
 )
-from tileiropt.runtime.records import ERROR, FAIL, PASS, ValidationRecord
-from tileiropt.runtime.records import NOT_RUN as SKIPPED
+from tileiropt.runtime.records import ValidationRecord
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SCHEMA_VERSION
 
-PASSED, FAILED, NOT_RUN_TEXT = "PASSED", "FAILED", "not run"
 SEED_CLASS_NAMES = {"dot": "dot-related", "norm": "norm-like", "elementwise": "element-wise",
                     "reduction": "reduction"}
 SEED_STRATEGIES = {"dot": "TMA + 2CTA", "norm": "High occupancy", "elementwise": "Occupancy + num_stages",
@@ -55,7 +52,7 @@ MAX_FAILURES = 5
 class Verdict:
     """The outcome of a set of validation records (one backend, one variant)."""
 
-    status: str  # PASSED | FAILED | "not run"
+    status: str  # PASS | FAIL | NOT_RUN (tileiropt.schema)
     backend: str = ""  # validate's backend name
     backend_description: str = ""
     compiled_by: str | None = None  # what really compiled the kernels (provenance)
@@ -156,7 +153,7 @@ class Report:
     kernels: list[KernelReport]
     problems: dict[str, str]
     capture: list[str] = field(default_factory=list)  # what a capture run saw and what was replayed
-    schema_version: int = 1
+    schema_version: int = SCHEMA_VERSION
 
 
 # --------------------------------------------------------------------------- helpers
@@ -224,12 +221,12 @@ def classification_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[
 
 
 def verdict(records: list[ValidationRecord]) -> Verdict:
-    """PASSED when every record that ran passed, FAILED when one failed or errored, else not run."""
+    """PASS when every record that ran passed, FAIL when one failed or errored, else NOT_RUN."""
     if not records:
-        return Verdict(NOT_RUN_TEXT, reason="not run: no validation record")
+        return Verdict(NOT_RUN, reason="not run: no validation record")
     backend = records[0].backend
-    ran = [r for r in records if r.status != SKIPPED]
-    skipped = [r for r in records if r.status == SKIPPED]
+    ran = [r for r in records if r.status != NOT_RUN]
+    skipped = [r for r in records if r.status == NOT_RUN]
     bad = [r for r in ran if r.status in (FAIL, ERROR)]
     compared = [r.max_abs for r in ran if r.max_abs is not None]
     compiled = sorted({b for r in ran for b in (r.provenance.compiled_backend or "").split(",") if b})
@@ -242,7 +239,7 @@ def verdict(records: list[ValidationRecord]) -> Verdict:
             if note not in notes:
                 notes.append(note)
     result = Verdict(
-        status=FAILED if bad else PASSED if ran else NOT_RUN_TEXT,
+        status=FAIL if bad else PASS if ran else NOT_RUN,
         backend=backend,
         backend_description=BACKENDS[backend].description if backend in BACKENDS else backend,
         compiled_by=",".join(compiled) or None,
@@ -273,7 +270,7 @@ def _choose(artifacts: Artifacts, kernel: str, variant: str, backends: tuple[str
     """The records of the first backend in `backends` that ran, else of the first one present."""
     groups = [_records(artifacts, kernel, variant, (b,)) for b in backends]
     for group in groups:
-        if any(r.status != SKIPPED for r in group):
+        if any(r.status != NOT_RUN for r in group):
             return group
     return next((g for g in groups if g), [])
 
@@ -282,14 +279,14 @@ def _no_validation(artifacts: Artifacts, stopped: dict[str, str] | None, phase: 
     from tileiropt.runtime.records import VALIDATE_FILE
 
     reason = _stop_reason(stopped, phase) or _missing(artifacts, VALIDATE_FILE, "validate")
-    return Verdict(NOT_RUN_TEXT, reason=reason)
+    return Verdict(NOT_RUN, reason=reason)
 
 
 def compatibility_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Verdict:
     records = _choose(artifacts, kernel.name, ORIGINAL, ("ptx", "interpret"))
     if not records:
         if artifacts.validate is not None:
-            return Verdict(NOT_RUN_TEXT, reason="not run: no record of the original file on PTX or the interpreter")
+            return Verdict(NOT_RUN, reason="not run: no record of the original file on PTX or the interpreter")
         return _no_validation(artifacts, stopped, "compatibility")
     return verdict(records)
 
@@ -303,7 +300,7 @@ def tileir_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str
     if tileir:
         main = verdict(tileir)
     else:
-        main = Verdict(NOT_RUN_TEXT, reason=_stop_reason(stopped, "validate")
+        main = Verdict(NOT_RUN, reason=_stop_reason(stopped, "validate")
                        or "not run: no TileIR (ENABLE_TILE=1) record of the optimized file")
     code = _choose(artifacts, kernel.name, OPTIMIZED, ("tileir-code-on-ptx", "tileir-code-on-interpret"))
     ptx = _choose(artifacts, kernel.name, OPTIMIZED, ("ptx", "interpret"))
@@ -385,7 +382,7 @@ def output_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str
 
 def _line(row: BenchRow) -> BenchLine:
     label = BENCH_LABELS.get((row.variant, row.backend), row.label)
-    if row.status == OK and row.median_ms is not None:
+    if row.status == PASS and row.median_ms is not None:
         time = f"{row.median_ms:.4f}"
         speedup = f"{row.speedup:.2f}x" if row.speedup is not None else "—"
         if row.provenance.fallback:
@@ -438,7 +435,7 @@ def benchmark_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, 
                                               "threshold": paired.threshold}})
             if (row.variant, row.backend) == (OPTIMIZED, TILEIR) and row.speedup is not None:
                 result.tileir_speedups.append(row.speedup)
-    result.details = [r for r in rows if r.status == OK]
+    result.details = [r for r in rows if r.status == PASS]
     return result
 
 

@@ -14,8 +14,6 @@ from typing import Any
 
 from tileiropt.project_template import read_template
 from tileiropt.report.build import (
-    FAILED,
-    PASSED,
     Benchmark,
     BenchTable,
     Classification,
@@ -26,8 +24,10 @@ from tileiropt.report.build import (
     format_difference,
 )
 from tileiropt.runtime.bench_records import BenchRow, dtype_key, rate_text
+from tileiropt.schema import FAIL, PASS
 
 TEMPLATE = "report.md"
+VERDICT_TEXT = {PASS: "PASSED", FAIL: "FAILED"}  # how a verdict that ran reads in the report
 KERNEL_MARKER = "<!-- tileiropt:kernel-section"
 
 
@@ -83,15 +83,15 @@ def classification_md(c: Classification) -> str:
 
 def verdict_line(v: Verdict) -> str:
     """"PASSED — Max difference: 3.1e-03" or "not run: <reason>"."""
-    if v.status not in (PASSED, FAILED):
+    if v.status not in VERDICT_TEXT:
         return v.reason or "not run"
     bound = f" (tolerance {v.tolerance})" if v.tolerance else ""
-    return f"{v.status} — Max difference: {format_difference(v.max_difference)}{bound}"
+    return f"{VERDICT_TEXT[v.status]} — Max difference: {format_difference(v.max_difference)}{bound}"
 
 
 def verdict_details(v: Verdict) -> list[str]:
     """Where the verdict came from: the backend, what really compiled the kernels, how many configs."""
-    if v.status not in (PASSED, FAILED):
+    if v.status not in VERDICT_TEXT:
         return []
     where = [f"backend: {v.backend_description}", f"compiled by: {v.compiled_by or 'unknown'}"]
     where.append(f"{v.configs} record{'s' if v.configs != 1 else ''} (autotune configs x dtypes)")
@@ -327,8 +327,8 @@ def short_reason(reason: str, limit: int = 48) -> str:
 
 
 def _short_verdict(v: Verdict) -> str:
-    if v.status in (PASSED, FAILED):
-        return f"{v.status} ({format_difference(v.max_difference)})"
+    if v.status in VERDICT_TEXT:
+        return f"{VERDICT_TEXT[v.status]} ({format_difference(v.max_difference)})"
     return short_reason(v.reason or "not run")
 
 
@@ -373,20 +373,20 @@ def next_steps_md(report: Report) -> str:
             attention.append(f"{name}: stopped at {k.stopped.get('phase')}: {one_line(k.stopped.get('reason'))}")
         elif set_aside:
             attention.append(f"{name}: its optimized file was set aside: {one_line(set_aside.get('reason'))}")
-        elif k.compatibility.status == FAILED:
+        elif k.compatibility.status == FAIL:
             attention.append(f"{name}: the original fails its own check: "
                              f"{short_reason(verdict_line(k.compatibility), 120)}")
         elif any((r.get("paired") or {}).get("verdict") == "slower" for r in k.benchmark.ptx_ratios):
             attention.append(f"{name}: its optimized file is slower than the original on PTX beyond the threshold "
                              "(see its benchmark): it is not kept")
-        elif k.tileir_validation.status == FAILED or (code is not None and code.status == FAILED):
-            wrong = code if code is not None and code.status == FAILED else k.tileir_validation
+        elif k.tileir_validation.status == FAIL or (code is not None and code.status == FAIL):
+            wrong = code if code is not None and code.status == FAIL else k.tileir_validation
             attention.append(f"{name}: the TileIR code gives wrong results: {short_reason(verdict_line(wrong), 120)}")
-        elif k.tileir_validation.status == PASSED:
+        elif k.tileir_validation.status == PASS:
             speed = (f"; {min(k.benchmark.tileir_speedups):.2f}x-{max(k.benchmark.tileir_speedups):.2f}x the PTX "
                      "original" if k.benchmark.tileir_speedups else "")
             ready.append(f"{name}: validated on the TileIR backend{speed}")
-        elif code is not None and code.status == PASSED:
+        elif code is not None and code.status == PASS:
             proven.setdefault(code.backend_description or code.backend, []).append(
                 f"{name} (max difference {format_difference(code.max_difference)})")
         else:

@@ -30,10 +30,7 @@ from tileiropt.output import dataclass_from_dict
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
 from tileiropt.runtime.backends import BACKENDS
 from tileiropt.runtime.bench_records import (
-    ERROR,
     METHODS,
-    NOT_RUN,
-    OK,
     OPTIMIZED,
     ORIGINAL,
     PAIRED_ROUNDS,
@@ -61,6 +58,7 @@ from tileiropt.runtime.validate import (
     WorkerProcess,
     environment_summary,
 )
+from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 WORKER_MODULE = "tileiropt.runtime.bench_worker"
 PEAKS_TIMEOUT_S = 300.0
@@ -273,7 +271,7 @@ def pair_groups(rows: dict[int, BenchRow], items: dict[int, BenchItem]) -> list[
     by_key: dict[tuple, dict[str, BenchItem]] = {}
     for item_id, row in rows.items():
         item = items[item_id]
-        if row.status != OK or item.backend != PTX or item.variant not in (ORIGINAL, OPTIMIZED):
+        if row.status != PASS or item.backend != PTX or item.variant not in (ORIGINAL, OPTIMIZED):
             continue
         key = (item.kernel, tuple(sorted(item.dtypes.items())), item.size)
         by_key.setdefault(key, {})[item.variant] = item

@@ -12,19 +12,10 @@ from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
 from tileiropt.runtime.bench import BenchSettings, bench_project
-from tileiropt.runtime.bench_records import (
-    CUDAGRAPH,
-    ERROR,
-    NOT_RUN,
-    OK,
-    BenchRow,
-    BenchRun,
-    dtype_key,
-    rate_text,
-    save_bench_run,
-)
+from tileiropt.runtime.bench_records import CUDAGRAPH, BenchRow, BenchRun, dtype_key, rate_text, save_bench_run
+from tileiropt.schema import ERROR, NOT_RUN, PASS
 
-_STYLE = {OK: "green", ERROR: "bold red", NOT_RUN: "yellow"}
+_STYLE = {PASS: "green", ERROR: "bold red", NOT_RUN: "yellow"}
 
 
 def _ms(value: float | None, digits: int = 4) -> str:
@@ -71,7 +62,7 @@ def summary_table(run: BenchRun) -> Table:
     for r in run.rows:
         if r.status == NOT_RUN:
             continue
-        median = _ms(r.median_ms) if r.status == OK else f"[{_STYLE[r.status]}]{r.status}[/]"
+        median = _ms(r.median_ms) if r.status == PASS else f"[{_STYLE[r.status]}]{r.status}[/]"
         compiled = (r.provenance.compiled_backend or "") + (" [bold red](fallback)[/]" if r.provenance.fallback
                                                              else "")
         table.add_row(r.kernel, dtype_key(r.dtypes), "" if r.size is None else str(r.size), r.short_label, median,
@@ -124,7 +115,7 @@ def run_bench_command(
     for line in run.notes:
         err_console.print(f"note: {escape(line)}", soft_wrap=True)
     counts = run.counts()
-    summary = ", ".join(f"{counts[s]} {s}" for s in (OK, ERROR, NOT_RUN) if counts[s])
+    summary = ", ".join(f"{counts[s]} {s}" for s in (PASS, ERROR, NOT_RUN) if counts[s])
     if code == ExitCode.NOT_RUN:
         err_console.print("nothing was timed (no fake CPU timings): run `tileiropt bench` on a machine with an "
                           "NVIDIA GPU", soft_wrap=True)

@@ -14,16 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.errors import ExitCode
-from tileiropt.output import count_statuses, dataclass_from_dict, load_record_file, save_record_file
+from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
 from tileiropt.runtime.records import Provenance, fallback_note
+from tileiropt.schema import ERROR, PASS, SCHEMA_VERSION, count_statuses, read_status
 
-SCHEMA_VERSION = 1
 BENCH_FILE = "bench.json"
 
-OK = "ok"
-ERROR = "error"  # it could not be timed: import error, exception, timeout, crash
-NOT_RUN = "not-run"  # it cannot run here: no GPU, TileIR not ready, no optimized file, no torch reference
-STATUSES = (OK, ERROR, NOT_RUN)
+# Statuses (tileiropt.schema): PASS: measured; ERROR: it could not be timed (import error, exception,
+# timeout, crash); NOT_RUN: it cannot run here (no GPU, TileIR not ready, no optimized file, no torch reference).
 
 ORIGINAL, OPTIMIZED, REFERENCE = "original", "optimized", "reference"
 PTX, TILEIR, TORCH = "ptx", "tileir", "torch"
@@ -165,7 +163,7 @@ class BenchRow:
     variant: str  # ORIGINAL | OPTIMIZED | REFERENCE
     backend: str  # PTX | TILEIR | TORCH
     size: int | None  # the bench size given to the swept dims; None when the kernel sweeps nothing
-    status: str  # OK | ERROR | NOT_RUN
+    status: str  # PASS | ERROR | NOT_RUN
     reason: str = ""
     path: str = ""  # the kernel file, or the reference text for torch rows
     dims: dict[str, int] = field(default_factory=dict)
@@ -206,7 +204,7 @@ class BenchRow:
 
     @property
     def median_ms(self) -> float | None:
-        return self.timing.median_ms if self.timing and self.status == OK else None
+        return self.timing.median_ms if self.timing and self.status == PASS else None
 
 
 @dataclass
@@ -240,14 +238,14 @@ class BenchRun:
     schema_version: int = SCHEMA_VERSION  # the one schema key of every record and --json output
 
     def counts(self) -> dict[str, int]:
-        return count_statuses(self.rows, STATUSES)
+        return count_statuses(self.rows)
 
     def exit_code(self) -> ExitCode:
         """1 when a row errored, 3 when no row could be timed (no GPU), else 0."""
         counts = self.counts()
         if counts[ERROR]:
             return ExitCode.FAILED
-        if counts[OK] == 0:
+        if counts[PASS] == 0:
             return ExitCode.NOT_RUN
         return ExitCode.OK
 
@@ -405,6 +403,7 @@ def mark_fallback(row: BenchRow) -> None:
 def row_from_dict(data: dict[str, Any]) -> BenchRow:
     data = dict(data)
     data["provenance"] = dataclass_from_dict(Provenance, data.get("provenance") or {})
+    data["status"] = read_status(data.get("status"))
     data["timing"] = dataclass_from_dict(Timing, data["timing"]) if data.get("timing") else None
     data["autotuners"] = [dataclass_from_dict(AutotuneInfo, a) for a in data.get("autotuners") or []]
     data["paired"] = dataclass_from_dict(PairedTiming, data["paired"]) if data.get("paired") else None

@@ -39,10 +39,7 @@ from typing import Any
 from tileiropt.runtime.bench_records import (
     CUDAGRAPH,
     DO_BENCH,
-    ERROR,
     MIN_JUDGED_MS,
-    NOT_RUN,
-    OK,
     QUANTILES,
     REFERENCE,
     TILEIR,
@@ -58,6 +55,7 @@ from tileiropt.runtime.bench_records import (
     summarize_quantiles,
 )
 from tileiropt.runtime.records import Provenance
+from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 ROTATE_FACTOR = 3  # rotate enough input copies to cover 3x the L2 cache
 MAX_INPUT_SETS = 512
@@ -301,7 +299,7 @@ class Measurement:
             autotune_ms, source = 1e3 * sum(seconds), "Autotuner.bench_time"
         elif any(a.benchmarked is None and a.configs > 1 for a in autotune):
             autotune_ms, source = max(0.0, prepared.first_call_ms - timing.median_ms), "first call - median"
-        row = item.row(OK, "", prepared.provenance, timing=timing, first_call_ms=prepared.first_call_ms,
+        row = item.row(PASS, "", prepared.provenance, timing=timing, first_call_ms=prepared.first_call_ms,
                        autotune_ms=autotune_ms, autotune_source=source, autotuners=autotune,
                        input_bytes=prepared.input_bytes, output_bytes=prepared.output_bytes, gpu_state=gpu_state())
         mark_fallback(row)

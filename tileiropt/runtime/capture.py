@@ -27,6 +27,7 @@ from typing import Any
 
 from tileiropt.errors import UserError
 from tileiropt.runtime import capture_hook as hook
+from tileiropt.schema import SCHEMA_VERSION
 
 DEFAULT_BUDGET_S = 120.0
 DEFAULT_CAP = 3  # distinct launches kept per kernel
@@ -66,9 +67,9 @@ class CaptureResult:
         return [key for key in self.expected if key not in self.counts]
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema_version": 1, "command": self.command, "exit_code": self.exit_code, "ended": self.ended,
-                "seconds": round(self.seconds, 2), "counts": self.counts, "expected": self.expected,
-                "launches": self.launches, "never_launched": self.never_launched()}
+        return {"schema_version": SCHEMA_VERSION, "command": self.command, "exit_code": self.exit_code,
+                "ended": self.ended, "seconds": round(self.seconds, 2), "counts": self.counts,
+                "expected": self.expected, "launches": self.launches, "never_launched": self.never_launched()}
 
 
 def program_command(targets: list[Path], command: list[str] | None) -> list[str]:

@@ -11,16 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.errors import ExitCode
-from tileiropt.output import count_statuses, dataclass_from_dict, load_record_file, save_record_file
+from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
+from tileiropt.schema import ERROR, FAIL, PASS, SCHEMA_VERSION, count_statuses, read_status
 
-SCHEMA_VERSION = 1
 VALIDATE_FILE = "validate.json"
 
-PASS = "pass"
-FAIL = "fail"  # the kernel ran and its output is wrong (values, dtype, shape, structure)
-ERROR = "error"  # it could not produce an output: compile error, exception, timeout, crash, bad reference
-NOT_RUN = "not-run"  # it cannot run here (no GPU, TileIR not ready, no optimized file, no reference)
-STATUSES = (PASS, FAIL, ERROR, NOT_RUN)
+# Statuses (tileiropt.schema): PASS; FAIL: the kernel ran and its output is wrong (values, dtype, shape,
+# structure); ERROR: it could not produce an output (compile error, exception, timeout, crash, bad reference);
+# NOT_RUN: it cannot run here (no GPU, TileIR not ready, no optimized file, no reference).
 
 VARIANTS = ("original", "optimized")
 
@@ -114,7 +112,7 @@ class ValidateRun:
     schema_version: int = SCHEMA_VERSION  # the one schema key of every record and --json output
 
     def counts(self) -> dict[str, int]:
-        return count_statuses(self.records, STATUSES)
+        return count_statuses(self.records)
 
     def exit_code(self) -> ExitCode:
         """0 when every record that ran passed, 1 when any failed or errored, 3 when none ran."""
@@ -139,6 +137,7 @@ def _number(value: Any) -> float | None:
 def record_from_dict(data: dict[str, Any]) -> ValidationRecord:
     data = dict(data)
     data["provenance"] = dataclass_from_dict(Provenance, data.get("provenance") or {})
+    data["status"] = read_status(data.get("status"))
     for key in ("max_abs", "max_rel"):
         data[key] = _number(data.get(key))
     return dataclass_from_dict(ValidationRecord, data)

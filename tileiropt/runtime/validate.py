@@ -28,9 +28,7 @@ from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
 from tileiropt.runtime.backends import BACKENDS, RELEASE_ENV, Backend, backend_env, default_backends
 from tileiropt.runtime.cases import Case, record_for
 from tileiropt.runtime.records import (
-    ERROR,
     NONE,
-    NOT_RUN,
     PREPARE,
     VARIANTS,
     Provenance,
@@ -39,6 +37,7 @@ from tileiropt.runtime.records import (
     record_from_dict,
 )
 from tileiropt.runtime.scaling import scale_for_interpreter
+from tileiropt.schema import ERROR, NOT_RUN
 
 STARTUP_TIMEOUT_S = 120.0  # importing torch and triton in a fresh worker
 RecordCallback = Callable[[ValidationRecord], None]

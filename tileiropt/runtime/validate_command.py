@@ -13,9 +13,10 @@ from rich.table import Table
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
-from tileiropt.runtime.records import ERROR, FAIL, NOT_RUN, PASS, ValidateRun, ValidationRecord, save_validate_run
+from tileiropt.runtime.records import ValidateRun, ValidationRecord, save_validate_run
 from tileiropt.runtime.scaling import describe_scaling
 from tileiropt.runtime.validate import validate_project
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 
 _STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
 

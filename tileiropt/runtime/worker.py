@@ -34,7 +34,8 @@ from typing import IO, Any
 from tileiropt.runtime import loading, replay, stand_ins
 from tileiropt.runtime.backends import BACKENDS, RELEASE_ENV, Backend
 from tileiropt.runtime.cases import Case, record_for
-from tileiropt.runtime.records import ERROR, FAIL, NONE, NOT_RUN, PASS, PREPARE, Provenance, fallback_note
+from tileiropt.runtime.records import NONE, PREPARE, Provenance, fallback_note
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 
 _POISONED = re.compile(r"illegal memory access|device-side assert|CUDA error|unspecified launch failure",
                        re.IGNORECASE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -13,6 +14,7 @@ from tileiropt.analysis.classify import collect_files
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
 from tileiropt.releases import Release
+from tileiropt.schema import ERROR, NOT_RUN, PASS, SCHEMA_VERSION
 from tileiropt.transform.apply import ApplyResult, apply_file
 from tileiropt.transform.spaces import DEFAULT_MAX_CONFIGS, load_spaces
 
@@ -70,6 +72,7 @@ def _may_hold_kernels(file: Path) -> bool:
 def result_record(result: ApplyResult) -> dict:
     return {
         "file": result.path,
+        "status": NOT_RUN if result.already_prepared else PASS,  # not-run: already prepared, left unchanged
         "output": result.output,
         "changed": result.changed,
         "already_prepared": result.already_prepared,
@@ -82,6 +85,14 @@ def result_record(result: ApplyResult) -> dict:
             for k in result.kernels
         ],
     }
+
+
+def apply_document(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool, choice: Any) -> dict:
+    """apply's JSON document (docs/apply.md): `apply --json` prints it, `run` saves it as apply.json."""
+    return {"schema_version": SCHEMA_VERSION, "dry_run": dry_run,
+            "release": {"version": choice.release.version, "origin": choice.origin},
+            "files": [result_record(r) for r in results],
+            "errors": [{"file": e.path, "status": ERROR, "error": e.error} for e in errors]}
 
 
 def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool) -> None:
@@ -115,10 +126,7 @@ def run_apply(paths: list[Path], *, output: Path | None, in_place: bool, dry_run
     results, errors = apply_paths(paths, output=output, in_place=in_place, dry_run=dry_run,
                                   spaces_file=spaces_file, max_configs=max_configs, release=choice.release)
     if json_output:
-        print_json({"schema_version": 1, "dry_run": dry_run,
-                    "release": {"version": choice.release.version, "origin": choice.origin},
-                    "files": [result_record(r) for r in results],
-                    "errors": [{"file": e.path, "error": e.error} for e in errors]})
+        print_json(apply_document(results, errors, dry_run=dry_run, choice=choice))
     elif diff:
         for result in results:  # raw text: a diff must not be wrapped to the terminal's width
             sys.stdout.write(result.diff())

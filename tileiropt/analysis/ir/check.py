@@ -28,6 +28,7 @@ from tileiropt.analysis.ir.sandbox import Registry, SandboxError
 from tileiropt.analysis.ir.specialize import FLOAT_DTYPES, NotLowerable
 from tileiropt.analysis.rules import ALL_RULES, Finding, Rule
 from tileiropt.releases import Release
+from tileiropt.schema import NOT_RUN, PASS
 
 # Features whose use the TTIR shows exactly; their syntax findings give way to the IR's on lowered lines.
 IR_FEATURES = frozenset({"inline_asm", "gather", "dot_scaled", "extern_elementwise", "map_elementwise", "unsplat",
@@ -62,8 +63,9 @@ class KernelIR:
     """What the IR check did for one entry kernel."""
 
     kernel: str
-    status: str  # "checked" | "not-needed" | "not-run"
+    status: str  # PASS: lowered and checked; NOT_RUN: not lowered (`needed` says whether it had to be)
     reason: str | None = None
+    needed: bool = True  # False: the kernel calls nothing the syntax tree cannot decide, so it was not lowered
     specializations: list[str] = field(default_factory=list)
     guessed: list[str] = field(default_factory=list)  # constexprs lowered with guessed values
     assumed: bool = True  # dtypes guessed (not from a project or a capture)
@@ -91,9 +93,9 @@ class KernelIR:
         return line
 
     def summary(self) -> dict:
-        return {"status": self.status, "reason": self.reason, "specializations": self.specializations,
-                "guessed_constexprs": self.guessed, "dtypes_assumed": self.assumed,
-                "seconds": round(self.seconds, 4)}
+        return {"status": self.status, "reason": self.reason, "needed": self.needed,
+                "specializations": self.specializations, "guessed_constexprs": self.guessed,
+                "dtypes_assumed": self.assumed, "seconds": round(self.seconds, 4)}
 
 
 @dataclass
@@ -176,9 +178,9 @@ def check_file(scanned: Scan, pointers: dict[str, set[str]], release: Release, r
         if not kernel.is_entry:
             continue
         started = time.perf_counter()
-        result = KernelIR(kernel.name, "not-run", assumed=dtypes is None)
+        result = KernelIR(kernel.name, NOT_RUN, assumed=dtypes is None)
         if builder is not None and ir_relevant(kernel.name, scanned, builder) is None:
-            result.status = "not-needed"
+            result.needed = False
             result.reason = "calls only operations every release supports for every dtype"
             results[kernel.name] = result
             continue
@@ -188,9 +190,9 @@ def check_file(scanned: Scan, pointers: dict[str, set[str]], release: Release, r
                 raise SandboxError("the file could not be read again")
             _check_kernel(result, fn, kernel, node, pointers.get(kernel.name, set()), scanned, release, dtypes)
         except (SandboxError, NotLowerable, LoweringError) as exc:
-            result.status, result.reason = "not-run", str(exc)
+            result.status, result.reason = NOT_RUN, str(exc)
         except Exception as exc:  # another Triton version's front end: this kernel's IR check did not run
-            result.status, result.reason = "not-run", f"internal: {type(exc).__name__}: {exc}"[:300]
+            result.status, result.reason = NOT_RUN, f"internal: {type(exc).__name__}: {exc}"[:300]
         result.seconds = time.perf_counter() - started
         results[kernel.name] = result
     return FileIR(results)
@@ -222,7 +224,7 @@ def _check_kernel(result: KernelIR, fn, kernel, node, pointers: set[str], scanne
 
     if not lowered:
         raise LoweringError(failures[0] if failures else "no specialization lowered")
-    result.status = "checked"
+    result.status = PASS
     result.specializations = [spec.label for spec, _, _ in lowered]
     seen: dict[tuple[str, str | None, int | None, str], list[str]] = {}
     hits: dict[tuple[str, str | None, int | None, str], Hit] = {}

@@ -1,0 +1,42 @@
+"""The one vocabulary of every record and `--json` output: a schema version and four statuses.
+
+Every JSON object the tool writes or prints carries ``schema_version`` (this module's `SCHEMA_VERSION`),
+and every ``status`` field in it takes one of `STATUSES`, whatever the phase:
+
+- ``pass``: done, and the result is right (validated, measured, parsed, the phase finished).
+- ``fail``: done, and the result is wrong (wrong values; a phase that found kernels failing).
+- ``error``: it could not be done (exception, compile error, timeout, crash, unparsable file).
+- ``not-run``: not attempted here; the record says why (no GPU, TileIR not ready, nothing to do).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA_VERSION = 2  # 2: one status vocabulary (1 had "ok", "failed", "skipped", "no_kernels" in places)
+
+PASS = "pass"
+FAIL = "fail"
+ERROR = "error"
+NOT_RUN = "not-run"
+STATUSES = (PASS, FAIL, ERROR, NOT_RUN)
+
+# What schema-1 records said, read as today's status (so an earlier run's records still render).
+_EARLIER = {"ok": PASS, "failed": FAIL, "skipped": NOT_RUN, "no_kernels": NOT_RUN}
+
+
+def read_status(value: Any) -> str:
+    """A record's status as read from JSON: one of `STATUSES` (earlier spellings mapped); ValueError otherwise."""
+    if isinstance(value, str):
+        value = _EARLIER.get(value, value)
+        if value in STATUSES:
+            return value
+    raise ValueError(f"status {value!r} is not one of {', '.join(STATUSES)}")
+
+
+def count_statuses(items: Any) -> dict[str, int]:
+    """How many of `items` have each `.status` (every status present, zero or not)."""
+    counts = dict.fromkeys(STATUSES, 0)
+    for item in items:
+        counts[item.status] = counts.get(item.status, 0) + 1
+    return counts
