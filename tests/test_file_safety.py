@@ -87,6 +87,8 @@ def test_in_place_never_loses_an_unrelated_orig(kernel: Path) -> None:
     assert unrelated.read_text() == MINE  # someone else's backup, untouched
     assert kernel.with_name("k.py.orig.1").read_text() == KERNEL  # the original, kept under a free name
     assert "tileiropt: TileIR gate" in kernel.read_text()
+    # apply never runs the file, so it says the rewrite is not validated, and how to undo it
+    assert "not validated" in result.stderr and f"undo: mv {kernel}.orig.1 {kernel}" in result.stderr
 
 
 def test_reports_and_records_replace_only_their_own(tmp_path: Path) -> None:

@@ -136,4 +136,12 @@ def run_apply(paths: list[Path], *, output: Path | None, in_place: bool, dry_run
     else:
         print_results(results, errors, dry_run=dry_run)
         console.print(f"TileIR code written for {choice.describe()}", markup=False, soft_wrap=True)
+    if in_place and not dry_run:
+        for result in results:
+            if result.changed and len(result.written) > 1:  # the rewrite and its backup
+                backup = result.written[0]
+                err_console.print(f"{result.path}: rewritten in place, not validated (apply never runs your code); "
+                                  f"`tileiropt run {result.path} --in-place` replaces a file only after it "
+                                  f"validates and is not slower on PTX; undo: mv {backup} {result.path}",
+                                  markup=False, soft_wrap=True)
     return int(ExitCode.BAD_INPUT if errors else ExitCode.OK)
