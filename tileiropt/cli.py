@@ -50,6 +50,30 @@ CaptureBudgetOpt = Annotated[
                                show_default=False)
 ]
 
+FreshOpt = Annotated[
+    bool, typer.Option("--fresh", help="Redo every record (default: reuse those whose inputs did not change).")
+]
+ExecutorOpt = Annotated[
+    str | None, typer.Option("--executor", help="local: every visible GPU of this host (default); slurm: each "
+                                                "worker a SLURM job step (srun).", show_default=False)
+]
+SlurmPartitionOpt = Annotated[str | None, typer.Option("--slurm-partition", help="SLURM partition of the steps.",
+                                                       show_default=False)]
+SlurmTimeOpt = Annotated[str | None, typer.Option("--slurm-time", help="SLURM time limit per step, e.g. 00:30:00.",
+                                                  show_default=False)]
+SlurmGpusOpt = Annotated[int | None, typer.Option("--slurm-gpus-per-task", help="GPUs per SLURM step (default: 1 "
+                                                  "on a GPU machine, else 0).", show_default=False)]
+SlurmTasksOpt = Annotated[int | None, typer.Option("--slurm-tasks", help="SLURM steps at once (default 4).",
+                                                   show_default=False)]
+
+
+def _executor(kind: str | None, partition: str | None, time: str | None, gpus: int | None,
+              tasks: int | None) -> dict[str, Any]:
+    """The executor options given on the command line (they override the project's [executor] table)."""
+    given = {"kind": kind, "partition": partition, "time": time, "gpus_per_task": gpus, "tasks": tasks}
+    return {key: value for key, value in given.items() if value is not None}
+
+
 TileirVersionOpt = Annotated[
     str | None, typer.Option("--tileir-version", metavar="X.Y",
                              help="CUDA Tile IR release to target (default: the one detected, else the newest known).",
@@ -68,14 +92,17 @@ def user_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from tileiropt.runtime.workers import stopping_on_signals
+
         try:
-            return func(*args, **kwargs)
+            with stopping_on_signals():  # SIGTERM acts as Ctrl-C; either ends every worker first
+                return func(*args, **kwargs)
         except UserError as exc:
             err_console.print(f"[bold red]error[/]: {escape(str(exc))}", soft_wrap=True)
             raise typer.Exit(int(exc.code)) from None
         except KeyboardInterrupt:
             err_console.print("[bold red]error[/]: interrupted")
-            raise typer.Exit(130) from None
+            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
         except OSError as exc:  # a path the system refuses (name too long, permissions, a vanished file)
             where = f"{exc.filename}: " if exc.filename else ""
             err_console.print(f"[bold red]error[/]: {escape(where + (exc.strerror or str(exc)))} "
@@ -246,6 +273,12 @@ def validate(
         float | None, typer.Option("--timeout", help="Seconds per record (default: the project's timeout).",
                                    show_default=False)
     ] = None,
+    fresh: FreshOpt = False,
+    executor: ExecutorOpt = None,
+    slurm_partition: SlurmPartitionOpt = None,
+    slurm_time: SlurmTimeOpt = None,
+    slurm_gpus_per_task: SlurmGpusOpt = None,
+    slurm_tasks: SlurmTasksOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
     """Phase 4: numerics against the reference, per backend (own subprocess) and per autotune config."""
@@ -253,7 +286,9 @@ def validate(
 
     code = run_validate_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                                 kernels=kernel, backends=backend, variant=variant, all_configs=all_configs,
-                                timeout=timeout, as_json=json_output)
+                                timeout=timeout, as_json=json_output, fresh=fresh,
+                                executor=_executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task,
+                                                   slurm_tasks))
     raise typer.Exit(int(code))
 
 
@@ -294,6 +329,12 @@ def bench(
         float, typer.Option("--threshold", help="A paired ratio is a real difference when its 95% interval lies "
                                                 "beyond 1 +- this (0.05 = 5%).")
     ] = 0.05,
+    fresh: FreshOpt = False,
+    executor: ExecutorOpt = None,
+    slurm_partition: SlurmPartitionOpt = None,
+    slurm_time: SlurmTimeOpt = None,
+    slurm_gpus_per_task: SlurmGpusOpt = None,
+    slurm_tasks: SlurmTasksOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
     """Phase 5: original vs optimized (PTX), PTX vs TileIR, torch baseline, over the size sweep."""
@@ -303,7 +344,9 @@ def bench(
     settings = BenchSettings(method=method, warmup_ms=warmup_ms, rep_ms=rep_ms, timeout=timeout, isolate=isolate,
                              sizes=sizes or None, rounds=rounds, threshold=threshold)
     code = run_bench_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
-                             kernels=kernel, settings=settings, remeasure_peaks=remeasure_peaks, as_json=json_output)
+                             kernels=kernel, settings=settings, remeasure_peaks=remeasure_peaks, as_json=json_output,
+                             fresh=fresh, executor=_executor(executor, slurm_partition, slurm_time,
+                                                             slurm_gpus_per_task, slurm_tasks))
     raise typer.Exit(int(code))
 
 
@@ -349,6 +392,12 @@ def run(
         bool, typer.Option("--in-place", help="Write each optimized file over its kernel file once it validated and "
                                               "is not slower on PTX; the original is kept as <file>.orig.")
     ] = False,
+    fresh: FreshOpt = False,
+    executor: ExecutorOpt = None,
+    slurm_partition: SlurmPartitionOpt = None,
+    slurm_time: SlurmTimeOpt = None,
+    slurm_gpus_per_task: SlurmGpusOpt = None,
+    slurm_tasks: SlurmTasksOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
     """All phases: check, compatibility, classify, apply, validate, bench, then report.md in the artifacts.
@@ -362,7 +411,9 @@ def run(
     code = run_run_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                            kernels=kernel, timeout=timeout, sizes=sizes, as_json=json_output, capture=command,
                            capture_budget=_budget(capture_budget), tileir_version=tileir_version,
-                           in_place=in_place)
+                           in_place=in_place, fresh=fresh,
+                           executor=_executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task,
+                                              slurm_tasks))
     raise typer.Exit(int(code))
 
 

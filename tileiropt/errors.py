@@ -17,6 +17,7 @@ class ExitCode(IntEnum):
     FAILED = 1  # the command ran and the answer is "no": a check failed, a finding, a mismatch
     BAD_INPUT = 2  # unreadable file, wrong TOML, bad flags: nothing was done
     NOT_RUN = 3  # nothing could run here (no GPU for bench, nothing to validate)
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM: every worker ended, the records that finished were saved
 
 
 @dataclass

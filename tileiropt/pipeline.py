@@ -41,6 +41,7 @@ from tileiropt.report.artifacts import (
 )
 from tileiropt.runtime.bench import BenchSettings
 from tileiropt.runtime.bench_records import BenchKernel
+from tileiropt.runtime.executors import Executor
 from tileiropt.runtime.records import ValidateRun, save_validate_run
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SCHEMA_VERSION
 
@@ -83,8 +84,10 @@ class Pipeline:
 
     def __init__(self, project: Project, kernels: list[str] | None, timeout: float | None,
                  bench_settings: BenchSettings | None, command: list[str], on_event: EventCallback | None,
-                 in_place: bool = False):
+                 in_place: bool = False, fresh: bool = False, executor: Executor | None = None,
+                 console: Any = None):
         from tileiropt.runtime.bench import kernel_info
+        from tileiropt.runtime.validate import earlier_validation
 
         self.project = project
         self.specs = project.select(kernels)
@@ -103,6 +106,12 @@ class Pipeline:
         self.capture_failed = False
         self.in_place = in_place
         self.bench_run: Any = None
+        self.fresh = fresh
+        self.executor = executor
+        self.console = console  # where progress goes (None: only the phase events)
+        # read before this run writes anything: what a re-run may reuse
+        self.earlier = None if fresh else earlier_validation(self.artifacts)
+        self.interrupted = False
 
     # ------------------------------------------------------------------ helpers
 
@@ -128,7 +137,8 @@ class Pipeline:
 
     def record_event(self, phase: str) -> Callable[[Any], None]:
         def event(record: Any) -> None:
-            self.on_event(phase, f"{record.kernel} {record.variant} {record.backend}")
+            if self.console is None:  # else the progress line says more
+                self.on_event(phase, f"{record.kernel} {record.variant} {record.backend}")
 
         return event
 
@@ -142,7 +152,23 @@ class Pipeline:
             merged.backends = list(dict.fromkeys(merged.backends + run.backends))
             merged.seconds = round(merged.seconds + run.seconds, 3)
             merged.notes = list(dict.fromkeys(merged.notes + run.notes))
+            merged.complete = sorted(set(merged.complete) | set(run.complete))
+            merged.reused += run.reused
+            merged.interrupted = merged.interrupted or run.interrupted
         save_validate_run(self.validation, self.artifacts)
+        if run.interrupted:
+            raise KeyboardInterrupt("interrupted")  # the records that finished are saved
+
+    def progress(self, phase: str, unit: str) -> Any:
+        from tileiropt.runtime.progress import Progress
+
+        if self.console is None:
+            return None
+        return Progress(phase, unit, self.console, on_status=lambda text: self.on_event(phase, text))
+
+    def validation_options(self, phase: str) -> dict[str, Any]:
+        return {"executor": self.executor, "fresh": self.fresh, "earlier": self.earlier,
+                "progress": self.progress(phase, "cases")}
 
     def stop_on_failures(self, run: ValidateRun, phase: str, what: str) -> int:
         """Stop every kernel with a failed or errored record; return how many stopped."""
@@ -172,7 +198,8 @@ class Pipeline:
         backend = "ptx" if machine.has_gpu else "interpret"
         run = validate_project(self.project, kernels=[s.name for s in self.live], backends=[backend],
                                variants=["original"], timeout=self.timeout, command=self.result.command,
-                               on_record=self.record_event("compatibility"), machine=machine)
+                               on_record=self.record_event("compatibility"), machine=machine,
+                               **self.validation_options("compatibility"))
         self.save_validation(run)
         stopped = self.stop_on_failures(run, "compatibility", "the original file")
         passed = sum(r.status == PASS for r in run.records)
@@ -232,7 +259,7 @@ class Pipeline:
 
         run = validate_project(self.project, kernels=[s.name for s in self.live], variants=["optimized"],
                                timeout=self.timeout, command=self.result.command,
-                               on_record=self.record_event("validate"))
+                               on_record=self.record_event("validate"), **self.validation_options("validate"))
         self.save_validation(run)
         stopped = self.stop_on_failures(run, "validate", "the optimized file")
         counts = run.counts()
@@ -380,19 +407,24 @@ class Pipeline:
         self.result.started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         before = os.environ.get(RELEASE_ENV)
         os.environ[RELEASE_ENV] = self.release.release.version  # the workers follow the same release
+        name = PHASES[0]
         try:
             for name in PHASES[:-1]:
                 if name == "capture" and self.project.capture is None:
                     continue
                 self.phase(name, getattr(self, name))
             self.settle()
+        except KeyboardInterrupt:  # every worker has ended; the records that finished are saved
+            self.interrupted = True
+            self.result.phases.append(PhaseResult(name, NOT_RUN, 0.0, "interrupted"))
         finally:
             if before is None:
                 os.environ.pop(RELEASE_ENV, None)
             else:
                 os.environ[RELEASE_ENV] = before
         failed = bool(self.result.stopped) or self.bench_failed or self.capture_failed or bool(self.result.rejected)
-        self.result.exit_code = int(ExitCode.FAILED if failed else ExitCode.OK)
+        self.result.exit_code = int(ExitCode.INTERRUPTED if self.interrupted else
+                                    ExitCode.FAILED if failed else ExitCode.OK)
         self.result.seconds = round(time.monotonic() - started, 3)  # every phase but the report's rendering
         self.report()
         return self.result
@@ -400,12 +432,14 @@ class Pipeline:
 
 def run_pipeline(project: Project, *, kernels: list[str] | None = None, timeout: float | None = None,
                  bench_settings: BenchSettings | None = None, command: list[str] | None = None,
-                 on_event: EventCallback | None = None, in_place: bool = False) -> RunResult:
+                 on_event: EventCallback | None = None, in_place: bool = False, fresh: bool = False,
+                 executor: Executor | None = None, console: Any = None) -> RunResult:
     """Run every phase over `project` (or the named `kernels`); records go to its artifacts folder."""
     if timeout is not None:
         from tileiropt.errors import check_seconds
 
         check_seconds("--timeout", timeout)
     pipeline = Pipeline(project, kernels, timeout, bench_settings,
-                        list(command) if command is not None else list(sys.argv), on_event, in_place)
+                        list(command) if command is not None else list(sys.argv), on_event, in_place, fresh,
+                        executor, console)
     return pipeline.run()

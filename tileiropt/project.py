@@ -51,7 +51,8 @@ _KERNEL_KEYS = {"name", "path", "module", "entry", "call", "reference", "inputs"
                 "ranges", "atol", "rtol", "flops", "bytes", "timeout", "optimized"}
 _CALL_SCOPE = {"torch", "F", "math"}  # besides inputs, dims, args and the module's names
 _DEFAULT_KEYS = {"sizes", "dtypes", "atol", "rtol", "timeout", "seed"}
-_TOP_KEYS = {"project", "defaults", "kernel"}
+_TOP_KEYS = {"project", "defaults", "kernel", "executor"}
+_EXECUTOR_KEYS = {"kind", "gpus", "partition", "time", "gpus_per_task", "tasks", "srun_args"}
 _PROJECT_KEYS = {"artifacts", "max_configs", "capture", "capture_files", "capture_budget", "tileir_version"}
 
 
@@ -132,6 +133,7 @@ class Project:
     max_configs: int = 16
     capture: CaptureRequest | None = None
     tileir_version: str | None = None  # the CUDA Tile IR release to target (None: detected, else the newest)
+    executor: Any = None  # tileiropt.runtime.executors.Executor from the [executor] table (None: this host)
 
     def select(self, names: list[str] | None) -> list[KernelSpec]:
         if not names:
@@ -485,7 +487,37 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
         except UserError as exc:
             raise where.error("project.tileir_version", exc.message, exc.hint) from None
     return Project(file=file, root=root, kernels=kernels, artifacts=(root / artifacts), max_configs=max_configs,
-                   capture=capture, tileir_version=tileir_version)
+                   capture=capture, tileir_version=tileir_version, executor=_executor(data.get("executor"), where))
+
+
+def _executor(table: Any, where: _Where) -> Any:
+    """`[executor] kind = "slurm"`, `partition`, `time`, `gpus_per_task`, `tasks`, `srun_args`; or `gpus` for
+    this host. Checked here (exit 2 naming the key); whether srun exists is checked when it is used."""
+    from tileiropt.runtime.executors import EXECUTORS, Executor
+
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise where.error("executor", "must be a table")
+    _unknown_keys(table, _EXECUTOR_KEYS, where, "executor")
+    kind = table.get("kind", "local")
+    if kind not in EXECUTORS:
+        raise where.error("executor.kind", f"unknown executor {kind!r}", f"use one of {', '.join(EXECUTORS)}")
+    for key in ("partition", "time"):
+        if key in table and not (isinstance(table[key], str) and table[key].strip()):
+            raise where.error(f"executor.{key}", f"must be a non-empty string, got {table[key]!r}")
+    for key, low, high in (("tasks", 1, 4096), ("gpus_per_task", 0, 64)):
+        value = table.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
+            raise where.error(f"executor.{key}", f"must be an integer in [{low}, {high}], got {value!r}")
+    for key in ("srun_args", "gpus"):
+        value = table.get(key)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, (str, int)) for v in value)):
+            raise where.error(f"executor.{key}", f"must be a list of strings, got {value!r}")
+    return Executor(kind=kind, gpus=[str(g) for g in table["gpus"]] if "gpus" in table else None,
+                    partition=table.get("partition"), time=table.get("time"),
+                    gpus_per_task=table.get("gpus_per_task"), tasks=table.get("tasks", 4),
+                    srun_args=[str(a) for a in table.get("srun_args", [])])
 
 
 def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
@@ -14,6 +15,7 @@ from tileiropt.output import console, err_console, print_json
 from tileiropt.pipeline import OPTIONAL_PHASES, PHASES, RunResult, run_pipeline
 from tileiropt.project import resolve_target
 from tileiropt.runtime.bench import BenchSettings
+from tileiropt.runtime.executors import resolve_executor
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, STATUSES
 
 _STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
@@ -63,6 +65,8 @@ def run_run_command(
     capture_budget: float | None = None,
     tileir_version: str | None = None,
     in_place: bool = False,
+    fresh: bool = False,
+    executor: dict[str, Any] | None = None,
 ) -> ExitCode:
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                              capture=capture, may_capture=True)
@@ -75,15 +79,15 @@ def run_run_command(
     settings = BenchSettings(timeout=timeout, sizes=sizes or None)
     settings.check()
     command = ["tileiropt", *sys.argv[1:]]
+    options = {"kernels": kernels, "timeout": timeout, "bench_settings": settings, "command": command,
+               "in_place": in_place, "fresh": fresh, "executor": resolve_executor(project.executor, executor)}
     if as_json:
-        result = run_pipeline(project, kernels=kernels, timeout=timeout, bench_settings=settings, command=command,
-                              in_place=in_place)
+        result = run_pipeline(project, **options)
         print_json(result)
         return ExitCode(result.exit_code)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as progress:
-        result = run_pipeline(project, kernels=kernels, timeout=timeout, bench_settings=settings, command=command,
-                              on_event=PhaseProgress(progress), in_place=in_place)
+        result = run_pipeline(project, on_event=PhaseProgress(progress), console=err_console, **options)
     console.print(outcome_table(result))
     for kernel, stop in result.stopped.items():
         err_console.print(f"[bold red]stopped[/] {escape(kernel)} at {stop['phase']}: {escape(stop['reason'])}",
@@ -93,6 +97,8 @@ def run_run_command(
                           f"{escape(rejected['reason'])}", soft_wrap=True)
     for path, backup in result.in_place.items():
         console.print(f"rewritten in place: {path} (original kept as {backup})", markup=False, soft_wrap=True)
+    if result.exit_code == ExitCode.INTERRUPTED:
+        err_console.print("interrupted: every worker ended; the records that finished are saved (run again to go on)")
     console.print(f"artifacts: {result.artifacts}", markup=False, soft_wrap=True)
     if result.report:
         console.print(f"report: {result.report}", markup=False, soft_wrap=True)

@@ -42,6 +42,7 @@ class Provenance:
     torch_version: str | None = None
     tileir_release: str | None = None  # the CUDA Tile IR release a TileIR record ran under
     fallback_enabled: bool = False  # the release's runtime fallback to PTX was on (silent when it happens)
+    worker: str | None = None  # where the worker ran when not simply here: "gpu 1", "slurm"
 
 
 def file_digest(path: str | Path | None) -> str | None:
@@ -91,6 +92,7 @@ class ValidationRecord:
     scaled_from: dict[str, list[int]] | None = None  # the user's shapes when the interpreter scaled them
     source_sha256: str | None = None  # the file validated, as it was: `report` marks records whose file changed
     provenance: Provenance = field(default_factory=Provenance)
+    inputs: str | None = None  # the input key of its case (tileiropt.runtime.resume): a re-run reuses on a match
 
     @property
     def passed(self) -> bool:
@@ -109,6 +111,9 @@ class ValidateRun:
     started: str = ""
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    complete: list[str] = field(default_factory=list)  # input keys whose cases finished (reusable by a re-run)
+    reused: int = 0  # records taken unchanged from an earlier run
+    interrupted: bool = False  # Ctrl-C or SIGTERM: only what finished is here
     schema_version: int = SCHEMA_VERSION  # the one schema key of every record and --json output
 
     def counts(self) -> dict[str, int]:
@@ -150,8 +155,13 @@ def run_from_dict(data: dict[str, Any]) -> ValidateRun:
 
 
 def save_validate_run(run: ValidateRun, artifacts: Path | str) -> Path:
-    """Write `run` to ``<artifacts>/validate.json`` (atomically) and return the path."""
-    return save_record_file(run, artifacts, VALIDATE_FILE)
+    """Write `run` to ``<artifacts>/validate.json`` (atomically) and return the path; the journal of the
+    records as they finished is then superseded (removed)."""
+    from tileiropt.runtime.resume import Journal
+
+    path = save_record_file(run, artifacts, VALIDATE_FILE)
+    Journal(artifacts, "validate").clear()
+    return path
 
 
 def load_validate_run(path: Path | str) -> ValidateRun:

@@ -10,23 +10,21 @@ from __future__ import annotations
 
 import collections
 import datetime as _dt
-import json
 import os
-import queue
-import signal
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tileiropt.errors import UserError, check_seconds
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
-from tileiropt.runtime.backends import BACKENDS, RELEASE_ENV, Backend, backend_env, default_backends
+from tileiropt.runtime.backends import BACKENDS, RELEASE_ENV, Backend, default_backends
 from tileiropt.runtime.cases import Case, record_for
+from tileiropt.runtime.executors import VALIDATE_PER_GPU, Executor
+from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.records import (
     NONE,
     PREPARE,
@@ -34,12 +32,22 @@ from tileiropt.runtime.records import (
     Provenance,
     ValidateRun,
     ValidationRecord,
+    file_digest,
     record_from_dict,
 )
+from tileiropt.runtime.resume import Earlier, Journal, input_key, read_journal, tool_digest
 from tileiropt.runtime.scaling import scale_for_interpreter
+from tileiropt.runtime.workers import (
+    LOCAL,
+    STARTUP_TIMEOUT_S,
+    STOPPING,
+    Launcher,
+    WorkerEvents,
+    WorkerProcess,
+    run_in_slots,
+)
 from tileiropt.schema import ERROR, NOT_RUN
 
-STARTUP_TIMEOUT_S = 120.0  # importing torch and triton in a fresh worker
 RecordCallback = Callable[[ValidationRecord], None]
 
 
@@ -82,139 +90,28 @@ def environment_summary() -> dict[str, Any]:
     return asdict(check_environment())
 
 
-# --------------------------------------------------------------------------- one worker process
-
-
-class WorkerProcess:
-    """A running worker: its events on a queue, the tail of its stderr kept for crash reports."""
-
-    def __init__(self, backend: Backend, job: dict[str, Any], module: str = "tileiropt.runtime.worker",
-                 extra_env: dict[str, str] | None = None):
-        env = backend_env(backend)
-        env.update(extra_env or {})  # RELEASE_ENV travels in the parent's environment (set by the pipeline)
-        package_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        env["MPLBACKEND"] = "Agg"  # a kernel file that plots at import never opens a window
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", module],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, text=True, encoding="utf-8", errors="replace", start_new_session=True,
-        )
-        self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self.stderr: collections.deque[str] = collections.deque(maxlen=40)
-        threading.Thread(target=self._read_events, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(json.dumps(job))
-            self.proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass  # it died at start-up; the event stream ends and says so
-
-    def _read_events(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                self.stderr.append(line.rstrip())
-                continue
-            if isinstance(event, dict):
-                self.events.put(event)
-        self.events.put(None)
-
-    def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            if line.strip():
-                self.stderr.append(line.rstrip())
-
-    def next_event(self, timeout: float) -> dict[str, Any] | None:
-        """The next event; None when the worker's output ended. Raises queue.Empty on timeout."""
-        return self.events.get(timeout=timeout)
-
-    def kill(self) -> None:
-        """End the worker and anything it started (its own process group)."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
-
-    def exit_description(self) -> str:
-        """"crashed: SIGSEGV" or "crashed (exit code 1): <last stderr line>"."""
-        try:
-            rc = self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            rc = self.proc.returncode
-        time.sleep(0.05)  # let the stderr reader catch the last lines
-        last = self.stderr[-1] if self.stderr else ""
-        if rc is not None and rc < 0:
-            try:
-                name = signal.Signals(-rc).name
-            except ValueError:
-                name = f"signal {-rc}"
-            return f"crashed: {name}" + (f" ({last})" if last else "")
-        return f"crashed (exit code {rc})" + (f": {last}" if last else "")
-
-
-class WorkerEvents:
-    """The events of one worker, with the handling every phase shares.
-
-    Iterating yields (kind, event) for the phase's own events; "hello" (it sets `provenance`)
-    and "done" are taken here. The iteration ends when the worker says "done" (`finished`),
-    when its output ends (it exited; `cause` says how) or when no event comes within
-    `timeout()` seconds, asked before each wait (it is killed; `cause` is "timeout after Ns").
-    """
-
-    def __init__(self, worker: WorkerProcess, timeout: Callable[[], float]):
-        self.worker = worker
-        self.timeout = timeout
-        self.provenance: Provenance | None = None  # from "hello"; None when the worker never started
-        self.finished = False
-        self.cause = ""
-
-    def __iter__(self) -> Iterator[tuple[str | None, dict[str, Any]]]:
-        while True:
-            timeout = self.timeout()
-            try:
-                event = self.worker.next_event(timeout)
-            except queue.Empty:
-                self.worker.kill()
-                self.cause = f"timeout after {timeout:g}s"
-                return
-            if event is None:
-                self.cause = self.worker.exit_description()
-                return
-            kind = event.get("event")
-            if kind == "hello":
-                self.provenance = Provenance(**(event.get("provenance") or {}))
-            elif kind == "done":
-                self.finished = True
-                self.worker.proc.wait()
-                return
-            else:
-                yield kind, event
-
-
 # --------------------------------------------------------------------------- one backend
 
 
 @dataclass
 class BackendRunner:
-    """Runs every case of one backend, restarting the worker after a timeout or a crash."""
+    """Runs cases of one backend, restarting the worker after a timeout or a crash."""
 
     backend: Backend
     cases: list[Case]
     timeouts: dict[int, float]  # case id -> seconds per record
     best_config: bool = False
     on_record: RecordCallback | None = None
+    inputs: dict[int, str] = field(default_factory=dict)  # case id -> input key (tileiropt.runtime.resume)
+    on_case_done: Callable[[Case, bool], None] | None = None  # a case ended (True: finished, False: cut short)
     records: list[tuple[tuple[int, int], ValidationRecord]] = field(default_factory=list)
     base: Provenance = field(default_factory=Provenance)
+    launcher: Launcher = field(default_factory=Launcher)
 
     def add(self, case: Case, item: int | None, record: ValidationRecord) -> None:
+        record.inputs = self.inputs.get(case.id)
+        if self.launcher.name != "local":
+            record.provenance.worker = self.launcher.name
         self.records.append(((case.id, -1 if item is None else item), record))
         if self.on_record:
             self.on_record(record)
@@ -223,9 +120,10 @@ class BackendRunner:
         self.add(case, item, record_for(case, self.backend.name, label, ERROR, reason,
                                         Provenance(**asdict(self.base)), seconds=seconds))
 
-    def run(self) -> list[tuple[tuple[int, int], ValidationRecord]]:
+    def run(self, launcher: Launcher = LOCAL) -> list[tuple[tuple[int, int], ValidationRecord]]:
+        self.launcher = launcher
         pending = list(self.cases)
-        while pending:
+        while pending and not STOPPING.is_set():
             pending = self._one_worker(pending)
         return self.records
 
@@ -233,7 +131,8 @@ class BackendRunner:
         """Run one worker over `pending`; return the cases (or their remaining items) left."""
         by_id = {case.id: case for case in pending}
         worker = WorkerProcess(self.backend, {"backend": self.backend.name, "best_config": self.best_config,
-                                              "cases": [case.to_json() for case in pending]})
+                                              "cases": [case.to_json() for case in pending]},
+                               launcher=self.launcher)
         progressed = False
         current: Case | None = None
         plan: list[str] = []
@@ -258,16 +157,18 @@ class BackendRunner:
                 started, progressed = None, True
             elif kind == "case_done":
                 done.add(int(event["id"]))
+                self.ended(by_id[int(event["id"])], True)
                 current, progressed = None, True
         if events.provenance is not None:
             self.base = events.provenance
         cause = events.cause
         left = [case for case in pending if case.id not in done]
-        if events.finished or not left:
+        if events.finished or not left or STOPPING.is_set():  # interrupted: what did not finish is not a record
             return []
         if events.provenance is None:
             for case in left:
                 self.error(case, None, PREPARE, f"the worker did not start: {cause}", None)
+                self.ended(case, False)
             return []
         if current is not None:
             if started is not None:  # the item that was running costs its record
@@ -282,11 +183,17 @@ class BackendRunner:
                 current.start_item = len(plan)
             if current.start_item >= len(plan):
                 left.remove(current)
+                self.ended(current, False)
         elif not progressed:
             for case in left:
                 self.error(case, None, PREPARE, f"the worker stopped: {cause}", None)
+                self.ended(case, False)
             return []
         return left
+
+    def ended(self, case: Case, finished: bool) -> None:
+        if self.on_case_done:
+            self.on_case_done(case, finished)
 
 
 # --------------------------------------------------------------------------- planning
@@ -330,11 +237,25 @@ class Plan:
     timeouts: dict[int, float] = field(default_factory=dict)
     keys: dict[int, tuple[int, ...]] = field(default_factory=dict)  # case id -> sort key
     records: list[tuple[tuple[int, ...], ValidationRecord]] = field(default_factory=list)
+    inputs: dict[int, str] = field(default_factory=dict)  # case id -> input key
+    reused: int = 0  # records taken from an earlier run
+    instant: list[str] = field(default_factory=list)  # per case decided here (not run, or reused): its kernel
+
+
+def case_inputs(case: Case, backend: Backend, best_config: bool, machine: Machine, versions: dict[str, Any]) -> str:
+    """The input key of a case: the job, the backend, the files' SHA-256, the tool, Triton, torch, the GPU."""
+    job = {k: v for k, v in case.to_json().items() if k not in ("id", "start_item")}
+    return input_key({"job": job, "backend": backend.name, "best_config": best_config,
+                      "files": [file_digest(case.path), file_digest(case.original_path)],
+                      "tool": tool_digest(), "versions": versions,
+                      "device": [machine.device.get("name"), machine.device.get("capability")]})
 
 
 def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend], machine: Machine,
-               variants: list[str] | None, timeout: float | None) -> Plan:
+               variants: list[str] | None, timeout: float | None, best_config: bool = False,
+               earlier: Earlier | None = None) -> Plan:
     plan = Plan(cases={b.name: [] for b in backends})
+    versions = _versions() if earlier is not None else {}
     next_id = 0
     for s_index, spec in enumerate(specs):
         _check_reference(spec, project)
@@ -366,11 +287,66 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
                         case.scaled_from = None
                         case.shapes = spec.shapes()
                         plan.records.append((key + (-1,), record_for(case, backend.name, NONE, NOT_RUN, reason)))
+                        plan.instant.append(spec.name)
                         continue
+                    picks = best_config and not backend.interpreted
+                    if earlier is not None:
+                        inputs = case_inputs(case, backend, picks, machine, versions)
+                        reused = earlier.reusable(inputs, lambda r: r.status == ERROR)
+                        if reused is not None:
+                            plan.records += [(key + (index,), record) for index, record in enumerate(reused)]
+                            plan.reused += len(reused)
+                            plan.instant.append(spec.name)
+                            continue
+                        plan.inputs[case.id] = inputs
                     plan.cases[backend.name].append(case)
                     plan.timeouts[case.id] = float(timeout if timeout is not None else spec.timeout)
                     plan.keys[case.id] = key
     return plan
+
+
+def _versions() -> dict[str, Any]:
+    from tileiropt.environment import probe_torch, triton_distribution
+
+    dist = triton_distribution()
+    return {"triton": [dist.get("name"), dist.get("version")], "torch": probe_torch().get("version"),
+            "release": os.environ.get(RELEASE_ENV)}
+
+
+def earlier_validation(artifacts: Path | str) -> Earlier:
+    """What a re-run may reuse: the records of validate.json, then (superseding them per input key) those of
+    an unfinished run's journal."""
+    from tileiropt.runtime.records import load_validate_run
+
+    earlier = Earlier()
+    try:
+        run = load_validate_run(Path(artifacts))
+    except UserError:
+        run = None
+    if run is not None:
+        earlier.source = run.started
+        complete = set(run.complete)
+        for record in run.records:
+            earlier.add(record.inputs, record, done=record.inputs in complete)
+    journal: dict[str, list[ValidationRecord]] = {}
+    done: set[str] = set()
+    for entry in read_journal(artifacts, "validate"):
+        try:
+            if "record" in entry:
+                record = record_from_dict(entry["record"])
+                if record.inputs:
+                    journal.setdefault(record.inputs, []).append(record)
+            elif isinstance(entry.get("done"), str):
+                done.add(entry["done"])
+        except (TypeError, ValueError, KeyError, AttributeError):
+            continue
+    for key, records in journal.items():
+        earlier.results[key] = records
+        earlier.complete.discard(key)
+    earlier.complete |= {key for key in done if key in earlier.results}
+    if journal and not earlier.source:
+        earlier.source = "an unfinished run"
+    return earlier
 
 
 def _not_runnable(spec: KernelSpec, variant: str, path: Path, reference: str | None, backend: Backend,
@@ -404,45 +380,94 @@ def validate_project(
     on_record: RecordCallback | None = None,
     parallel: int | None = None,
     machine: Machine | None = None,
+    executor: Executor | None = None,
+    fresh: bool = False,
+    earlier: Earlier | None = None,
+    journal: bool = True,
+    progress: Progress | None = None,
 ) -> ValidateRun:
-    """Validate the project's kernels; every record is returned (none is saved here).
+    """Validate the project's kernels; every record is returned (validate.json is the caller's to save).
 
     `backends` defaults by machine (`backends.default_backends`); `variants` defaults to both
     when the optimized file exists. `all_configs=False` validates only the config the
     autotuner picks (GPU backends; the interpreter cannot benchmark, so it still pins each).
-    `parallel` backends run at once (default: as many as CPU cores allow).
+    Workers run in the `executor`'s slots (default: this host, every visible GPU); without a GPU,
+    `parallel` workers at once (default: the CPU cores). Each finished record goes to the journal at
+    once; a case whose inputs are unchanged since an earlier run reuses its records unless `fresh`
+    (`earlier`: those records, default: read from the artifacts folder). Ctrl-C or SIGTERM ends every
+    worker; the run returned then holds what finished (`interrupted`).
     """
     started = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     if timeout is not None:
         check_seconds("--timeout", timeout)
     machine = machine or Machine.probe()
+    executor = (executor or Executor()).check()
     specs = project.select(kernels)
     chosen = _choose_backends(backends, machine)
     notes = []
     if not all_configs and any(b.interpreted for b in chosen):
         notes.append("--best-config needs a GPU to benchmark; interpreter backends validate every config")
-    plan = plan_cases(project, specs, chosen, machine, variants, timeout)
+    if earlier is None and not fresh:
+        earlier = earlier_validation(project.artifacts)
+    plan = plan_cases(project, specs, chosen, machine, variants, timeout, best_config=not all_configs,
+                      earlier=None if fresh else earlier)
+    if plan.reused:
+        notes.append(f"{plan.reused} record(s) reused from the run of {earlier.source if earlier else '?'} "
+                     "(inputs unchanged; --fresh redoes them)")
     lock = threading.Lock()
+    log = Journal(project.artifacts, "validate") if journal else None
+    complete: list[str] = []
 
     def report(record: ValidationRecord) -> None:
+        if log is not None and record.inputs:
+            log.append("record", record)
+        if progress is not None:
+            progress.record(record.kernel, record.status)
         if on_record:
             with lock:
                 on_record(record)
 
+    def case_done(case: Case, finished: bool) -> None:
+        key = plan.inputs.get(case.id)
+        if finished and key:
+            complete.append(key)
+            if log is not None:
+                log.append("done", key)
+        if progress is not None:
+            progress.finished(case.kernel)
+
+    if progress is not None:
+        units = collections.Counter(plan.instant)
+        units.update(case.kernel for cases in plan.cases.values() for case in cases)
+        progress.plan(dict(units))
     for _, record in plan.records:
-        report(record)
-    runners = [BackendRunner(b, plan.cases[b.name], plan.timeouts, best_config=not all_configs and not b.interpreted,
-                             on_record=report)
-               for b in chosen if plan.cases[b.name]]
-    workers = max(1, min(len(runners), parallel or os.cpu_count() or 1))
+        if progress is not None:
+            progress.record(record.kernel, record.status)
+        if on_record:
+            on_record(record)
+    if progress is not None:
+        for kernel in plan.instant:
+            progress.finished(kernel, reused=True)
+    gpu_work = any(b.needs_gpu for b in chosen) and machine.has_gpu
+    launchers = executor.slots(gpu_work=gpu_work, per_gpu=VALIDATE_PER_GPU,
+                               cpu_slots=parallel or os.cpu_count() or 1)
+    runners = _shard(chosen, plan, len(launchers), best_config=not all_configs, on_record=report,
+                     on_case_done=case_done)
+    interrupted = False
+    try:
+        run_in_slots([runner.run for runner in runners], launchers)
+    except KeyboardInterrupt:
+        interrupted = True
     keyed = list(plan.records)
-    threads_done: list[list[tuple[tuple[int, int], ValidationRecord]]] = []
-    _run_all(runners, workers, threads_done)
-    for results in threads_done:
-        for (case_id, item), record in results:
+    for runner in runners:
+        for (case_id, item), record in list(runner.records):
             keyed.append((plan.keys[case_id] + (item,), record))
     keyed.sort(key=lambda pair: pair[0])
+    complete += [r.inputs for _, r in plan.records if r.inputs]
+    if interrupted:
+        notes.append("interrupted: the records that finished are kept; run again to go on (finished cases are "
+                     "reused)")
     return ValidateRun(
         records=[record for _, record in keyed],
         backends=[b.name for b in chosen],
@@ -452,27 +477,29 @@ def validate_project(
         started=started_at,
         seconds=round(time.monotonic() - started, 3),
         notes=notes,
+        complete=sorted(set(complete)),
+        reused=plan.reused,
+        interrupted=interrupted,
     )
 
 
-def _run_all(runners: list[BackendRunner], workers: int,
-             results: list[list[tuple[tuple[int, int], ValidationRecord]]]) -> None:
-    """Run the backend runners, `workers` at a time."""
-    waiting = list(runners)
-    lock = threading.Lock()
-
-    def loop() -> None:
-        while True:
-            with lock:
-                if not waiting:
-                    return
-                runner = waiting.pop(0)
-            output = runner.run()
-            with lock:
-                results.append(output)
-
-    threads = [threading.Thread(target=loop, daemon=True) for _ in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+def _shard(backends: list[Backend], plan: Plan, slots: int, **options: Any) -> list[BackendRunner]:
+    """Runners over the cases: per backend, as many shards as the slots allow (a kernel's cases stay
+    together; shards balanced by their number of cases, largest first)."""
+    with_cases = [b for b in backends if plan.cases[b.name]]
+    runners: list[BackendRunner] = []
+    for backend in with_cases:
+        cases = plan.cases[backend.name]
+        by_kernel: dict[str, list[Case]] = {}
+        for case in cases:
+            by_kernel.setdefault(case.kernel, []).append(case)
+        count = max(1, min(len(by_kernel), slots // max(1, len(with_cases))))
+        shards: list[list[Case]] = [[] for _ in range(count)]
+        for group in sorted(by_kernel.values(), key=len, reverse=True):
+            min(shards, key=len).extend(group)
+        for shard in shards:
+            if shard:
+                shard.sort(key=lambda c: c.id)
+                runners.append(BackendRunner(backend, shard, plan.timeouts, inputs=plan.inputs, **options))
+    runners.sort(key=lambda r: -len(r.cases))  # the longest first: the slots finish together
+    return runners

@@ -13,6 +13,8 @@ from rich.table import Table
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
+from tileiropt.runtime.executors import resolve_executor
+from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.records import ValidateRun, ValidationRecord, save_validate_run
 from tileiropt.runtime.scaling import describe_scaling
 from tileiropt.runtime.validate import validate_project
@@ -87,24 +89,28 @@ def run_validate_command(
     all_configs: bool = True,
     timeout: float | None = None,
     as_json: bool = False,
+    fresh: bool = False,
+    executor: dict[str, Any] | None = None,
 ) -> ExitCode:
     """Everything behind the command; returns the exit code."""
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
     if variant not in (None, "original", "optimized", "both"):
         raise UserError(f"--variant: unknown value {variant!r}", hint="use original, optimized or both")
     variants = None if variant is None else ["original", "optimized"] if variant == "both" else [variant]
-    done = [0]
-
-    with err_console.status("validating") as status:
-        def progress(record: ValidationRecord) -> None:
-            done[0] += 1
-            status.update(f"validating: {done[0]} records ({record.kernel} {record.variant} {record.backend})")
-
+    chosen = resolve_executor(project.executor, executor)
+    progress = Progress("validate", "cases", err_console)
+    try:
         run = validate_project(project, kernels=kernels, backends=backends, variants=variants,
                                all_configs=all_configs, timeout=timeout, command=["tileiropt", *sys.argv[1:]],
-                               on_record=progress)
+                               executor=chosen, fresh=fresh, progress=progress)
+    finally:
+        progress.close()
     saved = save_validate_run(run, project.artifacts)
     code = run.exit_code()
+    if run.interrupted:
+        err_console.print(f"interrupted: {len(run.records)} records that finished saved to {saved}; run again to "
+                          "go on from there", markup=False, soft_wrap=True)
+        return ExitCode.INTERRUPTED
     if as_json:
         print_json(run)
         return code
