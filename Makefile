@@ -15,7 +15,7 @@ TRITON_SPEC ?= triton==3.6.0
 NUMPY_SPEC ?= numpy<2.4
 NEWEST_VENV ?= .venv-newest
 
-.PHONY: install demo test test-gpu lint smoke-newest clean
+.PHONY: install demo test test-gpu lint smoke-newest slurm-packages clean
 
 install: $(VENV)/.installed
 
@@ -51,6 +51,13 @@ smoke-newest:
 	$(NEWEST_VENV)/bin/python -c "import triton; print('smoke test on triton', triton.__version__)"
 	$(NEWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_real_kernels.py tests/test_capture.py
 	cp -r examples $(NEWEST_VENV)/examples && $(NEWEST_VENV)/bin/tileiropt run $(NEWEST_VENV)/examples/
+
+# Debian's SLURM and munge, for the test that starts a one-node cluster (tests/test_slurm.py); needs root.
+SLURM_BINARIES := /usr/sbin/slurmctld /usr/sbin/slurmd /usr/sbin/munged /usr/bin/srun
+slurm-packages:
+	@if ls $(SLURM_BINARIES) >/dev/null 2>&1; then echo "SLURM and munge present"; else \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			slurmctld slurmd slurm-client munge >/dev/null && echo "installed SLURM and munge"; fi
 
 lint: install
 	$(BIN)/ruff check tileiropt tests

@@ -329,9 +329,10 @@ def test_triton_version_guards() -> None:
 
 
 def _fake_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    def worker(backend: str, job: dict, cache: str):
+    def worker(backend: str, job: dict, cache: str, launcher=bench_module.LOCAL):
         return bench_module.WorkerProcess(bench_module.BACKENDS["ptx"], job, module="fake_bench_worker",
-                                          extra_env={"TRITON_CACHE_DIR": cache, "PYTHONPATH": str(FIXTURES)})
+                                          extra_env={"TRITON_CACHE_DIR": cache, "PYTHONPATH": str(FIXTURES)},
+                                          launcher=launcher)
 
     monkeypatch.setattr(bench_module, "_worker", worker)
 

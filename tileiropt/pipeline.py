@@ -86,7 +86,7 @@ class Pipeline:
                  bench_settings: BenchSettings | None, command: list[str], on_event: EventCallback | None,
                  in_place: bool = False, fresh: bool = False, executor: Executor | None = None,
                  console: Any = None):
-        from tileiropt.runtime.bench import kernel_info
+        from tileiropt.runtime.bench import earlier_bench, kernel_info
         from tileiropt.runtime.validate import earlier_validation
 
         self.project = project
@@ -111,6 +111,7 @@ class Pipeline:
         self.console = console  # where progress goes (None: only the phase events)
         # read before this run writes anything: what a re-run may reuse
         self.earlier = None if fresh else earlier_validation(self.artifacts)
+        self.earlier_bench = None if fresh else earlier_bench(self.artifacts)
         self.interrupted = False
 
     # ------------------------------------------------------------------ helpers
@@ -167,7 +168,7 @@ class Pipeline:
         return Progress(phase, unit, self.console, on_status=lambda text: self.on_event(phase, text))
 
     def validation_options(self, phase: str) -> dict[str, Any]:
-        return {"executor": self.executor, "fresh": self.fresh, "earlier": self.earlier,
+        return {"executor": self.executor, "earlier": self.earlier, "journal": True,
                 "progress": self.progress(phase, "cases")}
 
     def stop_on_failures(self, run: ValidateRun, phase: str, what: str) -> int:
@@ -178,6 +179,20 @@ class Pipeline:
                 self.stop(record.kernel, phase, f"{what} {record.status} on {record.backend} "
                                                 f"({record.config}): {record.reason}")
                 stopped += 1
+        return stopped
+
+    def stop_unvalidated(self, run: ValidateRun) -> int:
+        """Stop every kernel whose optimized file did not run on any backend, for a reason the project controls
+        (no optimized file, no reference, ...): a run that proved nothing about it must not exit 0. Reasons of
+        the machine (no GPU, TileIR not ready) are not the user's: the interpreter or PTX still runs."""
+        stopped = 0
+        for spec in self.live:
+            mine = [r for r in run.records if r.kernel == spec.name and r.variant == "optimized"]
+            if any(r.status != NOT_RUN for r in mine):
+                continue
+            reasons = list(dict.fromkeys(r.reason for r in mine)) or ["no validation record"]
+            self.stop(spec.name, "validate", "the optimized file was never validated: " + "; ".join(reasons))
+            stopped += 1
         return stopped
 
     # ------------------------------------------------------------------ phases
@@ -234,11 +249,11 @@ class Pipeline:
         from tileiropt.transform.command import apply_document, apply_paths
 
         results, errors = [], []
-        done: set[Path] = set()
-        for spec in self.live:
-            if spec.path in done:
+        done: set[tuple[Path, Path]] = set()
+        for spec in self.live:  # once per (file, optimized path): kernels sharing a file may name their own output
+            if (spec.path.resolve(), spec.optimized_path.resolve()) in done:
                 continue
-            done.add(spec.path)
+            done.add((spec.path.resolve(), spec.optimized_path.resolve()))
             spec.optimized_path.parent.mkdir(parents=True, exist_ok=True)  # outside the project: under artifacts
             written, problems = apply_paths([spec.path], output=spec.optimized_path,
                                             max_configs=self.project.max_configs, release=self.release.release)
@@ -262,6 +277,7 @@ class Pipeline:
                                on_record=self.record_event("validate"), **self.validation_options("validate"))
         self.save_validation(run)
         stopped = self.stop_on_failures(run, "validate", "the optimized file")
+        stopped += self.stop_unvalidated(run)
         counts = run.counts()
         detail = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
         if stopped:
@@ -307,12 +323,16 @@ class Pipeline:
         from tileiropt.runtime.bench_records import save_bench_run
 
         def on_row(row: Any) -> None:
-            self.on_event("bench", f"{row.kernel} {row.short_label} size {row.size}")
+            if self.console is None:  # else the progress line says more
+                self.on_event("bench", f"{row.kernel} {row.short_label} size {row.size}")
 
         run = bench_project(self.project, kernels=[s.name for s in self.live], settings=self.bench_settings,
-                            command=self.result.command, on_row=on_row)
+                            command=self.result.command, on_row=on_row, executor=self.executor, journal=True,
+                            earlier=self.earlier_bench, progress=self.progress("bench", "rows"))
         save_bench_run(run, self.artifacts)
         self.bench_run = run
+        if run.interrupted:
+            raise KeyboardInterrupt("interrupted")  # the rows that finished are saved
         counts = run.counts()
         detail = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
         if counts[BENCH_ERROR]:

@@ -16,10 +16,12 @@ new worker goes on with the rest.
 
 from __future__ import annotations
 
+import collections
 import datetime as _dt
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -50,13 +52,19 @@ from tileiropt.runtime.bench_records import (
     row_from_dict,
 )
 from tileiropt.runtime.bench_worker import BenchItem
-from tileiropt.runtime.records import Provenance
-from tileiropt.runtime.validate import (
+from tileiropt.runtime.executors import Executor
+from tileiropt.runtime.progress import Progress
+from tileiropt.runtime.records import Provenance, file_digest
+from tileiropt.runtime.resume import Earlier, Journal, input_key, read_journal, tool_digest
+from tileiropt.runtime.validate import Machine, _versions, environment_summary
+from tileiropt.runtime.workers import (
+    LOCAL,
     STARTUP_TIMEOUT_S,
-    Machine,
+    STOPPING,
+    Launcher,
     WorkerEvents,
     WorkerProcess,
-    environment_summary,
+    run_in_slots,
 )
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
@@ -131,6 +139,42 @@ class Plan:
     groups: list[tuple[str, list[BenchItem]]] = field(default_factory=list)  # (backend, items) per worker
     keys: dict[int, tuple[int, ...]] = field(default_factory=dict)  # item id -> row order
     decided: list[tuple[tuple[int, ...], BenchRow]] = field(default_factory=list)
+    inputs: dict[int, str] = field(default_factory=dict)  # item id -> input key (tileiropt.runtime.resume)
+    reused: dict[int, BenchRow] = field(default_factory=dict)  # item id -> its row from an earlier run
+    items: dict[int, BenchItem] = field(default_factory=dict)  # every item that has a row to time or reuse
+
+
+def item_inputs(item: BenchItem, machine: Machine, versions: dict[str, Any]) -> str:
+    """The input key of a measurement: the item, the files' SHA-256, the tool, Triton, torch, the GPU."""
+    job = {k: v for k, v in item.to_json().items() if k != "id"}
+    return input_key({"job": job, "files": [file_digest(item.path), file_digest(item.original_path)],
+                      "tool": tool_digest(), "versions": versions,
+                      "device": [machine.device.get("name"), machine.device.get("capability")]})
+
+
+def earlier_bench(artifacts: Any) -> Earlier:
+    """What a re-run may reuse: the rows of bench.json, then (superseding them) those of a journal."""
+    from tileiropt.runtime.bench_records import load_bench_run
+
+    earlier = Earlier()
+    try:
+        run = load_bench_run(artifacts)
+    except UserError:
+        run = None
+    if run is not None:
+        earlier.source = run.started
+        for row in run.rows:
+            earlier.add(row.inputs, row)
+    for entry in read_journal(artifacts, "bench"):
+        try:
+            row = row_from_dict(entry["row"]) if "row" in entry else None
+        except (TypeError, ValueError, KeyError, AttributeError):
+            continue
+        if row is not None and row.inputs:
+            earlier.results[row.inputs] = [row]
+            earlier.complete.add(row.inputs)
+            earlier.source = earlier.source or "an unfinished run"
+    return earlier
 
 
 def parent_provenance(machine: Machine) -> Provenance:
@@ -151,9 +195,11 @@ def worker_of(variant: str, backend: str) -> tuple[str, str]:
     return f"{variant}-{backend}", backend
 
 
-def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSettings, machine: Machine) -> Plan:
+def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSettings, machine: Machine,
+               earlier: Earlier | None = None) -> Plan:
     plan = Plan()
     base = parent_provenance(machine)
+    versions = _versions() if machine.has_gpu else {}
     next_id = 0
     for s_index, spec in enumerate(specs):
         workers: dict[str, tuple[str, list[BenchItem]]] = {}
@@ -182,6 +228,13 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
                         plan.decided.append((key, item.row(NOT_RUN, reason, Provenance(**asdict(base)))))
                         continue
                     plan.keys[item.id] = key
+                    plan.items[item.id] = item
+                    plan.inputs[item.id] = item_inputs(item, machine, versions)
+                    if earlier is not None:
+                        found = earlier.reusable(plan.inputs[item.id], lambda r: r.status != PASS)
+                        if found is not None:
+                            plan.reused[item.id] = found[-1]
+                            continue
                     group.append(item)
         for worker_backend, group in workers.values():
             if not group:
@@ -196,9 +249,10 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
 # --------------------------------------------------------------------------- running workers
 
 
-def _worker(backend: str, job: dict[str, Any], cache: str) -> WorkerProcess:
+def _worker(backend: str, job: dict[str, Any], cache: str, launcher: Launcher = LOCAL) -> WorkerProcess:
     environment = BACKENDS[TILEIR if backend == TILEIR else PTX]
-    return WorkerProcess(environment, job, module=WORKER_MODULE, extra_env={"TRITON_CACHE_DIR": cache})
+    return WorkerProcess(environment, job, module=WORKER_MODULE, extra_env={"TRITON_CACHE_DIR": cache},
+                         launcher=launcher)
 
 
 @dataclass
@@ -210,8 +264,13 @@ class GroupRunner:
     on_row: RowCallback | None = None
     rows: dict[int, BenchRow] = field(default_factory=dict)
     base: Provenance = field(default_factory=Provenance)
+    launcher: Launcher = field(default_factory=Launcher)
+    inputs: dict[int, str] = field(default_factory=dict)  # item id -> input key
 
     def add(self, item: BenchItem, row: BenchRow) -> None:
+        row.inputs = self.inputs.get(item.id)
+        if self.launcher.name != "local":
+            row.provenance.worker = self.launcher.name
         self.rows[item.id] = row
         if self.on_row:
             self.on_row(row)
@@ -219,9 +278,10 @@ class GroupRunner:
     def error(self, item: BenchItem, reason: str) -> None:
         self.add(item, item.row(ERROR, reason, Provenance(**asdict(self.base))))
 
-    def run(self) -> dict[int, BenchRow]:
+    def run(self, launcher: Launcher | None = None) -> dict[int, BenchRow]:
+        self.launcher = launcher or self.launcher
         pending = list(self.items)
-        while pending:
+        while pending and not STOPPING.is_set():
             cache = tempfile.mkdtemp(prefix="tileiropt-triton-cache-")
             try:
                 pending = self._one_worker(pending, cache)
@@ -231,7 +291,7 @@ class GroupRunner:
 
     def _one_worker(self, pending: list[BenchItem], cache: str) -> list[BenchItem]:
         worker = _worker(self.backend, {"kind": "bench", "backend": self.backend,
-                                        "items": [item.to_json() for item in pending]}, cache)
+                                        "items": [item.to_json() for item in pending]}, cache, self.launcher)
         started: int | None = None
         started_at = 0.0
         last_done = -1
@@ -246,7 +306,7 @@ class GroupRunner:
         if events.provenance is not None:
             self.base = events.provenance
         cause = events.cause
-        if events.finished:
+        if events.finished or STOPPING.is_set():  # interrupted: what did not finish is not a row
             return []
         if events.provenance is None:
             for item in pending:
@@ -282,22 +342,23 @@ def pair_groups(rows: dict[int, BenchRow], items: dict[int, BenchItem]) -> list[
     return list(groups.values())
 
 
-def run_pairs(pairs: list[tuple[BenchItem, BenchItem]], settings: BenchSettings) -> dict[int, PairedTiming | str]:
+def run_pairs(pairs: list[tuple[BenchItem, BenchItem]], settings: BenchSettings,
+              launcher: Launcher = LOCAL) -> dict[int, PairedTiming | str]:
     """Optimized item id -> its PairedTiming (or why it could not be timed), in PTX workers with a fresh cache;
     a worker that dies costs the pair it was timing, a new one goes on."""
     results: dict[int, PairedTiming | str] = {}
     pending = list(pairs)
-    while pending:
+    while pending and not STOPPING.is_set():
         cache = tempfile.mkdtemp(prefix="tileiropt-triton-cache-")
         try:
-            pending = _pair_worker(pending, settings, cache, results)
+            pending = _pair_worker(pending, settings, cache, results, launcher)
         finally:
             shutil.rmtree(cache, ignore_errors=True)
     return results
 
 
 def _pair_worker(pending: list[tuple[BenchItem, BenchItem]], settings: BenchSettings, cache: str,
-                 results: dict[int, PairedTiming | str]) -> list[tuple[BenchItem, BenchItem]]:
+                 results: dict[int, PairedTiming | str], launcher: Launcher) -> list[tuple[BenchItem, BenchItem]]:
     """One worker over `pending`; returns the pairs left for the next worker."""
     job = {"kind": "pair", "backend": PTX, "items": [i.to_json() for pair in pending for i in pair],
            "rounds": settings.rounds, "threshold": settings.threshold}
@@ -307,7 +368,7 @@ def _pair_worker(pending: list[tuple[BenchItem, BenchItem]], settings: BenchSett
         started = state["started"]
         return STARTUP_TIMEOUT_S if started is None else 2 * pending[started][0].timeout_s + 60.0
 
-    events = WorkerEvents(_worker(PTX, job, cache), timeout)
+    events = WorkerEvents(_worker(PTX, job, cache, launcher), timeout)
     done = -1
     for kind, event in events:
         if kind == "start":
@@ -317,6 +378,8 @@ def _pair_worker(pending: list[tuple[BenchItem, BenchItem]], settings: BenchSett
             results[pending[index][1].id] = (dataclass_from_dict(PairedTiming, event["paired"]) if event.get("paired")
                                              else f"paired timing failed: {event.get('error')}")
             done, state["started"] = index, None
+    if STOPPING.is_set():
+        return []
     if events.finished or events.provenance is None:
         for _, optimized in pending[done + 1:]:
             results.setdefault(optimized.id, f"paired timing not run: {events.cause or 'no answer'}")
@@ -390,50 +453,113 @@ def bench_project(
     command: list[str] | None = None,
     on_row: RowCallback | None = None,
     machine: Machine | None = None,
+    executor: Executor | None = None,
+    earlier: Earlier | None = None,
+    journal: bool = False,
+    progress: Progress | None = None,
 ) -> BenchRun:
-    """Benchmark the project's kernels; every row is returned (none is saved here)."""
+    """Benchmark the project's kernels; every row is returned (bench.json is the caller's to save).
+
+    A kernel's measurements all run on one slot of the `executor` (one GPU: never two measurements on one
+    GPU at once; its rows compare like with like); kernels spread over the slots. With `journal`, each
+    finished row goes at once to the artifacts folder's journal; with `earlier` (`earlier_bench(artifacts)`),
+    a row whose inputs did not change is reused.
+    Ctrl-C or SIGTERM ends every worker; the run returned then holds what finished (`interrupted`)."""
     settings = settings or BenchSettings()
     settings.check()
     started = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     machine = machine or Machine.probe()
+    executor = (executor or Executor()).check()
     specs = project.select(kernels)
-    plan = plan_items(project, specs, settings, machine)
+    plan = plan_items(project, specs, settings, machine, earlier=earlier if machine.has_gpu else None)
+    log = Journal(project.artifacts, "bench") if journal else None
+    lock = threading.Lock()
+
+    def row_done(row: BenchRow) -> None:
+        if log is not None and row.inputs:
+            log.append("row", row)
+        with lock:
+            if progress is not None:
+                progress.record(row.kernel, row.status)
+                progress.finished(row.kernel)
+            if on_row:
+                on_row(row)
+
+    if progress is not None:
+        units = collections.Counter(row.kernel for _, row in plan.decided)
+        units.update(item.kernel for item in plan.items.values())
+        progress.plan(dict(units))
     for _, row in plan.decided:
+        if progress is not None:
+            progress.record(row.kernel, row.status)
+            progress.finished(row.kernel, reused=True)
         if on_row:
             on_row(row)
+    for row in plan.reused.values():
+        if progress is not None:
+            progress.record(row.kernel, row.status)
+            progress.finished(row.kernel, reused=True)
     peaks, peaks_note = obtain_peaks(machine, remeasure_peaks) if plan.groups else (None, "not run: nothing to time")
     if not machine.has_gpu:
         peaks_note = "not run: no GPU"
-    keyed = list(plan.decided)
-    timed: dict[int, BenchRow] = {}
-    items = {item.id: item for _, group in plan.groups for item in group}
+    timed: dict[int, BenchRow] = dict(plan.reused)
+    by_kernel: dict[str, list[tuple[str, list[BenchItem]]]] = {}
     for backend, group in plan.groups:
-        runner = GroupRunner(backend, group, on_row=on_row)
-        for item_id, row in runner.run().items():
-            keyed.append((plan.keys[item_id], row))
-            timed[item_id] = row
-    if settings.rounds:
-        for pairs in pair_groups(timed, items):
-            for item_id, paired in run_pairs(pairs, settings).items():
-                if isinstance(paired, str):
-                    timed[item_id].reason = "; ".join(r for r in (timed[item_id].reason, paired) if r)
-                else:
-                    timed[item_id].paired = paired
+        by_kernel.setdefault(group[0].kernel, []).append((backend, group))
+
+    def kernel_job(groups: list[tuple[str, list[BenchItem]]]) -> Callable[[Launcher], None]:
+        def job(launcher: Launcher) -> None:
+            measured: dict[int, BenchRow] = {}
+            for backend, group in groups:
+                runner = GroupRunner(backend, group, on_row=row_done, launcher=launcher, inputs=plan.inputs)
+                measured.update(runner.run())
+                with lock:
+                    timed.update(runner.rows)
+            if settings.rounds and not STOPPING.is_set():
+                kernel = groups[0][1][0].kernel
+                with lock:
+                    mine = {i: r for i, r in timed.items() if plan.items[i].kernel == kernel}
+                for pairs in pair_groups(mine, plan.items):
+                    fresh_pairs = [(a, b) for a, b in pairs if a.id in measured or b.id in measured]
+                    for item_id, paired in run_pairs(fresh_pairs, settings, launcher).items():
+                        if isinstance(paired, str):
+                            timed[item_id].reason = "; ".join(r for r in (timed[item_id].reason, paired) if r)
+                        else:
+                            timed[item_id].paired = paired
+                        if log is not None and timed[item_id].inputs:
+                            log.append("row", timed[item_id])  # the optimized row, now with its paired timing
+        return job
+
+    slots = executor.slots(gpu_work=True, per_gpu=1, cpu_slots=1)
+    interrupted = False
+    try:
+        run_in_slots([kernel_job(groups) for groups in by_kernel.values()], slots)
+    except KeyboardInterrupt:
+        interrupted = True
+    keyed = list(plan.decided) + [(plan.keys[i], row) for i, row in timed.items()]
     keyed.sort(key=lambda pair: pair[0])
     rows = [row for _, row in keyed]
     notes = finish_rows(rows, specs, peaks)
+    if plan.reused:
+        notes.append(f"{len(plan.reused)} row(s) reused from the run of {earlier.source if earlier else '?'} "
+                     "(inputs unchanged; --fresh measures them again)")
+    if interrupted:
+        notes.append("interrupted: the rows that finished are kept; run again to go on (finished rows are reused)")
     return BenchRun(
         rows=rows,
         kernels=[kernel_info(spec, settings.sizes) for spec in specs],
         peaks=peaks,
         peaks_note=peaks_note,
         settings={**asdict(settings), "triton_cache": "fresh TRITON_CACHE_DIR per worker",
-                  "rotation": "input copies rotated when inputs + outputs fit in L2"},
+                  "rotation": "input copies rotated when inputs + outputs fit in L2",
+                  "slots": [launcher.name for launcher in slots]},
         environment=environment_summary(),
         command=list(command) if command is not None else list(sys.argv),
         project=str(project.file) if project.file else None,
         started=started_at,
         seconds=round(time.monotonic() - started, 3),
         notes=notes,
+        reused=len(plan.reused),
+        interrupted=interrupted,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -11,8 +12,10 @@ from rich.table import Table
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
-from tileiropt.runtime.bench import BenchSettings, bench_project
+from tileiropt.runtime.bench import BenchSettings, bench_project, earlier_bench
 from tileiropt.runtime.bench_records import CUDAGRAPH, BenchRow, BenchRun, dtype_key, rate_text, save_bench_run
+from tileiropt.runtime.executors import resolve_executor
+from tileiropt.runtime.progress import Progress
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 _STYLE = {PASS: "green", ERROR: "bold red", NOT_RUN: "yellow"}
@@ -92,19 +95,25 @@ def run_bench_command(
     settings: BenchSettings | None = None,
     remeasure_peaks: bool = False,
     as_json: bool = False,
+    fresh: bool = False,
+    executor: dict[str, Any] | None = None,
 ) -> ExitCode:
     """Everything behind the command; returns the exit code."""
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
-    done = [0]
-    with err_console.status("benchmarking") as status:
-        def progress(row: BenchRow) -> None:
-            done[0] += 1
-            status.update(f"benchmarking: {done[0]} rows ({row.kernel} {row.label} size {row.size})")
-
+    chosen = resolve_executor(project.executor, executor)
+    progress = Progress("bench", "rows", err_console)
+    try:
         run = bench_project(project, kernels=kernels, settings=settings, remeasure_peaks=remeasure_peaks,
-                            command=["tileiropt", *sys.argv[1:]], on_row=progress)
+                            command=["tileiropt", *sys.argv[1:]], executor=chosen, progress=progress,
+                            journal=True, earlier=None if fresh else earlier_bench(project.artifacts))
+    finally:
+        progress.close()
     saved = save_bench_run(run, project.artifacts)
     code = run.exit_code()
+    if run.interrupted:
+        err_console.print(f"interrupted: {len(run.rows)} rows that finished saved to {saved}; run again to go on "
+                          "from there", markup=False, soft_wrap=True)
+        return ExitCode.INTERRUPTED
     if as_json:
         print_json(run)
         return code

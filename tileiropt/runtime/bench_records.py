@@ -193,6 +193,7 @@ class BenchRow:
     gpu_state: dict[str, Any] = field(default_factory=dict)  # SM clock, power, throttle reasons after timing
     source_sha256: str | None = None  # the file timed, as it was: `report` marks rows whose file changed
     provenance: Provenance = field(default_factory=Provenance)
+    inputs: str | None = None  # the input key of the measurement (tileiropt.runtime.resume): a re-run reuses it
 
     @property
     def label(self) -> str:
@@ -235,6 +236,8 @@ class BenchRun:
     started: str = ""
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    reused: int = 0  # rows taken unchanged from an earlier run
+    interrupted: bool = False  # Ctrl-C or SIGTERM: only what finished is here
     schema_version: int = SCHEMA_VERSION  # the one schema key of every record and --json output
 
     def counts(self) -> dict[str, int]:
@@ -422,8 +425,13 @@ def run_from_dict(data: dict[str, Any]) -> BenchRun:
 
 
 def save_bench_run(run: BenchRun, artifacts: Path | str) -> Path:
-    """Write `run` to ``<artifacts>/bench.json`` (atomically) and return the path."""
-    return save_record_file(run, artifacts, BENCH_FILE)
+    """Write `run` to ``<artifacts>/bench.json`` (atomically) and return the path; the journal of the rows
+    as they finished is then superseded (removed)."""
+    from tileiropt.runtime.resume import Journal
+
+    path = save_record_file(run, artifacts, BENCH_FILE)
+    Journal(artifacts, "bench").clear()
+    return path
 
 
 def load_bench_run(path: Path | str) -> BenchRun:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import datetime as _dt
+import functools
 import os
 import sys
 import threading
@@ -255,7 +256,7 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
                variants: list[str] | None, timeout: float | None, best_config: bool = False,
                earlier: Earlier | None = None) -> Plan:
     plan = Plan(cases={b.name: [] for b in backends})
-    versions = _versions() if earlier is not None else {}
+    versions = _versions()
     next_id = 0
     for s_index, spec in enumerate(specs):
         _check_reference(spec, project)
@@ -290,21 +291,21 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
                         plan.instant.append(spec.name)
                         continue
                     picks = best_config and not backend.interpreted
-                    if earlier is not None:
-                        inputs = case_inputs(case, backend, picks, machine, versions)
-                        reused = earlier.reusable(inputs, lambda r: r.status == ERROR)
-                        if reused is not None:
-                            plan.records += [(key + (index,), record) for index, record in enumerate(reused)]
-                            plan.reused += len(reused)
-                            plan.instant.append(spec.name)
-                            continue
-                        plan.inputs[case.id] = inputs
+                    inputs = case_inputs(case, backend, picks, machine, versions)
+                    reused = earlier.reusable(inputs, lambda r: r.status == ERROR) if earlier is not None else None
+                    if reused is not None:
+                        plan.records += [(key + (index,), record) for index, record in enumerate(reused)]
+                        plan.reused += len(reused)
+                        plan.instant.append(spec.name)
+                        continue
+                    plan.inputs[case.id] = inputs
                     plan.cases[backend.name].append(case)
                     plan.timeouts[case.id] = float(timeout if timeout is not None else spec.timeout)
                     plan.keys[case.id] = key
     return plan
 
 
+@functools.cache
 def _versions() -> dict[str, Any]:
     from tileiropt.environment import probe_torch, triton_distribution
 
@@ -381,9 +382,8 @@ def validate_project(
     parallel: int | None = None,
     machine: Machine | None = None,
     executor: Executor | None = None,
-    fresh: bool = False,
     earlier: Earlier | None = None,
-    journal: bool = True,
+    journal: bool = False,
     progress: Progress | None = None,
 ) -> ValidateRun:
     """Validate the project's kernels; every record is returned (validate.json is the caller's to save).
@@ -392,10 +392,10 @@ def validate_project(
     when the optimized file exists. `all_configs=False` validates only the config the
     autotuner picks (GPU backends; the interpreter cannot benchmark, so it still pins each).
     Workers run in the `executor`'s slots (default: this host, every visible GPU); without a GPU,
-    `parallel` workers at once (default: the CPU cores). Each finished record goes to the journal at
-    once; a case whose inputs are unchanged since an earlier run reuses its records unless `fresh`
-    (`earlier`: those records, default: read from the artifacts folder). Ctrl-C or SIGTERM ends every
-    worker; the run returned then holds what finished (`interrupted`).
+    `parallel` workers at once (default: the CPU cores). With `journal`, each finished record goes at once
+    to the artifacts folder's journal; with `earlier` (`earlier_validation(artifacts)`), a case whose inputs
+    did not change reuses its earlier records. Ctrl-C or SIGTERM ends every worker; the run returned then
+    holds what finished (`interrupted`).
     """
     started = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -408,10 +408,8 @@ def validate_project(
     notes = []
     if not all_configs and any(b.interpreted for b in chosen):
         notes.append("--best-config needs a GPU to benchmark; interpreter backends validate every config")
-    if earlier is None and not fresh:
-        earlier = earlier_validation(project.artifacts)
     plan = plan_cases(project, specs, chosen, machine, variants, timeout, best_config=not all_configs,
-                      earlier=None if fresh else earlier)
+                      earlier=earlier)
     if plan.reused:
         notes.append(f"{plan.reused} record(s) reused from the run of {earlier.source if earlier else '?'} "
                      "(inputs unchanged; --fresh redoes them)")

@@ -17,7 +17,7 @@ from tileiropt.runtime.executors import resolve_executor
 from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.records import ValidateRun, ValidationRecord, save_validate_run
 from tileiropt.runtime.scaling import describe_scaling
-from tileiropt.runtime.validate import validate_project
+from tileiropt.runtime.validate import earlier_validation, validate_project
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 
 _STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
@@ -102,7 +102,8 @@ def run_validate_command(
     try:
         run = validate_project(project, kernels=kernels, backends=backends, variants=variants,
                                all_configs=all_configs, timeout=timeout, command=["tileiropt", *sys.argv[1:]],
-                               executor=chosen, fresh=fresh, progress=progress)
+                               executor=chosen, progress=progress, journal=True,
+                               earlier=None if fresh else earlier_validation(project.artifacts))
     finally:
         progress.close()
     saved = save_validate_run(run, project.artifacts)

@@ -31,6 +31,7 @@ from tileiropt.runtime.backends import Backend, backend_env
 from tileiropt.runtime.records import Provenance
 
 STARTUP_TIMEOUT_S = 120.0  # importing torch and triton in a fresh worker
+SENTINEL = "tileiropt.runtime.sentinel"
 
 _LIVE: set[WorkerProcess] = set()
 _LIVE_LOCK = threading.Lock()
@@ -46,7 +47,9 @@ class Launcher:
     name: str = "local"  # where it runs, for records: "local", "gpu 1", "slurm"
 
     def command(self, module: str) -> list[str]:
-        return [*self.prefix, sys.executable, "-m", module]
+        """The worker behind a sentinel (`tileiropt.runtime.sentinel`): a kernel that kills its parent kills
+        the sentinel, never the tool."""
+        return [*self.prefix, sys.executable, "-m", SENTINEL, module]
 
 
 LOCAL = Launcher()

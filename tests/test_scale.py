@@ -1,0 +1,298 @@
+"""Scale: work spread over GPU slots, records journaled as they finish, unchanged re-runs reusing them,
+progress in a pipe, and a clean stop on SIGINT/SIGTERM.
+
+GPU spreading is checked with the stand-in bench worker (it logs which CUDA_VISIBLE_DEVICES ran what);
+resume and signals with real interpreter workers. Waits are bounded by hang guards, never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tileiropt.cli import app
+from tileiropt.errors import ExitCode
+from tileiropt.project import load_project, parse_project
+from tileiropt.runtime import bench as bench_module
+from tileiropt.runtime.bench import BenchSettings, bench_project, earlier_bench
+from tileiropt.runtime.executors import Executor, resolve_executor
+from tileiropt.runtime.progress import Progress
+from tileiropt.runtime.resume import journal_path, read_journal
+from tileiropt.runtime.validate import Machine
+from tileiropt.schema import PASS
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+BENCH_FIXTURES = Path(__file__).parent / "fixtures" / "bench"
+VALIDATE_FIXTURES = Path(__file__).parent / "fixtures" / "validate"
+GUARD_S = 120.0  # hang guard of the subprocess tests (never reached when things work)
+
+
+# --------------------------------------------------------------------------- several GPUs (stand-in worker)
+
+
+def _fake_gpus(monkeypatch: pytest.MonkeyPatch, log: Path) -> Machine:
+    def worker(backend: str, job: dict, cache: str, launcher=bench_module.LOCAL):
+        return bench_module.WorkerProcess(bench_module.BACKENDS["ptx"], job, module="fake_bench_worker",
+                                          extra_env={"TRITON_CACHE_DIR": cache, "PYTHONPATH": str(BENCH_FIXTURES),
+                                                     "FAKE_BENCH_LOG": str(log), "FAKE_BENCH_SLEEP": "0.05"},
+                                          launcher=launcher)
+
+    monkeypatch.setattr(bench_module, "_worker", worker)
+    monkeypatch.setattr(bench_module, "obtain_peaks", lambda machine, remeasure=False: (None, "not measured (test)"))
+    return Machine(device={"name": "FAKE GPU (test fixture)", "capability": "9.0", "sm_count": 132},
+                   tileir_blockers=["nvtriton is not installed"])
+
+
+def _many_kernels(tmp_path: Path, count: int) -> object:
+    (tmp_path / "k.py").write_text("def k(x):\n    return x\n")
+    kernels = [{"name": f"k{i}", "path": "k.py", "entry": "k", "reference": "x", "inputs": {"x": ["N"]},
+                "dims": {"N": 64}, "sweep": ["N"]} for i in range(count)]
+    return parse_project({"defaults": {"sizes": [64, 128]}, "kernel": kernels}, None, tmp_path)
+
+
+def test_bench_spreads_kernels_over_the_gpus_one_measurement_per_gpu_at_a_time(tmp_path, monkeypatch) -> None:
+    log = tmp_path / "gpu.log"
+    machine = _fake_gpus(monkeypatch, log)
+    project = _many_kernels(tmp_path, 6)
+    run = bench_project(project, settings=BenchSettings(rounds=0), machine=machine,
+                        executor=Executor(gpus=["0", "1"]))
+    timed = [r for r in run.rows if r.status == PASS]
+    assert len(timed) == 6 * 2 * 2  # per kernel: original PTX + torch reference, at two sizes
+    assert {r.provenance.worker for r in timed} == {"gpu 0", "gpu 1"}
+    for kernel in {r.kernel for r in timed}:  # a kernel's rows all come from one GPU: like with like
+        assert len({r.provenance.worker for r in timed if r.kernel == kernel}) == 1
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for line in log.read_text().splitlines():
+        gpu, began, ended = line.split()
+        spans.setdefault(gpu, []).append((float(began), float(ended)))
+    assert set(spans) == {"0", "1"} and sum(len(s) for s in spans.values()) == len(timed)
+    for gpu, intervals in spans.items():  # never two measurements on one GPU at once
+        intervals.sort()
+        assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(intervals, intervals[1:])), gpu
+    assert run.settings["slots"] == ["gpu 0", "gpu 1"]
+
+
+def test_bench_journals_rows_and_reuses_unchanged_ones(tmp_path, monkeypatch) -> None:
+    log = tmp_path / "gpu.log"
+    machine = _fake_gpus(monkeypatch, log)
+    project = _many_kernels(tmp_path, 2)
+    first = bench_project(project, settings=BenchSettings(rounds=0), machine=machine, journal=True,
+                          executor=Executor(gpus=["0"]))
+    journaled = [e["row"]["kernel"] for e in read_journal(project.artifacts, "bench") if "row" in e]
+    assert sorted(journaled) == sorted(r.kernel for r in first.rows if r.status == PASS)
+    from tileiropt.runtime.bench_records import save_bench_run
+
+    save_bench_run(first, project.artifacts)
+    assert not journal_path(project.artifacts, "bench").exists()  # the records file supersedes the journal
+    measured = len(log.read_text().splitlines())
+    again = bench_project(project, settings=BenchSettings(rounds=0), machine=machine, journal=True,
+                          earlier=earlier_bench(project.artifacts), executor=Executor(gpus=["0"]))
+    assert len(log.read_text().splitlines()) == measured  # nothing measured again
+    assert again.reused == measured and [r.status for r in again.rows] == [r.status for r in first.rows]
+    (tmp_path / "k.py").write_text("def k(x):\n    return x  # changed\n")
+    third = bench_project(project, settings=BenchSettings(rounds=0), machine=machine,
+                          earlier=earlier_bench(project.artifacts), executor=Executor(gpus=["0"]))
+    assert third.reused == 0 and len(log.read_text().splitlines()) == 2 * measured  # the file changed
+
+
+# --------------------------------------------------------------------------- resume (interpreter workers)
+
+
+def _examples(tmp_path: Path) -> Path:
+    folder = tmp_path / "examples"
+    folder.mkdir()
+    for source in EXAMPLES.glob("*.py"):
+        if not source.name.endswith("_tileir.py"):
+            (folder / source.name).write_text(source.read_text())
+    (folder / "tileiropt.toml").write_text((EXAMPLES / "tileiropt.toml").read_text())
+    return folder
+
+
+KERNELS = ["--kernel", "vector_add", "--kernel", "softmax", "--kernel", "rms_norm", "--backend", "interpret"]
+
+
+def test_an_unchanged_rerun_reuses_records_and_a_changed_file_or_fresh_redoes_them(tmp_path) -> None:
+    folder = _examples(tmp_path)
+    runner = CliRunner()
+    first = runner.invoke(app, ["validate", str(folder), *KERNELS, "--json"])
+    assert first.exit_code == 0, first.output
+    records = json.loads(first.stdout)["records"]
+    assert records and all(r["inputs"] for r in records) and json.loads(first.stdout)["reused"] == 0
+    second = json.loads(runner.invoke(app, ["validate", str(folder), *KERNELS, "--json"]).stdout)
+    assert second["reused"] == len(records)
+    assert [(r["kernel"], r["config"], r["status"]) for r in second["records"]] == \
+        [(r["kernel"], r["config"], r["status"]) for r in records]
+    source = folder / "softmax.py"
+    source.write_text(source.read_text() + "\n# edited\n")
+    third = json.loads(runner.invoke(app, ["validate", str(folder), *KERNELS, "--json"]).stdout)
+    softmax = [r for r in records if r["kernel"] == "softmax"]
+    assert third["reused"] == len(records) - len(softmax)
+    fresh = json.loads(runner.invoke(app, ["validate", str(folder), *KERNELS, "--fresh", "--json"]).stdout)
+    assert fresh["reused"] == 0 and len(fresh["records"]) == len(records)
+
+
+def test_progress_in_a_pipe_is_one_line_per_finished_kernel() -> None:
+    from rich.console import Console
+
+    progress = Progress("validate", "cases", Console(file=open(os.devnull, "w")), tty=False)
+    progress.plan({"a": 2, "b": 1})
+    progress.record("a", "pass")
+    progress.finished("a")
+    assert progress.lines == []  # a has one case left
+    progress.record("b", "fail")
+    progress.finished("b")
+    progress.record("a", "pass")
+    progress.finished("a")
+    assert [line.split(" [")[0] for line in progress.lines] == ["validate: b done: 1 fail", "validate: a done: 2 pass"]
+    assert "3/3 cases, 2/2 kernels" in progress.lines[-1]
+
+
+# --------------------------------------------------------------------------- executors
+
+
+def test_executor_options_are_checked(tmp_path) -> None:
+    from tileiropt.errors import UserError
+
+    with pytest.raises(UserError, match="--executor: unknown value 'cloud'"):
+        resolve_executor(None, {"kind": "cloud"})
+    with pytest.raises(UserError, match="--slurm-tasks"):
+        resolve_executor(None, {"tasks": 0})
+    base = {"kernel": [{"name": "k", "path": "k.py", "entry": "k", "reference": "x", "inputs": {"x": [4]}}]}
+    (tmp_path / "k.py").write_text("def k(x):\n    return x\n")
+    for table, message in (({"kind": "cloud"}, "executor.kind"), ({"tasks": "4"}, "executor.tasks"),
+                           ({"nodes": 2}, "executor"), ({"srun_args": "--exclusive"}, "executor.srun_args")):
+        with pytest.raises(UserError, match=message):
+            parse_project({**base, "executor": table}, tmp_path / "tileiropt.toml", tmp_path)
+    project = parse_project({**base, "executor": {"kind": "slurm", "partition": "gpu", "time": "00:10:00",
+                                                  "tasks": 8, "srun_args": ["--exclusive"]}}, None, tmp_path)
+    executor = project.executor
+    assert (executor.kind, executor.partition, executor.tasks) == ("slurm", "gpu", 8)
+    launcher = executor.slots(gpu_work=True, per_gpu=1, cpu_slots=1)[0]
+    assert launcher.command("m")[:2] == ["srun", "--ntasks=1"] and "--partition=gpu" in launcher.prefix
+    assert "--gpus-per-task=1" in launcher.prefix and "--time=00:10:00" in launcher.prefix
+    local = Executor(gpus=["0", "1"]).slots(gpu_work=True, per_gpu=2, cpu_slots=1)
+    assert [slot.env["CUDA_VISIBLE_DEVICES"] for slot in local] == ["0", "1", "0", "1"]
+
+
+# --------------------------------------------------------------------------- clean shutdown
+
+
+def _tagged_processes(tag: str) -> list[int]:
+    """Processes (other than this one) whose environment carries `tag`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if tag.encode() in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _hanging_project(tmp_path: Path) -> Path:
+    """A project whose first kernel passes quickly and whose second hangs for a minute."""
+    for name in ("hang.py", "scale.py"):
+        (tmp_path / name).write_text((VALIDATE_FIXTURES / name).read_text())
+    (tmp_path / "tileiropt.toml").write_text(
+        '[[kernel]]\nname = "quick"\npath = "scale.py"\nentry = "scale"\nreference = "x * alpha + 1"\n'
+        'inputs = { x = [64] }\nargs = { alpha = 0.5 }\n\n'
+        '[[kernel]]\nname = "hang"\npath = "hang.py"\nentry = "copy"\nreference = "x"\ninputs = { x = [300] }\n'
+        'timeout = 600\n')
+    return tmp_path / "tileiropt.toml"
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_ends_every_worker_and_keeps_finished_records(tmp_path, sig) -> None:
+    project = _hanging_project(tmp_path)
+    tag = f"TILEIROPT_TEST_TAG={uuid.uuid4().hex}"
+    env = {**os.environ, tag.split("=")[0]: tag.split("=")[1]}
+    process = subprocess.Popen([sys.executable, "-m", "tileiropt", "validate", str(project), "--backend",
+                                "interpret", "--fresh"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    journal = journal_path(tmp_path / ".tileiropt", "validate")
+    deadline = time.monotonic() + GUARD_S
+    try:
+        while time.monotonic() < deadline:  # until the quick kernel's record is journaled and the hang runs
+            entries = read_journal(tmp_path / ".tileiropt", "validate") if journal.exists() else []
+            if any(e.get("record", {}).get("kernel") == "quick" for e in entries) and \
+                    len(_tagged_processes(tag.split("=")[1])) >= 2:
+                break
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.2)
+        else:
+            pytest.fail("the quick record never reached the journal")
+        process.send_signal(sig)
+        out, err = process.communicate(timeout=GUARD_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == ExitCode.INTERRUPTED, err
+    assert "interrupted" in err and "Traceback" not in err
+    deadline = time.monotonic() + 10
+    while _tagged_processes(tag.split("=")[1]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _tagged_processes(tag.split("=")[1]) == []  # no worker left behind
+    saved = json.loads((tmp_path / ".tileiropt" / "validate.json").read_text())
+    assert saved["interrupted"] is True
+    assert any(r["kernel"] == "quick" and r["status"] == "pass" for r in saved["records"])
+    assert not any(r["kernel"] == "hang" and r["status"] == "error" for r in saved["records"])  # cut, not failed
+
+
+# --------------------------------------------------------------------------- run's exit code
+
+
+def test_kernels_sharing_a_file_each_get_their_optimized_file_and_unvalidated_ones_fail_the_run(tmp_path) -> None:
+    (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
+    kernel = ('[[kernel]]\nname = "{name}"\npath = "vector_add.py"\nentry = "add"\nreference = "x + y"\n'
+              'inputs = {{ x = [256], y = [256] }}\noptimized = "{optimized}"\n\n')
+    (tmp_path / "tileiropt.toml").write_text(kernel.format(name="first", optimized="first_tileir.py")
+                                             + kernel.format(name="second", optimized="second_tileir.py"))
+    result = CliRunner().invoke(app, ["run", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "first_tileir.py").is_file() and (tmp_path / "second_tileir.py").is_file()
+    records = json.loads((tmp_path / ".tileiropt" / "validate.json").read_text())["records"]
+    for name in ("first", "second"):
+        assert any(r["kernel"] == name and r["variant"] == "optimized" and r["status"] == "pass" for r in records)
+
+
+def test_a_kernel_whose_optimized_file_never_ran_stops_the_run(tmp_path, monkeypatch) -> None:
+    from tileiropt import pipeline as pipeline_module
+    from tileiropt.runtime.records import ValidateRun, ValidationRecord
+
+    (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
+    (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "va"\npath = "vector_add.py"\nentry = "add"\n'
+                                             'reference = "x + y"\ninputs = { x = [256], y = [256] }\n')
+    project = load_project(tmp_path / "tileiropt.toml")
+    pipeline = pipeline_module.Pipeline(project, None, None, None, ["tileiropt", "run"], None)
+    run = ValidateRun(records=[ValidationRecord("va", "optimized", "interpret", "-", "not-run",
+                                                "not run: no optimized file va_tileir.py")], backends=["interpret"])
+    assert pipeline.stop_unvalidated(run) == 1
+    assert "never validated: not run: no optimized file" in pipeline.result.stopped["va"]["reason"]
+
+
+def test_a_kernel_that_kills_its_parent_costs_at_most_its_own_record() -> None:
+    """The worker's parent is a sentinel, so the tool (here: this test process) lives on."""
+    from tileiropt.runtime.validate import validate_project
+
+    project = parse_project({"kernel": [
+        {"name": "kills_parent", "path": "kills_parent.py", "entry": "copy", "reference": "x", "inputs": {"x": [300]}},
+        {"name": "after", "path": "scale.py", "entry": "scale", "reference": "x * alpha + 1", "inputs": {"x": [64]},
+         "args": {"alpha": 0.5}},
+    ]}, None, VALIDATE_FIXTURES)
+    run = validate_project(project, backends=["interpret"], parallel=1)
+    status = {r.kernel: r.status for r in run.records}
+    assert status["after"] == PASS  # the kernels after it still ran
+    assert status["kills_parent"] in (PASS, "error")  # its own record: the worker went on, or it ended
