@@ -31,7 +31,6 @@ from tileiropt.errors import ExitCode
 from tileiropt.project import KernelSpec, Project
 from tileiropt.report.artifacts import (
     APPLY_FILE,
-    CAPTURE_FILE,
     CHECK_FILE,
     CLASSIFY_FILE,
     REPORT_FILE,
@@ -287,19 +286,12 @@ class Pipeline:
     def capture(self) -> PhaseResult:
         """Run the program, keep the distinct launches of the target files' kernels as replay specs."""
         from tileiropt.runtime.bench import kernel_info
-        from tileiropt.runtime.capture import capture_specs, run_capture
+        from tileiropt.runtime.capture import add_captured_kernels
         from tileiropt.runtime.validate import Machine
 
         request = self.project.capture
         assert request is not None
-        machine = Machine.probe()
-        result = run_capture(request.files, request.command, interpret=not machine.has_gpu, budget=request.budget,
-                             cap=request.cap, cwd=self.project.root)
-        save_record(self.artifacts, CAPTURE_FILE, result.to_json())
-        specs = capture_specs(result, self.project.root, self.artifacts, self.timeout)
-        taken = {s.name for s in self.project.kernels}
-        specs = [s for s in specs if s.name not in taken]
-        self.project.kernels += specs
+        result, specs = add_captured_kernels(self.project, Machine.probe().has_gpu, self.timeout)
         self.specs += specs
         self.result.kernels += [kernel_info(s, self.bench_settings.sizes) for s in specs]
         kernels = len({(s.launch or {}).get("kernel") for s in specs})

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.errors import UserError
-from tileiropt.output import dumps, is_record, write_atomic
+from tileiropt.output import save_record_file
 from tileiropt.runtime.bench_records import BENCH_FILE, BenchRun, load_bench_run
 from tileiropt.runtime.records import VALIDATE_FILE, ValidateRun, load_validate_run
 
@@ -34,9 +34,7 @@ RECORD_FILES = (CHECK_FILE, CLASSIFY_FILE, APPLY_FILE, VALIDATE_FILE, BENCH_FILE
 
 def save_record(artifacts: Path | str, name: str, data: Any) -> Path:
     """Write one phase record (any JSON-able value) to ``<artifacts>/<name>``, atomically."""
-    path = Path(artifacts) / name
-    write_atomic(path, dumps(data) + "\n", replaces=is_record, what="record")
-    return path
+    return save_record_file(data, artifacts, name)
 
 
 @dataclass

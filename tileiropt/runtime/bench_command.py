@@ -14,6 +14,7 @@ from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
 from tileiropt.runtime.bench import BenchSettings, bench_project, earlier_bench
 from tileiropt.runtime.bench_records import CUDAGRAPH, BenchRow, BenchRun, dtype_key, rate_text, save_bench_run
+from tileiropt.runtime.capture import with_captured_kernels
 from tileiropt.runtime.executors import resolve_executor
 from tileiropt.runtime.progress import Progress
 from tileiropt.schema import ERROR, NOT_RUN, PASS
@@ -100,6 +101,7 @@ def run_bench_command(
 ) -> ExitCode:
     """Everything behind the command; returns the exit code."""
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
+    project = with_captured_kernels(project)  # a project that asks for a capture: its launches
     chosen = resolve_executor(project.executor, executor)
     progress = Progress("bench", "rows", err_console)
     try:

@@ -239,3 +239,33 @@ def capture_specs(result: CaptureResult, root: Path, artifacts: Path, timeout: f
         ))
     return specs
 
+
+
+def add_captured_kernels(project: Any, has_gpu: bool, timeout: float | None = None) -> tuple[CaptureResult, list[Any]]:
+    """Run the project's capture (`[project] capture = "..."`) and add one kernel spec per distinct launch to
+    `project.kernels` (names already taken are kept as they are); saves capture.json. (result, added specs)."""
+    from tileiropt.output import save_record_file
+
+    request = project.capture
+    result = run_capture(request.files, request.command, interpret=not has_gpu, budget=request.budget,
+                         cap=request.cap, cwd=project.root)
+    save_record_file(result.to_json(), project.artifacts, "capture.json")
+    taken = {s.name for s in project.kernels}
+    specs = [s for s in capture_specs(result, project.root, project.artifacts, timeout) if s.name not in taken]
+    project.kernels += specs
+    return result, specs
+
+
+def with_captured_kernels(project: Any) -> Any:
+    """For `validate` and `bench` on a project that asks for a capture: capture first (on this machine's GPU,
+    or under the interpreter), so its kernels are the launches the program makes. The project, extended."""
+    if project.capture is None:
+        return project
+    from tileiropt.runtime.validate import Machine
+
+    result, specs = add_captured_kernels(project, Machine.probe().has_gpu)
+    if not project.kernels:
+        raise UserError(f"the capture launched no kernel of the target files ({result.ended})",
+                        file=str(project.file) if project.file else None,
+                        hint="check `capture` runs the kernels (tileiropt run shows the program's output)")
+    return project

@@ -38,9 +38,22 @@ def tool_digest() -> str:
     return digest.hexdigest()[:16]
 
 
+# What a capture observed in a tensor's memory, not what the program gave it: `nonnegative` of an output buffer
+# from torch.empty() is whatever the allocator left there. It never decides whether a result can be reused.
+VOLATILE_KEYS = frozenset({"nonnegative"})
+
+
+def _stable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if k not in VOLATILE_KEYS}
+    if isinstance(value, (list, tuple)):
+        return [_stable(v) for v in value]
+    return value
+
+
 def input_key(parts: dict[str, Any]) -> str:
-    """A short digest of `parts` (JSON-able; key order does not matter)."""
-    text = json.dumps(to_jsonable(parts), sort_keys=True, default=str)
+    """A short digest of `parts` (JSON-able; key order does not matter; volatile observations left out)."""
+    text = json.dumps(_stable(to_jsonable(parts)), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 

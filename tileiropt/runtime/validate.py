@@ -305,13 +305,19 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
     return plan
 
 
-@functools.cache
 def _versions() -> dict[str, Any]:
+    """Triton, torch and the CUDA Tile IR release the workers follow (part of every input key)."""
+    from tileiropt.environment import choose_release
+
+    return {**_installed(), "release": choose_release(os.environ.get(RELEASE_ENV) or None).release.version}
+
+
+@functools.cache
+def _installed() -> dict[str, Any]:
     from tileiropt.environment import probe_torch, triton_distribution
 
     dist = triton_distribution()
-    return {"triton": [dist.get("name"), dist.get("version")], "torch": probe_torch().get("version"),
-            "release": os.environ.get(RELEASE_ENV)}
+    return {"triton": [dist.get("name"), dist.get("version")], "torch": probe_torch().get("version")}
 
 
 def earlier_validation(artifacts: Path | str) -> Earlier:

@@ -13,6 +13,7 @@ from rich.table import Table
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
+from tileiropt.runtime.capture import with_captured_kernels
 from tileiropt.runtime.executors import resolve_executor
 from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.records import ValidateRun, ValidationRecord, save_validate_run
@@ -97,6 +98,7 @@ def run_validate_command(
     if variant not in (None, "original", "optimized", "both"):
         raise UserError(f"--variant: unknown value {variant!r}", hint="use original, optimized or both")
     variants = None if variant is None else ["original", "optimized"] if variant == "both" else [variant]
+    project = with_captured_kernels(project)  # a project that asks for a capture: its launches
     chosen = resolve_executor(project.executor, executor)
     progress = Progress("validate", "cases", err_console)
     try:

@@ -1,0 +1,86 @@
+"""Calls liger-kernel's public ops (liger_kernel.transformers.functional), forward and backward, on small shapes.
+
+The program `benchmarks/liger_scale.py` captures: each op launches its Triton kernels from the package's own
+files, as a user's model would. An op this machine cannot run (a GPU-only path under the interpreter, a
+missing optional dependency) is reported on stderr and skipped; the others go on.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import torch
+
+import liger_kernel.transformers.functional as F
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+torch.manual_seed(0)
+
+
+def t(*shape: int, dtype: torch.dtype = torch.float32, grad: bool = True) -> torch.Tensor:
+    return torch.randn(*shape, device=DEVICE, dtype=dtype, requires_grad=grad)
+
+
+def backward(out) -> None:
+    out = out[0] if isinstance(out, (tuple, list)) else out
+    if isinstance(out, torch.Tensor) and out.requires_grad:
+        out.float().sum().backward()
+
+
+def labels(n: int, vocab: int) -> torch.Tensor:
+    return torch.randint(0, vocab, (n,), device=DEVICE)
+
+
+def rope_inputs():
+    q, k = t(1, 4, 8, 16), t(1, 2, 8, 16)
+    cos, sin = torch.randn(1, 8, 16, device=DEVICE), torch.randn(1, 8, 16, device=DEVICE)
+    return q, k, cos, sin
+
+
+OPS = {
+    "rms_norm": lambda: F.liger_rms_norm(t(4, 64), t(64), 1e-6),
+    "rms_norm_gemma": lambda: F.liger_rms_norm(t(4, 64), t(64), 1e-6, offset=1.0, casting_mode="gemma"),
+    "fused_add_rms_norm": lambda: F.liger_fused_add_rms_norm(t(4, 64), t(4, 64), t(64), 1e-6, in_place=False),
+    "layer_norm": lambda: F.liger_layer_norm(t(4, 64), t(64), t(64), 1e-6),
+    "poly_norm": lambda: F.liger_poly_norm(t(4, 64), t(3), t(1), in_place=False),
+    "group_norm": lambda: F.liger_group_norm(t(2, 4, 16), t(4), t(4), 4, 2, 1e-6),
+    "dyt": lambda: F.liger_dyt(t(4, 64), t(1), t(64), t(64)),
+    "swiglu": lambda: F.liger_swiglu(t(4, 64), t(4, 64)),
+    "geglu": lambda: F.liger_geglu(t(4, 64), t(4, 64)),
+    "relu_squared": lambda: F.liger_relu_squared(t(4, 64)),
+    "softmax": lambda: F.liger_softmax(t(4, 64)),
+    "sparsemax": lambda: F.liger_sparsemax(t(4, 64)),
+    "cross_entropy": lambda: F.liger_cross_entropy(t(8, 128), labels(8, 128)),
+    "cross_entropy_z_loss": lambda: F.liger_cross_entropy(t(8, 128), labels(8, 128), lse_square_scale=1e-4,
+                                                          return_z_loss=True),
+    "fused_linear_cross_entropy": lambda: F.liger_fused_linear_cross_entropy(t(8, 32), t(128, 32), labels(8, 128)),
+    "jsd": lambda: F.liger_jsd(t(8, 64).log_softmax(-1), t(8, 64, grad=False).log_softmax(-1)),
+    "fused_linear_jsd": lambda: F.liger_fused_linear_jsd(t(8, 32), t(64, 32), t(8, 32, grad=False),
+                                                         t(64, 32, grad=False)),
+    "kl_div": lambda: F.liger_kl_div(t(8, 64).log_softmax(-1), t(8, 64, grad=False).softmax(-1)),
+    "tvd": lambda: F.liger_tvd(t(8, 64).softmax(-1), t(8, 64, grad=False).softmax(-1)),
+    "rope": lambda: F.liger_rope(*rope_inputs()),
+    "multi_token_attention": lambda: F.liger_multi_token_attention(t(1, 2, 8, 8), t(2, 1, 3, 3), padding=1),
+}
+
+
+def main(names: list[str]) -> int:
+    failed = []
+    for name, op in OPS.items():
+        if names and name not in names:
+            continue
+        try:
+            backward(op())
+            print(f"ran {name}", file=sys.stderr)
+        except Exception as exc:  # one op this machine cannot run must not hide the others
+            failed.append(name)
+            print(f"skipped {name}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}",
+                  file=sys.stderr)
+            traceback.print_exc(limit=1, file=sys.stderr)
+    print(f"{len(OPS) - len(failed)} ops ran, {len(failed)} skipped", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
