@@ -72,6 +72,8 @@ def main() -> int:
     folder = args.folder or Path(tempfile.mkdtemp(prefix="liger-scale-"))
     write_project(folder, args.budget)
     print(f"project: {folder / 'tileiropt.toml'} ({len(ops_files())} liger ops files)", flush=True)
+    if args.runs == 0:  # only the project
+        return 0
     results = []
     for index in range(args.runs):
         extra = shlex.split(args.extra) + (["--fresh"] if index == 0 else [])

@@ -135,12 +135,14 @@ def test_tileir_validation_not_run_with_the_forced_code_line(artifacts: Path) ->
 def test_benchmark_tables_speedups_peaks_and_fallback(artifacts: Path) -> None:
     text = sections(render_markdown(build_report(load_artifacts(artifacts))), "matmul")
     bench = text.split("### Benchmark Comparison\n")[1].split("### Output")[0]
-    assert "**size 1024: M=1024, N=1024, K=1024 (float16)**" in bench
-    assert "| Backend | Time (ms) | Speedup |" in bench
-    assert "| PTX (ENABLE_TILE=0) | 0.0100 | 1.00x |" in bench
-    assert "| TileIR (ENABLE_TILE=1) | 0.0080 | 1.25x |" in bench
-    assert "| TileIR (ENABLE_TILE=1) | 0.2400 | 1.04x (fallback: not TileIR) |" in bench
-    assert "| TileIR (ENABLE_TILE=1), original file | error: timeout after 300s" in bench
+    # a sweep: one table per dtype set, a column per size (time, speedup)
+    assert "**float16** (time in ms, speedup against the original PTX; sizes 1024: M=1024, N=1024, K=1024; 4096:" \
+        in bench
+    assert "| Backend | 1024 | 4096 |" in bench
+    assert "| PTX (ENABLE_TILE=0) | 0.0100, 1.00x | 0.2500, 1.00x |" in bench
+    assert "| TileIR (ENABLE_TILE=1) | 0.0080, 1.25x | 0.2400, 1.04x (fallback: not TileIR) |" in bench
+    assert "| TileIR (ENABLE_TILE=1), original file | 0.0090, 1.11x | error: timeout after 300s" in bench
+    assert "<details><summary>Details: " in bench and bench.rstrip().endswith("</details>")  # folded
     assert "214.7 TFLOP/s" in bench and "36% of float16 matmul peak" in bench
     assert "autotune 1900 ms -> BLOCK_SIZE_K=64" in bench
     assert "cuda (FALLBACK)" in bench

@@ -244,10 +244,7 @@ def benchmark_md(b: Benchmark) -> str:
                 same_everywhere[label] = next(iter(texts))
     if same_everywhere:
         parts.append("At every size:\n\n" + bullets([f"{label}: {text}" for label, text in same_everywhere.items()]))
-    for t in b.tables:
-        rows = [[line.label, line.time, line.speedup] for line in t.lines if line.label not in same_everywhere]
-        if rows:
-            parts.append(f"**{_size_title(t)}**\n\n" + table(["Backend", "Time (ms)", "Speedup"], rows))
+    parts += _sweep_tables(b.tables, same_everywhere)
     if b.ptx_ratios:
         ratios = ", ".join(f"{r['ratio']:.3f}" + (f" [{r['paired']['ci_low']:.3f}-{r['paired']['ci_high']:.3f}, "
                                                   f"{r['paired']['verdict']}]" if r.get("paired") else "")
@@ -270,17 +267,54 @@ def benchmark_md(b: Benchmark) -> str:
     return "\n\n".join(parts + _details(b))
 
 
+def _sweep_tables(tables: list[BenchTable], left_out: dict[str, str]) -> list[str]:
+    """The seed's Backend / Time / Speedup table; over a size sweep, one table per dtype set with a column per
+    size ("time ms, speedup"), instead of a table per size."""
+    parts = []
+    by_dtypes: dict[str, list[BenchTable]] = {}
+    for t in tables:
+        by_dtypes.setdefault(t.dtypes, []).append(t)
+    for dtypes, group in by_dtypes.items():
+        sized = sorted((t for t in group if t.size is not None), key=lambda t: t.size)
+        if len(sized) < 2:
+            for t in group:
+                rows = [[line.label, line.time, line.speedup] for line in t.lines if line.label not in left_out]
+                if rows:
+                    parts.append(f"**{_size_title(t)}**\n\n" + table(["Backend", "Time (ms)", "Speedup"], rows))
+            continue
+        labels = [label for label in dict.fromkeys(line.label for t in sized for line in t.lines)
+                  if label not in left_out]
+        rows = []
+        for label in labels:
+            cells = []
+            for t in sized:
+                line = next((line for line in t.lines if line.label == label), None)
+                if line is None:
+                    cells.append("—")
+                elif line.median_ms is None:
+                    cells.append(line.time)
+                else:
+                    cells.append(f"{line.time}, {line.speedup}")
+            rows.append([label, *cells])
+        if rows:
+            dims = "; ".join(f"{t.size}: " + ", ".join(f"{k}={v}" for k, v in t.dims.items()) for t in sized)
+            parts.append(f"**{dtypes}** (time in ms, speedup against the original PTX; sizes {dims})\n\n"
+                         + table(["Backend", *(str(t.size) for t in sized)], rows))
+    return parts
+
+
 def _details(b: Benchmark) -> list[str]:
+    """Every timed row in full, folded (GitHub renders <details> closed): the numbers behind the tables."""
     parts = []
     if b.details:
         rows = [[r.size if r.size is not None else "-", dtype_key(r.dtypes), r.short_label, _time(r),
                  rate_text(r, missing="n/a", mark_estimate=True), _peak(r), _first_call(r), _timing(r), _compiled(r)]
                 for r in b.details]
-        parts.append("Details (median with 20th-80th percentiles):\n\n" + table(
-            ["Size", "Dtypes", "Row", "Time (ms)", "Rate", "% of peak", "First call / autotune", "Timing",
-             "Compiled by"], rows))
-    if b.peaks_note and b.details:
-        parts.append(f"Peaks: {b.peaks_note}")
+        peaks = f"\n\nPeaks: {b.peaks_note}" if b.peaks_note else ""
+        parts.append(f"<details><summary>Details: {len(rows)} timed rows (median with 20th-80th percentiles, rate, "
+                     "first call, timing method, compiler)</summary>\n\n" + table(
+                         ["Size", "Dtypes", "Row", "Time (ms)", "Rate", "% of peak", "First call / autotune",
+                          "Timing", "Compiled by"], rows) + peaks + "\n\n</details>")
     return parts
 
 
