@@ -10,16 +10,17 @@ from __future__ import annotations
 import sys
 import traceback
 
+import liger_kernel.transformers.functional as F
 import torch
 
-import liger_kernel.transformers.functional as F
-
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DTYPES = (torch.float32, torch.bfloat16)  # every op in both: distinct launches, as a mixed-precision model makes
+DTYPE = torch.float32
 torch.manual_seed(0)
 
 
-def t(*shape: int, dtype: torch.dtype = torch.float32, grad: bool = True) -> torch.Tensor:
-    return torch.randn(*shape, device=DEVICE, dtype=dtype, requires_grad=grad)
+def t(*shape: int, grad: bool = True) -> torch.Tensor:
+    return torch.randn(*shape, device=DEVICE, dtype=DTYPE, requires_grad=grad)
 
 
 def backward(out) -> None:
@@ -34,7 +35,7 @@ def labels(n: int, vocab: int) -> torch.Tensor:
 
 def rope_inputs():
     q, k = t(1, 4, 8, 16), t(1, 2, 8, 16)
-    cos, sin = torch.randn(1, 8, 16, device=DEVICE), torch.randn(1, 8, 16, device=DEVICE)
+    cos, sin = t(1, 8, 16, grad=False), t(1, 8, 16, grad=False)
     return q, k, cos, sin
 
 
@@ -61,24 +62,28 @@ OPS = {
     "kl_div": lambda: F.liger_kl_div(t(8, 64).log_softmax(-1), t(8, 64, grad=False).softmax(-1)),
     "tvd": lambda: F.liger_tvd(t(8, 64).softmax(-1), t(8, 64, grad=False).softmax(-1)),
     "rope": lambda: F.liger_rope(*rope_inputs()),
-    "multi_token_attention": lambda: F.liger_multi_token_attention(t(1, 2, 8, 8), t(2, 1, 3, 3), padding=1),
+    "multi_token_attention": lambda: F.liger_multi_token_attention(t(1, 2, 8, 8), t(2, 1, 3, 3), padding=1, groups=2),
 }
 
 
 def main(names: list[str]) -> int:
-    failed = []
-    for name, op in OPS.items():
-        if names and name not in names:
-            continue
-        try:
-            backward(op())
-            print(f"ran {name}", file=sys.stderr)
-        except Exception as exc:  # one op this machine cannot run must not hide the others
-            failed.append(name)
-            print(f"skipped {name}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}",
-                  file=sys.stderr)
-            traceback.print_exc(limit=1, file=sys.stderr)
-    print(f"{len(OPS) - len(failed)} ops ran, {len(failed)} skipped", file=sys.stderr)
+    global DTYPE
+    ran, failed = [], []
+    for DTYPE in DTYPES:
+        for name, op in OPS.items():
+            if names and name not in names:
+                continue
+            label = f"{name} ({str(DTYPE).removeprefix('torch.')})"
+            try:
+                backward(op())
+                ran.append(label)
+                print(f"ran {label}", file=sys.stderr)
+            except Exception as exc:  # one op this machine cannot run must not hide the others
+                failed.append(label)
+                first = str(exc).splitlines()[0][:200] if str(exc) else ""
+                print(f"skipped {label}: {type(exc).__name__}: {first}", file=sys.stderr)
+                traceback.print_exc(limit=1, file=sys.stderr)
+    print(f"{len(ran)} ops ran, {len(failed)} skipped", file=sys.stderr)
     return 0
 
 

@@ -15,10 +15,9 @@ from typer.testing import CliRunner
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
 from tileiropt.project import parse_project
-from tileiropt.runtime import bench as bench_module
-from tileiropt.runtime import peaks as peaks_module
-from tileiropt.runtime.bench import BenchSettings, GroupRunner, bench_project, finish_rows, obtain_peaks, plan_items
-from tileiropt.runtime.bench_records import (
+from tileiropt.runtime.bench import peaks as peaks_module
+from tileiropt.runtime.bench import run as bench_module
+from tileiropt.runtime.bench.records import (
     CUDAGRAPH,
     DO_BENCH,
     BenchRow,
@@ -35,9 +34,10 @@ from tileiropt.runtime.bench_records import (
     summarize_quantiles,
     within_noise,
 )
-from tileiropt.runtime.bench_worker import BenchItem, _call_bench, choose_method, input_set_count
-from tileiropt.runtime.records import Provenance
-from tileiropt.runtime.validate import Machine
+from tileiropt.runtime.bench.run import BenchSettings, GroupRunner, bench_project, finish_rows, obtain_peaks, plan_items
+from tileiropt.runtime.bench.worker import BenchItem, _call_bench, choose_method, input_set_count
+from tileiropt.runtime.machine import Machine
+from tileiropt.runtime.provenance import Provenance
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
@@ -469,7 +469,7 @@ def test_bench_on_a_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_an_invalidated_graph_capture_falls_back_instead_of_poisoning_the_worker() -> None:
-    from tileiropt.runtime.bench_worker import poisons_worker
+    from tileiropt.runtime.bench.worker import poisons_worker
 
     assert not poisons_worker("CUDA error: operation not permitted when stream is capturing")
     assert not poisons_worker("cudaErrorStreamCaptureInvalidated: operation failed due to a previous error during "
@@ -482,7 +482,7 @@ def test_an_invalidated_graph_capture_falls_back_instead_of_poisoning_the_worker
 
 
 def test_paired_ratio_verdicts() -> None:
-    from tileiropt.runtime.bench_records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
+    from tileiropt.runtime.bench.records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
 
     a = [1.00, 1.01, 0.99, 1.02, 0.98, 1.00, 1.01, 0.99, 1.00, 1.00]  # milliseconds per call
     same = [x * y for x, y in zip(a, [1.001, 0.999, 1.002, 0.998, 1.0, 1.001, 0.999, 1.0, 1.002, 0.998])]
@@ -501,7 +501,7 @@ def test_paired_ratio_verdicts() -> None:
 
 
 def test_paired_timing_decides_the_ptx_check() -> None:
-    from tileiropt.runtime.bench_records import PairedTiming, compare_rows, row_from_dict
+    from tileiropt.runtime.bench.records import PairedTiming, compare_rows, row_from_dict
 
     def row(variant: str, median: float) -> BenchRow:
         return BenchRow(kernel="k", variant=variant, backend="ptx", size=1, status="pass", dtypes={"x": "float32"},
@@ -521,7 +521,7 @@ def test_paired_timing_decides_the_ptx_check() -> None:
 
 
 def test_metric_expressions_are_safe_and_bounded() -> None:
-    from tileiropt.runtime.metric_expressions import ExpressionError, evaluate
+    from tileiropt.runtime.bench.metric_expressions import ExpressionError, evaluate
 
     assert evaluate("2 * M * N * K", {"M": 4, "N": 8, "K": 2}, {}) == 128.0
     assert evaluate("4 * prod(x) + math.prod(x) + x[0]", {}, {"x": [2, 3]}) == 32.0

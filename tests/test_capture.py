@@ -158,9 +158,9 @@ def test_atomics_on_a_gpu_widen_the_tolerance_to_the_originals_own_noise() -> No
     import torch
 
     from tileiropt.runtime.backends import PTX
-    from tileiropt.runtime.cases import Case
-    from tileiropt.runtime.records import Provenance
-    from tileiropt.runtime.worker import CaseRunner
+    from tileiropt.runtime.provenance import Provenance
+    from tileiropt.runtime.validate.cases import Case
+    from tileiropt.runtime.validate.worker import CaseRunner
 
     case = Case(id=0, kernel="k#1", variant="optimized", path="k.py", entry="k", reference="original", shapes={},
                 dtypes={"x": "float16"}, atol=1e-2, rtol=1e-2, launch={"atomics": True, "args": []})

@@ -136,14 +136,14 @@ def _pipeline(tmp_path: Path, in_place: bool = False):
 
 
 def _record(status: str, variant: str = "optimized"):
-    from tileiropt.runtime.records import ValidationRecord
+    from tileiropt.runtime.validate.records import ValidationRecord
 
     return ValidationRecord(kernel="scale", variant=variant, backend="interpret", config="LAUNCH", status=status,
                             reason="3 of 64 elements differ" if status == "fail" else "")
 
 
 def test_a_failing_optimized_file_is_set_aside(tmp_path: Path) -> None:
-    from tileiropt.runtime.records import ValidateRun
+    from tileiropt.runtime.validate.records import ValidateRun
 
     pipeline = _pipeline(tmp_path)
     pipeline.validation = ValidateRun(records=[_record("pass", "original"), _record("fail")], backends=["interpret"])
@@ -156,8 +156,8 @@ def test_a_failing_optimized_file_is_set_aside(tmp_path: Path) -> None:
 
 
 def test_a_slower_optimized_file_is_set_aside(tmp_path: Path) -> None:
-    from tileiropt.runtime.bench_records import BenchRow, BenchRun, PairedTiming
-    from tileiropt.runtime.records import ValidateRun
+    from tileiropt.runtime.bench.records import BenchRow, BenchRun, PairedTiming
+    from tileiropt.runtime.validate.records import ValidateRun
 
     pipeline = _pipeline(tmp_path, in_place=True)
     pipeline.validation = ValidateRun(records=[_record("pass")], backends=["ptx"])
@@ -173,7 +173,7 @@ def test_a_slower_optimized_file_is_set_aside(tmp_path: Path) -> None:
 
 
 def test_in_place_writes_only_a_validated_file(tmp_path: Path) -> None:
-    from tileiropt.runtime.records import ValidateRun
+    from tileiropt.runtime.validate.records import ValidateRun
 
     pipeline = _pipeline(tmp_path, in_place=True)
     optimized = (tmp_path / "k_tileir.py").read_text()

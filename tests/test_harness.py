@@ -14,8 +14,9 @@ from tileiropt.errors import ExitCode
 from tileiropt.project import parse_project
 from tileiropt.runtime import harness
 from tileiropt.runtime.harness import HarnessError, Reference
-from tileiropt.runtime.records import Provenance, ValidateRun, ValidationRecord, load_validate_run, save_validate_run
+from tileiropt.runtime.provenance import Provenance
 from tileiropt.runtime.scaling import MAX_ELEMENTS, describe_scaling, scale_for_interpreter
+from tileiropt.runtime.validate.records import ValidateRun, ValidationRecord, load_validate_run, save_validate_run
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "validate"
@@ -329,7 +330,7 @@ def test_config_items_pin_one_config_at_a_time_and_record_launches(interpreted):
 
 def test_config_items_for_plain_and_best_config(interpreted):
     from tileiropt.runtime.configs import config_items
-    from tileiropt.runtime.records import AUTOTUNED, LAUNCH
+    from tileiropt.runtime.validate.records import AUTOTUNED, LAUNCH
 
     plain = harness.import_kernel_module(FIXTURES / "off_by_one.py")
     assert [i.label for i in config_items(plain)] == [LAUNCH]
@@ -358,8 +359,8 @@ def test_tileir_records_flag_kernels_compiled_by_another_backend():
     from types import SimpleNamespace
 
     from tileiropt.runtime.backends import PTX, TILEIR
-    from tileiropt.runtime.cases import Case
-    from tileiropt.runtime.worker import CaseRunner
+    from tileiropt.runtime.validate.cases import Case
+    from tileiropt.runtime.validate.worker import CaseRunner
 
     case = Case(id=0, kernel="k", variant="optimized", path="k_tileir.py", entry="k", reference="original",
                 shapes={"x": [4]}, dtypes={"x": "float32"}, atol=1e-4, rtol=1e-4)

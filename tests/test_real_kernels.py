@@ -15,7 +15,7 @@ from tileiropt.pipeline import run_pipeline
 from tileiropt.project import parse_project
 from tileiropt.report.artifacts import load_artifacts
 from tileiropt.report.build import build_report
-from tileiropt.runtime.validate import validate_project
+from tileiropt.runtime.validate.run import validate_project
 from tileiropt.schema import ERROR, PASS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real"

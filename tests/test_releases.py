@@ -232,9 +232,9 @@ def _simulated_tileir(release: str, fallback: bool):
 @pytest.mark.parametrize("release", ["13.1", "13.4"])
 def test_simulated_tileir_backend_fallback(release: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from tileiropt.runtime.backends import RELEASE_ENV, TILEIR
-    from tileiropt.runtime.cases import Case
     from tileiropt.runtime.launches import LaunchRecorder
-    from tileiropt.runtime.worker import CaseRunner, base_provenance
+    from tileiropt.runtime.validate.cases import Case
+    from tileiropt.runtime.validate.worker import CaseRunner, base_provenance
 
     monkeypatch.setenv(RELEASE_ENV, release)
     monkeypatch.setenv("TRITON_TILEIR_RUNTIME_FALLBACK", "1")
@@ -253,7 +253,7 @@ def test_simulated_tileir_backend_fallback(release: str, monkeypatch: pytest.Mon
             return
     provenance = CaseRunner(case, TILEIR, False, base, None).provenance(launches)
     assert release == "13.4" and provenance.compiled_backend == "cuda" and provenance.fallback
-    from tileiropt.runtime.records import fallback_note
+    from tileiropt.runtime.provenance import fallback_note
 
     note = fallback_note(provenance.compiled_backend, "tileir", provenance)
     assert note.startswith("fallback: compiled by cuda, not tileir (runtime fallback is on: CUDA Tile IR 13.4")

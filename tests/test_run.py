@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
-from tileiropt.runtime.validate import Machine
+from tileiropt.runtime.machine import Machine
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -22,12 +22,12 @@ from typer.testing import CliRunner
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
 from tileiropt.project import load_project, parse_project
-from tileiropt.runtime import bench as bench_module
-from tileiropt.runtime.bench import BenchSettings, bench_project, earlier_bench
+from tileiropt.runtime.bench import run as bench_module
+from tileiropt.runtime.bench.run import BenchSettings, bench_project, earlier_bench
 from tileiropt.runtime.executors import Executor, resolve_executor
+from tileiropt.runtime.machine import Machine
 from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.resume import journal_path, read_journal
-from tileiropt.runtime.validate import Machine
 from tileiropt.schema import PASS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,7 +90,7 @@ def test_bench_journals_rows_and_reuses_unchanged_ones(tmp_path, monkeypatch) ->
                           executor=Executor(gpus=["0"]))
     journaled = [e["row"]["kernel"] for e in read_journal(project.artifacts, "bench") if "row" in e]
     assert sorted(journaled) == sorted(r.kernel for r in first.rows if r.status == PASS)
-    from tileiropt.runtime.bench_records import save_bench_run
+    from tileiropt.runtime.bench.records import save_bench_run
 
     save_bench_run(first, project.artifacts)
     assert not journal_path(project.artifacts, "bench").exists()  # the records file supersedes the journal
@@ -270,7 +270,7 @@ def test_kernels_sharing_a_file_each_get_their_optimized_file_and_unvalidated_on
 
 def test_a_kernel_whose_optimized_file_never_ran_stops_the_run(tmp_path, monkeypatch) -> None:
     from tileiropt import pipeline as pipeline_module
-    from tileiropt.runtime.records import ValidateRun, ValidationRecord
+    from tileiropt.runtime.validate.records import ValidateRun, ValidationRecord
 
     (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
     (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "va"\npath = "vector_add.py"\nentry = "add"\n'
@@ -285,7 +285,7 @@ def test_a_kernel_whose_optimized_file_never_ran_stops_the_run(tmp_path, monkeyp
 
 def test_a_kernel_that_kills_its_parent_costs_at_most_its_own_record() -> None:
     """The worker's parent is a sentinel, so the tool (here: this test process) lives on."""
-    from tileiropt.runtime.validate import validate_project
+    from tileiropt.runtime.validate.run import validate_project
 
     project = parse_project({"kernel": [
         {"name": "kills_parent", "path": "kills_parent.py", "entry": "copy", "reference": "x", "inputs": {"x": [300]}},

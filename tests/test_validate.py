@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
 from tileiropt.project import load_project, parse_project
-from tileiropt.runtime.records import PREPARE, load_validate_run
-from tileiropt.runtime.validate import Machine, validate_project
+from tileiropt.runtime.machine import Machine
+from tileiropt.runtime.validate.records import PREPARE, load_validate_run
+from tileiropt.runtime.validate.run import validate_project
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 
 ROOT = Path(__file__).resolve().parents[1]

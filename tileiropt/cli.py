@@ -282,7 +282,7 @@ def validate(
     json_output: JsonFlag = False,
 ) -> None:
     """Phase 4: numerics against the reference, per backend (own subprocess) and per autotune config."""
-    from tileiropt.runtime.validate_command import run_validate_command
+    from tileiropt.runtime.validate.command import run_validate_command
 
     code = run_validate_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                                 kernels=kernel, backends=backend, variant=variant, all_configs=all_configs,
@@ -338,8 +338,8 @@ def bench(
     json_output: JsonFlag = False,
 ) -> None:
     """Phase 5: original vs optimized (PTX), PTX vs TileIR, torch baseline, over the size sweep."""
-    from tileiropt.runtime.bench import BenchSettings
-    from tileiropt.runtime.bench_command import run_bench_command
+    from tileiropt.runtime.bench.command import run_bench_command
+    from tileiropt.runtime.bench.run import BenchSettings
 
     settings = BenchSettings(method=method, warmup_ms=warmup_ms, rep_ms=rep_ms, timeout=timeout, isolate=isolate,
                              sizes=sizes or None, rounds=rounds, threshold=threshold)

@@ -38,10 +38,10 @@ from tileiropt.report.artifacts import (
     load_artifacts,
     save_record,
 )
-from tileiropt.runtime.bench import BenchSettings
-from tileiropt.runtime.bench_records import BenchKernel
+from tileiropt.runtime.bench.records import BenchKernel
+from tileiropt.runtime.bench.run import BenchSettings
 from tileiropt.runtime.executors import Executor
-from tileiropt.runtime.records import ValidateRun, save_validate_run
+from tileiropt.runtime.validate.records import ValidateRun, save_validate_run
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SCHEMA_VERSION
 
 PHASES = ("check", "capture", "compatibility", "classify", "apply", "validate", "bench", "report")
@@ -85,8 +85,8 @@ class Pipeline:
                  bench_settings: BenchSettings | None, command: list[str], on_event: EventCallback | None,
                  in_place: bool = False, fresh: bool = False, executor: Executor | None = None,
                  console: Any = None):
-        from tileiropt.runtime.bench import earlier_bench, kernel_info
-        from tileiropt.runtime.validate import earlier_validation
+        from tileiropt.runtime.bench.run import earlier_bench, kernel_info
+        from tileiropt.runtime.validate.run import earlier_validation
 
         self.project = project
         self.specs = project.select(kernels)
@@ -206,7 +206,8 @@ class Pipeline:
         return PhaseResult("check", PASS, detail=f"{report.gpu.get('name')}; {ready}")
 
     def compatibility(self) -> PhaseResult:
-        from tileiropt.runtime.validate import Machine, validate_project
+        from tileiropt.runtime.machine import Machine
+        from tileiropt.runtime.validate.run import validate_project
 
         machine = Machine.probe()
         backend = "ptx" if machine.has_gpu else "interpret"
@@ -269,7 +270,7 @@ class Pipeline:
         return PhaseResult("apply", PASS, detail=f"{written} optimized file(s) written")
 
     def validate(self) -> PhaseResult:
-        from tileiropt.runtime.validate import validate_project
+        from tileiropt.runtime.validate.run import validate_project
 
         run = validate_project(self.project, kernels=[s.name for s in self.live], variants=["optimized"],
                                timeout=self.timeout, command=self.result.command,
@@ -285,9 +286,9 @@ class Pipeline:
 
     def capture(self) -> PhaseResult:
         """Run the program, keep the distinct launches of the target files' kernels as replay specs."""
-        from tileiropt.runtime.bench import kernel_info
+        from tileiropt.runtime.bench.run import kernel_info
         from tileiropt.runtime.capture import add_captured_kernels
-        from tileiropt.runtime.validate import Machine
+        from tileiropt.runtime.machine import Machine
 
         request = self.project.capture
         assert request is not None
@@ -310,9 +311,9 @@ class Pipeline:
         return PhaseResult("capture", PASS, detail=detail)
 
     def bench(self) -> PhaseResult:
-        from tileiropt.runtime.bench import bench_project
-        from tileiropt.runtime.bench_records import ERROR as BENCH_ERROR
-        from tileiropt.runtime.bench_records import save_bench_run
+        from tileiropt.runtime.bench.records import ERROR as BENCH_ERROR
+        from tileiropt.runtime.bench.records import save_bench_run
+        from tileiropt.runtime.bench.run import bench_project
 
         def on_row(row: Any) -> None:
             if self.console is None:  # else the progress line says more
@@ -361,7 +362,7 @@ class Pipeline:
     def rejections(self) -> dict[Path, str]:
         """Optimized file -> why it must not be the result: a failed or errored record of it (validation), or
         a paired PTX timing whose whole 95% interval lies above 1 + the threshold (bench)."""
-        from tileiropt.runtime.bench_records import SLOWER
+        from tileiropt.runtime.bench.records import SLOWER
 
         by_kernel = {s.name: s for s in self.specs}
         reasons: dict[Path, str] = {}

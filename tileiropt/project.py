@@ -402,7 +402,7 @@ def _kernel(raw: Any, index: int, defaults: dict, root: Path, where: _Where, art
         if value is not None and not isinstance(value, str):
             raise where.error(f"{key}.{name}", "must be a Python expression string over dims and shapes")
         if value is not None:
-            from tileiropt.runtime.metric_expressions import ExpressionError, parse_expression
+            from tileiropt.runtime.bench.metric_expressions import ExpressionError, parse_expression
 
             try:
                 parse_expression(value)

@@ -37,7 +37,7 @@ def write_captured_project(kernel: Path, command: list[str] | None, path: Path |
     read. Returns (the file written, a one-line summary of the capture)."""
     from tileiropt.capture_project import project_text
     from tileiropt.runtime.capture import DEFAULT_BUDGET_S, run_capture
-    from tileiropt.runtime.validate import Machine
+    from tileiropt.runtime.machine import Machine
 
     if not kernel.is_file():
         raise UserError("kernel file not found", file=str(kernel))

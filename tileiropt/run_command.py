@@ -14,7 +14,7 @@ from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
 from tileiropt.pipeline import OPTIONAL_PHASES, PHASES, RunResult, run_pipeline
 from tileiropt.project import resolve_target
-from tileiropt.runtime.bench import BenchSettings
+from tileiropt.runtime.bench.run import BenchSettings
 from tileiropt.runtime.executors import resolve_executor
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, STATUSES
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from tileiropt.errors import UserError
 from tileiropt.output import save_record_file
-from tileiropt.runtime.bench_records import BENCH_FILE, BenchRun, load_bench_run
-from tileiropt.runtime.records import VALIDATE_FILE, ValidateRun, load_validate_run
+from tileiropt.runtime.bench.records import BENCH_FILE, BenchRun, load_bench_run
+from tileiropt.runtime.validate.records import VALIDATE_FILE, ValidateRun, load_validate_run
 
 CHECK_FILE = "check.json"
 CLASSIFY_FILE = "classify.json"

@@ -14,7 +14,7 @@ from typing import Any
 
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
 from tileiropt.runtime.backends import BACKENDS
-from tileiropt.runtime.bench_records import (
+from tileiropt.runtime.bench.records import (
     OPTIMIZED,
     ORIGINAL,
     PTX,
@@ -26,7 +26,7 @@ from tileiropt.runtime.bench_records import (
     dtype_key,
     kernel_from_dict,
 )
-from tileiropt.runtime.records import ValidationRecord
+from tileiropt.runtime.validate.records import ValidationRecord
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SCHEMA_VERSION
 
 SEED_CLASS_NAMES = {"dot": "dot-related", "norm": "norm-like", "elementwise": "element-wise",
@@ -276,7 +276,7 @@ def _choose(artifacts: Artifacts, kernel: str, variant: str, backends: tuple[str
 
 
 def _no_validation(artifacts: Artifacts, stopped: dict[str, str] | None, phase: str) -> Verdict:
-    from tileiropt.runtime.records import VALIDATE_FILE
+    from tileiropt.runtime.validate.records import VALIDATE_FILE
 
     reason = _stop_reason(stopped, phase) or _missing(artifacts, VALIDATE_FILE, "validate")
     return Verdict(NOT_RUN, reason=reason)
@@ -395,7 +395,7 @@ def _line(row: BenchRow) -> BenchLine:
 
 
 def benchmark_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Benchmark:
-    from tileiropt.runtime.bench_records import BENCH_FILE
+    from tileiropt.runtime.bench.records import BENCH_FILE
 
     if artifacts.bench is None:
         return Benchmark(False, _stop_reason(stopped, "bench") or _missing(artifacts, BENCH_FILE, "bench"))
@@ -503,8 +503,9 @@ def build_report(artifacts: Artifacts, kernels: list[BenchKernel] | None = None)
 def provenance_problems(artifacts: Artifacts) -> dict[str, str]:
     """Records that do not describe the files as they are, or not this run: a file changed since it was measured
     (its SHA-256 differs), or validate.json / bench.json older than run.json. Never mixed silently."""
-    from tileiropt.runtime.bench_records import BENCH_FILE
-    from tileiropt.runtime.records import VALIDATE_FILE, file_digest
+    from tileiropt.runtime.bench.records import BENCH_FILE
+    from tileiropt.runtime.provenance import file_digest
+    from tileiropt.runtime.validate.records import VALIDATE_FILE
 
     problems: dict[str, str] = {}
     measured: dict[str, set[str]] = {}

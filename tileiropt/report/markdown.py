@@ -23,7 +23,7 @@ from tileiropt.report.build import (
     Verdict,
     format_difference,
 )
-from tileiropt.runtime.bench_records import BenchRow, dtype_key, rate_text
+from tileiropt.runtime.bench.records import BenchRow, dtype_key, rate_text
 from tileiropt.schema import FAIL, PASS
 
 TEMPLATE = "report.md"

@@ -261,7 +261,7 @@ def with_captured_kernels(project: Any) -> Any:
     or under the interpreter), so its kernels are the launches the program makes. The project, extended."""
     if project.capture is None:
         return project
-    from tileiropt.runtime.validate import Machine
+    from tileiropt.runtime.machine import Machine
 
     result, specs = add_captured_kernels(project, Machine.probe().has_gpu)
     if not project.kernels:

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from tileiropt.runtime.autotuners import autotuners, config_label, pinned
-from tileiropt.runtime.records import AUTOTUNED, LAUNCH
+from tileiropt.runtime.validate.records import AUTOTUNED, LAUNCH
 
 
 @dataclass(frozen=True)

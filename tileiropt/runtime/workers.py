@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.runtime.backends import Backend, backend_env
-from tileiropt.runtime.records import Provenance
+from tileiropt.runtime.provenance import Provenance
 
 STARTUP_TIMEOUT_S = 120.0  # importing torch and triton in a fresh worker
 SENTINEL = "tileiropt.runtime.sentinel"
@@ -58,7 +58,7 @@ LOCAL = Launcher()
 class WorkerProcess:
     """A running worker: its events on a queue, the tail of its stderr kept for crash reports."""
 
-    def __init__(self, backend: Backend, job: dict[str, Any], module: str = "tileiropt.runtime.worker",
+    def __init__(self, backend: Backend, job: dict[str, Any], module: str = "tileiropt.runtime.validate.worker",
                  extra_env: dict[str, str] | None = None, launcher: Launcher | None = None):
         launcher = launcher or LOCAL
         env = backend_env(backend)

@@ -12,8 +12,8 @@ from rich.table import Table
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
-from tileiropt.runtime.bench import BenchSettings, bench_project, earlier_bench
-from tileiropt.runtime.bench_records import CUDAGRAPH, BenchRow, BenchRun, dtype_key, rate_text, save_bench_run
+from tileiropt.runtime.bench.records import CUDAGRAPH, BenchRow, BenchRun, dtype_key, rate_text, save_bench_run
+from tileiropt.runtime.bench.run import BenchSettings, bench_project, earlier_bench
 from tileiropt.runtime.capture import with_captured_kernels
 from tileiropt.runtime.executors import resolve_executor
 from tileiropt.runtime.progress import Progress

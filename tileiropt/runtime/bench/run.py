@@ -31,7 +31,7 @@ from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
 from tileiropt.output import dataclass_from_dict
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
 from tileiropt.runtime.backends import BACKENDS
-from tileiropt.runtime.bench_records import (
+from tileiropt.runtime.bench.records import (
     METHODS,
     OPTIMIZED,
     ORIGINAL,
@@ -51,12 +51,12 @@ from tileiropt.runtime.bench_records import (
     mark_fallback,
     row_from_dict,
 )
-from tileiropt.runtime.bench_worker import BenchItem
+from tileiropt.runtime.bench.worker import BenchItem
 from tileiropt.runtime.executors import Executor
+from tileiropt.runtime.machine import Machine, environment_summary, versions
 from tileiropt.runtime.progress import Progress
-from tileiropt.runtime.records import Provenance, file_digest
+from tileiropt.runtime.provenance import Provenance, file_digest
 from tileiropt.runtime.resume import Earlier, Journal, input_key, read_journal, tool_digest
-from tileiropt.runtime.validate import Machine, _versions, environment_summary
 from tileiropt.runtime.workers import (
     LOCAL,
     STARTUP_TIMEOUT_S,
@@ -68,7 +68,7 @@ from tileiropt.runtime.workers import (
 )
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
-WORKER_MODULE = "tileiropt.runtime.bench_worker"
+WORKER_MODULE = "tileiropt.runtime.bench.worker"
 PEAKS_TIMEOUT_S = 300.0
 RowCallback = Callable[[BenchRow], None]
 
@@ -154,7 +154,7 @@ def item_inputs(item: BenchItem, machine: Machine, versions: dict[str, Any]) -> 
 
 def earlier_bench(artifacts: Any) -> Earlier:
     """What a re-run may reuse: the rows of bench.json, then (superseding them) those of a journal."""
-    from tileiropt.runtime.bench_records import load_bench_run
+    from tileiropt.runtime.bench.records import load_bench_run
 
     earlier = Earlier()
     try:
@@ -199,7 +199,7 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
                earlier: Earlier | None = None) -> Plan:
     plan = Plan()
     base = parent_provenance(machine)
-    versions = _versions() if machine.has_gpu else {}
+    installed = versions() if machine.has_gpu else {}
     next_id = 0
     for s_index, spec in enumerate(specs):
         workers: dict[str, tuple[str, list[BenchItem]]] = {}
@@ -229,7 +229,7 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
                         continue
                     plan.keys[item.id] = key
                     plan.items[item.id] = item
-                    plan.inputs[item.id] = item_inputs(item, machine, versions)
+                    plan.inputs[item.id] = item_inputs(item, machine, installed)
                     if earlier is not None:
                         found = earlier.reusable(plan.inputs[item.id], lambda r: r.status != PASS)
                         if found is not None:
@@ -397,7 +397,7 @@ def _pair_worker(pending: list[tuple[BenchItem, BenchItem]], settings: BenchSett
 def obtain_peaks(machine: Machine, remeasure: bool = False) -> tuple[dict[str, Any] | None, str]:
     """(peaks, where they came from): the cache, or a fresh measurement in a worker."""
     from tileiropt.environment import probe_torch
-    from tileiropt.runtime.peaks import load_cached_peaks, peaks_path, save_peaks
+    from tileiropt.runtime.bench.peaks import load_cached_peaks, peaks_path, save_peaks
 
     if not machine.has_gpu:
         return None, "not run: no GPU"

@@ -15,7 +15,7 @@ from typing import Any
 
 from tileiropt.errors import ExitCode
 from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
-from tileiropt.runtime.records import Provenance, fallback_note
+from tileiropt.runtime.provenance import Provenance, fallback_note
 from tileiropt.schema import ERROR, PASS, SCHEMA_VERSION, count_statuses, read_status
 
 BENCH_FILE = "bench.json"
@@ -296,8 +296,8 @@ def within_noise(ratio: float, a: Timing, b: Timing, floor: float = NOISE_FLOOR)
 
 def evaluate_expression(expression: str, dims: dict[str, int], shapes: dict[str, list[int]]) -> float:
     """A project's `flops`/`bytes` expression over the dims (by name) and the input shapes (lists), evaluated
-    without `eval` and with bounded cost (see `tileiropt.runtime.metric_expressions`)."""
-    from tileiropt.runtime.metric_expressions import evaluate
+    without `eval` and with bounded cost (see `tileiropt.runtime.bench.metric_expressions`)."""
+    from tileiropt.runtime.bench.metric_expressions import evaluate
 
     return evaluate(expression, dims, shapes)
 

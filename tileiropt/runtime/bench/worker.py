@@ -1,4 +1,4 @@
-"""One benchmark worker: ``python -m tileiropt.runtime.bench_worker``.
+"""One benchmark worker: ``python -m tileiropt.runtime.bench.worker``.
 
 The parent (`bench.py`) starts it with a backend's environment (ENABLE_TILE, a fresh
 TRITON_CACHE_DIR) and writes a job to its stdin:
@@ -26,7 +26,6 @@ context unusable the worker exits; the parent starts a new one for the remaining
 from __future__ import annotations
 
 import inspect
-import json
 import math
 import os
 import re
@@ -36,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from tileiropt.runtime.bench_records import (
+from tileiropt.runtime.bench.records import (
     CUDAGRAPH,
     DO_BENCH,
     MIN_JUDGED_MS,
@@ -54,7 +53,8 @@ from tileiropt.runtime.bench_records import (
     summarize,
     summarize_quantiles,
 )
-from tileiropt.runtime.records import Provenance
+from tileiropt.runtime.provenance import Provenance
+from tileiropt.runtime.worker_io import Emitter, base_provenance, start_worker
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 ROTATE_FACTOR = 3  # rotate enough input copies to cover 3x the L2 cache
@@ -106,7 +106,7 @@ class BenchItem:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def row(self, status: str, reason: str = "", provenance: Provenance | None = None, **values: Any) -> BenchRow:
-        from tileiropt.runtime.records import file_digest
+        from tileiropt.runtime.provenance import file_digest
 
         return BenchRow(kernel=self.kernel, variant=self.variant, backend=self.backend, size=self.size,
                         status=status, reason=reason, path=self.path or (self.reference or ""),
@@ -401,27 +401,15 @@ def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshol
 # --------------------------------------------------------------------------- the job
 
 
-class Emitter:
-    def __init__(self, stream: Any):
-        self.stream = stream
-
-    def __call__(self, event: str, **values: Any) -> None:
-        from tileiropt.output import to_jsonable
-
-        self.stream.write(json.dumps(to_jsonable({"event": event, **values})) + "\n")
-        self.stream.flush()
-
-
 def worker_provenance(backend: str) -> Provenance:
     from tileiropt.runtime.backends import BACKENDS
-    from tileiropt.runtime.worker import base_provenance
 
     return base_provenance(BACKENDS["ptx" if backend == TORCH else backend])
 
 
 def run_bench_job(job: dict[str, Any], emit: Emitter) -> int:
     from tileiropt.runtime import harness
-    from tileiropt.runtime.worker import tileir_not_ready
+    from tileiropt.runtime.validate.worker import tileir_not_ready
 
     backend = job["backend"]
     items = [BenchItem.from_json(i) for i in job["items"]]
@@ -476,7 +464,7 @@ def _pairs(job: dict[str, Any], items: list[BenchItem], base: Provenance, emit: 
 
 
 def run_peaks_job(emit: Emitter) -> int:
-    from tileiropt.runtime.peaks import measure_peaks
+    from tileiropt.runtime.bench.peaks import measure_peaks
 
     emit("hello", provenance=worker_provenance("ptx"), pid=os.getpid())
     emit("peaks", peaks=measure_peaks())
@@ -485,10 +473,7 @@ def run_peaks_job(emit: Emitter) -> int:
 
 
 def main() -> int:
-    events = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)  # whatever the kernels print goes to stderr; stdout carries the events
-    job = json.loads(sys.stdin.read())
-    emit = Emitter(events)
+    emit, job = start_worker()
     if job.get("kind") == "peaks":
         return run_peaks_job(emit)
     return run_bench_job(job, emit)

@@ -1,4 +1,4 @@
-"""One backend's validation worker: ``python -m tileiropt.runtime.worker``.
+"""One backend's validation worker: ``python -m tileiropt.runtime.validate.worker``.
 
 The parent (`validate.py`) starts it with the backend's environment (ENABLE_TILE,
 TRITON_INTERPRET, TILEIROPT_FORCE_TILEIR) and writes a job to its stdin:
@@ -22,57 +22,24 @@ that leaves the CUDA context unusable, the worker exits; the parent starts a new
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from tileiropt.runtime import loading, replay, stand_ins
-from tileiropt.runtime.backends import BACKENDS, RELEASE_ENV, Backend
-from tileiropt.runtime.cases import Case, record_for
-from tileiropt.runtime.records import NONE, PREPARE, Provenance, fallback_note
+from tileiropt.runtime.backends import BACKENDS, Backend
+from tileiropt.runtime.provenance import Provenance, fallback_note
+from tileiropt.runtime.validate.cases import Case, record_for
+from tileiropt.runtime.validate.records import NONE, PREPARE
+from tileiropt.runtime.worker_io import Emitter, base_provenance, start_worker
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 
 _POISONED = re.compile(r"illegal memory access|device-side assert|CUDA error|unspecified launch failure",
                        re.IGNORECASE)
-
-
-class Emitter:
-    def __init__(self, stream: IO[str]):
-        self.stream = stream
-
-    def __call__(self, event: str, **fields: Any) -> None:
-        from tileiropt.output import to_jsonable
-
-        self.stream.write(json.dumps(to_jsonable({"event": event, **fields})) + "\n")
-        self.stream.flush()
-
-
-def base_provenance(backend: Backend) -> Provenance:
-    """Device, Triton distribution and versions as this worker sees them."""
-    import torch
-
-    from tileiropt.environment import CPU_DEVICE, device_description, triton_distribution
-
-    dist = triton_distribution()
-    provenance = Provenance(
-        device=dict(CPU_DEVICE) if backend.interpreted else device_description(),
-        triton_distribution=dist.get("name"),
-        triton_version=dist.get("version"),
-        torch_version=str(torch.__version__),
-    )
-    if backend.expected_backend == "tileir":
-        from tileiropt.environment import choose_release
-
-        release = choose_release(os.environ.get(RELEASE_ENV) or None).release
-        provenance.tileir_release = release.label()
-        provenance.fallback_enabled = bool(release.fallback_variable) and \
-            os.environ.get(release.fallback_variable or "") == "1"
-    return provenance
 
 
 def _install_allocator(device: str) -> None:
@@ -358,11 +325,8 @@ def run_job(job: dict[str, Any], emit: Emitter) -> int:
 
 
 def main() -> int:
-    # Keep the real stdout for events; anything else printed to stdout goes to stderr.
-    events = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)
-    job = json.loads(sys.stdin.read())
-    return run_job(job, Emitter(events))
+    emit, job = start_worker()
+    return run_job(job, emit)
 
 
 if __name__ == "__main__":

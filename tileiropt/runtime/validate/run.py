@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import datetime as _dt
-import functools
 import os
 import sys
 import threading
@@ -22,22 +21,15 @@ from typing import Any
 
 from tileiropt.errors import UserError, check_seconds
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
-from tileiropt.runtime.backends import BACKENDS, RELEASE_ENV, Backend, default_backends
-from tileiropt.runtime.cases import Case, record_for
+from tileiropt.runtime.backends import BACKENDS, Backend, default_backends
 from tileiropt.runtime.executors import VALIDATE_PER_GPU, Executor
+from tileiropt.runtime.machine import Machine, environment_summary, versions
 from tileiropt.runtime.progress import Progress
-from tileiropt.runtime.records import (
-    NONE,
-    PREPARE,
-    VARIANTS,
-    Provenance,
-    ValidateRun,
-    ValidationRecord,
-    file_digest,
-    record_from_dict,
-)
+from tileiropt.runtime.provenance import Provenance, file_digest
 from tileiropt.runtime.resume import Earlier, Journal, input_key, read_journal, tool_digest
 from tileiropt.runtime.scaling import scale_for_interpreter
+from tileiropt.runtime.validate.cases import Case, record_for
+from tileiropt.runtime.validate.records import NONE, PREPARE, VARIANTS, ValidateRun, ValidationRecord, record_from_dict
 from tileiropt.runtime.workers import (
     LOCAL,
     STARTUP_TIMEOUT_S,
@@ -50,45 +42,6 @@ from tileiropt.runtime.workers import (
 from tileiropt.schema import ERROR, NOT_RUN
 
 RecordCallback = Callable[[ValidationRecord], None]
-
-
-# --------------------------------------------------------------------------- the machine
-
-
-@dataclass
-class Machine:
-    """What this machine can run: a GPU, and whether TileIR could be active on it."""
-
-    device: dict[str, Any]
-    tileir_blockers: list[str]  # why TileIR cannot run here; empty when it may
-
-    @property
-    def has_gpu(self) -> bool:
-        return self.device.get("name") not in (None, "cpu")
-
-    @classmethod
-    def probe(cls, release: str | None = None) -> Machine:
-        """This machine, judged for the CUDA Tile IR `release` (default: detected, else the newest known)."""
-        from tileiropt.environment import choose_release, device_description, triton_distribution
-
-        device = device_description()
-        chosen = choose_release(release or os.environ.get(RELEASE_ENV) or None).release
-        blockers = []
-        if not triton_distribution().get("tileir_backend"):
-            blockers.append("nvtriton is not installed (triton.backends.tileir not found)")
-        if device.get("name") in (None, "cpu"):
-            blockers.append("no GPU")
-        elif not chosen.targets(device.get("capability")):
-            blockers.append(f"{device['name']} is sm_{str(device.get('capability')).replace('.', '')}; "
-                            f"{chosen.label()} targets {', '.join(chosen.architectures)}")
-        return cls(device=device, tileir_blockers=blockers)
-
-
-def environment_summary() -> dict[str, Any]:
-    """The `check` report of this machine, stored with the records."""
-    from tileiropt.environment import check_environment
-
-    return asdict(check_environment())
 
 
 # --------------------------------------------------------------------------- one backend
@@ -256,7 +209,7 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
                variants: list[str] | None, timeout: float | None, best_config: bool = False,
                earlier: Earlier | None = None) -> Plan:
     plan = Plan(cases={b.name: [] for b in backends})
-    versions = _versions()
+    installed = versions()
     next_id = 0
     for s_index, spec in enumerate(specs):
         _check_reference(spec, project)
@@ -291,7 +244,7 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
                         plan.instant.append(spec.name)
                         continue
                     picks = best_config and not backend.interpreted
-                    inputs = case_inputs(case, backend, picks, machine, versions)
+                    inputs = case_inputs(case, backend, picks, machine, installed)
                     reused = earlier.reusable(inputs, lambda r: r.status == ERROR) if earlier is not None else None
                     if reused is not None:
                         plan.records += [(key + (index,), record) for index, record in enumerate(reused)]
@@ -305,25 +258,10 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
     return plan
 
 
-def _versions() -> dict[str, Any]:
-    """Triton, torch and the CUDA Tile IR release the workers follow (part of every input key)."""
-    from tileiropt.environment import choose_release
-
-    return {**_installed(), "release": choose_release(os.environ.get(RELEASE_ENV) or None).release.version}
-
-
-@functools.cache
-def _installed() -> dict[str, Any]:
-    from tileiropt.environment import probe_torch, triton_distribution
-
-    dist = triton_distribution()
-    return {"triton": [dist.get("name"), dist.get("version")], "torch": probe_torch().get("version")}
-
-
 def earlier_validation(artifacts: Path | str) -> Earlier:
     """What a re-run may reuse: the records of validate.json, then (superseding them per input key) those of
     an unfinished run's journal."""
-    from tileiropt.runtime.records import load_validate_run
+    from tileiropt.runtime.validate.records import load_validate_run
 
     earlier = Earlier()
     try:

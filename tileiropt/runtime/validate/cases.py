@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from tileiropt.runtime.records import Provenance, ValidationRecord, file_digest
+from tileiropt.runtime.provenance import Provenance, file_digest
 from tileiropt.runtime.scaling import describe_scaling
+from tileiropt.runtime.validate.records import ValidationRecord
 from tileiropt.schema import NOT_RUN
 
 

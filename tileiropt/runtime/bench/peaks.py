@@ -67,7 +67,7 @@ def save_peaks(peaks: dict[str, Any], path: Path | None = None) -> Path:
 
 
 def _median_ms(fn: Any) -> float:
-    from tileiropt.runtime.bench_worker import run_do_bench
+    from tileiropt.runtime.bench.worker import run_do_bench
 
     return run_do_bench(fn, warmup_ms=25, rep_ms=200).median_ms
 

@@ -16,9 +16,9 @@ from tileiropt.project import resolve_target
 from tileiropt.runtime.capture import with_captured_kernels
 from tileiropt.runtime.executors import resolve_executor
 from tileiropt.runtime.progress import Progress
-from tileiropt.runtime.records import ValidateRun, ValidationRecord, save_validate_run
 from tileiropt.runtime.scaling import describe_scaling
-from tileiropt.runtime.validate import earlier_validation, validate_project
+from tileiropt.runtime.validate.records import ValidateRun, ValidationRecord, save_validate_run
+from tileiropt.runtime.validate.run import earlier_validation, validate_project
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 
 _STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}

@@ -1,0 +1,61 @@
+"""This machine, as validate and bench see it: its GPU, whether TileIR can run, the versions in input keys."""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from tileiropt.runtime.backends import RELEASE_ENV
+
+
+@dataclass
+class Machine:
+    """What this machine can run: a GPU, and whether TileIR could be active on it."""
+
+    device: dict[str, Any]
+    tileir_blockers: list[str]  # why TileIR cannot run here; empty when it may
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.device.get("name") not in (None, "cpu")
+
+    @classmethod
+    def probe(cls, release: str | None = None) -> Machine:
+        """This machine, judged for the CUDA Tile IR `release` (default: detected, else the newest known)."""
+        from tileiropt.environment import choose_release, device_description, triton_distribution
+
+        device = device_description()
+        chosen = choose_release(release or os.environ.get(RELEASE_ENV) or None).release
+        blockers = []
+        if not triton_distribution().get("tileir_backend"):
+            blockers.append("nvtriton is not installed (triton.backends.tileir not found)")
+        if device.get("name") in (None, "cpu"):
+            blockers.append("no GPU")
+        elif not chosen.targets(device.get("capability")):
+            blockers.append(f"{device['name']} is sm_{str(device.get('capability')).replace('.', '')}; "
+                            f"{chosen.label()} targets {', '.join(chosen.architectures)}")
+        return cls(device=device, tileir_blockers=blockers)
+
+
+def environment_summary() -> dict[str, Any]:
+    """The `check` report of this machine, stored with the records."""
+    from tileiropt.environment import check_environment
+
+    return asdict(check_environment())
+
+
+def versions() -> dict[str, Any]:
+    """Triton, torch and the CUDA Tile IR release the workers follow (part of every input key)."""
+    from tileiropt.environment import choose_release
+
+    return {**_installed(), "release": choose_release(os.environ.get(RELEASE_ENV) or None).release.version}
+
+
+@functools.cache
+def _installed() -> dict[str, Any]:
+    from tileiropt.environment import probe_torch, triton_distribution
+
+    dist = triton_distribution()
+    return {"triton": [dist.get("name"), dist.get("version")], "torch": probe_torch().get("version")}

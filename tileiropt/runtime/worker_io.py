@@ -1,0 +1,59 @@
+"""The worker side of the worker protocol, shared by the validate and bench workers.
+
+A worker reads one JSON job on stdin and writes one JSON event per line on the stdout it started with;
+anything else printed to stdout (by kernels, by a package at import) goes to stderr, so it can never be
+taken for an event.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import IO, Any
+
+from tileiropt.runtime.backends import RELEASE_ENV, Backend
+from tileiropt.runtime.provenance import Provenance
+
+
+class Emitter:
+    """Writes one event per line, flushed at once (the parent reads them as they come)."""
+
+    def __init__(self, stream: IO[str]):
+        self.stream = stream
+
+    def __call__(self, event: str, **fields: Any) -> None:
+        from tileiropt.output import to_jsonable
+
+        self.stream.write(json.dumps(to_jsonable({"event": event, **fields})) + "\n")
+        self.stream.flush()
+
+
+def start_worker() -> tuple[Emitter, dict[str, Any]]:
+    """Keep the real stdout for events, send whatever else is printed to stderr, read the job."""
+    events = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    return Emitter(events), json.loads(sys.stdin.read())
+
+
+def base_provenance(backend: Backend) -> Provenance:
+    """Device, Triton distribution and versions as this worker sees them."""
+    import torch
+
+    from tileiropt.environment import CPU_DEVICE, device_description, triton_distribution
+
+    dist = triton_distribution()
+    provenance = Provenance(
+        device=dict(CPU_DEVICE) if backend.interpreted else device_description(),
+        triton_distribution=dist.get("name"),
+        triton_version=dist.get("version"),
+        torch_version=str(torch.__version__),
+    )
+    if backend.expected_backend == "tileir":
+        from tileiropt.environment import choose_release
+
+        release = choose_release(os.environ.get(RELEASE_ENV) or None).release
+        provenance.tileir_release = release.label()
+        provenance.fallback_enabled = bool(release.fallback_variable) and \
+            os.environ.get(release.fallback_variable or "") == "1"
+    return provenance
