@@ -109,11 +109,11 @@ def verdict_details(v: Verdict) -> list[str]:
 
 def compatibility_md(v: Verdict) -> str:
     details = verdict_details(v)
-    return verdict_line(v) + ("\n" + bullets(details) if details else "")
+    return verdict_line(v) + ("\n\n" + bullets(details) if details else "")  # a blank line: a list in every renderer
 
 
 def tileir_md(k: KernelReport) -> str:
-    parts = [compatibility_md(k.tileir_validation)]
+    parts = [compatibility_md(k.tileir_validation) + "\n"]
     for title, extra in (("TileIR code forced on (TILEIROPT_FORCE_TILEIR=1), not the TileIR backend", k.tileir_code),
                          ("Optimized file with its gate off (the PTX path)", k.optimized_ptx)):
         if extra is None:
@@ -121,10 +121,10 @@ def tileir_md(k: KernelReport) -> str:
         line = f"- {title}: {verdict_line(extra)}"
         details = verdict_details(extra)
         if details:
-            line += "\n" + "\n".join(f"  - {d}" for d in details)
+            line += "\n" + "\n".join(f"    - {d}" for d in details)  # 4 spaces: nested in every renderer
         parts.append(line)
     if k.coverage:
-        parts.append("- Coverage of the rewritten kernels:\n" + "\n".join(f"  - {c.finding}" for c in k.coverage))
+        parts.append("- Coverage of the rewritten kernels:\n" + "\n".join(f"    - {c.finding}" for c in k.coverage))
     return "\n".join(parts)
 
 
