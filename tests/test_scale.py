@@ -296,3 +296,26 @@ def test_a_kernel_that_kills_its_parent_costs_at_most_its_own_record() -> None:
     status = {r.kernel: r.status for r in run.records}
     assert status["after"] == PASS  # the kernels after it still ran
     assert status["kills_parent"] in (PASS, "error")  # its own record: the worker went on, or it ended
+
+
+def test_run_interrupted_during_a_phase_keeps_its_records_writes_the_report_and_exits_130(tmp_path, monkeypatch):
+    from tileiropt.runtime.validate import run as validate_run
+    from tileiropt.runtime.validate.records import ValidateRun, ValidationRecord
+
+    (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
+    (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "va"\npath = "vector_add.py"\nentry = "add"\n'
+                                             'reference = "x + y"\ninputs = { x = [256], y = [256] }\n')
+
+    def cut_short(project, **options):  # what validate_project returns after Ctrl-C: what finished
+        record = ValidationRecord("va", "original", "interpret", "(launch)", "pass")
+        return ValidateRun(records=[record], backends=["interpret"], interrupted=True)
+
+    monkeypatch.setattr(validate_run, "validate_project", cut_short)
+    result = CliRunner().invoke(app, ["run", str(tmp_path), "--json"])
+    assert result.exit_code == ExitCode.INTERRUPTED, result.output
+    run = json.loads((tmp_path / ".tileiropt" / "run.json").read_text())
+    assert run["exit_code"] == ExitCode.INTERRUPTED
+    assert run["phases"][-2]["phase"] == "compatibility" and run["phases"][-2]["detail"] == "interrupted"
+    saved = json.loads((tmp_path / ".tileiropt" / "validate.json").read_text())
+    assert saved["interrupted"] is True and saved["records"][0]["status"] == "pass"
+    assert (tmp_path / ".tileiropt" / "report.md").is_file()  # the report of what finished

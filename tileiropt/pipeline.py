@@ -105,7 +105,6 @@ class Pipeline:
         self.capture_failed = False
         self.in_place = in_place
         self.bench_run: Any = None
-        self.fresh = fresh
         self.executor = executor
         self.console = console  # where progress goes (None: only the phase events)
         # read before this run writes anything: what a re-run may reuse
