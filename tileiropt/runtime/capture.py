@@ -256,14 +256,12 @@ def add_captured_kernels(project: Any, has_gpu: bool, timeout: float | None = No
     return result, specs
 
 
-def with_captured_kernels(project: Any) -> Any:
+def with_captured_kernels(project: Any, has_gpu: bool) -> Any:
     """For `validate` and `bench` on a project that asks for a capture: capture first (on this machine's GPU,
     or under the interpreter), so its kernels are the launches the program makes. The project, extended."""
     if project.capture is None:
         return project
-    from tileiropt.runtime.machine import Machine
-
-    result, specs = add_captured_kernels(project, Machine.probe().has_gpu)
+    result, specs = add_captured_kernels(project, has_gpu)
     if not project.kernels:
         raise UserError(f"the capture launched no kernel of the target files ({result.ended})",
                         file=str(project.file) if project.file else None,

@@ -79,6 +79,12 @@ class Progress:
                 self.lines.append(line)
                 self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     def close(self) -> None:
         with self.lock:
             if self.status is not None:
@@ -86,6 +92,11 @@ class Progress:
                 self.status = None
 
     # ------------------------------------------------------------------ text
+
+    def say_interrupted(self, count: int, what: str, saved: Any) -> None:
+        """The line after Ctrl-C or SIGTERM: what finished was saved, and how to go on."""
+        self.console.print(f"interrupted: {count} {what} that finished saved to {saved}; run "
+                           "again to go on from there (finished ones are reused)", markup=False, soft_wrap=True)
 
     def summary(self) -> str:
         kernels_done = sum(1 for left in self.left.values() if left <= 0)

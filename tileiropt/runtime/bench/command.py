@@ -16,6 +16,7 @@ from tileiropt.runtime.bench.records import CUDAGRAPH, BenchRow, BenchRun, dtype
 from tileiropt.runtime.bench.run import BenchSettings, bench_project, earlier_bench
 from tileiropt.runtime.capture import with_captured_kernels
 from tileiropt.runtime.executors import resolve_executor
+from tileiropt.runtime.machine import Machine
 from tileiropt.runtime.progress import Progress
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
@@ -101,20 +102,17 @@ def run_bench_command(
 ) -> ExitCode:
     """Everything behind the command; returns the exit code."""
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
-    project = with_captured_kernels(project)  # a project that asks for a capture: its launches
+    machine = Machine.probe()
+    project = with_captured_kernels(project, machine.has_gpu)  # a project that asks for a capture: its launches
     chosen = resolve_executor(project.executor, executor)
-    progress = Progress("bench", "rows", err_console)
-    try:
+    with Progress("bench", "rows", err_console) as progress:
         run = bench_project(project, kernels=kernels, settings=settings, remeasure_peaks=remeasure_peaks,
                             command=["tileiropt", *sys.argv[1:]], executor=chosen, progress=progress,
-                            journal=True, earlier=None if fresh else earlier_bench(project.artifacts))
-    finally:
-        progress.close()
+                            journal=True, machine=machine, earlier=None if fresh else earlier_bench(project.artifacts))
     saved = save_bench_run(run, project.artifacts)
     code = run.exit_code()
     if run.interrupted:
-        err_console.print(f"interrupted: {len(run.rows)} rows that finished saved to {saved}; run again to go on "
-                          "from there", markup=False, soft_wrap=True)
+        progress.say_interrupted(len(run.rows), "rows", saved)
         return ExitCode.INTERRUPTED
     if as_json:
         print_json(run)

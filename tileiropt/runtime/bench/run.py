@@ -512,10 +512,10 @@ def bench_project(
         def job(launcher: Launcher) -> None:
             measured: dict[int, BenchRow] = {}
             for backend, group in groups:
-                runner = GroupRunner(backend, group, on_row=row_done, launcher=launcher, inputs=plan.inputs)
-                measured.update(runner.run())
+                rows = GroupRunner(backend, group, on_row=row_done, launcher=launcher, inputs=plan.inputs).run()
+                measured.update(rows)
                 with lock:
-                    timed.update(runner.rows)
+                    timed.update(rows)
             if settings.rounds and not STOPPING.is_set():
                 kernel = groups[0][1][0].kernel
                 with lock:

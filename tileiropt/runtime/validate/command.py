@@ -15,6 +15,7 @@ from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
 from tileiropt.runtime.capture import with_captured_kernels
 from tileiropt.runtime.executors import resolve_executor
+from tileiropt.runtime.machine import Machine
 from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.scaling import describe_scaling
 from tileiropt.runtime.validate.records import ValidateRun, ValidationRecord, save_validate_run
@@ -98,21 +99,18 @@ def run_validate_command(
     if variant not in (None, "original", "optimized", "both"):
         raise UserError(f"--variant: unknown value {variant!r}", hint="use original, optimized or both")
     variants = None if variant is None else ["original", "optimized"] if variant == "both" else [variant]
-    project = with_captured_kernels(project)  # a project that asks for a capture: its launches
+    machine = Machine.probe()
+    project = with_captured_kernels(project, machine.has_gpu)  # a project that asks for a capture: its launches
     chosen = resolve_executor(project.executor, executor)
-    progress = Progress("validate", "cases", err_console)
-    try:
+    with Progress("validate", "cases", err_console) as progress:
         run = validate_project(project, kernels=kernels, backends=backends, variants=variants,
                                all_configs=all_configs, timeout=timeout, command=["tileiropt", *sys.argv[1:]],
-                               executor=chosen, progress=progress, journal=True,
+                               executor=chosen, progress=progress, journal=True, machine=machine,
                                earlier=None if fresh else earlier_validation(project.artifacts))
-    finally:
-        progress.close()
     saved = save_validate_run(run, project.artifacts)
     code = run.exit_code()
     if run.interrupted:
-        err_console.print(f"interrupted: {len(run.records)} records that finished saved to {saved}; run again to "
-                          "go on from there", markup=False, soft_wrap=True)
+        progress.say_interrupted(len(run.records), "records", saved)
         return ExitCode.INTERRUPTED
     if as_json:
         print_json(run)
