@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import json
 import sys
 import textwrap
 import types
@@ -135,6 +136,17 @@ def test_no_kernel_is_a_clear_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["apply", str(bad)])
     assert result.exit_code == 2
     assert "bad.py" in result.output and "Traceback" not in result.output
+
+
+def test_a_folder_file_that_only_mentions_triton_is_passed_over_but_named_it_is_an_error(tmp_path: Path) -> None:
+    # a sibling backend of a package: it imports the Triton one and jit-compiles with another DSL
+    other = tmp_path / "other_backend.py"
+    other.write_text("from pkg.triton_ops import softmax_triton\n\n@cute.jit\ndef softmax(x):\n    return x\n")
+    folder = CliRunner().invoke(app, ["apply", str(tmp_path), "--json"])
+    assert folder.exit_code == 0, folder.output
+    assert json.loads(folder.stdout)["errors"] == [] and not (tmp_path / "other_backend_tileir.py").exists()
+    named = CliRunner().invoke(app, ["apply", str(other)])
+    assert named.exit_code == 2 and "no Triton kernel found" in named.output
 
 
 def test_apply_writes_beside_never_overwrites_and_keeps_backup(tmp_path: Path) -> None:

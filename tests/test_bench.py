@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tileiropt.cache import CACHE_ENV
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
 from tileiropt.project import parse_project
@@ -366,7 +367,7 @@ def test_timeouts_and_crashes_cost_one_row_each(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_peaks_cache_is_keyed_by_device_and_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(peaks_module.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     peaks = dict(recorded()["peaks"])
     assert peaks_module.load_cached_peaks(peaks["device"], peaks["torch_version"]) is None
     path = peaks_module.save_peaks(peaks)
@@ -379,7 +380,7 @@ def test_peaks_cache_is_keyed_by_device_and_torch(tmp_path: Path, monkeypatch: p
 def test_obtain_peaks_uses_the_cache_without_a_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tileiropt.environment import probe_torch
 
-    monkeypatch.setenv(peaks_module.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     peaks = {**recorded()["peaks"], "device": HOPPER.device["name"], "torch_version": probe_torch()["version"]}
     peaks_module.save_peaks(peaks)
     monkeypatch.setattr(bench_module, "_worker", lambda *a, **k: pytest.fail("no worker may start"))
@@ -430,7 +431,7 @@ def test_bench_on_a_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     """Real timings: every PTX and torch row times, with provenance, rates and the PTX ratio."""
     from tileiropt.transform.command import apply_paths
 
-    monkeypatch.setenv(peaks_module.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
     (tmp_path / "scale.py").write_text((FIXTURES / "scale.py").read_text())
     apply_paths([tmp_path / "vector_add.py", tmp_path / "scale.py"])

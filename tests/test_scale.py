@@ -28,6 +28,9 @@ from tileiropt.runtime.executors import Executor, resolve_executor
 from tileiropt.runtime.machine import Machine
 from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.resume import journal_path, read_journal
+from tileiropt.runtime.validate.cases import Case
+from tileiropt.runtime.validate.pool import CasePool
+from tileiropt.runtime.validate.run import validate_project
 from tileiropt.schema import PASS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,6 +109,31 @@ def test_bench_journals_rows_and_reuses_unchanged_ones(tmp_path, monkeypatch) ->
 
 
 # --------------------------------------------------------------------------- resume (interpreter workers)
+
+
+def test_the_case_pool_keeps_a_worker_on_its_backend_and_sends_free_slots_where_most_cases_wait() -> None:
+    cases = {name: [Case(id=i, kernel=f"k{i}", variant="original", path="k.py", entry="k", reference="x",
+                         shapes={}, dtypes={}, atol=0.0, rtol=0.0) for i in range(count)]
+             for name, count in (("interpret", 4), ("tileir-code-on-interpret", 2))}
+    pool = CasePool(cases)
+    assert pool.choose(None) == "interpret"  # the most cases waiting
+    pool.serve("interpret", +1)
+    assert pool.choose(None) == "tileir-code-on-interpret"  # 4 per 2 workers vs 2 per 1: a tie, the unserved one
+    first = pool.take("interpret")
+    assert first is not None and first.id == 0
+    pool.put_back(first, "interpret")  # a case cut short goes first
+    assert [pool.take("interpret").id for _ in range(4)] == [0, 1, 2, 3]
+    assert pool.choose("interpret") == "tileir-code-on-interpret"  # its own backend is empty: join the other
+    assert [case.id for case in pool.drain("tileir-code-on-interpret")] == [0, 1]
+    assert pool.choose("interpret") is None
+
+
+def test_a_worker_serves_many_cases_one_start_per_slot_and_backend(tmp_path) -> None:
+    project = _many_kernels(tmp_path, 12)
+    run = validate_project(project, backends=["interpret"], parallel=2, command=["test"])
+    assert [r.status for r in run.records] == [PASS] * 12, [r.reason for r in run.records]
+    assert run.slots == 2 and 1 <= run.workers <= 2  # not one worker per case, nor per shard of cases
+    assert {r.kernel for r in run.records} == {f"k{i}" for i in range(12)}
 
 
 def _examples(tmp_path: Path) -> Path:

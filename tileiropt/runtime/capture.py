@@ -27,6 +27,7 @@ from typing import Any
 
 from tileiropt.errors import UserError
 from tileiropt.runtime import capture_hook as hook
+from tileiropt.runtime.workers import keep_bytecode
 from tileiropt.schema import SCHEMA_VERSION
 
 DEFAULT_BUDGET_S = 120.0
@@ -129,6 +130,7 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
                     "PYTHONUNBUFFERED": "1"})
         if interpret:
             env.update({"TRITON_INTERPRET": "1", hook.STAND_INS_ENV: "1"})
+        keep_bytecode(env)
         started = time.monotonic()
         stderr_path = Path(folder) / "output.txt"  # stdout and stderr: the tail says why a program ended
         with open(stderr_path, "wb") as stderr:

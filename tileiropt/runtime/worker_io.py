@@ -1,6 +1,7 @@
 """The worker side of the worker protocol, shared by the validate and bench workers.
 
-A worker reads one JSON job on stdin and writes one JSON event per line on the stdout it started with;
+A worker reads a JSON job as the first line of stdin (a validate worker then reads one case per line until
+stdin ends) and writes one JSON event per line on the stdout it started with;
 anything else printed to stdout (by kernels, by a package at import) goes to stderr, so it can never be
 taken for an event.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import IO, Any
 
 from tileiropt.runtime.backends import RELEASE_ENV, Backend
@@ -30,10 +32,18 @@ class Emitter:
 
 
 def start_worker() -> tuple[Emitter, dict[str, Any]]:
-    """Keep the real stdout for events, send whatever else is printed to stderr, read the job."""
+    """Keep the real stdout for events, send whatever else is printed to stderr, read the job (the first
+    line of stdin; what follows is left to the worker)."""
     events = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
-    return Emitter(events), json.loads(sys.stdin.read())
+    return Emitter(events), json.loads(sys.stdin.readline() or "{}")
+
+
+def more_lines() -> Iterator[dict[str, Any]]:
+    """The JSON lines that follow the job on stdin, as they come, until the parent closes it."""
+    for line in sys.stdin:
+        if line.strip():
+            yield json.loads(line)
 
 
 def base_provenance(backend: Backend) -> Provenance:

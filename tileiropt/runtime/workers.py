@@ -1,10 +1,10 @@
 """Worker processes, shared by validate and bench: start, read events, time out, kill, shut down.
 
-A worker is a subprocess (`python -m <module>`) that reads one JSON job on stdin and writes one JSON
-event per line on stdout. Each runs in its own session (its own process group): Ctrl-C in the terminal
-never reaches it, and `kill()` ends it with everything it started. Every live worker is registered,
-so `stop_all()` (on SIGINT/SIGTERM, see `stopping_on_signals`) ends them all within a moment; once
-stopping, no runner starts a new worker.
+A worker is a subprocess (`python -m <module>`) that reads JSON lines on stdin (a job; a validate worker
+then takes one case per line until its input ends) and writes one JSON event per line on stdout. Each
+runs in its own session (its own process group): Ctrl-C in the terminal never reaches it, and `kill()`
+ends it with everything it started. Every live worker is registered, so `stop_all()` (on SIGINT/SIGTERM,
+see `stopping_on_signals`) ends them all within a moment; once stopping, no runner starts a new worker.
 
 Where a worker runs is the `Launcher`'s business: here, pinned to one GPU (`CUDA_VISIBLE_DEVICES`), or
 as a SLURM job step (`tileiropt.runtime.executors`).
@@ -58,8 +58,10 @@ LOCAL = Launcher()
 class WorkerProcess:
     """A running worker: its events on a queue, the tail of its stderr kept for crash reports."""
 
-    def __init__(self, backend: Backend, job: dict[str, Any], module: str = "tileiropt.runtime.validate.worker",
-                 extra_env: dict[str, str] | None = None, launcher: Launcher | None = None):
+    def __init__(self, backend: Backend, job: dict[str, Any] | None,
+                 module: str = "tileiropt.runtime.validate.worker", extra_env: dict[str, str] | None = None,
+                 launcher: Launcher | None = None):
+        """`job`: written as one line, then the input is closed; None: the input stays open for `send()`."""
         launcher = launcher or LOCAL
         env = backend_env(backend)
         env.update(launcher.env)
@@ -68,6 +70,7 @@ class WorkerProcess:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
         env["MPLBACKEND"] = "Agg"  # a kernel file that plots at import never opens a window
+        keep_bytecode(env)
         self.launcher = launcher
         self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.stderr: collections.deque[str] = collections.deque(maxlen=40)
@@ -82,12 +85,25 @@ class WorkerProcess:
             _LIVE.add(self)
         threading.Thread(target=self._read_events, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
+        if job is not None:
+            self.send(job)
+            self.close_input()
+
+    def send(self, message: dict[str, Any]) -> bool:
+        """One JSON line to the worker's input; False when it is gone (its event stream ends and says why)."""
         try:
             assert self.proc.stdin is not None
-            self.proc.stdin.write(json.dumps(job))
+            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def close_input(self) -> None:
+        """No more input: a streaming worker finishes what it has and says "done"."""
+        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+            assert self.proc.stdin is not None
             self.proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass  # it died at start-up; the event stream ends and says so
 
     def _read_events(self) -> None:
         assert self.proc.stdout is not None
@@ -140,6 +156,19 @@ class WorkerProcess:
                 name = f"signal {-rc}"
             return f"crashed: {name}" + (f" ({last})" if last else "")
         return f"crashed (exit code {rc})" + (f": {last}" if last else "")
+
+
+def keep_bytecode(env: dict[str, str]) -> None:
+    """Let a worker keep the bytecode of what it imports in the tool's cache folder (`PYTHONPYCACHEPREFIX`,
+    unless the user set one): every worker imports torch and the user's package anew, and where the installed
+    packages have no bytecode (read-only installs, images built with PYTHONDONTWRITEBYTECODE=1) each worker
+    would otherwise compile them all again, seconds per worker. Nothing is written next to anyone's sources."""
+    from tileiropt.cache import cache_dir
+
+    if env.get("PYTHONPYCACHEPREFIX"):
+        return
+    env["PYTHONPYCACHEPREFIX"] = str(cache_dir() / "bytecode")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -195,8 +224,8 @@ def stopping_on_signals() -> Iterator[None]:
 class WorkerEvents:
     """The events of one worker, with the handling every phase shares.
 
-    Iterating yields (kind, event) for the phase's own events; "hello" (it sets `provenance`)
-    and "done" are taken here. The iteration ends when the worker says "done" (`finished`),
+    Iterating yields (kind, event) for the phase's own events and "hello" (it sets `provenance` first);
+    "done" is taken here. The iteration ends when the worker says "done" (`finished`),
     when its output ends (it exited; `cause` says how) or when no event comes within
     `timeout()` seconds, asked before each wait (it is killed; `cause` is "timeout after Ns").
     """
@@ -223,6 +252,7 @@ class WorkerEvents:
             kind = event.get("event")
             if kind == "hello":
                 self.provenance = Provenance(**(event.get("provenance") or {}))
+                yield kind, event
             elif kind == "done":
                 self.finished = True
                 self.worker.proc.wait()

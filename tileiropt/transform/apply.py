@@ -417,6 +417,10 @@ def _gate_statements(gate: cst.Module) -> list[cst.BaseStatement]:
     return [first.with_changes(leading_lines=[cst.EmptyLine(), *comments]), *rest]
 
 
+class NoKernelFound(UserError):
+    """The file defines no @triton.jit function: an error for a file named, passed over in a folder."""
+
+
 def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, Space] | None = None,
                      max_configs: int = DEFAULT_MAX_CONFIGS, classify: ClassifyFn | None = None,
                      release: Release | None = None) -> ApplyResult:
@@ -429,7 +433,7 @@ def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, S
         scanned = scan(source, path)  # one parse: the model classify and the rules use too
         info = scanned.module
         if not info.kernels:
-            raise UserError("no Triton kernel found (no @triton.jit function)", file=path,
+            raise NoKernelFound("no Triton kernel found (no @triton.jit function)", file=path,
                             hint="point apply at a file that defines @triton.jit kernels")
         records = {record.kernel: record for record in classify_scan(scanned, rules=[])}
         module = cst.parse_module(source)

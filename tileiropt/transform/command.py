@@ -15,7 +15,7 @@ from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
 from tileiropt.releases import Release
 from tileiropt.schema import ERROR, NOT_RUN, PASS, SCHEMA_VERSION
-from tileiropt.transform.apply import ApplyResult, apply_file
+from tileiropt.transform.apply import ApplyResult, NoKernelFound, apply_file
 from tileiropt.transform.spaces import DEFAULT_MAX_CONFIGS, load_spaces
 
 
@@ -52,6 +52,9 @@ def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool
         try:
             results.append(apply_file(file, output=output, in_place=in_place, dry_run=dry_run,
                                       spaces=spaces, max_configs=max_configs, release=release))
+        except NoKernelFound as exc:
+            if file.resolve() not in found:
+                errors.append(FileError(str(file), str(exc)))
         except UserError as exc:
             errors.append(FileError(str(file), str(exc)))
         except (Exception, RecursionError) as exc:  # one file the rewriter cannot handle never stops the others

@@ -11,25 +11,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from tileiropt.cache import cache_dir
 from tileiropt.output import dumps, write_atomic
 
 PEAKS_FILE = "peaks.json"
-CACHE_ENV = "TILEIROPT_CACHE_DIR"
 COPY_BYTES = 1 << 30  # 1 GiB copied: far beyond any L2
 MATMUL_SIZES = (4096, 8192)  # the best of these is the practical peak (the largest is not always fastest)
 MATMUL_DTYPES = ("float16", "bfloat16", "tf32")
-
-
-def cache_dir() -> Path:
-    """$TILEIROPT_CACHE_DIR, else $XDG_CACHE_HOME/tileiropt, else ~/.cache/tileiropt."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tileiropt"
 
 
 def peaks_path() -> Path:

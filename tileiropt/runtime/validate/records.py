@@ -76,6 +76,8 @@ class ValidateRun:
     complete: list[str] = field(default_factory=list)  # input keys whose cases finished (reusable by a re-run)
     reused: int = 0  # records taken unchanged from an earlier run
     interrupted: bool = False  # Ctrl-C or SIGTERM: only what finished is here
+    slots: int = 0  # workers that could run at once (GPUs x workers per GPU, CPU cores, SLURM steps)
+    workers: int = 0  # worker processes started: one per slot and backend served, plus one per restart
     schema_version: int = SCHEMA_VERSION  # the one schema key of every record and --json output
 
     def counts(self) -> dict[str, int]:

@@ -1,9 +1,10 @@
 """Phase 4: validate every kernel, variant, dtype set, backend and autotune config.
 
 `validate_project(project, ...)` is the API (`tileiropt validate` and `tileiropt run` call it).
-Each backend runs in its own worker subprocess (`worker.py`), because the backend is fixed
-when Triton and the kernel module are imported. The parent enforces a timeout per record: a
-hanging or crashing kernel costs its own record, and a new worker goes on with the rest.
+Each backend runs in its own worker subprocesses (`worker.py`), because the backend is fixed
+when Triton and the kernel module are imported; the slots (`executors.py`) take the cases from one
+pool (`pool.py`). The parent enforces a timeout per record: a hanging or crashing kernel costs its
+own record, and a new worker goes on with the rest.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,129 +26,16 @@ from tileiropt.runtime.backends import BACKENDS, Backend, default_backends
 from tileiropt.runtime.executors import VALIDATE_PER_GPU, Executor
 from tileiropt.runtime.machine import Machine, environment_summary, versions
 from tileiropt.runtime.progress import Progress
-from tileiropt.runtime.provenance import Provenance, file_digest
+from tileiropt.runtime.provenance import file_digest
 from tileiropt.runtime.resume import Earlier, Journal, input_key, read_journal, tool_digest
 from tileiropt.runtime.scaling import scale_for_interpreter
 from tileiropt.runtime.validate.cases import Case, record_for
-from tileiropt.runtime.validate.records import NONE, PREPARE, VARIANTS, ValidateRun, ValidationRecord, record_from_dict
-from tileiropt.runtime.workers import (
-    LOCAL,
-    STARTUP_TIMEOUT_S,
-    STOPPING,
-    Launcher,
-    WorkerEvents,
-    WorkerProcess,
-    run_in_slots,
-)
+from tileiropt.runtime.validate.pool import CasePool, ValidationSlots
+from tileiropt.runtime.validate.records import NONE, VARIANTS, ValidateRun, ValidationRecord, record_from_dict
+from tileiropt.runtime.workers import run_in_slots
 from tileiropt.schema import ERROR, NOT_RUN
 
 RecordCallback = Callable[[ValidationRecord], None]
-
-
-# --------------------------------------------------------------------------- one backend
-
-
-@dataclass
-class BackendRunner:
-    """Runs cases of one backend, restarting the worker after a timeout or a crash."""
-
-    backend: Backend
-    cases: list[Case]
-    timeouts: dict[int, float]  # case id -> seconds per record
-    best_config: bool = False
-    on_record: RecordCallback | None = None
-    inputs: dict[int, str] = field(default_factory=dict)  # case id -> input key (tileiropt.runtime.resume)
-    on_case_done: Callable[[Case, bool], None] | None = None  # a case ended (True: finished, False: cut short)
-    records: list[tuple[tuple[int, int], ValidationRecord]] = field(default_factory=list)
-    base: Provenance = field(default_factory=Provenance)
-    launcher: Launcher = field(default_factory=Launcher)
-
-    def add(self, case: Case, item: int | None, record: ValidationRecord) -> None:
-        record.inputs = self.inputs.get(case.id)
-        if self.launcher.name != "local":
-            record.provenance.worker = self.launcher.name
-        self.records.append(((case.id, -1 if item is None else item), record))
-        if self.on_record:
-            self.on_record(record)
-
-    def error(self, case: Case, item: int | None, label: str, reason: str, seconds: float | None) -> None:
-        self.add(case, item, record_for(case, self.backend.name, label, ERROR, reason,
-                                        Provenance(**asdict(self.base)), seconds=seconds))
-
-    def run(self, launcher: Launcher = LOCAL) -> list[tuple[tuple[int, int], ValidationRecord]]:
-        self.launcher = launcher
-        pending = list(self.cases)
-        while pending and not STOPPING.is_set():
-            pending = self._one_worker(pending)
-        return self.records
-
-    def _one_worker(self, pending: list[Case]) -> list[Case]:
-        """Run one worker over `pending`; return the cases (or their remaining items) left."""
-        by_id = {case.id: case for case in pending}
-        worker = WorkerProcess(self.backend, {"backend": self.backend.name, "best_config": self.best_config,
-                                              "cases": [case.to_json() for case in pending]},
-                               launcher=self.launcher)
-        progressed = False
-        current: Case | None = None
-        plan: list[str] = []
-        started: int | None = None
-        started_at = 0.0
-        last_item: int | None = None
-        done: set[int] = set()
-        events = WorkerEvents(worker, lambda: self.timeouts.get(current.id, STARTUP_TIMEOUT_S) if current
-                              else STARTUP_TIMEOUT_S)
-        for kind, event in events:
-            if kind == "case":
-                current, plan, started, last_item = by_id[event["id"]], [], None, None
-            elif kind == "plan":
-                plan = list(event.get("labels") or [])
-            elif kind == "start":
-                started, started_at = int(event["item"]), time.monotonic()
-            elif kind in ("record", "skip"):
-                if kind == "record":
-                    self.add(by_id[event["id"]], event.get("item"), record_from_dict(event["record"]))
-                if event.get("item") is not None:
-                    last_item = int(event["item"])
-                started, progressed = None, True
-            elif kind == "case_done":
-                done.add(int(event["id"]))
-                self.ended(by_id[int(event["id"])], True)
-                current, progressed = None, True
-        if events.provenance is not None:
-            self.base = events.provenance
-        cause = events.cause
-        left = [case for case in pending if case.id not in done]
-        if events.finished or not left or STOPPING.is_set():  # interrupted: what did not finish is not a record
-            return []
-        if events.provenance is None:
-            for case in left:
-                self.error(case, None, PREPARE, f"the worker did not start: {cause}", None)
-                self.ended(case, False)
-            return []
-        if current is not None:
-            if started is not None:  # the item that was running costs its record
-                label = plan[started] if started < len(plan) else f"config {started}"
-                self.error(current, started, label, cause, round(time.monotonic() - started_at, 3))
-                current.start_item = started + 1
-            elif last_item is not None:  # the worker left on its own after an item: go on
-                current.start_item = last_item + 1
-            else:  # it never reached an item: importing, building inputs or the reference
-                reason = f"{cause} (while importing the file or evaluating the reference)"
-                self.error(current, None, PREPARE, reason, None)
-                current.start_item = len(plan)
-            if current.start_item >= len(plan):
-                left.remove(current)
-                self.ended(current, False)
-        elif not progressed:
-            for case in left:
-                self.error(case, None, PREPARE, f"the worker stopped: {cause}", None)
-                self.ended(case, False)
-            return []
-        return left
-
-    def ended(self, case: Case, finished: bool) -> None:
-        if self.on_case_done:
-            self.on_case_done(case, finished)
 
 
 # --------------------------------------------------------------------------- planning
@@ -194,6 +82,9 @@ class Plan:
     inputs: dict[int, str] = field(default_factory=dict)  # case id -> input key
     reused: int = 0  # records taken from an earlier run
     instant: list[str] = field(default_factory=list)  # per case decided here (not run, or reused): its kernel
+
+    def case_count(self) -> int:
+        return sum(len(cases) for cases in self.cases.values())
 
 
 def case_inputs(case: Case, backend: Backend, best_config: bool, machine: Machine, versions: dict[str, Any]) -> str:
@@ -394,17 +285,17 @@ def validate_project(
     gpu_work = any(b.needs_gpu for b in chosen) and machine.has_gpu
     launchers = executor.slots(gpu_work=gpu_work, per_gpu=VALIDATE_PER_GPU,
                                cpu_slots=parallel or os.cpu_count() or 1)
-    runners = _shard(chosen, plan, len(launchers), best_config=not all_configs, on_record=report,
-                     on_case_done=case_done)
+    slots = ValidationSlots(CasePool(plan.cases), {b.name: b for b in chosen}, plan.timeouts,
+                            best_config=not all_configs, on_record=report, inputs=plan.inputs,
+                            on_case_done=case_done)
     interrupted = False
     try:
-        run_in_slots([runner.run for runner in runners], launchers)
+        run_in_slots([slots.serve] * min(len(launchers), plan.case_count()), launchers)
     except KeyboardInterrupt:
         interrupted = True
     keyed = list(plan.records)
-    for runner in runners:
-        for (case_id, item), record in list(runner.records):
-            keyed.append((plan.keys[case_id] + (item,), record))
+    for (case_id, item), record in list(slots.records):
+        keyed.append((plan.keys[case_id] + (item,), record))
     keyed.sort(key=lambda pair: pair[0])
     complete += [r.inputs for _, r in plan.records if r.inputs]
     if interrupted:
@@ -422,26 +313,6 @@ def validate_project(
         complete=sorted(set(complete)),
         reused=plan.reused,
         interrupted=interrupted,
+        slots=len(launchers),
+        workers=slots.workers_started,
     )
-
-
-def _shard(backends: list[Backend], plan: Plan, slots: int, **options: Any) -> list[BackendRunner]:
-    """Runners over the cases: per backend, as many shards as the slots allow (a kernel's cases stay
-    together; shards balanced by their number of cases, largest first)."""
-    with_cases = [b for b in backends if plan.cases[b.name]]
-    runners: list[BackendRunner] = []
-    for backend in with_cases:
-        cases = plan.cases[backend.name]
-        by_kernel: dict[str, list[Case]] = {}
-        for case in cases:
-            by_kernel.setdefault(case.kernel, []).append(case)
-        count = max(1, min(len(by_kernel), slots // max(1, len(with_cases))))
-        shards: list[list[Case]] = [[] for _ in range(count)]
-        for group in sorted(by_kernel.values(), key=len, reverse=True):
-            min(shards, key=len).extend(group)
-        for shard in shards:
-            if shard:
-                shard.sort(key=lambda c: c.id)
-                runners.append(BackendRunner(backend, shard, plan.timeouts, inputs=plan.inputs, **options))
-    runners.sort(key=lambda r: -len(r.cases))  # the longest first: the slots finish together
-    return runners

@@ -1,9 +1,13 @@
 """One backend's validation worker: ``python -m tileiropt.runtime.validate.worker``.
 
-The parent (`validate.py`) starts it with the backend's environment (ENABLE_TILE,
-TRITON_INTERPRET, TILEIROPT_FORCE_TILEIR) and writes a job to its stdin:
+The parent (`run.py`) starts it with the backend's environment (ENABLE_TILE,
+TRITON_INTERPRET, TILEIROPT_FORCE_TILEIR) and writes the job as the first line of its stdin,
+then one case per line as the worker gets through them (the worker starts once and serves
+many cases); closing stdin ends it:
 
-    {"backend": "interpret", "best_config": false, "cases": [Case, ...]}
+    {"backend": "interpret", "best_config": false}
+    {"case": Case}
+    ...
 
 It answers with one JSON event per line on stdout, flushed as each happens:
 
@@ -22,10 +26,12 @@ that leaves the CUDA context unusable, the worker exits; the parent starts a new
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -35,7 +41,7 @@ from tileiropt.runtime.backends import BACKENDS, Backend
 from tileiropt.runtime.provenance import Provenance, fallback_note
 from tileiropt.runtime.validate.cases import Case, record_for
 from tileiropt.runtime.validate.records import NONE, PREPARE
-from tileiropt.runtime.worker_io import Emitter, base_provenance, start_worker
+from tileiropt.runtime.worker_io import Emitter, base_provenance, more_lines, start_worker
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 
 _POISONED = re.compile(r"illegal memory access|device-side assert|CUDA error|unspecified launch failure",
@@ -299,9 +305,11 @@ def tileir_not_ready() -> str | None:
     return None if report.tileir_ready else "; ".join(report.reasons)
 
 
-def run_job(job: dict[str, Any], emit: Emitter) -> int:
+def run_job(job: dict[str, Any], emit: Emitter, more: Iterable[dict[str, Any]] = ()) -> int:
+    """Run the job's cases (`job["cases"]`, when given), then each `{"case": ...}` of `more` as it comes."""
     backend = BACKENDS[job["backend"]]
-    cases = [Case.from_json(c) for c in job["cases"]]
+    cases = (Case.from_json(c) for c in itertools.chain(job.get("cases") or [],
+                                                        (line["case"] for line in more if "case" in line)))
     base = base_provenance(backend)
     emit("hello", provenance=base, pid=os.getpid())
     if backend.name == "tileir":
@@ -326,7 +334,7 @@ def run_job(job: dict[str, Any], emit: Emitter) -> int:
 
 def main() -> int:
     emit, job = start_worker()
-    return run_job(job, emit)
+    return run_job(job, emit, more_lines())
 
 
 if __name__ == "__main__":
