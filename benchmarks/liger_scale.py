@@ -6,7 +6,7 @@ the project (validated by replay against the original, benchmarked at its captur
 Then runs `tileiropt run` twice and prints, per run: kernels, records, wall time, records reused; and the
 second run's time as a share of the first's.
 
-    python benchmarks/liger_scale.py [--folder DIR] [--executor-args "..."] [--runs N] [--fresh-first]
+    python benchmarks/liger_scale.py [--folder DIR] [--extra "..."] [--runs N] [--scales 1 2 4] [--cap 6]
 """
 
 from __future__ import annotations
@@ -31,13 +31,14 @@ def ops_files() -> list[Path]:
     return sorted(p for p in ops.glob("*.py") if "@triton.jit" in p.read_text(encoding="utf-8", errors="replace"))
 
 
-def write_project(folder: Path, budget: float) -> None:
+def write_project(folder: Path, budget: float, scales: list[int] | None = None, cap: int = 3) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(HERE / "liger_ops_exercise.py", folder / "exercise.py")
     files = ", ".join(json.dumps(str(p)) for p in ops_files())
+    command = "python exercise.py" + (" --scales " + " ".join(map(str, scales)) if scales else "")
     (folder / "tileiropt.toml").write_text(
         "[project]\n"
-        f'capture = "python exercise.py"\ncapture_files = [{files}]\ncapture_budget = {budget}\n')
+        f'capture = "{command}"\ncapture_files = [{files}]\ncapture_budget = {budget}\ncapture_cap = {cap}\n')
 
 
 def run_once(folder: Path, extra: list[str]) -> dict:
@@ -67,10 +68,13 @@ def main() -> int:
     parser.add_argument("--folder", type=Path, default=None)
     parser.add_argument("--budget", type=float, default=300.0, help="capture budget, seconds")
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--scales", type=int, nargs="+", default=None,
+                        help="run every op at these feature-width multiples (more distinct launches), e.g. 1 2 4")
+    parser.add_argument("--cap", type=int, default=3, help="distinct launches kept per kernel (capture_cap)")
     parser.add_argument("--extra", default="", help="more `tileiropt run` options, e.g. \"--executor local\"")
     args = parser.parse_args()
     folder = args.folder or Path(tempfile.mkdtemp(prefix="liger-scale-"))
-    write_project(folder, args.budget)
+    write_project(folder, args.budget, args.scales, args.cap)
     print(f"project: {folder / 'tileiropt.toml'} ({len(ops_files())} liger ops files)", flush=True)
     if args.runs == 0:  # only the project
         return 0

@@ -123,3 +123,10 @@ def test_project_file_durations_are_refused(tmp_path: Path) -> None:
         with pytest.raises(UserError, match="capture_budget"):
             parse_project({"project": {"capture": "python k.py", "capture_budget": value}, "kernel": [kernel]},
                           None, tmp_path)
+    for cap in (0, 2.5, True, "6", 10**6):
+        with pytest.raises(UserError, match="capture_cap"):
+            parse_project({"project": {"capture": "python k.py", "capture_cap": cap}, "kernel": [kernel]},
+                          None, tmp_path)
+    project = parse_project({"project": {"capture": "python k.py", "capture_cap": 6}, "kernel": [kernel]},
+                            None, tmp_path)
+    assert project.capture is not None and project.capture.cap == 6

@@ -111,21 +111,59 @@ def test_bench_journals_rows_and_reuses_unchanged_ones(tmp_path, monkeypatch) ->
 # --------------------------------------------------------------------------- resume (interpreter workers)
 
 
-def test_the_case_pool_keeps_a_worker_on_its_backend_and_sends_free_slots_where_most_cases_wait() -> None:
-    cases = {name: [Case(id=i, kernel=f"k{i}", variant="original", path="k.py", entry="k", reference="x",
-                         shapes={}, dtypes={}, atol=0.0, rtol=0.0) for i in range(count)]
-             for name, count in (("interpret", 4), ("tileir-code-on-interpret", 2))}
-    pool = CasePool(cases)
-    assert pool.choose(None) == "interpret"  # the most cases waiting
-    pool.serve("interpret", +1)
-    assert pool.choose(None) == "tileir-code-on-interpret"  # 4 per 2 workers vs 2 per 1: a tie, the unserved one
-    first = pool.take("interpret")
-    assert first is not None and first.id == 0
-    pool.put_back(first, "interpret")  # a case cut short goes first
-    assert [pool.take("interpret").id for _ in range(4)] == [0, 1, 2, 3]
-    assert pool.choose("interpret") == "tileir-code-on-interpret"  # its own backend is empty: join the other
-    assert [case.id for case in pool.drain("tileir-code-on-interpret")] == [0, 1]
-    assert pool.choose("interpret") is None
+def _pool(**counts: int) -> CasePool:
+    return CasePool({name: [Case(id=i, kernel=f"k{i}", variant="original", path="k.py", entry="k", reference="x",
+                                 shapes={}, dtypes={}, atol=0.0, rtol=0.0) for i in range(count)]
+                     for name, count in counts.items()})
+
+
+def test_the_case_pool_first_sends_slots_where_most_cases_wait_and_keeps_a_worker_on_its_backend() -> None:
+    pool = _pool(ptx=4, tcop=2)
+    assert pool.choose() == "ptx"  # the most cases waiting
+    assert pool.choose() == "tcop"  # a backend nobody serves comes before a second worker elsewhere
+    first, moved = pool.next_case("ptx")
+    assert first is not None and first.id == 0 and moved is None
+    pool.put_back(first, "ptx")  # a case cut short goes first
+    assert [pool.next_case("ptx")[0].id for _ in range(4)] == [0, 1, 2, 3]
+    assert pool.next_case("ptx") == (None, None)
+    pool.release("ptx")
+    assert pool.choose("ptx") == "tcop" and pool.serving["tcop"] == 2  # nothing measured: join by count
+    assert [case.id for case in pool.drain("tcop")] == [0, 1]
+    assert pool.choose() is None
+
+
+def test_the_case_pool_moves_a_worker_only_where_the_run_ends_sooner() -> None:
+    pool = _pool(ptx=20, tcop=20)
+    for backend in ("ptx", "tcop", "ptx", "ptx"):
+        pool.serving[backend] += 1
+    pool.observe("ptx", 8.0, first=True)  # a worker's start-up, with its first case
+    pool.observe("ptx", 0.1, first=False)
+    pool.observe("tcop", 1.0, first=False)
+    # ptx: 2 s left over 3 workers; tcop: 20 s for 1. A ptx worker moves (8 s start-up, then shared work).
+    assert pool.next_case("ptx") == (None, "tcop")
+    assert pool.serving["ptx"] == 2 and pool.serving["tcop"] == 2
+    # now ptx ends in 1 s, tcop in 10 s; one more move would end tcop at about 9.3 s: not 15% sooner
+    case, moved = pool.next_case("ptx")
+    assert case is not None and moved is None
+    # a worker never leaves its backend without one
+    lone = _pool(ptx=5, tcop=50)
+    lone.serving.update({"ptx": 1, "tcop": 1})
+    lone.observe("ptx", 8.0, first=True)
+    lone.observe("ptx", 0.1, first=False)
+    lone.observe("tcop", 1.0, first=False)
+    assert lone.next_case("ptx")[1] is None
+
+
+def test_a_free_slot_joins_a_backend_only_when_the_work_left_per_worker_exceeds_a_start_up() -> None:
+    pool = _pool(ptx=3, tcop=40)
+    pool.serving.update({"ptx": 1, "tcop": 1})
+    pool.observe("tcop", 8.0, first=True)
+    pool.observe("ptx", 0.2, first=False)
+    pool.observe("tcop", 0.5, first=False)
+    assert pool.choose() == "tcop"  # 20 s of work for one worker: worth an 8 s start-up
+    for _ in range(30):
+        pool.next_case("tcop")
+    assert pool.choose() is None  # 10 cases (5 s) over 2 workers, 3 (0.6 s) over 1: neither is worth one
 
 
 def test_a_worker_serves_many_cases_one_start_per_slot_and_backend(tmp_path) -> None:

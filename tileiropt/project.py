@@ -53,7 +53,8 @@ _CALL_SCOPE = {"torch", "F", "math"}  # besides inputs, dims, args and the modul
 _DEFAULT_KEYS = {"sizes", "dtypes", "atol", "rtol", "timeout", "seed"}
 _TOP_KEYS = {"project", "defaults", "kernel", "executor"}
 _EXECUTOR_KEYS = {"kind", "gpus", "partition", "time", "gpus_per_task", "tasks", "srun_args"}
-_PROJECT_KEYS = {"artifacts", "max_configs", "capture", "capture_files", "capture_budget", "tileir_version"}
+_PROJECT_KEYS = {"artifacts", "max_configs", "capture", "capture_files", "capture_budget", "capture_cap",
+                 "tileir_version"}
 
 
 @dataclass
@@ -521,9 +522,9 @@ def _executor(table: Any, where: _Where) -> Any:
 
 
 def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest | None:
-    """`[project] capture = "pytest tests/test_ops.py"` (+ `capture_files`, `capture_budget`)."""
+    """`[project] capture = "pytest tests/test_ops.py"` (+ `capture_files`, `capture_budget`, `capture_cap`)."""
     if "capture" not in project:
-        for key in ("capture_files", "capture_budget"):
+        for key in ("capture_files", "capture_budget", "capture_cap"):
             if key in project:
                 raise where.error(f"project.{key}", "needs `capture`", "add capture = \"<command>\"")
         return None
@@ -546,7 +547,11 @@ def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest
     except UserError:
         raise where.error("project.capture_budget", f"must be seconds in (0, {MAX_SECONDS:g}], got {budget!r}") \
             from None
-    return CaptureRequest(files=paths, command=parse_command(command), budget=float(budget))
+    cap = project.get("capture_cap", 3)
+    if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= 1000:
+        raise where.error("project.capture_cap", f"must be an integer in [1, 1000], got {cap!r}",
+                          "the distinct launches kept per kernel, e.g. capture_cap = 6")
+    return CaptureRequest(files=paths, command=parse_command(command), budget=float(budget), cap=cap)
 
 
 def load_project(path: Path | str) -> Project:

@@ -29,29 +29,106 @@ RecordCallback = Callable[[ValidationRecord], None]
 
 
 class CasePool:
-    """Per backend, the cases no worker has taken yet, in order; and how many workers serve each backend."""
+    """Per backend, the cases no worker has taken yet, in order; how many workers serve each backend; and what
+    the run has measured so far: seconds per case, and a worker's start-up (from its start to the end of its
+    first case, which imports torch, Triton and the user's package).
+
+    A slot asks `choose()` which backend to start a worker for, and its worker asks `next_case()` for each
+    case. Before anything is measured, slots go where the most cases wait per worker. Then the estimates
+    decide: a free slot joins a backend only when the work left per worker there exceeds a start-up (else
+    the workers serving it finish first), and a worker leaves its backend for another when the run would
+    end clearly sooner that way (never leaving its own without a worker)."""
+
+    SWITCH_GAIN = 0.85  # switch only when the estimated end of the two backends comes at least 15% sooner
 
     def __init__(self, cases: dict[str, list[Case]]):
         self.waiting = {name: collections.deque(items) for name, items in cases.items() if items}
         self.serving: collections.Counter[str] = collections.Counter()
+        self.case_seconds: dict[str, list[float]] = collections.defaultdict(list)  # after each worker's first
+        self.startup_seconds: dict[str, list[float]] = collections.defaultdict(list)
         self.lock = threading.Lock()
 
-    def choose(self, current: str | None) -> str | None:
-        """The backend a slot serves next: its current one while cases wait there, else the one with the most
-        cases waiting per worker serving it; None when every case is taken."""
+    # ------------------------------------------------------------------ measurements
+
+    def observe(self, backend: str, seconds: float, *, first: bool) -> None:
+        """A case ended after `seconds` (`first`: the worker's first, counted from the worker's start)."""
+        with self.lock:
+            (self.startup_seconds if first else self.case_seconds)[backend].append(seconds)
+
+    def _mean(self, table: dict[str, list[float]], backend: str | None) -> float | None:
+        own = table.get(backend) if backend is not None else None
+        if own:
+            return sum(own) / len(own)
+        every = [value for values in table.values() for value in values]
+        return sum(every) / len(every) if every else None  # another backend's, until this one has its own
+
+    def _left(self, backend: str) -> float | None:
+        """Estimated seconds of work waiting for `backend`; None before any case was timed."""
+        mean = self._mean(self.case_seconds, backend)
+        return None if mean is None else len(self.waiting.get(backend, ())) * mean
+
+    # ------------------------------------------------------------------ decisions
+
+    def choose(self, current: str | None = None) -> str | None:
+        """The backend a slot starts a worker for (counted as served from now; `release()` when it ends):
+        `current` while cases wait there, else a backend worth joining; None when none is."""
         with self.lock:
             if current is not None and self.waiting.get(current):
-                return current
-            open_ = [name for name, queue in self.waiting.items() if queue]
-            if not open_:
-                return None
-            return max(open_, key=lambda name: (len(self.waiting[name]) / (self.serving[name] + 1),
-                                                -self.serving[name]))
+                chosen: str | None = current
+            else:
+                chosen = self._worth_joining()
+            if chosen is not None:
+                self.serving[chosen] += 1
+            return chosen
 
-    def take(self, backend: str) -> Case | None:
+    def _worth_joining(self) -> str | None:
+        open_ = [name for name, queue in self.waiting.items() if queue]
+        unserved = [name for name in open_ if not self.serving[name]]
+        if unserved:
+            return max(unserved, key=lambda name: len(self.waiting[name]))
+        startup = self._mean(self.startup_seconds, None)
+        scored = []
+        for name in open_:
+            left = self._left(name)
+            if left is None or startup is None:  # nothing measured yet: where the most cases wait per worker
+                scored.append((len(self.waiting[name]) / (self.serving[name] + 1), name))
+            elif left / self.serving[name] > self._mean(self.startup_seconds, name):
+                scored.append((left / self.serving[name], name))
+        return max(scored)[1] if scored else None
+
+    def next_case(self, backend: str) -> tuple[Case | None, str | None]:
+        """For a worker of `backend` ready for more: (its next case, None), or (None, another backend its slot
+        should serve instead, already counted as served), or (None, None): nothing left for it."""
         with self.lock:
             queue = self.waiting.get(backend)
-            return queue.popleft() if queue else None
+            if not queue:
+                return None, None
+            other = self._better_elsewhere(backend)
+            if other is not None:
+                self.serving[backend] -= 1
+                self.serving[other] += 1
+                return None, other
+            return queue.popleft(), None
+
+    def _better_elsewhere(self, current: str) -> str | None:
+        workers = self.serving[current]
+        left_here = self._left(current)
+        if workers < 2 or left_here is None:
+            return None
+        best: tuple[float, str] | None = None
+        for name, queue in self.waiting.items():
+            left, startup, serving = self._left(name), self._mean(self.startup_seconds, name), self.serving[name]
+            if name == current or not queue or not serving or left is None or startup is None:
+                continue
+            before = max(left_here / workers, left / serving)
+            after = max(left_here / (workers - 1), startup + max(0.0, left - serving * startup) / (serving + 1))
+            if after < self.SWITCH_GAIN * before and (best is None or after < best[0]):
+                best = (after, name)
+        return best[1] if best else None
+
+    def release(self, backend: str) -> None:
+        with self.lock:
+            self.serving[backend] -= 1
 
     def put_back(self, case: Case, backend: str) -> None:
         """A case cut short goes first, to go on from its next item."""
@@ -63,9 +140,11 @@ class CasePool:
             queue = self.waiting.pop(backend, collections.deque())
             return list(queue)
 
-    def serve(self, backend: str, change: int) -> None:
+    def take(self, backend: str) -> Case | None:
+        """The next case of `backend` whatever the estimates say (tests, and a pool of one backend)."""
         with self.lock:
-            self.serving[backend] += change
+            queue = self.waiting.get(backend)
+            return queue.popleft() if queue else None
 
 
 @dataclass
@@ -108,21 +187,27 @@ class ValidationSlots:
     # ------------------------------------------------------------------ a slot
 
     def serve(self, launcher: Launcher = LOCAL) -> None:
-        """One slot: start a worker for the backend the pool needs most and feed it until that backend has no
-        case left (or it dies: a new one goes on), then the next backend; until the pool is empty."""
-        backend: str | None = None
-        while not STOPPING.is_set():
-            backend = self.pool.choose(backend)
-            if backend is None:
-                return
-            self.pool.serve(backend, +1)
+        """One slot: start a worker for the backend the pool chooses and feed it while the pool has cases for
+        it (if it dies, a new one goes on), then move where the pool says; until the pool has nothing for it."""
+        backend = self.pool.choose()
+        while backend is not None:
+            moved_to: str | None = None
             try:
-                self._one_worker(self.backends[backend], launcher)
+                if not STOPPING.is_set():
+                    moved_to = self._one_worker(self.backends[backend], launcher)
             finally:
-                self.pool.serve(backend, -1)
+                if moved_to is None:
+                    self.pool.release(backend)
+            if STOPPING.is_set():
+                if moved_to is not None:
+                    self.pool.release(moved_to)
+                return
+            backend = moved_to if moved_to is not None else self.pool.choose(backend)
 
-    def _one_worker(self, backend: Backend, launcher: Launcher) -> None:
+    def _one_worker(self, backend: Backend, launcher: Launcher) -> str | None:
+        """Run one worker of `backend`; the backend its slot moves to (already counted as served), or None."""
         name = backend.name
+        born = time.monotonic()
         worker = WorkerProcess(backend, None, launcher=launcher)
         with self.lock:
             self.workers_started += 1
@@ -133,10 +218,14 @@ class ValidationSlots:
         started_at = 0.0
         last_item: int | None = None
         progressed = False
+        moved_to: str | None = None
+        fed_at = born
+        cases_done = 0
 
         def feed() -> None:
-            nonlocal current, plan, started, last_item
-            current, plan, started, last_item = self.pool.take(name), [], None, None
+            nonlocal current, plan, started, last_item, moved_to, fed_at
+            current, moved_to = self.pool.next_case(name)
+            plan, started, last_item, fed_at = [], None, None, time.monotonic()
             if current is None:
                 worker.close_input()
             else:
@@ -159,23 +248,26 @@ class ValidationSlots:
                     last_item = int(event["item"])
                 started, progressed = None, True
             elif kind == "case_done" and current is not None:
+                now = time.monotonic()
+                self.pool.observe(name, now - (born if not cases_done else fed_at), first=not cases_done)
+                cases_done += 1
                 self.ended(current, True)
                 progressed = True
                 feed()
         if events.finished or STOPPING.is_set():  # interrupted: what did not finish is not a record
-            return
+            return moved_to
         cause = events.cause
         if events.provenance is None:  # it never started: nor would the next one, for this backend's cases
             for case in ([current] if current else []) + self.pool.drain(name):
                 self.error(case, name, None, PREPARE, f"the worker did not start: {cause}", None, launcher)
                 self.ended(case, False)
-            return
+            return moved_to
         if current is None:
             if not progressed:  # it left between cases without doing anything: the next would too
                 for case in self.pool.drain(name):
                     self.error(case, name, None, PREPARE, f"the worker stopped: {cause}", None, launcher)
                     self.ended(case, False)
-            return
+            return moved_to
         if started is not None:  # the item that was running costs its record
             label = plan[started] if started < len(plan) else f"config {started}"
             self.error(current, name, started, label, cause, round(time.monotonic() - started_at, 3), launcher)
@@ -190,3 +282,4 @@ class ValidationSlots:
             self.pool.put_back(current, name)
         else:
             self.ended(current, False)
+        return None
