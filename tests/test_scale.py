@@ -385,3 +385,15 @@ def test_run_interrupted_during_a_phase_keeps_its_records_writes_the_report_and_
     saved = json.loads((tmp_path / ".tileiropt" / "validate.json").read_text())
     assert saved["interrupted"] is True and saved["records"][0]["status"] == "pass"
     assert (tmp_path / ".tileiropt" / "report.md").is_file()  # the report of what finished
+
+
+def test_a_worker_takes_the_parents_triton_distribution_only_when_it_imports_the_same_triton() -> None:
+    from tileiropt.environment import triton_distribution
+    from tileiropt.runtime.backends import INTERPRET
+    from tileiropt.runtime.worker_io import base_provenance
+
+    real = triton_distribution()
+    assert base_provenance(INTERPRET, {**real, "name": "as-the-parent-saw-it"}).triton_distribution == \
+        "as-the-parent-saw-it"
+    elsewhere = {**real, "name": "another-install", "location": "/elsewhere/triton"}
+    assert base_provenance(INTERPRET, elsewhere).triton_distribution == real["name"]

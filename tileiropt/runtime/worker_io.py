@@ -46,13 +46,16 @@ def more_lines() -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
-def base_provenance(backend: Backend) -> Provenance:
-    """Device, Triton distribution and versions as this worker sees them."""
+def base_provenance(backend: Backend, known_distribution: dict[str, Any] | None = None) -> Provenance:
+    """Device, Triton distribution and versions as this worker sees them. `known_distribution`: the parent's
+    `triton_distribution()`, taken when this worker imports triton from the same folder (reading every
+    installed package's metadata again costs each worker most of a second where hundreds are installed)."""
     import torch
 
-    from tileiropt.environment import CPU_DEVICE, device_description, triton_distribution
+    from tileiropt.environment import CPU_DEVICE, device_description, probe_triton_location, triton_distribution
 
-    dist = triton_distribution()
+    same = bool(known_distribution) and known_distribution.get("location") == probe_triton_location()
+    dist = known_distribution if same and known_distribution is not None else triton_distribution()
     provenance = Provenance(
         device=dict(CPU_DEVICE) if backend.interpreted else device_description(),
         triton_distribution=dist.get("name"),

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from tileiropt.environment import triton_distribution
 from tileiropt.runtime.backends import Backend
 from tileiropt.runtime.provenance import Provenance
 from tileiropt.runtime.validate.cases import Case, record_for
@@ -211,7 +212,8 @@ class ValidationSlots:
         worker = WorkerProcess(backend, None, launcher=launcher)
         with self.lock:
             self.workers_started += 1
-        worker.send({"backend": name, "best_config": self.best_config})
+        worker.send({"backend": name, "best_config": self.best_config,
+                     "triton_distribution": triton_distribution()})  # the same for every worker of this host
         current: Case | None = None
         plan: list[str] = []
         started: int | None = None

@@ -5,7 +5,7 @@ TRITON_INTERPRET, TILEIROPT_FORCE_TILEIR) and writes the job as the first line o
 then one case per line as the worker gets through them (the worker starts once and serves
 many cases); closing stdin ends it:
 
-    {"backend": "interpret", "best_config": false}
+    {"backend": "interpret", "best_config": false, "triton_distribution": {...}}
     {"case": Case}
     ...
 
@@ -310,7 +310,7 @@ def run_job(job: dict[str, Any], emit: Emitter, more: Iterable[dict[str, Any]] =
     backend = BACKENDS[job["backend"]]
     cases = (Case.from_json(c) for c in itertools.chain(job.get("cases") or [],
                                                         (line["case"] for line in more if "case" in line)))
-    base = base_provenance(backend)
+    base = base_provenance(backend, job.get("triton_distribution"))
     emit("hello", provenance=base, pid=os.getpid())
     if backend.name == "tileir":
         reason = tileir_not_ready()
