@@ -169,3 +169,27 @@ def test_atomics_on_a_gpu_widen_the_tolerance_to_the_originals_own_noise() -> No
     runs = iter([torch.tensor([1.0, 2.25])])  # the second run of the original
     runner.widen_to_noise(lambda inputs, args, dims: {"x": next(runs)}, {"x": torch.tensor([1.0, 2.0])}, {})
     assert case.atol == 0.5 and "differs from itself by up to 0.25" in runner.noise_note
+
+
+def test_an_unchanged_capture_is_reused_and_a_changed_file_or_fresh_runs_the_program_again(folder: Path) -> None:
+    from tileiropt.runtime.capture import add_captured_kernels
+    from tileiropt.runtime.machine import Machine
+
+    machine = Machine(device={"name": "cpu"}, tileir_blockers=["no GPU"])
+
+    def project() -> Project:
+        return Project(file=None, root=folder, kernels=[], artifacts=folder / ".tileiropt",
+                       capture=CaptureRequest(files=[folder / "ops.py"],
+                                              command=["pytest", "-q", "usage_check.py", "-k", "add"], budget=60))
+
+    first, specs = add_captured_kernels(project(), machine)
+    assert not first.reused and first.inputs and specs
+    second, again = add_captured_kernels(project(), machine)
+    assert second.reused and second.started == first.started and second.launches == first.launches
+    assert [(s.name, s.launch) for s in again] == [(s.name, s.launch) for s in specs]
+    test_file = folder / "usage_check.py"
+    test_file.write_text(test_file.read_text() + "\n# edited\n")  # a file the command names
+    edited, _ = add_captured_kernels(project(), machine)
+    assert not edited.reused and edited.inputs != first.inputs
+    fresh, _ = add_captured_kernels(project(), machine, fresh=True)
+    assert not fresh.reused and fresh.inputs == edited.inputs

@@ -104,6 +104,7 @@ class Pipeline:
         self.bench_failed = False
         self.capture_failed = False
         self.in_place = in_place
+        self.fresh = fresh
         self.bench_run: Any = None
         self.executor = executor
         self.console = console  # where progress goes (None: only the phase events)
@@ -291,13 +292,16 @@ class Pipeline:
 
         request = self.project.capture
         assert request is not None
-        result, specs = add_captured_kernels(self.project, Machine.probe().has_gpu, self.timeout)
+        result, specs = add_captured_kernels(self.project, Machine.probe(), self.timeout, fresh=self.fresh)
         self.specs += specs
         self.result.kernels += [kernel_info(s, self.bench_settings.sizes) for s in specs]
         kernels = len({(s.launch or {}).get("kernel") for s in specs})
         never = [key.split("@")[0] for key in result.never_launched()]
-        detail = (f"{len(specs)} distinct launch(es) of {kernels} kernel(s) in {result.seconds:.1f} s; "
-                  f"{result.ended}" + (f"; never launched: {', '.join(never)}" if never else ""))
+        how = (f"reused from the capture of {result.started or 'an earlier run'} (the program, its files and the "
+               "kernel files unchanged; --fresh runs it again)") if result.reused else \
+            f"in {result.seconds:.1f} s; {result.ended}"
+        detail = (f"{len(specs)} distinct launch(es) of {kernels} kernel(s) {how}"
+                  + (f"; never launched: {', '.join(never)}" if never else ""))
         if not specs:
             self.capture_failed = True
             tail = result.stderr_tail.strip().splitlines()[-1:] or ["no output"]

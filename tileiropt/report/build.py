@@ -562,9 +562,11 @@ def capture_summary(artifacts: Artifacts) -> list[str]:
     launches = capture.get("launches", [])
     counts: dict[str, int] = capture.get("counts", {})
     kernels = sorted({launch["kernel"] for launch in launches})
+    reused = (f" (reused by this run: the program, its files and the kernel files are unchanged since "
+              f"{capture.get('started') or 'then'})") if capture.get("reused") else ""
     lines = [f"Capture: `{' '.join(capture.get('command', []))}` ran {capture.get('seconds', 0):.1f} s "
-             f"({capture.get('ended', '?')}): {len(launches)} distinct launch(es) of {len(kernels)} kernel(s) "
-             f"({', '.join(kernels) or 'none'}) out of {sum(counts.values())} launch(es) seen."]
+             f"({capture.get('ended', '?')}){reused}: {len(launches)} distinct launch(es) of {len(kernels)} "
+             f"kernel(s) ({', '.join(kernels) or 'none'}) out of {sum(counts.values())} launch(es) seen."]
     if artifacts.validate is not None:
         replayed = [r for r in artifacts.validate.records if r.config.startswith("captured: ")]
         passed = sum(r.status == PASS for r in replayed)

@@ -12,6 +12,7 @@ interpreter with the tool's stand-ins (module-level benchmarks are not run).
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import os
 import shlex
@@ -30,6 +31,7 @@ from tileiropt.runtime import capture_hook as hook
 from tileiropt.runtime.workers import keep_bytecode
 from tileiropt.schema import SCHEMA_VERSION
 
+CAPTURE_FILE = "capture.json"
 DEFAULT_BUDGET_S = 120.0
 DEFAULT_CAP = 3  # distinct launches kept per kernel
 DEFAULT_QUIET_S = 10.0  # once every kernel has a launch: stop after this long without a new signature
@@ -57,6 +59,9 @@ class CaptureResult:
     ended: str = ""  # why the program ended
     seconds: float = 0.0
     stderr_tail: str = ""
+    started: str = ""  # when the program was run (UTC, ISO 8601)
+    inputs: str | None = None  # the input key (`capture_inputs`): what a re-run compares
+    reused: bool = False  # taken from the artifacts' capture.json: the same inputs, not run again
 
     def kernels(self) -> dict[str, list[dict[str, Any]]]:
         found: dict[str, list[dict[str, Any]]] = {}
@@ -69,8 +74,16 @@ class CaptureResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"schema_version": SCHEMA_VERSION, "command": self.command, "exit_code": self.exit_code,
-                "ended": self.ended, "seconds": round(self.seconds, 2), "counts": self.counts,
-                "expected": self.expected, "launches": self.launches, "never_launched": self.never_launched()}
+                "ended": self.ended, "seconds": round(self.seconds, 2), "started": self.started,
+                "inputs": self.inputs, "reused": self.reused, "counts": self.counts, "expected": self.expected,
+                "atomics": self.atomics, "launches": self.launches, "never_launched": self.never_launched()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CaptureResult:
+        return cls(command=list(data["command"]), launches=list(data["launches"]), counts=dict(data["counts"]),
+                   expected=list(data["expected"]), atomics=dict(data["atomics"]), exit_code=data.get("exit_code"),
+                   ended=str(data.get("ended", "")), seconds=float(data.get("seconds", 0.0)),
+                   started=str(data.get("started", "")), inputs=data.get("inputs"))
 
 
 def program_command(targets: list[Path], command: list[str] | None) -> list[str]:
@@ -132,6 +145,7 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
             env.update({"TRITON_INTERPRET": "1", hook.STAND_INS_ENV: "1"})
         keep_bytecode(env)
         started = time.monotonic()
+        started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         stderr_path = Path(folder) / "output.txt"  # stdout and stderr: the tail says why a program ended
         with open(stderr_path, "wb") as stderr:
             try:
@@ -153,6 +167,7 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
         result = _read(out, argv, expected)
         result.atomics = atomics
         result.seconds = time.monotonic() - started
+        result.started = started_at
         result.exit_code = None if killed else process.returncode
         if killed:
             result.ended = f"killed after the time budget ({budget:g} s)"
@@ -243,27 +258,79 @@ def capture_specs(result: CaptureResult, root: Path, artifacts: Path, timeout: f
 
 
 
-def add_captured_kernels(project: Any, has_gpu: bool, timeout: float | None = None) -> tuple[CaptureResult, list[Any]]:
+def _named_files(argv: list[str], cwd: Path) -> list[Path]:
+    """The files a command names (a script, test files, `tests/test_x.py::test_y`, a folder's .py files)."""
+    found: list[Path] = []
+    for arg in argv[1:]:
+        if arg.startswith("-"):
+            continue
+        path = cwd / arg.split("::")[0]
+        if path.is_file():
+            found.append(path)
+        elif path.is_dir():
+            found += sorted(p for p in path.rglob("*.py")
+                            if not any(part.startswith(".") or part == "__pycache__" for part in p.parts))[:5000]
+    return found
+
+
+def capture_inputs(request: Any, cwd: Path, device: dict[str, Any]) -> str:
+    """The input key of a capture: the command and where it runs, the SHA-256 of the kernel files and of the
+    files the command names, the budget and cap, the tool's source, Triton's and torch's versions, the GPU (or
+    the interpreter). A re-run with the same key reuses the saved launches instead of running the program."""
+    from tileiropt.runtime.machine import versions
+    from tileiropt.runtime.provenance import file_digest
+    from tileiropt.runtime.resume import input_key, tool_digest
+
+    argv = program_command(request.files, request.command)
+    return input_key({"command": argv, "cwd": str(cwd.resolve()), "budget": request.budget, "cap": request.cap,
+                      "files": {str(p): file_digest(p) for p in request.files},
+                      "named": {str(p): file_digest(p) for p in _named_files(argv, cwd)},
+                      "tool": tool_digest(), "versions": versions(),
+                      "device": [device.get("name"), device.get("capability")]})
+
+
+def earlier_capture(artifacts: Path, inputs: str) -> CaptureResult | None:
+    """The saved capture when its inputs are `inputs` and it captured something; else None."""
+    path = Path(artifacts) / CAPTURE_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("inputs") != inputs or not data.get("launches"):
+            return None
+        result = CaptureResult.from_json(data)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    result.reused = True
+    return result
+
+
+def add_captured_kernels(project: Any, machine: Any, timeout: float | None = None,
+                         fresh: bool = False) -> tuple[CaptureResult, list[Any]]:
     """Run the project's capture (`[project] capture = "..."`) and add one kernel spec per distinct launch to
-    `project.kernels` (names already taken are kept as they are); saves capture.json. (result, added specs)."""
+    `project.kernels` (names already taken are kept as they are); saves capture.json. An unchanged re-run
+    (`capture_inputs`) takes the saved launches instead (`fresh`: run the program again). (result, added specs)."""
     from tileiropt.output import save_record_file
 
     request = project.capture
-    result = run_capture(request.files, request.command, interpret=not has_gpu, budget=request.budget,
-                         cap=request.cap, cwd=project.root)
-    save_record_file(result.to_json(), project.artifacts, "capture.json")
+    cwd = Path(project.root) if project.root else Path.cwd()
+    inputs = capture_inputs(request, cwd, machine.device)
+    result = None if fresh else earlier_capture(project.artifacts, inputs)
+    if result is None:
+        result = run_capture(request.files, request.command, interpret=not machine.has_gpu, budget=request.budget,
+                             cap=request.cap, cwd=project.root)
+        result.inputs = inputs
+    save_record_file(result.to_json(), project.artifacts, CAPTURE_FILE)
     taken = {s.name for s in project.kernels}
     specs = [s for s in capture_specs(result, project.root, project.artifacts, timeout) if s.name not in taken]
     project.kernels += specs
     return result, specs
 
 
-def with_captured_kernels(project: Any, has_gpu: bool) -> Any:
+def with_captured_kernels(project: Any, machine: Any, fresh: bool = False) -> Any:
     """For `validate` and `bench` on a project that asks for a capture: capture first (on this machine's GPU,
     or under the interpreter), so its kernels are the launches the program makes. The project, extended."""
     if project.capture is None:
         return project
-    result, specs = add_captured_kernels(project, has_gpu)
+    result, specs = add_captured_kernels(project, machine, fresh=fresh)
     if not project.kernels:
         raise UserError(f"the capture launched no kernel of the target files ({result.ended})",
                         file=str(project.file) if project.file else None,

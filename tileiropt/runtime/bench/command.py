@@ -103,7 +103,7 @@ def run_bench_command(
     """Everything behind the command; returns the exit code."""
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
     machine = Machine.probe()
-    project = with_captured_kernels(project, machine.has_gpu)  # a project that asks for a capture: its launches
+    project = with_captured_kernels(project, machine, fresh)  # a project that asks for a capture: its launches
     chosen = resolve_executor(project.executor, executor)
     with Progress("bench", "rows", err_console) as progress:
         run = bench_project(project, kernels=kernels, settings=settings, remeasure_peaks=remeasure_peaks,

@@ -100,7 +100,7 @@ def run_validate_command(
         raise UserError(f"--variant: unknown value {variant!r}", hint="use original, optimized or both")
     variants = None if variant is None else ["original", "optimized"] if variant == "both" else [variant]
     machine = Machine.probe()
-    project = with_captured_kernels(project, machine.has_gpu)  # a project that asks for a capture: its launches
+    project = with_captured_kernels(project, machine, fresh)  # a project that asks for a capture: its launches
     chosen = resolve_executor(project.executor, executor)
     with Progress("validate", "cases", err_console) as progress:
         run = validate_project(project, kernels=kernels, backends=backends, variants=variants,
