@@ -182,11 +182,18 @@ def test_an_unchanged_capture_is_reused_and_a_changed_file_or_fresh_runs_the_pro
                        capture=CaptureRequest(files=[folder / "ops.py"],
                                               command=["pytest", "-q", "usage_check.py", "-k", "add"], budget=60))
 
+    conftest = folder / "conftest.py"  # imported by pytest, named nowhere
+    conftest.write_text("SETTING = 1\n")
     first, specs = add_captured_kernels(project(), machine)
     assert not first.reused and first.inputs and specs
+    assert str(conftest.resolve()) in first.sources and str((folder / "ops.py").resolve()) in first.sources
     second, again = add_captured_kernels(project(), machine)
     assert second.reused and second.started == first.started and second.launches == first.launches
     assert [(s.name, s.launch) for s in again] == [(s.name, s.launch) for s in specs]
+    conftest.write_text("SETTING = 2\n")  # a file the program imported changed: run it again
+    third, _ = add_captured_kernels(project(), machine)
+    assert not third.reused and third.inputs == first.inputs
+    assert add_captured_kernels(project(), machine)[0].reused
     test_file = folder / "usage_check.py"
     test_file.write_text(test_file.read_text() + "\n# edited\n")  # a file the command names
     edited, _ = add_captured_kernels(project(), machine)

@@ -397,3 +397,33 @@ def test_a_worker_takes_the_parents_triton_distribution_only_when_it_imports_the
         "as-the-parent-saw-it"
     elsewhere = {**real, "name": "another-install", "location": "/elsewhere/triton"}
     assert base_provenance(INTERPRET, elsewhere).triton_distribution == real["name"]
+
+
+def test_a_case_sent_to_a_worker_that_exits_before_beginning_it_goes_to_the_next_worker(tmp_path) -> None:
+    # the first kernel's file breaks the CUDA context at import: its worker reports it and exits, after the
+    # pool has already sent it the next case; that case is run by a new worker, not recorded as an error
+    (tmp_path / "k.py").write_text("def k(x):\n    return x\n")
+    (tmp_path / "bad.py").write_text("raise RuntimeError('CUDA error: an illegal memory access was encountered')\n\n\n"
+                                     "def k(x):\n    return x\n")
+    kernels = [{"name": "bad", "path": "bad.py", "entry": "k", "reference": "x", "inputs": {"x": ["N"]},
+                "dims": {"N": 64}}]
+    kernels += [{"name": f"k{i}", "path": "k.py", "entry": "k", "reference": "x", "inputs": {"x": ["N"]},
+                 "dims": {"N": 64}} for i in range(3)]
+    project = parse_project({"kernel": kernels}, None, tmp_path)
+    run = validate_project(project, backends=["interpret"], parallel=1, command=["test"])
+    by_kernel = {r.kernel: r for r in run.records}
+    assert by_kernel["bad"].status != PASS and "illegal memory access" in by_kernel["bad"].reason
+    assert [by_kernel[f"k{i}"].status for i in range(3)] == [PASS] * 3, [r.reason for r in run.records]
+    assert run.workers == 2
+
+
+def test_workers_that_never_start_give_every_case_one_error_with_the_cause(tmp_path, monkeypatch) -> None:
+    from tileiropt.runtime.workers import Launcher
+
+    broken = Launcher(prefix=[sys.executable, "-c", "import sys; sys.exit(3)"], name="broken")
+    monkeypatch.setattr(Executor, "slots", lambda self, **options: [broken, broken])
+    run = validate_project(_many_kernels(tmp_path, 5), backends=["interpret"], command=["test"])
+    assert len(run.records) == 5 and {r.status for r in run.records} == {"error"}
+    assert all("the worker did not start: crashed (exit code 3)" in r.reason for r in run.records), \
+        [r.reason for r in run.records]
+    assert run.workers <= 4  # two tries per slot, then the backend's cases are given the cause

@@ -61,6 +61,7 @@ class CaptureResult:
     stderr_tail: str = ""
     started: str = ""  # when the program was run (UTC, ISO 8601)
     inputs: str | None = None  # the input key (`capture_inputs`): what a re-run compares
+    sources: dict[str, str | None] = field(default_factory=dict)  # the program's imported files -> SHA-256
     reused: bool = False  # taken from the artifacts' capture.json: the same inputs, not run again
 
     def kernels(self) -> dict[str, list[dict[str, Any]]]:
@@ -75,7 +76,8 @@ class CaptureResult:
     def to_json(self) -> dict[str, Any]:
         return {"schema_version": SCHEMA_VERSION, "command": self.command, "exit_code": self.exit_code,
                 "ended": self.ended, "seconds": round(self.seconds, 2), "started": self.started,
-                "inputs": self.inputs, "reused": self.reused, "counts": self.counts, "expected": self.expected,
+                "inputs": self.inputs, "reused": self.reused, "sources": self.sources, "counts": self.counts,
+                "expected": self.expected,
                 "atomics": self.atomics, "launches": self.launches, "never_launched": self.never_launched()}
 
     @classmethod
@@ -83,7 +85,8 @@ class CaptureResult:
         return cls(command=list(data["command"]), launches=list(data["launches"]), counts=dict(data["counts"]),
                    expected=list(data["expected"]), atomics=dict(data["atomics"]), exit_code=data.get("exit_code"),
                    ended=str(data.get("ended", "")), seconds=float(data.get("seconds", 0.0)),
-                   started=str(data.get("started", "")), inputs=data.get("inputs"))
+                   started=str(data.get("started", "")), inputs=data.get("inputs"),
+                   sources=dict(data.get("sources") or {}))
 
 
 def program_command(targets: list[Path], command: list[str] | None) -> list[str]:
@@ -220,6 +223,10 @@ def _read(out: Path, argv: list[str], expected: list[str]) -> CaptureResult:
             result.launches.append(item)
         else:
             result.counts.update(item.get("launches", {}))
+            if item.get("sources"):
+                from tileiropt.runtime.provenance import file_digest
+
+                result.sources = {path: file_digest(path) for path in item["sources"]}
             if "stopped" in item:
                 result.ended = f"stopped: {item['stopped']}"
     for launch in result.launches:
@@ -290,13 +297,18 @@ def capture_inputs(request: Any, cwd: Path, device: dict[str, Any]) -> str:
 
 
 def earlier_capture(artifacts: Path, inputs: str) -> CaptureResult | None:
-    """The saved capture when its inputs are `inputs` and it captured something; else None."""
+    """The saved capture when its inputs are `inputs`, every file the program imported is unchanged, and it
+    captured something; else None."""
+    from tileiropt.runtime.provenance import file_digest
+
     path = Path(artifacts) / CAPTURE_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("inputs") != inputs or not data.get("launches"):
-            return None
+        if data.get("inputs") != inputs or not data.get("launches") or not data.get("sources"):
+            return None  # no list of what it imported (it was killed from outside): run it again
         result = CaptureResult.from_json(data)
+        if any(file_digest(path) != digest for path, digest in result.sources.items()):
+            return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     result.reused = True

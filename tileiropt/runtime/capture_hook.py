@@ -112,14 +112,38 @@ class Recorder:
             why = "every kernel captured" if full else (
                 f"every kernel captured, no new launch signature for {self.quiet:g} s" if settled
                 else "time budget spent")
-            self.out.write(json.dumps({"stopped": why, "launches": self.launches}) + "\n")
+            self.out.write(json.dumps({"stopped": why, "launches": self.launches,
+                                        "sources": program_sources()}) + "\n")
             self.out.flush()
             os._exit(0)
 
     def finish(self) -> None:
         with self.lock:
-            self.out.write(json.dumps({"finished": True, "launches": self.launches}) + "\n")
+            self.out.write(json.dumps({"finished": True, "launches": self.launches,
+                                       "sources": program_sources()}) + "\n")
             self.out.flush()
+
+
+_VERSIONED = ("torch", "triton", "tileiropt")  # their versions (and the tool's source) are in the capture's key
+
+
+def program_sources() -> list[str]:
+    """Every Python file the program has imported, but the interpreter's own library and the packages whose
+    versions the capture's key holds: its scripts, its tests and conftest, the user's packages, installed
+    or not. A re-run reuses the capture only while none of them changed."""
+    import sysconfig
+
+    library = {os.path.realpath(sysconfig.get_paths()[key]) + os.sep for key in ("stdlib", "platstdlib")}
+    found = set()
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not path or name.split(".")[0] in _VERSIONED or name == "sitecustomize" or not path.endswith(".py"):
+            continue  # (the recorder's own sitecustomize lives in a folder removed after the run)
+        real = os.path.realpath(path)
+        if any(real.startswith(root) and "site-packages" not in real[len(root):] for root in library):
+            continue
+        found.add(real)
+    return sorted(found)
 
 
 def _arg_names(jit: Any) -> list[str]:

@@ -83,27 +83,35 @@ class WorkerProcess:
                 env=env, text=True, encoding="utf-8", errors="replace", start_new_session=True,
             )
             _LIVE.add(self)
+        self._input: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read_events, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
+        threading.Thread(target=self._write_input, daemon=True).start()
         if job is not None:
             self.send(job)
             self.close_input()
 
-    def send(self, message: dict[str, Any]) -> bool:
-        """One JSON line to the worker's input; False when it is gone (its event stream ends and says why)."""
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(json.dumps(message) + "\n")
-            self.proc.stdin.flush()
-            return True
-        except (BrokenPipeError, OSError, ValueError):
-            return False
+    def send(self, message: dict[str, Any]) -> None:
+        """Queue one JSON line for the worker's input. A writer thread delivers it, so a worker that does not
+        read (hanging in its start-up) never blocks the caller, whose timeouts go on running."""
+        self._input.put(json.dumps(message) + "\n")
 
     def close_input(self) -> None:
         """No more input: a streaming worker finishes what it has and says "done"."""
-        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
+        self._input.put(None)
+
+    def _write_input(self) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        try:
+            while (line := self._input.get()) is not None:
+                stdin.write(line)
+                stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # it is gone; its event stream ends and says why
+        finally:
+            with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+                stdin.close()
 
     def _read_events(self) -> None:
         assert self.proc.stdout is not None
@@ -134,6 +142,7 @@ class WorkerProcess:
         self.forget()
 
     def forget(self) -> None:
+        self._input.put(None)  # the writer thread ends too
         with _LIVE_LOCK:
             _LIVE.discard(self)
 

@@ -47,6 +47,7 @@ class CasePool:
         self.serving: collections.Counter[str] = collections.Counter()
         self.case_seconds: dict[str, list[float]] = collections.defaultdict(list)  # after each worker's first
         self.startup_seconds: dict[str, list[float]] = collections.defaultdict(list)
+        self.worked: set[str] = set()  # backends whose workers have taken a case: the backend itself can run
         self.lock = threading.Lock()
 
     # ------------------------------------------------------------------ measurements
@@ -141,6 +142,12 @@ class CasePool:
             queue = self.waiting.pop(backend, collections.deque())
             return list(queue)
 
+    def drain_all(self) -> list[tuple[str, Case]]:
+        with self.lock:
+            left = [(name, case) for name, queue in self.waiting.items() for case in queue]
+            self.waiting.clear()
+            return left
+
     def take(self, backend: str) -> Case | None:
         """The next case of `backend` whatever the estimates say (tests, and a pool of one backend)."""
         with self.lock:
@@ -163,6 +170,7 @@ class ValidationSlots:
     bases: dict[str, Provenance] = field(default_factory=dict)  # per backend, as its last worker reported
     lock: threading.Lock = field(default_factory=threading.Lock)
     workers_started: int = 0
+    causes: dict[str, str] = field(default_factory=dict)  # per backend: why a slot gave it up
 
     # ------------------------------------------------------------------ records
 
@@ -189,87 +197,121 @@ class ValidationSlots:
 
     def serve(self, launcher: Launcher = LOCAL) -> None:
         """One slot: start a worker for the backend the pool chooses and feed it while the pool has cases for
-        it (if it dies, a new one goes on), then move where the pool says; until the pool has nothing for it."""
+        it (if it dies, a new one goes on), then move where the pool says; until the pool has nothing for it.
+        Two workers in a row that end without taking a case: the slot gives up (and, when no worker of that
+        backend ever took one, so does the backend: its cases get the cause as their error)."""
         backend = self.pool.choose()
+        fruitless = 0
         while backend is not None:
-            moved_to: str | None = None
+            outcome = WorkerOutcome()
             try:
                 if not STOPPING.is_set():
-                    moved_to = self._one_worker(self.backends[backend], launcher)
+                    self._one_worker(self.backends[backend], launcher, outcome)
             finally:
-                if moved_to is None:
+                if outcome.moved_to is None:
                     self.pool.release(backend)
             if STOPPING.is_set():
-                if moved_to is not None:
-                    self.pool.release(moved_to)
+                if outcome.moved_to is not None:
+                    self.pool.release(outcome.moved_to)
                 return
-            backend = moved_to if moved_to is not None else self.pool.choose(backend)
+            if outcome.moved_to is not None:
+                backend, fruitless = outcome.moved_to, 0
+                continue
+            fruitless = fruitless + 1 if outcome.fruitless else 0
+            if fruitless >= 2:
+                if backend not in self.pool.worked:
+                    for case in self.pool.drain(backend):
+                        self.error(case, backend, None, PREPARE, outcome.cause, None, launcher)
+                        self.ended(case, False)
+                self.causes[backend] = outcome.cause
+                return
+            backend = self.pool.choose(backend)
 
-    def _one_worker(self, backend: Backend, launcher: Launcher) -> str | None:
-        """Run one worker of `backend`; the backend its slot moves to (already counted as served), or None."""
+    def leftovers(self) -> None:
+        """Cases no worker took (every slot gave up on their backend): an error record each, never lost."""
+        for backend, case in self.pool.drain_all():
+            cause = self.causes.get(backend, "no worker could take it")
+            self.error(case, backend, None, PREPARE, f"not validated: {cause}", None, LOCAL)
+            self.ended(case, False)
+
+    def _one_worker(self, backend: Backend, launcher: Launcher, outcome: WorkerOutcome) -> None:
+        """Run one worker of `backend`, feeding it cases; `outcome` says where its slot goes next."""
         name = backend.name
         born = time.monotonic()
         worker = WorkerProcess(backend, None, launcher=launcher)
+        try:
+            self._feed_worker(worker, name, launcher, outcome, born)
+        finally:
+            if worker.proc.poll() is None and not outcome.finished:
+                worker.kill()
+
+    def _feed_worker(self, worker: WorkerProcess, name: str, launcher: Launcher, outcome: WorkerOutcome,
+                     born: float) -> None:
         with self.lock:
             self.workers_started += 1
         worker.send({"backend": name, "best_config": self.best_config,
                      "triton_distribution": triton_distribution()})  # the same for every worker of this host
         current: Case | None = None
+        acked = False  # the worker said it began `current` (a case sent to a worker that then died is put back)
         plan: list[str] = []
         started: int | None = None
         started_at = 0.0
         last_item: int | None = None
-        progressed = False
-        moved_to: str | None = None
         fed_at = born
         cases_done = 0
 
         def feed() -> None:
-            nonlocal current, plan, started, last_item, moved_to, fed_at
-            current, moved_to = self.pool.next_case(name)
-            plan, started, last_item, fed_at = [], None, None, time.monotonic()
+            nonlocal current, acked, plan, started, last_item, fed_at
+            current, outcome.moved_to = self.pool.next_case(name)
+            acked, plan, started, last_item, fed_at = False, [], None, None, time.monotonic()
             if current is None:
                 worker.close_input()
             else:
                 worker.send({"case": current.to_json()})
 
-        events = WorkerEvents(worker, lambda: self.timeouts.get(current.id, STARTUP_TIMEOUT_S) if current
-                              else STARTUP_TIMEOUT_S)
+        def ours(event: dict) -> bool:
+            return current is not None and acked and event.get("id") == current.id
+
+        events = WorkerEvents(worker, lambda: self.timeouts.get(current.id, STARTUP_TIMEOUT_S)
+                              if current is not None and acked else STARTUP_TIMEOUT_S)
         for kind, event in events:
             if kind == "hello":
                 self.bases[name] = events.provenance or Provenance()
                 feed()
-            elif kind == "plan":
+            elif kind == "case" and current is not None and event.get("id") == current.id:
+                acked = outcome.took_a_case = True
+                with self.pool.lock:
+                    self.pool.worked.add(name)
+            elif kind == "plan" and ours(event):
                 plan = list(event.get("labels") or [])
-            elif kind == "start":
+            elif kind == "start" and ours(event):
                 started, started_at = int(event["item"]), time.monotonic()
-            elif kind in ("record", "skip"):
-                if kind == "record" and current is not None:
+            elif kind in ("record", "skip") and ours(event):
+                if kind == "record":
                     self.add(current, event.get("item"), record_from_dict(event["record"]), launcher)
                 if event.get("item") is not None:
                     last_item = int(event["item"])
-                started, progressed = None, True
-            elif kind == "case_done" and current is not None:
+                started = None
+            elif kind == "case_done" and ours(event):
                 now = time.monotonic()
                 self.pool.observe(name, now - (born if not cases_done else fed_at), first=not cases_done)
                 cases_done += 1
                 self.ended(current, True)
-                progressed = True
                 feed()
+        outcome.finished = events.finished
         if events.finished or STOPPING.is_set():  # interrupted: what did not finish is not a record
-            return moved_to
+            return
         cause = events.cause
-        if events.provenance is None:  # it never started: nor would the next one, for this backend's cases
-            for case in ([current] if current else []) + self.pool.drain(name):
-                self.error(case, name, None, PREPARE, f"the worker did not start: {cause}", None, launcher)
-                self.ended(case, False)
-            return moved_to
-        if current is None:
-            if not progressed:  # it left between cases without doing anything: the next would too
-                for case in self.pool.drain(name):
-                    self.error(case, name, None, PREPARE, f"the worker stopped: {cause}", None, launcher)
-                    self.ended(case, False)
-            return moved_to
+        if current is not None and not acked:  # sent, never begun: it goes back for the next worker
+            self.pool.put_back(current, name)
+            current = None
+        if not outcome.took_a_case:
+            outcome.fruitless = True
+            outcome.cause = f"the worker did not start: {cause}" if events.provenance is None else \
+                f"the worker stopped before its first case: {cause}"
+            return
+        if current is None:  # it left between cases: a new worker goes on
+            return
         if started is not None:  # the item that was running costs its record
             label = plan[started] if started < len(plan) else f"config {started}"
             self.error(current, name, started, label, cause, round(time.monotonic() - started_at, 3), launcher)
@@ -284,4 +326,14 @@ class ValidationSlots:
             self.pool.put_back(current, name)
         else:
             self.ended(current, False)
-        return None
+
+
+@dataclass
+class WorkerOutcome:
+    """How one worker ended, for its slot."""
+
+    moved_to: str | None = None  # the backend its slot serves next (already counted as served)
+    finished: bool = False  # it said "done"
+    took_a_case: bool = False
+    fruitless: bool = False  # it ended without beginning any case (did not start, or left at once)
+    cause: str = ""

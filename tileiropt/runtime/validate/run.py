@@ -293,6 +293,8 @@ def validate_project(
         run_in_slots([slots.serve] * min(len(launchers), plan.case_count()), launchers)
     except KeyboardInterrupt:
         interrupted = True
+    if not interrupted:
+        slots.leftovers()
     keyed = list(plan.records)
     for (case_id, item), record in list(slots.records):
         keyed.append((plan.keys[case_id] + (item,), record))
