@@ -4,7 +4,7 @@ A worker costs seconds to start (torch, Triton and the user's package are import
 runs a case in milliseconds to seconds. So a worker is started once per slot and backend and is given
 case after case over its stdin, from one pool for the whole run: no slot waits while another holds a
 long list (a shard fixed in advance leaves slots idle at the end), and a slot whose backend has no
-case left joins the backend with the most cases waiting per worker serving it.
+case left joins another where that ends the run sooner (`CasePool`).
 
 A worker that hangs past a record's timeout, or crashes, costs that record (or, before its first
 item, the case's "prepare" record); a new worker goes on with the rest of the case and the pool.
@@ -47,10 +47,15 @@ class CasePool:
         self.serving: collections.Counter[str] = collections.Counter()
         self.case_seconds: dict[str, list[float]] = collections.defaultdict(list)  # after each worker's first
         self.startup_seconds: dict[str, list[float]] = collections.defaultdict(list)
-        self.worked: set[str] = set()  # backends whose workers have taken a case: the backend itself can run
+        self.worked: set[str] = set()  # backends a worker has begun a case of (`began`): the backend can run
         self.lock = threading.Lock()
 
     # ------------------------------------------------------------------ measurements
+
+    def began(self, backend: str) -> None:
+        """A worker of `backend` began a case."""
+        with self.lock:
+            self.worked.add(backend)
 
     def observe(self, backend: str, seconds: float, *, first: bool) -> None:
         """A case ended after `seconds` (`first`: the worker's first, counted from the worker's start)."""
@@ -88,13 +93,12 @@ class CasePool:
         unserved = [name for name in open_ if not self.serving[name]]
         if unserved:
             return max(unserved, key=lambda name: len(self.waiting[name]))
-        startup = self._mean(self.startup_seconds, None)
         scored = []
         for name in open_:
-            left = self._left(name)
+            left, startup = self._left(name), self._mean(self.startup_seconds, name)
             if left is None or startup is None:  # nothing measured yet: where the most cases wait per worker
                 scored.append((len(self.waiting[name]) / (self.serving[name] + 1), name))
-            elif left / self.serving[name] > self._mean(self.startup_seconds, name):
+            elif left / self.serving[name] > startup:
                 scored.append((left / self.serving[name], name))
         return max(scored)[1] if scored else None
 
@@ -148,12 +152,6 @@ class CasePool:
             self.waiting.clear()
             return left
 
-    def take(self, backend: str) -> Case | None:
-        """The next case of `backend` whatever the estimates say (tests, and a pool of one backend)."""
-        with self.lock:
-            queue = self.waiting.get(backend)
-            return queue.popleft() if queue else None
-
 
 @dataclass
 class ValidationSlots:
@@ -201,7 +199,7 @@ class ValidationSlots:
         Two workers in a row that end without taking a case: the slot gives up (and, when no worker of that
         backend ever took one, so does the backend: its cases get the cause as their error)."""
         backend = self.pool.choose()
-        fruitless = 0
+        in_a_row = 0  # workers of this slot that ended without beginning a case
         while backend is not None:
             outcome = WorkerOutcome()
             try:
@@ -215,10 +213,10 @@ class ValidationSlots:
                     self.pool.release(outcome.moved_to)
                 return
             if outcome.moved_to is not None:
-                backend, fruitless = outcome.moved_to, 0
+                backend, in_a_row = outcome.moved_to, 0
                 continue
-            fruitless = fruitless + 1 if outcome.fruitless else 0
-            if fruitless >= 2:
+            in_a_row = in_a_row + 1 if outcome.fruitless else 0
+            if in_a_row >= 2:
                 if backend not in self.pool.worked:
                     for case in self.pool.drain(backend):
                         self.error(case, backend, None, PREPARE, outcome.cause, None, launcher)
@@ -280,8 +278,7 @@ class ValidationSlots:
                 feed()
             elif kind == "case" and current is not None and event.get("id") == current.id:
                 acked = outcome.took_a_case = True
-                with self.pool.lock:
-                    self.pool.worked.add(name)
+                self.pool.began(name)
             elif kind == "plan" and ours(event):
                 plan = list(event.get("labels") or [])
             elif kind == "start" and ours(event):
@@ -306,7 +303,6 @@ class ValidationSlots:
             self.pool.put_back(current, name)
             current = None
         if not outcome.took_a_case:
-            outcome.fruitless = True
             outcome.cause = f"the worker did not start: {cause}" if events.provenance is None else \
                 f"the worker stopped before its first case: {cause}"
             return
@@ -335,5 +331,9 @@ class WorkerOutcome:
     moved_to: str | None = None  # the backend its slot serves next (already counted as served)
     finished: bool = False  # it said "done"
     took_a_case: bool = False
-    fruitless: bool = False  # it ended without beginning any case (did not start, or left at once)
-    cause: str = ""
+    cause: str = ""  # why it ended without beginning a case
+
+    @property
+    def fruitless(self) -> bool:
+        """It ended without beginning any case (it did not start, or left at once)."""
+        return not self.finished and not self.took_a_case
