@@ -21,13 +21,13 @@ from typing import Any
 from tileiropt.errors import UserError
 from tileiropt.output import save_record_file
 from tileiropt.runtime.bench.records import BENCH_FILE, BenchRun, load_bench_run
+from tileiropt.runtime.capture import CAPTURE_FILE
 from tileiropt.runtime.validate.records import VALIDATE_FILE, ValidateRun, load_validate_run
 
 CHECK_FILE = "check.json"
 CLASSIFY_FILE = "classify.json"
 APPLY_FILE = "apply.json"
 RUN_FILE = "run.json"
-CAPTURE_FILE = "capture.json"
 REPORT_FILE = "report.md"
 RECORD_FILES = (CHECK_FILE, CLASSIFY_FILE, APPLY_FILE, VALIDATE_FILE, BENCH_FILE, RUN_FILE, CAPTURE_FILE)
 

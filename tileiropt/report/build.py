@@ -535,8 +535,8 @@ def _unreadable(kernel: BenchKernel, reason: str) -> KernelReport:
     """A kernel whose records cannot be read: every section says why."""
     return KernelReport(name=str(kernel.name), path=str(kernel.path), optimized_path=str(kernel.optimized_path),
                         stopped=None, classification=Classification(False, reason),
-                        compatibility=Verdict("not run", reason=reason), transformations=Section(False, reason),
-                        tileir_validation=Verdict("not run", reason=reason), tileir_code=None, optimized_ptx=None,
+                        compatibility=Verdict(NOT_RUN, reason=reason), transformations=Section(False, reason),
+                        tileir_validation=Verdict(NOT_RUN, reason=reason), tileir_code=None, optimized_ptx=None,
                         benchmark=Benchmark(False, reason), output=Section(False, reason), coverage=[])
 
 

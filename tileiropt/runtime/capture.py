@@ -211,9 +211,12 @@ def _kill_group(process: subprocess.Popen) -> None:
 
 
 def _read(out: Path, argv: list[str], expected: list[str]) -> CaptureResult:
+    from tileiropt.runtime.provenance import file_digest
+
     result = CaptureResult(command=argv, launches=[], expected=expected)
     if not out.is_file():
         return result
+    sources: set[str] = set()  # every process of the program that loaded the recorder lists its own
     for line in out.read_text(encoding="utf-8").splitlines():
         try:
             item = json.loads(line)
@@ -223,12 +226,10 @@ def _read(out: Path, argv: list[str], expected: list[str]) -> CaptureResult:
             result.launches.append(item)
         else:
             result.counts.update(item.get("launches", {}))
-            if item.get("sources"):
-                from tileiropt.runtime.provenance import file_digest
-
-                result.sources = {path: file_digest(path) for path in item["sources"]}
+            sources.update(item.get("sources") or [])
             if "stopped" in item:
                 result.ended = f"stopped: {item['stopped']}"
+    result.sources = {path: file_digest(path) for path in sorted(sources)}
     for launch in result.launches:
         result.counts.setdefault(f"{launch['kernel']}@{launch['file']}", 1)
     return result

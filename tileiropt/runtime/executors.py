@@ -15,6 +15,7 @@ changes for them:
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -40,15 +41,23 @@ def visible_gpus() -> list[str]:
                 break
             taken.append(entry)
         return taken
+    return list(_smi_gpus())
+
+
+@functools.cache
+def _smi_gpus() -> tuple[str, ...]:
+    """`nvidia-smi`'s GPU indices, asked once per process (a run asks for its slots in every phase)."""
     smi = shutil.which("nvidia-smi")
     if not smi:
-        return []
+        return ()
     try:
         out = subprocess.run([smi, "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True,
                              timeout=20, check=False)
     except (OSError, subprocess.SubprocessError):
-        return []
-    return [line.strip() for line in out.stdout.splitlines() if line.strip().isdigit()] if out.returncode == 0 else []
+        return ()
+    if out.returncode != 0:
+        return ()
+    return tuple(line.strip() for line in out.stdout.splitlines() if line.strip().isdigit())
 
 
 @dataclass

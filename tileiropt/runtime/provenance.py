@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,11 @@ def file_digest(path: str | Path | None) -> str | None:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError:
         return None
+
+
+def digest_memo() -> Callable[[str | Path | None], str | None]:
+    """`file_digest` that reads each file once: for one plan, where every case of a kernel names its files."""
+    return functools.lru_cache(maxsize=None)(file_digest)
 
 
 def fallback_note(compiled: str | None, expected: str, provenance: Provenance) -> str | None:

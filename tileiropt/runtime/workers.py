@@ -191,11 +191,6 @@ class Stopped(Exception):
     """Raised instead of starting a worker once `stop_all()` was called."""
 
 
-def live_workers() -> int:
-    with _LIVE_LOCK:
-        return len(_LIVE)
-
-
 def stop_all() -> None:
     """Start no new worker, and end every live one with its whole process group."""
     with _LIVE_LOCK:

@@ -55,7 +55,7 @@ from tileiropt.runtime.bench.worker import BenchItem
 from tileiropt.runtime.executors import Executor
 from tileiropt.runtime.machine import Machine, environment_summary, versions
 from tileiropt.runtime.progress import Progress
-from tileiropt.runtime.provenance import Provenance, file_digest
+from tileiropt.runtime.provenance import Provenance, digest_memo, file_digest
 from tileiropt.runtime.resume import Earlier, Journal, input_key, read_journal, tool_digest
 from tileiropt.runtime.workers import (
     LOCAL,
@@ -144,10 +144,11 @@ class Plan:
     items: dict[int, BenchItem] = field(default_factory=dict)  # every item that has a row to time or reuse
 
 
-def item_inputs(item: BenchItem, machine: Machine, versions: dict[str, Any]) -> str:
+def item_inputs(item: BenchItem, machine: Machine, versions: dict[str, Any],
+                digest: Callable[[str | None], str | None] = file_digest) -> str:
     """The input key of a measurement: the item, the files' SHA-256, the tool, Triton, torch, the GPU."""
     job = {k: v for k, v in item.to_json().items() if k != "id"}
-    return input_key({"job": job, "files": [file_digest(item.path), file_digest(item.original_path)],
+    return input_key({"job": job, "files": [digest(item.path), digest(item.original_path)],
                       "tool": tool_digest(), "versions": versions,
                       "device": [machine.device.get("name"), machine.device.get("capability")]})
 
@@ -200,6 +201,7 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
     plan = Plan()
     base = parent_provenance(machine)
     installed = versions() if machine.has_gpu else {}
+    digest = digest_memo()
     next_id = 0
     for s_index, spec in enumerate(specs):
         workers: dict[str, tuple[str, list[BenchItem]]] = {}
@@ -229,7 +231,7 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
                         continue
                     plan.keys[item.id] = key
                     plan.items[item.id] = item
-                    plan.inputs[item.id] = item_inputs(item, machine, installed)
+                    plan.inputs[item.id] = item_inputs(item, machine, installed, digest)
                     if earlier is not None:
                         found = earlier.reusable(plan.inputs[item.id], lambda r: r.status != PASS)
                         if found is not None:
@@ -250,7 +252,10 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
 
 
 def _worker(backend: str, job: dict[str, Any], cache: str, launcher: Launcher = LOCAL) -> WorkerProcess:
+    from tileiropt.environment import triton_distribution
+
     environment = BACKENDS[TILEIR if backend == TILEIR else PTX]
+    job = {**job, "triton_distribution": triton_distribution()}  # the same for every worker of this host
     return WorkerProcess(environment, job, module=WORKER_MODULE, extra_env={"TRITON_CACHE_DIR": cache},
                          launcher=launcher)
 
@@ -278,8 +283,7 @@ class GroupRunner:
     def error(self, item: BenchItem, reason: str) -> None:
         self.add(item, item.row(ERROR, reason, Provenance(**asdict(self.base))))
 
-    def run(self, launcher: Launcher | None = None) -> dict[int, BenchRow]:
-        self.launcher = launcher or self.launcher
+    def run(self) -> dict[int, BenchRow]:
         pending = list(self.items)
         while pending and not STOPPING.is_set():
             cache = tempfile.mkdtemp(prefix="tileiropt-triton-cache-")

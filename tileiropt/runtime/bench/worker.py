@@ -401,10 +401,10 @@ def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshol
 # --------------------------------------------------------------------------- the job
 
 
-def worker_provenance(backend: str) -> Provenance:
+def worker_provenance(backend: str, job: dict[str, Any]) -> Provenance:
     from tileiropt.runtime.backends import BACKENDS
 
-    return base_provenance(BACKENDS["ptx" if backend == TORCH else backend])
+    return base_provenance(BACKENDS["ptx" if backend == TORCH else backend], job.get("triton_distribution"))
 
 
 def run_bench_job(job: dict[str, Any], emit: Emitter) -> int:
@@ -413,7 +413,7 @@ def run_bench_job(job: dict[str, Any], emit: Emitter) -> int:
 
     backend = job["backend"]
     items = [BenchItem.from_json(i) for i in job["items"]]
-    base = worker_provenance(backend)
+    base = worker_provenance(backend, job)
     emit("hello", provenance=base, pid=os.getpid())
     blocked = tileir_not_ready() if backend == TILEIR else None
     if not blocked:
@@ -463,10 +463,10 @@ def _pairs(job: dict[str, Any], items: list[BenchItem], base: Provenance, emit: 
     return 0
 
 
-def run_peaks_job(emit: Emitter) -> int:
+def run_peaks_job(job: dict[str, Any], emit: Emitter) -> int:
     from tileiropt.runtime.bench.peaks import measure_peaks
 
-    emit("hello", provenance=worker_provenance("ptx"), pid=os.getpid())
+    emit("hello", provenance=worker_provenance("ptx", job), pid=os.getpid())
     emit("peaks", peaks=measure_peaks())
     emit("done")
     return 0
@@ -475,7 +475,7 @@ def run_peaks_job(emit: Emitter) -> int:
 def main() -> int:
     emit, job = start_worker()
     if job.get("kind") == "peaks":
-        return run_peaks_job(emit)
+        return run_peaks_job(job, emit)
     return run_bench_job(job, emit)
 
 

@@ -26,7 +26,7 @@ from tileiropt.runtime.backends import BACKENDS, Backend, default_backends
 from tileiropt.runtime.executors import VALIDATE_PER_GPU, Executor
 from tileiropt.runtime.machine import Machine, environment_summary, versions
 from tileiropt.runtime.progress import Progress
-from tileiropt.runtime.provenance import file_digest
+from tileiropt.runtime.provenance import digest_memo, file_digest
 from tileiropt.runtime.resume import Earlier, Journal, input_key, read_journal, tool_digest
 from tileiropt.runtime.scaling import scale_for_interpreter
 from tileiropt.runtime.validate.cases import Case, record_for
@@ -87,11 +87,12 @@ class Plan:
         return sum(len(cases) for cases in self.cases.values())
 
 
-def case_inputs(case: Case, backend: Backend, best_config: bool, machine: Machine, versions: dict[str, Any]) -> str:
+def case_inputs(case: Case, backend: Backend, best_config: bool, machine: Machine, versions: dict[str, Any],
+                digest: Callable[[str | None], str | None] = file_digest) -> str:
     """The input key of a case: the job, the backend, the files' SHA-256, the tool, Triton, torch, the GPU."""
     job = {k: v for k, v in case.to_json().items() if k not in ("id", "start_item")}
     return input_key({"job": job, "backend": backend.name, "best_config": best_config,
-                      "files": [file_digest(case.path), file_digest(case.original_path)],
+                      "files": [digest(case.path), digest(case.original_path)],
                       "tool": tool_digest(), "versions": versions,
                       "device": [machine.device.get("name"), machine.device.get("capability")]})
 
@@ -101,6 +102,7 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
                earlier: Earlier | None = None) -> Plan:
     plan = Plan(cases={b.name: [] for b in backends})
     installed = versions()
+    digest = digest_memo()
     next_id = 0
     for s_index, spec in enumerate(specs):
         _check_reference(spec, project)
@@ -135,7 +137,7 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
                         plan.instant.append(spec.name)
                         continue
                     picks = best_config and not backend.interpreted
-                    inputs = case_inputs(case, backend, picks, machine, installed)
+                    inputs = case_inputs(case, backend, picks, machine, installed, digest)
                     reused = earlier.reusable(inputs, lambda r: r.status == ERROR) if earlier is not None else None
                     if reused is not None:
                         plan.records += [(key + (index,), record) for index, record in enumerate(reused)]
