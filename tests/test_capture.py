@@ -200,3 +200,35 @@ def test_an_unchanged_capture_is_reused_and_a_changed_file_or_fresh_runs_the_pro
     assert not edited.reused and edited.inputs != first.inputs
     fresh, _ = add_captured_kernels(project(), machine, fresh=True)
     assert not fresh.reused and fresh.inputs == edited.inputs
+
+
+def test_a_file_whose_script_part_only_benchmarks_is_captured_from_its_own_tests(folder: Path) -> None:
+    """Like the attention tutorial: run as a script it launches nothing here (its sweep is not run under the
+    interpreter), so its own pytest functions run instead, with no argument from the user."""
+    project = Project(file=None, root=folder, kernels=[], artifacts=folder / ".tileiropt",
+                      capture=CaptureRequest(files=[folder / "own_tests.py"], command=None, budget=90))
+    result = run_pipeline(project, command=["tileiropt", "run"])
+    artifacts = load_artifacts(result.artifacts)
+    assert result.exit_code == 0, result.stopped
+    assert "so its own tests ran" in artifacts.capture["ended"], artifacts.capture["ended"]
+    assert artifacts.capture["command"][1:3] == ["-m", "pytest"]
+    sizes = sorted(launch["args"][2]["value"] for launch in artifacts.capture["launches"])
+    assert sizes == [100, 1000]  # both parametrized tests
+    assert {r.status for r in artifacts.validate.records if r.backend != "tileir"} == {PASS}
+    assert not (folder / ".pytest_cache").exists()  # nothing written into the user's folder
+
+
+def test_a_failing_module_level_self_check_is_the_programs_failure_not_the_replays(folder: Path) -> None:
+    """Like the layer-norm tutorial under the interpreter: the program launches its kernel, then its top-level
+    check raises. The launch is replayed (workers import the file with that call guarded) and every record
+    says which call of the module raised."""
+    project = Project(file=None, root=folder, kernels=[], artifacts=folder / ".tileiropt",
+                      capture=CaptureRequest(files=[folder / "failing_self_check.py"], command=None, budget=90))
+    result = run_pipeline(project, command=["tileiropt", "run"])
+    artifacts = load_artifacts(result.artifacts)
+    assert artifacts.capture["ended"] == "the program exited with status 1"
+    assert result.exit_code == 0, result.stopped
+    records = [r for r in artifacts.validate.records if r.backend != "tileir"]
+    assert records and all(r.status == PASS for r in records)
+    assert all("own call at failing_self_check" in r.reason and "raised AssertionError: a self-check that fails"
+               in r.reason for r in records), records[0].reason

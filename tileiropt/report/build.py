@@ -199,6 +199,8 @@ def classification_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[
             return Classification(False, f"not run: {files[0]['message']}")
         return Classification(False, _stop_reason(stopped, "classify")
                               or f"not run: {Path(kernel.path).name} is not in {CLASSIFY_FILE}")
+    own = [k for k in records if k.get("kernel") == kernel.entry]  # a captured launch replays one kernel
+    records = own or records
     classes = list(dict.fromkeys(k.get("class", "?") for k in records))
     entries = [k for k in records if k.get("is_entry")] or records
     if len(classes) == 1:
@@ -236,6 +238,10 @@ def verdict(records: list[ValidationRecord]) -> Verdict:
             from tileiropt.runtime.scaling import describe_scaling
 
             note = describe_scaling(record.scaled_from, record.shapes)
+            if note not in notes:
+                notes.append(note)
+    for record in ran:  # what a passing record noted: stand-ins used, a module's own call that raised, ...
+        for note in (record.reason.split("; ") if record.status == PASS and record.reason else []):
             if note not in notes:
                 notes.append(note)
     result = Verdict(
@@ -328,13 +334,15 @@ def transformations_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict
                                                                   f"{APPLY_FILE}")
     if record.get("already_prepared"):
         return Section(True, lines=["none: the file already holds the TileIR gate (already prepared); unchanged"])
+    kernels = record.get("kernels", [])
+    kernels = [k for k in kernels if k.get("kernel") == kernel.entry] or kernels  # a captured launch: its kernel
     lines = []
-    for k in record.get("kernels", []):
+    for k in kernels:
         for change in k.get("changes", []):
             lines.append(f"`{k.get('kernel')}` L{change.get('line')}: {change.get('what')} ({change.get('why')})")
         for skipped in k.get("skipped", []):
             lines.append(f"`{k.get('kernel')}` left alone: {skipped}")
-    changes = sum(len(k.get("changes", [])) for k in record.get("kernels", []))
+    changes = sum(len(k.get("changes", [])) for k in kernels)
     if not record.get("changed"):
         lines.insert(0, "none: nothing to change for TileIR (the optimized file equals the original)")
     return Section(True, lines=lines, count=changes)

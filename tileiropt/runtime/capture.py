@@ -2,7 +2,8 @@
 defined in the target files (see `capture_hook`), then turn the distinct launches into kernel specs that
 `validate` replays against the original kernel and `bench` times -- no shapes, dtypes or reference to write.
 
-The program is the kernel file itself run as a script, or a command (`pytest tests/test_ops.py -k rms`,
+The program is the kernel file itself run as a script (and when that launches none of its kernels, the
+file's own tests, `pytest -q file.py`, where it defines any), or a command (`pytest tests/test_ops.py -k rms`,
 `python bench.py`). It runs in its own session with the recorder on PYTHONPATH; it is ended when every
 kernel of the targets has its fill of distinct launches, or has a launch and nothing new came for a quiet
 period (a sweep repeating itself), or the time budget is spent; its whole process group is killed
@@ -36,6 +37,7 @@ DEFAULT_BUDGET_S = 120.0
 DEFAULT_CAP = 3  # distinct launches kept per kernel
 DEFAULT_QUIET_S = 10.0  # once every kernel has a launch: stop after this long without a new signature
 _GRACE_S = 20.0  # past the budget, before the program is killed from outside
+_MIN_TESTS_BUDGET_S = 10.0  # what must be left of the budget to try the file's own tests after the script
 _SITECUSTOMIZE = """\
 try:
     from tileiropt.runtime.capture_hook import install
@@ -100,6 +102,23 @@ def program_command(targets: list[Path], command: list[str] | None) -> list[str]
     if Path(head).name == "pytest":
         return [sys.executable, "-m", "pytest", *rest]
     return list(command)
+
+
+def own_tests_command(file: Path) -> list[str] | None:
+    """``pytest -q <file>`` when the file defines tests of its own (a top-level ``def test_*``, as Triton's
+    attention tutorial does, whose script part only benchmarks) and pytest is installed; else None."""
+    import ast
+    import importlib.util
+
+    try:
+        tree = ast.parse(file.read_bytes(), filename=str(file))
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        return None
+    if not any(isinstance(node, ast.FunctionDef) and node.name.startswith("test") for node in tree.body):
+        return None
+    if importlib.util.find_spec("pytest") is None:
+        return None
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(file)]
 
 
 def parse_command(text: str) -> list[str]:
@@ -330,6 +349,13 @@ def add_captured_kernels(project: Any, machine: Any, timeout: float | None = Non
     if result is None:
         result = run_capture(request.files, request.command, interpret=not machine.has_gpu, budget=request.budget,
                              cap=request.cap, cwd=project.root)
+        tests = own_tests_command(request.files[0]) if request.command is None and not result.launches else None
+        if tests is not None and request.budget - result.seconds >= _MIN_TESTS_BUDGET_S:
+            first = result.ended
+            result = run_capture(request.files, tests, interpret=not machine.has_gpu,
+                                 budget=request.budget - result.seconds, cap=request.cap, cwd=project.root)
+            result.ended = (f"run as a script it launched no kernel ({first}), so its own tests ran: "
+                            f"{result.ended}")
         result.inputs = inputs
     save_record_file(result.to_json(), project.artifacts, CAPTURE_FILE)
     taken = {s.name for s in project.kernels}

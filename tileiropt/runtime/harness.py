@@ -3,7 +3,8 @@
 Everything here runs inside one backend's worker process (see `worker.py`); nothing chooses a
 backend. The pieces are small and independent so `bench` can reuse them:
 
-- `import_kernel_module(path)`: import a file like a script, under a name unique to its path.
+- `import_kernel_module(path)`: import a file like a script, under a name unique to its path; a bare call
+  at its top level that raises (a tutorial's self-test, `sys.exit(main())`) is remembered, not fatal.
 - `build_inputs(...)`: seeded, deterministic tensors; `clone_inputs` before every call.
 - `Reference`: a torch expression, ``"pkg.mod:fn"`` or ``"original"``; `expected_structure`
   evaluates it on ``device="meta"`` tensors to learn the output dtypes and shapes.
@@ -12,9 +13,11 @@ backend. The pieces are small and independent so `bench` can reuse them:
 
 from __future__ import annotations
 
+import ast
 import builtins
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import math
 import re
@@ -58,7 +61,7 @@ def import_kernel_module(path: Path | str, search_paths: Iterable[Path | str] = 
     for folder in reversed([path.parent, *map(Path, search_paths)]):  # the file's own folder ends up first
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name, path, loader=_GuardedLoader(name, str(path)))
     if spec is None or spec.loader is None:
         raise HarnessError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
@@ -69,6 +72,37 @@ def import_kernel_module(path: Path | str, search_paths: Iterable[Path | str] = 
         del sys.modules[name]
         raise
     return module
+
+
+class _GuardedLoader(importlib.machinery.SourceFileLoader):
+    """Imports a script with each bare top-level call (``test_layer_norm(1151, 8192, torch.float16)``,
+    ``sys.exit(main())``) inside ``try``: when it raises, the failure is remembered
+    (`stand_ins.module_call_failed`) and the rest of the module still defines its kernels and wrappers, which
+    are all a worker needs. Line numbers stay the file's own, so tracebacks and Triton's source lookup agree."""
+
+    def get_code(self, fullname: str) -> Any:
+        """Compiled from the source every time: never read from or written to a bytecode cache, which a plain
+        import of the same file shares."""
+        tree = ast.parse(self.get_data(self.path), filename=self.path)
+        tree.body = [_guarded(statement) for statement in tree.body]
+        return compile(tree, self.path, "exec", dont_inherit=True)
+
+
+def _guarded(statement: ast.stmt) -> ast.stmt:
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return statement
+    failed = ast.parse(
+        "__import__('tileiropt.runtime.stand_ins', fromlist=['_']).module_call_failed("
+        f"__file__, {statement.lineno}, _tileiropt_error)").body
+    for node in (n for part in failed for n in ast.walk(part)):
+        ast.copy_location(node, statement)
+    guard = ast.Try(
+        body=[statement],
+        handlers=[ast.ExceptHandler(
+            type=ast.Tuple(elts=[ast.Name("Exception", ast.Load()), ast.Name("SystemExit", ast.Load())], ctx=ast.Load()),
+            name="_tileiropt_error", body=failed)],
+        orelse=[], finalbody=[])
+    return ast.fix_missing_locations(ast.copy_location(guard, statement))
 
 
 def entry_function(module: ModuleType, entry: str) -> Callable[..., Any]:

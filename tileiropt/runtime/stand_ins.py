@@ -50,6 +50,8 @@ STAND_IN_SHARED_BYTES = 1024
 # What the user's code reached, by the file and line that asked: a skipped `Mark.run` ("benchmark") or a
 # stand-in ("driver", "capability", "warmup", "first config").
 REACHED: dict[str, set[tuple[str, int]]] = {}
+# Bare top-level calls of a script that raised when a worker imported it: (file, line, what was raised).
+FAILED_CALLS: list[tuple[str, int, str]] = []
 
 
 _SKIP = ("/triton/", "/torch/", str(Path(__file__).resolve().parents[1]))
@@ -67,6 +69,15 @@ def _reached(what: str) -> None:
     REACHED.setdefault(what, set()).add(("?", 0))
 
 
+def module_call_failed(file: str, line: int, error: BaseException) -> None:
+    """A bare call at a script's top level raised while a worker imported it (see `harness._GuardedLoader`)."""
+    from tileiropt.runtime.harness import describe_exception, exception_location
+
+    where = exception_location(error)
+    what = describe_exception(error, max_lines=1, max_chars=120)
+    FAILED_CALLS.append((os.path.realpath(file), line, f"{what} (at {where})" if where else what))
+
+
 def note(scopes: list[str]) -> str:
     """One line for a record's reason: what code in `scopes` (files, or folders holding them) had skipped or
     emulated in this worker; "" when nothing."""
@@ -75,7 +86,8 @@ def note(scopes: list[str]) -> str:
 
     benchmarks = sorted(f"{Path(f).name}:{line}" for f, line in REACHED.get("benchmark", ()) if mine(f))
     used = sorted(what for what, where in REACHED.items() if what != "benchmark" and any(mine(f) for f, _ in where))
-    parts = []
+    parts = [f"the module's own call at {Path(f).name}:{line} raised {what} (its definitions were used)"
+             for f, line, what in FAILED_CALLS if mine(f)]
     if benchmarks:
         parts.append("module-level benchmark not run (" + ", ".join(benchmarks) + ")")
     if used:
