@@ -99,7 +99,7 @@ def _guarded(statement: ast.stmt) -> ast.stmt:
     guard = ast.Try(
         body=[statement],
         handlers=[ast.ExceptHandler(
-            type=ast.Tuple(elts=[ast.Name("Exception", ast.Load()), ast.Name("SystemExit", ast.Load())], ctx=ast.Load()),
+            type=ast.Tuple(elts=[ast.Name(name, ast.Load()) for name in ("Exception", "SystemExit")], ctx=ast.Load()),
             name="_tileiropt_error", body=failed)],
         orelse=[], finalbody=[])
     return ast.fix_missing_locations(ast.copy_location(guard, statement))
