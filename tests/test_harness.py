@@ -97,6 +97,15 @@ def test_expression_reference_runs_upcast_and_meta_gives_native_dtype():
     assert meta.dtype == torch.bfloat16 and meta.device.type == "meta" and list(meta.shape) == [4]
 
 
+def test_an_expression_reference_makes_its_new_tensors_on_the_inputs_device():
+    ref = Reference.parse("x + torch.arange(N, dtype=x.dtype)")  # written without a device
+    fn = ref.resolve()
+    structure = harness.expected_structure(fn, {"x": torch.zeros(4)}, {}, {"N": 4})  # runs on meta tensors
+    assert structure is not None and structure.device.type == "meta" and structure.shape == (4,)
+    out, _ = harness.evaluate_reference(fn, ref.kind, {"x": torch.ones(4)}, {}, {"N": 4})
+    assert out.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
 def test_function_reference_is_imported_and_retried_natively(monkeypatch):
     monkeypatch.syspath_prepend(str(FIXTURES))
     inputs = {"x": torch.ones(3, dtype=torch.float16)}

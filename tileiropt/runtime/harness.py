@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import hashlib
 import importlib
 import importlib.machinery
@@ -263,7 +264,8 @@ def evaluate_reference(reference: Callable[..., Any], kind: str, inputs: Mapping
         return reference(used, args, dims), used
     used = {k: upcast(v) for k, v in inputs.items()}
     try:
-        return reference(used, args, dims), used
+        with inputs_device(used) if kind == "expression" else contextlib.nullcontext():
+            return reference(used, args, dims), used
     except Exception:
         if kind != "function":
             raise
@@ -271,12 +273,21 @@ def evaluate_reference(reference: Callable[..., Any], kind: str, inputs: Mapping
         return reference(used, args, dims), used
 
 
+def inputs_device(inputs: Mapping[str, Any]) -> Any:
+    """A context in which new tensors are made on the inputs' device, so an expression reference written on a
+    CPU (``torch.arange(1, N + 1)``) runs beside GPU or meta inputs."""
+    device = next((v.device for v in inputs.values() if isinstance(v, torch.Tensor)), None)
+    return torch.device(device) if device is not None else contextlib.nullcontext()
+
+
 def expected_structure(reference: Callable[..., Any], inputs: Mapping[str, Any], args: Mapping[str, Any],
                        dims: Mapping[str, int]) -> Any | None:
     """The reference evaluated on meta tensors of the native dtypes: the expected output dtypes
     and shapes, without compute. None when the reference cannot run on meta tensors."""
+    meta = meta_inputs(inputs)
     try:
-        return reference(meta_inputs(inputs), args, dims)
+        with inputs_device(meta):
+            return reference(meta, args, dims)
     except Exception:
         return None
 
