@@ -36,8 +36,9 @@ from tileiropt.transform.audit import bad_keys, import_check  # noqa: E402
 
 def reason_kind(text: str) -> str:
     """The leading words of a left-alone reason, numbers and names dropped, so equal causes count together."""
-    head = re.split(r"[:(;]", text, maxsplit=1)[0]
-    return re.sub(r"\s+", " ", re.sub(r"`[^`]*`|\d+", "", head)).strip()[:70]
+    text = re.sub(r"^line \d+: ", "", text)  # per-access TMA notes: "line 239: tl.load kept (...): why"
+    head = ": ".join(re.split(r": ", text)[:2])  # "no hint autotune: atomics (line 200) accumulate ..."
+    return re.sub(r"\s+", " ", re.sub(r"`[^`]*`|\(line \d+\)|\d+", "", head)).strip()[:90]
 
 
 def run(paths: list[Path], release: str, imports: bool) -> dict:
