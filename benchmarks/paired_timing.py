@@ -85,7 +85,9 @@ def write_project(folder: Path, sizes: list[int], plants: dict[str, int | None])
 
 
 def bench_once(folder: Path) -> list[dict]:
-    result = subprocess.run([sys.executable, "-m", "tileiropt", "bench", str(folder), "--json"], capture_output=True,
+    # --fresh: each repeat measures again (an unchanged re-run would reuse the first run's rows)
+    result = subprocess.run([sys.executable, "-m", "tileiropt", "bench", str(folder), "--json", "--fresh"],
+                            capture_output=True,
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
     if result.returncode not in (0, 1):
         raise SystemExit(f"bench failed ({result.returncode}): {result.stderr[-2000:]}")
