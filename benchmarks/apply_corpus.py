@@ -30,7 +30,7 @@ from tileiropt.analysis.classify import collect_files  # noqa: E402
 from tileiropt.entries import package_name_for  # noqa: E402
 from tileiropt.errors import UserError  # noqa: E402
 from tileiropt.releases import get_release  # noqa: E402
-from tileiropt.transform.apply import transform_source  # noqa: E402
+from tileiropt.transform.apply import NoKernelFound, transform_source  # noqa: E402
 from tileiropt.transform.audit import bad_keys, import_check  # noqa: E402
 
 
@@ -44,7 +44,8 @@ def reason_kind(text: str) -> str:
 def run(paths: list[Path], release: str, imports: bool) -> dict:
     files = collect_files(paths)
     out: dict = {"files": 0, "skipped_no_kernel": 0, "changed_files": 0, "kernels": 0, "kernels_changed": 0,
-                 "left_alone": Counter(), "not_done": Counter(), "bad_keys": [], "tracebacks": [], "seconds": {},
+                 "left_alone": Counter(), "not_done": Counter(), "bad_keys": [], "tracebacks": [], "refused": [],
+           "seconds": {},
                  "imports": {}}
     generated = []
     with tempfile.TemporaryDirectory(prefix="apply-corpus-") as folder:
@@ -53,8 +54,12 @@ def run(paths: list[Path], release: str, imports: bool) -> dict:
             started = time.perf_counter()
             try:
                 result = transform_source(source, str(path), release=get_release(release))
-            except UserError:
+                problems = bad_keys(source, result.new_source, str(path)) if result.changed else []
+            except NoKernelFound:
                 out["skipped_no_kernel"] += 1
+                continue
+            except UserError as exc:  # a file the tool refuses in one line (syntax error, too deep, ...)
+                out["refused"].append(f"{path}: {exc}")
                 continue
             except Exception:  # noqa: BLE001 - counted: the tool promises none
                 out["tracebacks"].append(f"{path}: {traceback.format_exc(limit=3)}")
@@ -70,7 +75,7 @@ def run(paths: list[Path], release: str, imports: bool) -> dict:
                 else:
                     out["left_alone"].update({reason_kind(s) for s in kernel.skipped} or {"nothing to change"})
             if result.changed:
-                out["bad_keys"] += bad_keys(source, result.new_source, str(path))
+                out["bad_keys"] += problems
                 target = Path(folder) / f"{len(generated)}_{path.stem}_tileir.py"
                 target.write_text(result.new_source, encoding="utf-8")
                 generated.append({"generated": str(target), "original": str(path),
@@ -95,7 +100,8 @@ def markdown(out: dict, release: str) -> str:
              f"{times[int(0.9 * (len(times) - 1))] * 1000:.0f} ms, max {times[-1] * 1000:.0f} ms, total "
              f"{sum(times):.1f} s" if times else "time per file: no file",
              f"hint autotunes keyed on a pointer or around a kernel's own autotuner: {len(out['bad_keys'])}",
-             f"tracebacks: {len(out['tracebacks'])}", "", "| kernels left alone | reason |", "|---|---|"]
+             f"tracebacks: {len(out['tracebacks'])}; files refused in one line: {len(out['refused'])}", "",
+             "| kernels left alone | reason |", "|---|---|"]
     lines += [f"| {n} | {why} |" for why, n in out["left_alone"].most_common()]
     lines += ["", "| changed kernels with a part not done | reason |", "|---|---|"]
     lines += [f"| {n} | {why} |" for why, n in out["not_done"].most_common()]
@@ -104,7 +110,7 @@ def markdown(out: dict, release: str) -> str:
                      f"({row['original_fails']} originals do not import here), errors {len(row['errors'])}, "
                      f"kernels with two autotuners {len(row['twice'])}")
         lines += [f"- {e}" for e in row["errors"] + row["twice"]]
-    lines += [f"- {p}" for p in out["bad_keys"] + out["tracebacks"]]
+    lines += [f"- {p}" for p in out["bad_keys"] + out["tracebacks"] + out["refused"]]
     return "\n".join(lines)
 
 
@@ -115,6 +121,9 @@ def main() -> None:
     parser.add_argument("--no-import", action="store_true")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    missing = [str(p) for p in args.paths if not p.exists()]
+    if missing:
+        parser.error(f"no such file or folder: {', '.join(missing)}")
     out = run(args.paths, args.release, not args.no_import)
     print(markdown(out, args.release))
     if args.out:

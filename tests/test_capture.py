@@ -232,3 +232,17 @@ def test_a_failing_module_level_self_check_is_the_programs_failure_not_the_repla
     assert records and all(r.status == PASS for r in records)
     assert all("own call at failing_self_check" in r.reason and "raised AssertionError: a self-check that fails"
                in r.reason for r in records), records[0].reason
+
+
+def test_init_of_a_file_that_only_benchmarks_as_a_script_captures_its_own_tests(folder: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tileiropt.cli import app
+
+    monkeypatch.chdir(folder)
+    result = CliRunner().invoke(app, ["init", "own_tests.py", "-o", "tileiropt.toml"])
+    assert result.exit_code == 0, result.output
+    assert "so its own tests ran" in " ".join(result.output.split())
+    text = (folder / "tileiropt.toml").read_text()
+    assert 'entry = "double"' in text and 'inputs = { x = ["M"] }' in text

@@ -62,3 +62,14 @@ def test_generated_files_import_with_the_gate_on_and_off(generated, gate: str) -
 def test_no_autotuner_is_keyed_on_a_pointer_or_wrapped_twice(generated) -> None:
     assert sum(len(hint_autotunes(item["new_source"])) for item in generated) > 20
     assert [p for item in generated for p in bad_keys(item["source"], item["new_source"], item["original"])] == []
+
+
+def test_a_top_level_call_that_raises_only_in_the_generated_file_is_an_import_error(tmp_path: Path) -> None:
+    """Workers import scripts with bare top-level calls guarded; the audit still catches a generated file whose
+    own module-level code fails where the original's does not."""
+    head = "import triton\n\n\n@triton.jit\ndef k(x_ptr):\n    pass\n\n\n"
+    (tmp_path / "orig.py").write_text(head + "int('1')\nint('bad')\n")
+    (tmp_path / "gen.py").write_text(head + "int(1 / 0)\nint('bad')\n")
+    (row,) = import_check([{"generated": str(tmp_path / "gen.py"), "original": str(tmp_path / "orig.py"),
+                            "module": None}], "1")
+    assert row["error"] == "a top-level call raised only in the generated file: ZeroDivisionError: division by zero"

@@ -220,21 +220,28 @@ def test_import_kernel_module_unique_names_and_sibling_imports():
 def test_a_bare_top_level_call_that_raises_is_remembered_and_the_module_still_defines(tmp_path, monkeypatch):
     from tileiropt.runtime import stand_ins
 
-    monkeypatch.setattr(stand_ins, "FAILED_CALLS", [])
+    monkeypatch.setattr(stand_ins, "FAILED_CALLS", {})
     script = tmp_path / "self_checked.py"
-    script.write_text("import sys\n\ndef check():\n    assert 1 == 2, 'self-check'\n\n\ncheck()\n"
-                      "VALUE = 3\nprint('still running')\nsys.exit(0)\nAFTER_EXIT = 4\n")
+    script.write_text("import sys\n\ndef check():\n    assert 1 == 2, 'self-check; one\\ntwo'\n\n\ncheck()\n"
+                      "VALUE = 3\nsys.exit(0)\nsys.exit('usage: self_checked.py')\nAFTER_EXIT = 4\n")
     module = harness.import_kernel_module(script)
-    assert module.VALUE == 3 and module.AFTER_EXIT == 4  # SystemExit at the top level is a call that raised too
-    assert [(Path(f).name, line, what.split(":")[0]) for f, line, what in stand_ins.FAILED_CALLS] == [
-        ("self_checked.py", 7, "AssertionError"), ("self_checked.py", 10, "SystemExit")]
+    assert module.VALUE == 3 and module.AFTER_EXIT == 4  # sys.exit(non-zero) is a call that raised too
+    assert stand_ins.failed_calls(str(script)) == [  # sys.exit(0) is a clean end; one line per failure
+        "AssertionError: self-check; one (at self_checked.py:4)",
+        "SystemExit: usage: self_checked.py (at self_checked.py:10)"]
     note = stand_ins.note([str(tmp_path)])
-    assert "the module's own call at self_checked.py:7 raised AssertionError: self-check (at self_checked.py:4)" \
-        in note
+    assert "the module's own call at self_checked.py:7 raised AssertionError: self-check; one" in note
+    assert "\n" not in note
     assert not (tmp_path / "__pycache__").exists()  # the guarded code is never cached where a plain import looks
     other = tmp_path / "fine.py"
     other.write_text("def f():\n    return 1\n\n\nf()\nX = f()\n")
     assert harness.import_kernel_module(other).X == 1 and len(stand_ins.FAILED_CALLS) == 2
+    broken = tmp_path / "broken.py"  # a call that raises, then an unguarded statement that fails the import
+    broken.write_text("int('x')\nassert False\n")
+    for _ in range(2):
+        with pytest.raises(AssertionError):
+            harness.import_kernel_module(broken)
+    assert stand_ins.failed_calls(str(broken)) == []  # its definitions were not used: nothing claims they were
 
 
 def test_out_of_resources_and_exception_description():

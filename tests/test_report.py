@@ -351,3 +351,24 @@ def test_records_of_the_earlier_schema_still_read_and_unknown_statuses_do_not(ar
     result = CliRunner().invoke(app, ["report", str(artifacts)])
     assert result.exit_code == 0
     assert "Record validate.json: validation records in an unexpected layout (status 'passed-ish'" in result.stdout
+
+
+def test_a_captured_kernel_is_reported_with_the_helpers_it_calls_and_nothing_else() -> None:
+    from tileiropt.report.build import kernels_reached
+
+    records = [{"kernel": "_inner", "calls": []}, {"kernel": "_desc", "calls": []},
+               {"kernel": "fwd", "calls": ["_desc", "_inner"]}, {"kernel": "bwd", "calls": ["_bwd_dq"]},
+               {"kernel": "_bwd_dq", "calls": ["_inner"]}]
+    assert kernels_reached(records, "fwd") == {"fwd", "_desc", "_inner"}
+    assert kernels_reached(records, "bwd") == {"bwd", "_bwd_dq", "_inner"}
+    assert kernels_reached(records, "layer_norm") is None  # a wrapper: the whole file counts
+
+
+def test_notes_of_passing_records_are_kept_whole_and_capped() -> None:
+    from tileiropt.report.build import MAX_NOTES, verdict
+
+    reasons = ["TileIR code not attached at import: a (why a); b (why b)"] + [
+        f"differs from itself by up to {i}e-3 between runs; atol widened to {2 * i}e-3" for i in range(1, 6)]
+    result = verdict([record("k", "optimized", "ptx", "pass", 1e-3, reason=r) for r in reasons])
+    assert result.notes[0] == reasons[0]  # a note holding "; " is one note
+    assert len(result.notes) == MAX_NOTES + 1 and result.notes[-1].startswith("and 3 more different notes")

@@ -36,7 +36,7 @@ def write_captured_project(kernel: Path, command: list[str] | None, path: Path |
     """Capture `kernel`'s run (or `command`'s) and write the project file it suggests; the kernel file is only
     read. Returns (the file written, a one-line summary of the capture)."""
     from tileiropt.capture_project import project_text
-    from tileiropt.runtime.capture import DEFAULT_BUDGET_S, run_capture
+    from tileiropt.runtime.capture import DEFAULT_BUDGET_S, capture_program
     from tileiropt.runtime.machine import Machine
 
     if not kernel.is_file():
@@ -45,8 +45,8 @@ def write_captured_project(kernel: Path, command: list[str] | None, path: Path |
     if target.resolve() == kernel.resolve():
         raise UserError("the project file would overwrite the kernel file", file=str(kernel),
                         hint="give -o tileiropt.toml")
-    result = run_capture([kernel], command, interpret=not Machine.probe().has_gpu, cwd=Path.cwd(),
-                         budget=budget or DEFAULT_BUDGET_S)
+    result = capture_program([kernel], command, interpret=not Machine.probe().has_gpu, cwd=Path.cwd(),
+                             budget=budget or DEFAULT_BUDGET_S)
     if not result.launches:
         tail = (result.stderr_tail.strip().splitlines() or ["no output"])[-1][:200]
         raise UserError(f"no launch of a kernel in {kernel.name} was captured; {result.ended} ({tail})",

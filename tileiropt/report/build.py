@@ -43,6 +43,7 @@ BENCH_LABELS = {
     (REFERENCE, TORCH): "torch reference",
 }
 MAX_FAILURES = 5
+MAX_NOTES = 3  # distinct notes of passing records per verdict (each is a whole record reason)
 
 
 # --------------------------------------------------------------------------- the model
@@ -188,6 +189,21 @@ def format_difference(value: float | None) -> str:
 # --------------------------------------------------------------------------- classification
 
 
+def kernels_reached(records: list[dict], entry: str) -> set[str] | None:
+    """The kernel named `entry` and the JIT helpers it calls, transitively, from the classify records of its
+    file; None when no kernel is named `entry` (the entry is a wrapper: the whole file counts)."""
+    calls = {k.get("kernel"): k.get("calls") or [] for k in records}
+    if entry not in calls:
+        return None
+    reached, todo = set(), [entry]
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo += [c for c in calls.get(name, []) if isinstance(c, str)]
+    return reached
+
+
 def classification_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Classification:
     if artifacts.classify is None:
         return Classification(False, _stop_reason(stopped, "classify") or _missing(artifacts, CLASSIFY_FILE,
@@ -199,8 +215,8 @@ def classification_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[
             return Classification(False, f"not run: {files[0]['message']}")
         return Classification(False, _stop_reason(stopped, "classify")
                               or f"not run: {Path(kernel.path).name} is not in {CLASSIFY_FILE}")
-    own = [k for k in records if k.get("kernel") == kernel.entry]  # a captured launch replays one kernel
-    records = own or records
+    reached = kernels_reached(records, kernel.entry)  # a captured launch replays one kernel and its helpers
+    records = [k for k in records if reached is None or k.get("kernel") in reached]
     classes = list(dict.fromkeys(k.get("class", "?") for k in records))
     entries = [k for k in records if k.get("is_entry")] or records
     if len(classes) == 1:
@@ -240,10 +256,9 @@ def verdict(records: list[ValidationRecord]) -> Verdict:
             note = describe_scaling(record.scaled_from, record.shapes)
             if note not in notes:
                 notes.append(note)
-    for record in ran:  # what a passing record noted: stand-ins used, a module's own call that raised, ...
-        for note in (record.reason.split("; ") if record.status == PASS and record.reason else []):
-            if note not in notes:
-                notes.append(note)
+    noted = list(dict.fromkeys(r.reason for r in ran if r.status == PASS and r.reason))  # stand-ins used, ...
+    notes += noted[:MAX_NOTES] + ([f"and {len(noted) - MAX_NOTES} more different notes in the records"]
+                                  if len(noted) > MAX_NOTES else [])
     result = Verdict(
         status=FAIL if bad else PASS if ran else NOT_RUN,
         backend=backend,
@@ -335,7 +350,9 @@ def transformations_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict
     if record.get("already_prepared"):
         return Section(True, lines=["none: the file already holds the TileIR gate (already prepared); unchanged"])
     kernels = record.get("kernels", [])
-    kernels = [k for k in kernels if k.get("kernel") == kernel.entry] or kernels  # a captured launch: its kernel
+    classified = [k for k in (artifacts.classify or {}).get("kernels", []) if _same_file(k.get("file"), kernel.path)]
+    reached = kernels_reached(classified, kernel.entry)  # a captured launch: its kernel and helpers
+    kernels = [k for k in kernels if reached is None or k.get("kernel") in reached]
     lines = []
     for k in kernels:
         for change in k.get("changes", []):

@@ -105,8 +105,9 @@ def program_command(targets: list[Path], command: list[str] | None) -> list[str]
 
 
 def own_tests_command(file: Path) -> list[str] | None:
-    """``pytest -q <file>`` when the file defines tests of its own (a top-level ``def test_*``, as Triton's
-    attention tutorial does, whose script part only benchmarks) and pytest is installed; else None."""
+    """``pytest -q <file>`` when the file defines tests of its own (a top-level ``def test*`` that is not a
+    kernel, or a ``class Test*``, as Triton's attention tutorial does, whose script part only benchmarks) and
+    pytest is installed; else None."""
     import ast
     import importlib.util
 
@@ -114,11 +115,32 @@ def own_tests_command(file: Path) -> list[str] | None:
         tree = ast.parse(file.read_bytes(), filename=str(file))
     except (OSError, SyntaxError, ValueError, RecursionError):
         return None
-    if not any(isinstance(node, ast.FunctionDef) and node.name.startswith("test") for node in tree.body):
+    def is_test(node: ast.stmt) -> bool:  # what pytest collects from a file: test_* functions, Test* classes
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return node.name.startswith("test") and not any("jit" in ast.unparse(d) for d in node.decorator_list)
+        return isinstance(node, ast.ClassDef) and node.name.startswith("Test")
+
+    if not any(is_test(node) for node in tree.body):
         return None
     if importlib.util.find_spec("pytest") is None:
         return None
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(file)]
+
+
+def capture_program(targets: list[Path], command: list[str] | None, *, interpret: bool,
+                    budget: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, cwd: Path | None = None) -> CaptureResult:
+    """`run_capture` of the command, or of the first target as a script; when that script launches none of the
+    targets' kernels and the file has tests of its own (`own_tests_command`), of those tests, within what is left
+    of the budget. The result's `ended` says which ran."""
+    result = run_capture(targets, command, interpret=interpret, budget=budget, cap=cap, cwd=cwd)
+    tests = own_tests_command(targets[0]) if command is None and not result.launches else None
+    if tests is None or budget - result.seconds < _MIN_TESTS_BUDGET_S:
+        return result
+    first, spent = result.ended, result.seconds
+    result = run_capture(targets, tests, interpret=interpret, budget=budget - spent, cap=cap, cwd=cwd)
+    result.ended = f"run as a script it launched no kernel ({first}), so its own tests ran: {result.ended}"
+    result.seconds += spent
+    return result
 
 
 def parse_command(text: str) -> list[str]:
@@ -347,15 +369,8 @@ def add_captured_kernels(project: Any, machine: Any, timeout: float | None = Non
     inputs = capture_inputs(request, cwd, machine.device)
     result = None if fresh else earlier_capture(project.artifacts, inputs)
     if result is None:
-        result = run_capture(request.files, request.command, interpret=not machine.has_gpu, budget=request.budget,
-                             cap=request.cap, cwd=project.root)
-        tests = own_tests_command(request.files[0]) if request.command is None and not result.launches else None
-        if tests is not None and request.budget - result.seconds >= _MIN_TESTS_BUDGET_S:
-            first = result.ended
-            result = run_capture(request.files, tests, interpret=not machine.has_gpu,
-                                 budget=request.budget - result.seconds, cap=request.cap, cwd=project.root)
-            result.ended = (f"run as a script it launched no kernel ({first}), so its own tests ran: "
-                            f"{result.ended}")
+        result = capture_program(request.files, request.command, interpret=not machine.has_gpu,
+                                 budget=request.budget, cap=request.cap, cwd=project.root)
         result.inputs = inputs
     save_record_file(result.to_json(), project.artifacts, CAPTURE_FILE)
     taken = {s.name for s in project.kernels}

@@ -71,6 +71,9 @@ def import_kernel_module(path: Path | str, search_paths: Iterable[Path | str] = 
         spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[name]
+        from tileiropt.runtime import stand_ins
+
+        stand_ins.import_failed(str(path))
         raise
     return module
 

@@ -50,8 +50,8 @@ STAND_IN_SHARED_BYTES = 1024
 # What the user's code reached, by the file and line that asked: a skipped `Mark.run` ("benchmark") or a
 # stand-in ("driver", "capability", "warmup", "first config").
 REACHED: dict[str, set[tuple[str, int]]] = {}
-# Bare top-level calls of a script that raised when a worker imported it: (file, line, what was raised).
-FAILED_CALLS: list[tuple[str, int, str]] = []
+# Bare top-level calls of a script that raised when a worker imported it: (file, line) -> what was raised.
+FAILED_CALLS: dict[tuple[str, int], str] = {}
 
 
 _SKIP = ("/triton/", "/torch/", str(Path(__file__).resolve().parents[1]))
@@ -70,12 +70,29 @@ def _reached(what: str) -> None:
 
 
 def module_call_failed(file: str, line: int, error: BaseException) -> None:
-    """A bare call at a script's top level raised while a worker imported it (see `harness._GuardedLoader`)."""
-    from tileiropt.runtime.harness import describe_exception, exception_location
+    """A bare call at a script's top level raised while a worker imported it (see `harness._GuardedLoader`);
+    ``sys.exit()`` with status 0 or None is a clean end, not a failure."""
+    from tileiropt.runtime.harness import exception_location
 
+    if isinstance(error, SystemExit) and error.code in (0, None):
+        return
     where = exception_location(error)
-    what = describe_exception(error, max_lines=1, max_chars=120)
-    FAILED_CALLS.append((os.path.realpath(file), line, f"{what} (at {where})" if where else what))
+    first = (str(error).strip().splitlines() or [""])[0][:120]
+    what = f"{type(error).__name__}: {first}" if first else type(error).__name__
+    FAILED_CALLS[(os.path.realpath(file), line)] = f"{what} (at {where})" if where else what
+
+
+def import_failed(file: str) -> None:
+    """The import of `file` failed after all: its definitions were not used, so its failed calls are forgotten."""
+    real = os.path.realpath(file)
+    for key in [key for key in FAILED_CALLS if key[0] == real]:
+        del FAILED_CALLS[key]
+
+
+def failed_calls(file: str) -> list[str]:
+    """What `file`'s top-level calls raised, in line order."""
+    real = os.path.realpath(file)
+    return [what for (f, _), what in sorted(FAILED_CALLS.items()) if f == real]
 
 
 def note(scopes: list[str]) -> str:
@@ -87,7 +104,7 @@ def note(scopes: list[str]) -> str:
     benchmarks = sorted(f"{Path(f).name}:{line}" for f, line in REACHED.get("benchmark", ()) if mine(f))
     used = sorted(what for what, where in REACHED.items() if what != "benchmark" and any(mine(f) for f, _ in where))
     parts = [f"the module's own call at {Path(f).name}:{line} raised {what} (its definitions were used)"
-             for f, line, what in FAILED_CALLS if mine(f)]
+             for (f, line), what in sorted(FAILED_CALLS.items()) if mine(f)]
     if benchmarks:
         parts.append("module-level benchmark not run (" + ", ".join(benchmarks) + ")")
     if used:
