@@ -303,3 +303,19 @@ def test_examples_after_apply_pass_on_both_interpreter_backends(tmp_path):
     forced = [r for r in result.records if r.backend == "tileir-code-on-interpret"]
     assert {r.kernel for r in forced} == {k.name for k in project.kernels}
     assert all(r.variant == "optimized" for r in forced)
+
+
+def test_an_optimized_file_whose_own_top_level_call_raises_where_the_originals_does_not_fails(tmp_path: Path):
+    """Workers guard a script's bare top-level calls; a failure only the optimized file has is its failure."""
+    kernel = (FIXTURES / "scale.py").read_text()
+    (tmp_path / "scale.py").write_text(kernel + "\n\nint('1')\n")
+    (tmp_path / "scale_fast.py").write_text(kernel + "\n\nint('not a number')\n")
+    project = parse_project({"kernel": [{"name": "scale", "path": "scale.py", "optimized": "scale_fast.py",
+                                         "entry": "scale", "reference": "original", "inputs": {"x": [64]},
+                                         "args": {"alpha": 2.0}}]},
+                            None, tmp_path)
+    result = validate_project(project, backends=["interpret"], variants=["optimized"])
+    records = [r for r in result.records if r.variant == "optimized"]
+    assert len(records) == 2 and all(r.status == FAIL for r in records), records  # both autotune configs
+    assert all(r.reason.startswith("the optimized file's own top-level call raised where the original's did not: "
+                                   "ValueError: invalid literal for int()") for r in records)

@@ -21,6 +21,7 @@ import importlib
 import importlib.machinery
 import importlib.util
 import math
+import os
 import re
 import sys
 import traceback
@@ -87,8 +88,11 @@ class _GuardedLoader(importlib.machinery.SourceFileLoader):
     def get_code(self, fullname: str) -> Any:
         """Compiled from the source every time: never read from or written to a bytecode cache, which a plain
         import of the same file shares."""
+        from tileiropt.runtime import stand_ins
+
         tree = ast.parse(self.get_data(self.path), filename=self.path)
         tree.body = [_guarded(statement) for statement in tree.body]
+        stand_ins.GUARDED_IMPORTS.add(os.path.realpath(self.path))
         return compile(tree, self.path, "exec", dont_inherit=True)
 
 

@@ -52,6 +52,7 @@ STAND_IN_SHARED_BYTES = 1024
 REACHED: dict[str, set[tuple[str, int]]] = {}
 # Bare top-level calls of a script that raised when a worker imported it: (file, line) -> what was raised.
 FAILED_CALLS: dict[tuple[str, int], str] = {}
+GUARDED_IMPORTS: set[str] = set()  # the scripts imported with their top-level calls guarded, by real path
 
 
 _SKIP = ("/triton/", "/torch/", str(Path(__file__).resolve().parents[1]))
@@ -87,6 +88,15 @@ def import_failed(file: str) -> None:
     real = os.path.realpath(file)
     for key in [key for key in FAILED_CALLS if key[0] == real]:
         del FAILED_CALLS[key]
+
+
+def raised_only_in(file: str, original: str) -> list[str]:
+    """What `file`'s top-level calls raised that `original`'s did not (locations aside); empty unless the
+    original was imported through the guarded loader in this worker too, so the two can be compared."""
+    if os.path.realpath(original) not in GUARDED_IMPORTS:
+        return []
+    theirs = {what.split(" (at ")[0] for what in failed_calls(original)}
+    return [what for what in failed_calls(file) if what.split(" (at ")[0] not in theirs]
 
 
 def failed_calls(file: str) -> list[str]:

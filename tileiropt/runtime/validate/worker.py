@@ -69,6 +69,13 @@ class CaseRunner:
 
     def record(self, config: str, status: str, reason: str = "", provenance: Provenance | None = None,
                **measures: Any) -> dict[str, Any]:
+        case = self.case
+        if status == PASS and case.variant == "optimized" and case.original_path and case.path != case.original_path:
+            extra = stand_ins.raised_only_in(case.path, case.original_path)
+            if extra:  # the optimized file's own module-level code fails where the original's does not
+                status = FAIL
+                reason = "the optimized file's own top-level call raised where the original's did not: " + \
+                    "; ".join(extra)
         note = "; ".join(filter(None, [stand_ins.note(self.scopes()), self.noise_note]))
         launched = provenance.kernels if provenance is not None else {}
         missing = {name: why for name, why in self.not_attached.items() if name in launched}
