@@ -246,3 +246,45 @@ def test_init_of_a_file_that_only_benchmarks_as_a_script_captures_its_own_tests(
     assert "so its own tests ran" in " ".join(result.output.split())
     text = (folder / "tileiropt.toml").read_text()
     assert 'entry = "double"' in text and 'inputs = { x = ["M"] }' in text
+
+
+HELPER_KERNEL = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _act(x):
+    return tl.exp(x)
+
+
+@triton.jit
+def act_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, _act(tl.load(x_ptr + offs, mask=m)), mask=m)
+
+
+def act(x):
+    y = torch.empty_like(x)
+    act_kernel[(triton.cdiv(x.numel(), 64),)](x, y, x.numel(), BLOCK=64)
+    return y
+
+
+act(torch.randn(300))
+'''
+
+
+def test_a_captured_kernels_report_shows_the_helpers_it_runs_as_validated(tmp_path: Path) -> None:
+    from tileiropt.report.build import build_report
+    from tileiropt.report.markdown import render_markdown
+
+    (tmp_path / "helper.py").write_text(HELPER_KERNEL)
+    project = Project(file=None, root=tmp_path, kernels=[], artifacts=tmp_path / ".tileiropt",
+                      capture=CaptureRequest(files=[tmp_path / "helper.py"], command=None, budget=60))
+    result = run_pipeline(project, command=["tileiropt", "run"])
+    assert result.exit_code == 0, result.stopped
+    text = render_markdown(build_report(load_artifacts(result.artifacts)))
+    assert "`_act` (L7" in text and "`act_kernel` (L12" in text  # the kernel and the helper it calls
+    assert "`_act` L7: " in text  # the helper's rewrite is among the kernel's changes
+    assert "`_act` rewritten and validated: a JIT helper run by the kernels launched in" in text

@@ -8,6 +8,7 @@ phase's own "not run" record, the kernel's stop in `run.json`, or the record fil
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -372,6 +373,15 @@ def coverage_for(kernel: BenchKernel, artifacts: Artifacts) -> list[Coverage]:
         return []
     runs = [r for r in (artifacts.validate.records if artifacts.validate else [])
             if r.variant == "optimized" and _same_file(r.path, kernel.optimized_path)]
+    classified = [k for k in (artifacts.classify or {}).get("kernels", []) if _same_file(k.get("file"), kernel.path)]
+
+    def run_by(r: ValidationRecord) -> set[str]:  # the kernels a record launched and the JIT helpers they call
+        reached: set[str] = set()
+        for launched_name in r.provenance.kernels:
+            base = re.sub(r"_tileir(_pointer)?$", "", launched_name)
+            reached |= kernels_reached(classified, base) or {base}
+        return reached
+
     found = []
     for k in record.get("kernels", []):
         if not k.get("changes"):
@@ -379,8 +389,13 @@ def coverage_for(kernel: BenchKernel, artifacts: Artifacts) -> list[Coverage]:
         name = k.get("kernel")
         names = {name, k.get("twin") or f"{name}_tileir"}
         launched = sum(1 for r in runs if names & set(r.provenance.kernels))
+        through = sum(1 for r in runs if not names & set(r.provenance.kernels) and name in run_by(r))
         if launched:
             finding = f"`{name}` rewritten and validated: launched in {launched} record(s) of the optimized file"
+        elif through:
+            finding = (f"`{name}` rewritten and validated: a JIT helper run by the kernels launched in {through} "
+                       "record(s) of the optimized file")
+            launched = through
         elif not runs:
             finding = f"`{name}` rewritten, not validated: the optimized file has no validation record"
         else:
