@@ -190,6 +190,11 @@ def format_difference(value: float | None) -> str:
 # --------------------------------------------------------------------------- classification
 
 
+def _classified(kernel: BenchKernel, artifacts: Artifacts) -> list[dict]:
+    """The classify records of the kernel's file (empty without classify.json)."""
+    return [k for k in (artifacts.classify or {}).get("kernels", []) if _same_file(k.get("file"), kernel.path)]
+
+
 def kernels_reached(records: list[dict], entry: str) -> set[str] | None:
     """The kernel named `entry` and the JIT helpers it calls, transitively, from the classify records of its
     file; None when no kernel is named `entry` (the entry is a wrapper: the whole file counts)."""
@@ -210,7 +215,7 @@ def classification_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[
         return Classification(False, _stop_reason(stopped, "classify") or _missing(artifacts, CLASSIFY_FILE,
                                                                                     "classify"))
     files = [f for f in artifacts.classify.get("files", []) if _same_file(f.get("file"), kernel.path)]
-    records = [k for k in artifacts.classify.get("kernels", []) if _same_file(k.get("file"), kernel.path)]
+    records = _classified(kernel, artifacts)
     if not records:
         if files and files[0].get("message"):
             return Classification(False, f"not run: {files[0]['message']}")
@@ -350,10 +355,8 @@ def transformations_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict
                                                                   f"{APPLY_FILE}")
     if record.get("already_prepared"):
         return Section(True, lines=["none: the file already holds the TileIR gate (already prepared); unchanged"])
-    kernels = record.get("kernels", [])
-    classified = [k for k in (artifacts.classify or {}).get("kernels", []) if _same_file(k.get("file"), kernel.path)]
-    reached = kernels_reached(classified, kernel.entry)  # a captured launch: its kernel and helpers
-    kernels = [k for k in kernels if reached is None or k.get("kernel") in reached]
+    reached = kernels_reached(_classified(kernel, artifacts), kernel.entry)  # a captured launch: its kernel, helpers
+    kernels = [k for k in record.get("kernels", []) if reached is None or k.get("kernel") in reached]
     lines = []
     for k in kernels:
         for change in k.get("changes", []):
@@ -373,14 +376,11 @@ def coverage_for(kernel: BenchKernel, artifacts: Artifacts) -> list[Coverage]:
         return []
     runs = [r for r in (artifacts.validate.records if artifacts.validate else [])
             if r.variant == "optimized" and _same_file(r.path, kernel.optimized_path)]
-    classified = [k for k in (artifacts.classify or {}).get("kernels", []) if _same_file(k.get("file"), kernel.path)]
-
-    def run_by(r: ValidationRecord) -> set[str]:  # the kernels a record launched and the JIT helpers they call
-        reached: set[str] = set()
-        for launched_name in r.provenance.kernels:
-            base = re.sub(r"_tileir(_pointer)?$", "", launched_name)
-            reached |= kernels_reached(classified, base) or {base}
-        return reached
+    classified = _classified(kernel, artifacts)
+    run_by = []  # per record: the kernels it launched (twins by their kernel's name) and the JIT helpers they call
+    for r in runs:
+        bases = {re.sub(r"_tileir(_pointer)?$", "", launched) for launched in r.provenance.kernels}
+        run_by.append(set().union(*[kernels_reached(classified, base) or {base} for base in bases]))
 
     found = []
     for k in record.get("kernels", []):
@@ -389,7 +389,8 @@ def coverage_for(kernel: BenchKernel, artifacts: Artifacts) -> list[Coverage]:
         name = k.get("kernel")
         names = {name, k.get("twin") or f"{name}_tileir"}
         launched = sum(1 for r in runs if names & set(r.provenance.kernels))
-        through = sum(1 for r in runs if not names & set(r.provenance.kernels) and name in run_by(r))
+        through = sum(1 for r, reached in zip(runs, run_by) if not names & set(r.provenance.kernels)
+                      and name in reached)
         if launched:
             finding = f"`{name}` rewritten and validated: launched in {launched} record(s) of the optimized file"
         elif through:

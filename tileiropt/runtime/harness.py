@@ -34,6 +34,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from tileiropt.runtime import stand_ins
+
 DEFAULT_INT_RANGE = (0, 16)
 REFERENCE_ORIGINAL = "original"
 _FUNCTION_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -72,8 +74,6 @@ def import_kernel_module(path: Path | str, search_paths: Iterable[Path | str] = 
         spec.loader.exec_module(module)
     except BaseException:
         del sys.modules[name]
-        from tileiropt.runtime import stand_ins
-
         stand_ins.import_failed(str(path))
         raise
     return module
@@ -88,8 +88,6 @@ class _GuardedLoader(importlib.machinery.SourceFileLoader):
     def get_code(self, fullname: str) -> Any:
         """Compiled from the source every time: never read from or written to a bytecode cache, which a plain
         import of the same file shares."""
-        from tileiropt.runtime import stand_ins
-
         tree = ast.parse(self.get_data(self.path), filename=self.path)
         tree.body = [_guarded(statement) for statement in tree.body]
         stand_ins.GUARDED_IMPORTS.add(os.path.realpath(self.path))

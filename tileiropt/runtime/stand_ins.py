@@ -50,8 +50,9 @@ STAND_IN_SHARED_BYTES = 1024
 # What the user's code reached, by the file and line that asked: a skipped `Mark.run` ("benchmark") or a
 # stand-in ("driver", "capability", "warmup", "first config").
 REACHED: dict[str, set[tuple[str, int]]] = {}
-# Bare top-level calls of a script that raised when a worker imported it: (file, line) -> what was raised.
-FAILED_CALLS: dict[tuple[str, int], str] = {}
+# Bare top-level calls of a script that raised when a worker imported it: (file, line) -> (what was raised,
+# where in the user's code, or None).
+FAILED_CALLS: dict[tuple[str, int], tuple[str, str | None]] = {}
 GUARDED_IMPORTS: set[str] = set()  # the scripts imported with their top-level calls guarded, by real path
 
 
@@ -77,10 +78,9 @@ def module_call_failed(file: str, line: int, error: BaseException) -> None:
 
     if isinstance(error, SystemExit) and error.code in (0, None):
         return
-    where = exception_location(error)
     first = (str(error).strip().splitlines() or [""])[0][:120]
     what = f"{type(error).__name__}: {first}" if first else type(error).__name__
-    FAILED_CALLS[(os.path.realpath(file), line)] = f"{what} (at {where})" if where else what
+    FAILED_CALLS[(os.path.realpath(file), line)] = (what, exception_location(error))
 
 
 def import_failed(file: str) -> None:
@@ -90,19 +90,27 @@ def import_failed(file: str) -> None:
         del FAILED_CALLS[key]
 
 
-def raised_only_in(file: str, original: str) -> list[str]:
-    """What `file`'s top-level calls raised that `original`'s did not (locations aside); empty unless the
+def raised_only_in(file: str, original: str) -> list[tuple[str, str | None]]:
+    """(what, where) of `file`'s top-level calls that raised what `original`'s did not; empty unless the
     original was imported through the guarded loader in this worker too, so the two can be compared."""
     if os.path.realpath(original) not in GUARDED_IMPORTS:
         return []
-    theirs = {what.split(" (at ")[0] for what in failed_calls(original)}
-    return [what for what in failed_calls(file) if what.split(" (at ")[0] not in theirs]
+    theirs = {what for what, _ in _failed(original)}
+    return [(what, where) for what, where in _failed(file) if what not in theirs]
+
+
+def _failed(file: str) -> list[tuple[str, str | None]]:
+    real = os.path.realpath(file)
+    return [failure for (f, _), failure in sorted(FAILED_CALLS.items()) if f == real]
+
+
+def described(what: str, where: str | None) -> str:
+    return f"{what} (at {where})" if where else what
 
 
 def failed_calls(file: str) -> list[str]:
     """What `file`'s top-level calls raised, in line order."""
-    real = os.path.realpath(file)
-    return [what for (f, _), what in sorted(FAILED_CALLS.items()) if f == real]
+    return [described(what, where) for what, where in _failed(file)]
 
 
 def note(scopes: list[str]) -> str:
@@ -113,8 +121,8 @@ def note(scopes: list[str]) -> str:
 
     benchmarks = sorted(f"{Path(f).name}:{line}" for f, line in REACHED.get("benchmark", ()) if mine(f))
     used = sorted(what for what, where in REACHED.items() if what != "benchmark" and any(mine(f) for f, _ in where))
-    parts = [f"the module's own call at {Path(f).name}:{line} raised {what} (its definitions were used)"
-             for (f, line), what in sorted(FAILED_CALLS.items()) if mine(f)]
+    parts = [f"the module's own call at {Path(f).name}:{line} raised {described(*failure)} (its definitions were "
+             "used)" for (f, line), failure in sorted(FAILED_CALLS.items()) if mine(f)]
     if benchmarks:
         parts.append("module-level benchmark not run (" + ", ".join(benchmarks) + ")")
     if used:

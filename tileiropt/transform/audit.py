@@ -83,9 +83,6 @@ from tileiropt.runtime.autotuners import chain, kernel_objects
 from tileiropt.runtime.loading import load_kernel_module
 from triton.runtime import Autotuner
 results = []
-
-def raised(file):  # what the file's guarded top-level calls raised, without where
-    return sorted(what.split(" (at ")[0] for what in stand_ins.failed_calls(file))
 for item in json.loads(sys.stdin.read()):
     row = {"original": item["original"]}
     try:
@@ -98,9 +95,9 @@ for item in json.loads(sys.stdin.read()):
         module = load_kernel_module(item["generated"], item["original"], item["module"], "x")
         row["twice"] = [name for name, obj in kernel_objects(module).items()
                         if sum(isinstance(o, Autotuner) for o in chain(obj)) > 1]
-        extra = [w for w in raised(item["generated"]) if w not in raised(item["original"])]
+        extra = stand_ins.raised_only_in(item["generated"], item["original"])
         if extra:
-            row["error"] = "a top-level call raised only in the generated file: " + "; ".join(extra)[:300]
+            row["error"] = "a top-level call raised only in the generated file: " + "; ".join(w for w, _ in extra)[:300]
     except BaseException as exc:
         row["error"] = f"{type(exc).__name__}: {exc}"[:300]
     results.append(row)

@@ -75,7 +75,7 @@ class CaseRunner:
             if extra:  # the optimized file's own module-level code fails where the original's does not
                 status = FAIL
                 reason = "the optimized file's own top-level call raised where the original's did not: " + \
-                    "; ".join(extra)
+                    "; ".join(stand_ins.described(*failure) for failure in extra)
         note = "; ".join(filter(None, [stand_ins.note(self.scopes()), self.noise_note]))
         launched = provenance.kernels if provenance is not None else {}
         missing = {name: why for name, why in self.not_attached.items() if name in launched}
