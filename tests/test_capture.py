@@ -227,7 +227,14 @@ def test_a_failing_module_level_self_check_is_the_programs_failure_not_the_repla
     result = run_pipeline(project, command=["tileiropt", "run"])
     artifacts = load_artifacts(result.artifacts)
     assert artifacts.capture["ended"] == "the program exited with status 1"
-    assert result.exit_code == 0, result.stopped
+    # the program's failure is the run's (exit 1), named with file:line, while its launch is still replayed
+    assert result.exit_code == 1 and not result.stopped, result.stopped
+    failure = artifacts.capture["failure"]
+    assert failure["exception"] == "AssertionError: a self-check that fails" \
+        and failure["where"].startswith("failing_self_check.py:"), failure
+    assert result.program is not None and result.program["summary"].startswith("AssertionError")
+    report = (result.artifacts and Path(result.artifacts, "report.md").read_text(encoding="utf-8"))
+    assert f"failed: {result.program['summary']}" in report and "The program's last lines:" in report
     records = [r for r in artifacts.validate.records if r.backend != "tileir"]
     assert records and all(r.status == PASS for r in records)
     assert all("own call at failing_self_check" in r.reason and "raised AssertionError: a self-check that fails"

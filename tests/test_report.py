@@ -157,15 +157,15 @@ def test_stopped_kernel_says_why_later_phases_did_not_run(artifacts: Path) -> No
     assert "failure: BLOCK=64 [float16]: fail: 3 of 64 elements differ" in text
     stop = f"not run: stopped at compatibility: {BROKEN_STOP}"
     assert text.count(stop) >= 3  # transformations, TileIR validation, benchmark (and output)
-    assert "Stopped: **broken** at compatibility" in render_markdown(build_report(load_artifacts(artifacts)))
+    assert "- **broken**: stopped at compatibility" in render_markdown(build_report(load_artifacts(artifacts)))
 
 
 def test_summary_and_environment(artifacts: Path) -> None:
     markdown = render_markdown(build_report(load_artifacts(artifacts)))
     summary = markdown.split("## Summary")[1].split("## Environment")[0]
-    assert "| matmul | dot-related | PASSED (2.0e-03) | 3 changes | PASSED (3.0e-03) | 1.01-1.20 | 1.04x-1.25x |" \
-           " matmul_tileir.py |" in summary
-    assert "| broken | element-wise | FAILED (1.0e+00) |" in summary
+    assert "| matmul | validated on TileIR | dot-related | PASSED (2.0e-03) | 3 changes | PASSED (3.0e-03) " \
+           "| 1.01-1.20 | 1.04x-1.25x | matmul_tileir.py |" in summary
+    assert "| broken | needs attention | element-wise | FAILED (1.0e+00) |" in summary
     environment = markdown.split("## Environment")[1]
     assert "3.6.0 (nvtriton), TileIR backend present" in environment
     assert "FAKE GPU (test fixture) (sm_100, 148 SMs)" in environment and "| TileIR ready | yes |" in environment

@@ -94,22 +94,31 @@ def user_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from tileiropt.runtime.workers import stopping_on_signals
 
+        as_json = bool(kwargs.get("json_output"))
         try:
             with stopping_on_signals():  # SIGTERM acts as Ctrl-C; either ends every worker first
                 return func(*args, **kwargs)
         except UserError as exc:
-            err_console.print(f"[bold red]error[/]: {escape(str(exc))}", soft_wrap=True)
-            raise typer.Exit(int(exc.code)) from None
+            fail(str(exc), exc.code, as_json, {"file": exc.file, "line": exc.line, "fix": exc.hint,
+                                               "message": exc.message})
         except KeyboardInterrupt:
-            err_console.print("[bold red]error[/]: interrupted")
-            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+            fail("interrupted", ExitCode.INTERRUPTED, as_json)
         except OSError as exc:  # a path the system refuses (name too long, permissions, a vanished file)
             where = f"{exc.filename}: " if exc.filename else ""
-            err_console.print(f"[bold red]error[/]: {escape(where + (exc.strerror or str(exc)))} "
-                              "(fix: check the path)", soft_wrap=True)
-            raise typer.Exit(2) from None
+            fail(f"{where}{exc.strerror or exc} (fix: check the path)", ExitCode.BAD_INPUT, as_json,
+                 {"file": exc.filename, "fix": "check the path"})
 
     return wrapper  # type: ignore[return-value]
+
+
+def fail(text: str, code: ExitCode, as_json: bool, fields: dict[str, Any] | None = None) -> None:
+    """One line on stderr and, with --json, an error document on stdout; then exit with `code`."""
+    err_console.print(f"[bold red]error[/]: {escape(text)}", soft_wrap=True)
+    if as_json:
+        from tileiropt.output import print_json
+
+        print_json({"error": {"text": text, "exit_code": int(code), **(fields or {})}})
+    raise typer.Exit(int(code)) from None
 
 
 def _version(value: bool) -> None:
@@ -417,11 +426,29 @@ def run(
     raise typer.Exit(int(code))
 
 
+# click's base of every usage error (typer ships click inside itself: reached through a public exception)
+_CLICK_ERROR = next(base for base in typer.BadParameter.__mro__ if base.__name__ == "ClickException")
+
+
+def _wants_json(argv: list[str]) -> bool:
+    own = argv[: argv.index("--")] if "--" in argv else argv  # a capture command's own flags are not ours
+    return "--json" in own
+
+
 def main() -> None:
     try:
-        app()
-    except SystemExit as exc:  # typer's standalone mode exits through here
-        sys.exit(exc.code)
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        err_console.print("[bold red]error[/]: interrupted")
+        code = int(ExitCode.INTERRUPTED)
+    except _CLICK_ERROR as exc:  # bad flags or arguments: click's message, and with --json a document on stdout
+        exc.show()
+        code = exc.exit_code
+        if _wants_json(sys.argv[1:]):
+            from tileiropt.output import print_json
+
+            print_json({"error": {"text": exc.format_message(), "exit_code": code}})
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 __all__ = ["app", "main", "user_errors", "JsonFlag", "ExitCode"]

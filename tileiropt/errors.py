@@ -20,6 +20,16 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # Ctrl-C or SIGTERM: every worker ended, the records that finished were saved
 
 
+def run_exit_code(*, interrupted: bool, failed: bool, not_run_here: bool) -> ExitCode:
+    """The exit code of a run: 130 interrupted, else 1 when something failed (a kernel stopped, a file set aside, a
+    benchmark errored, the program failed), else 3 when what was asked cannot run on this machine, else 0."""
+    if interrupted:
+        return ExitCode.INTERRUPTED
+    if failed:
+        return ExitCode.FAILED
+    return ExitCode.NOT_RUN if not_run_here else ExitCode.OK
+
+
 @dataclass
 class UserError(Exception):
     message: str

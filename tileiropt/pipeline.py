@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import shlex
 import shutil
 import sys
 import time
@@ -27,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tileiropt.errors import ExitCode
+from tileiropt.errors import ExitCode, run_exit_code
+from tileiropt.output import to_jsonable
 from tileiropt.project import KernelSpec, Project
 from tileiropt.report.artifacts import (
     APPLY_FILE,
@@ -38,6 +40,7 @@ from tileiropt.report.artifacts import (
     load_artifacts,
     save_record,
 )
+from tileiropt.report.verdict import ATTENTION
 from tileiropt.runtime.bench.records import BenchKernel
 from tileiropt.runtime.bench.run import BenchSettings
 from tileiropt.runtime.executors import Executor
@@ -76,6 +79,11 @@ class RunResult:
     # validation or are slower on PTX beyond the threshold; files written into the user's own (--in-place)
     rejected: dict[str, dict[str, str]] = field(default_factory=dict)
     in_place: dict[str, str] = field(default_factory=dict)  # the user's file -> where its original was kept
+    # the captured program's own failure: command, exit_code, exception, where, output (last lines), summary
+    program: dict[str, Any] | None = None
+    cwd: str = ""  # the folder the run was started in: the report's next-step command starts there
+    verdicts: dict[str, dict[str, str]] = field(default_factory=dict)  # kernel -> its one verdict (report.verdict)
+    in_place_refused: dict[str, str] = field(default_factory=dict)  # the user's file -> why --in-place did not write
 
 
 class Pipeline:
@@ -96,7 +104,7 @@ class Pipeline:
         self.artifacts = project.artifacts
         self.result = RunResult(phases=[], kernels=[kernel_info(s, self.bench_settings.sizes) for s in self.specs],
                                 stopped={}, artifacts=str(self.artifacts), command=command,
-                                project=str(project.file) if project.file else None)
+                                project=str(project.file) if project.file else None, cwd=str(Path.cwd()))
         from tileiropt.environment import choose_release
 
         self.release = choose_release(project.tileir_version)  # every phase follows this CUDA Tile IR release
@@ -112,6 +120,7 @@ class Pipeline:
         self.earlier = None if fresh else earlier_validation(self.artifacts)
         self.earlier_bench = None if fresh else earlier_bench(self.artifacts)
         self.interrupted = False
+        self.not_run_here = False  # the program needs what this machine lacks (a GPU)
 
     # ------------------------------------------------------------------ helpers
 
@@ -292,7 +301,8 @@ class Pipeline:
 
         request = self.project.capture
         assert request is not None
-        result, specs = add_captured_kernels(self.project, Machine.probe(), self.timeout, fresh=self.fresh)
+        machine = Machine.probe()
+        result, specs = add_captured_kernels(self.project, machine, self.timeout, fresh=self.fresh)
         self.specs += specs
         self.result.kernels += [kernel_info(s, self.bench_settings.sizes) for s in specs]
         kernels = len({(s.launch or {}).get("kernel") for s in specs})
@@ -302,15 +312,27 @@ class Pipeline:
             f"in {result.seconds:.1f} s; {result.ended}"
         detail = (f"{len(specs)} distinct launch(es) of {kernels} kernel(s) {how}"
                   + (f"; never launched: {', '.join(never)}" if never else ""))
+        failure = result.failure
+        if failure is not None:
+            self.result.program = {"command": result.command, **failure.to_json(), "summary": failure.summary()}
         if not specs:
-            self.capture_failed = True
-            tail = result.stderr_tail.strip().splitlines()[-1:] or ["no output"]
             files = ", ".join(p.name for p in request.files)
-            detail = f"no launch of a kernel in {files} was captured; {result.ended} ({tail[0][:200]})"
+            if failure is not None and failure.needs_gpu and not machine.has_gpu:
+                self.not_run_here = True
+                return PhaseResult("capture", NOT_RUN, detail=f"the program needs a GPU and this machine has none: "
+                                                              f"{failure.summary()}")
+            self.capture_failed = True
+            if failure is not None:
+                return PhaseResult("capture", ERROR, detail=f"the program failed before launching a kernel of "
+                                                            f"{files}: {failure.summary()}")
+            detail = f"no launch of a kernel in {files} was captured; {result.ended}"
             if request.command is None:
-                detail += (f"; module-level benchmarks are not run during a capture: give a command that launches "
-                           f"the kernels, e.g. tileiropt run {request.files[0].name} -- pytest {request.files[0].name}")
+                detail += ("; module-level benchmarks are not run during a capture: give a command that launches "
+                           f"the kernels after `--`: tileiropt run {request.files[0].name} -- <command>")
             return PhaseResult("capture", ERROR, detail=detail)
+        if failure is not None:  # what it launched before failing is still replayed
+            self.capture_failed = True
+            return PhaseResult("capture", FAIL, detail=f"{detail}; the program failed: {failure.summary()}")
         return PhaseResult("capture", PASS, detail=detail)
 
     def bench(self) -> PhaseResult:
@@ -355,7 +377,14 @@ class Pipeline:
         save_record(self.artifacts, RUN_FILE, self.result)
         self.on_event("report", "start")
         started = time.monotonic()
-        write_markdown(build_report(load_artifacts(self.artifacts), self.result.kernels), path)
+        report = build_report(load_artifacts(self.artifacts), self.result.kernels)
+        self.result.verdicts = {k.name: {"bucket": k.verdict.bucket, "text": k.verdict.text}
+                                for k in report.kernels if k.verdict is not None}
+        if any(v["bucket"] == ATTENTION for v in self.result.verdicts.values()) and \
+                self.result.exit_code in (ExitCode.OK, ExitCode.NOT_RUN):
+            self.result.exit_code = int(ExitCode.FAILED)  # a kernel that needs attention is not a success
+        report.run = to_jsonable(self.result)  # the report says the verdicts and exit code run.json keeps
+        write_markdown(report, path)
         phase.seconds = round(time.monotonic() - started, 3)
         save_record(self.artifacts, RUN_FILE, self.result)
         self.on_event("report", PASS)
@@ -409,12 +438,47 @@ class Pipeline:
             if spec.name not in passed or not source.is_file() or str(source) in self.result.rejected \
                     or str(spec.path) in self.result.in_place:
                 continue  # only a validated, not-slower optimized file replaces the user's
-            backup = free_backup(spec.path)
-            shutil.copy2(spec.path, backup)
+            unproven = self.not_proven_not_slower(spec.name)
+            if unproven:
+                self.result.in_place_refused[str(spec.path)] = (
+                    f"'not slower on PTX' was never measured ({unproven}); to use the validated file anyway: "
+                    f"cp {shlex.quote(str(source))} {shlex.quote(str(spec.path))}")
+                continue
+            text = spec.path.read_text(encoding="utf-8", errors="replace")
+            kept = spec.path.with_name(spec.path.name + ".orig")
+            if GATE_MARKER in text and kept.is_file():
+                backup = kept  # a re-run over our own output: the user's original is kept already
+            else:
+                backup = free_backup(spec.path)
+                shutil.copy2(spec.path, backup)
             write_atomic(spec.path, source.read_text(encoding="utf-8"))
             self.result.in_place[str(spec.path)] = str(backup)
+        if self.result.in_place_refused:
+            if self.bench_run is None or self.bench_run.exit_code() == ExitCode.NOT_RUN:
+                self.not_run_here = True  # the proof needs a GPU this machine does not have
+            else:
+                self.bench_failed = True
+
+    def not_proven_not_slower(self, kernel: str) -> str:
+        """'' when every paired PTX timing of `kernel` has its whole 95% interval below 1 + threshold (measured: not
+        slower); else why that is not proven."""
+        rows = [r for r in (self.bench_run.rows if self.bench_run is not None else []) if r.kernel == kernel]
+        paired = [r.paired for r in rows if r.paired is not None]
+        if not paired:
+            reasons = "; ".join(dict.fromkeys(r.reason for r in rows if r.reason)) or "bench did not run"
+            return f"no paired timing: {reasons}"
+        unclear = [p for p in paired if p.ci_high > 1 + p.threshold]
+        if unclear:
+            return (f"{len(unclear)} of {len(paired)} paired timing(s) reach above 1+{unclear[0].threshold:g} "
+                    f"(95% interval {unclear[0].ci_low:.3f}-{unclear[0].ci_high:.3f})")
+        return ""
 
     # ------------------------------------------------------------------ all of it
+
+    def failed(self) -> bool:
+        """Whether the run's answer is no: a kernel stopped, an optimized file was set aside (wrong or slower), a
+        benchmark errored, the program failed, or --in-place could not be proven."""
+        return bool(self.result.stopped) or self.bench_failed or self.capture_failed or bool(self.result.rejected)
 
     def run(self) -> RunResult:
         from tileiropt.runtime.backends import RELEASE_ENV
@@ -438,9 +502,8 @@ class Pipeline:
                 os.environ.pop(RELEASE_ENV, None)
             else:
                 os.environ[RELEASE_ENV] = before
-        failed = bool(self.result.stopped) or self.bench_failed or self.capture_failed or bool(self.result.rejected)
-        self.result.exit_code = int(ExitCode.INTERRUPTED if self.interrupted else
-                                    ExitCode.FAILED if failed else ExitCode.OK)
+        self.result.exit_code = int(run_exit_code(interrupted=self.interrupted, failed=self.failed(),
+                                                  not_run_here=self.not_run_here))
         self.result.seconds = round(time.monotonic() - started, 3)  # every phase but the report's rendering
         self.report()
         return self.result

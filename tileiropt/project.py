@@ -22,6 +22,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 from tileiropt import entries
 from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
+from tileiropt.tolerances import tolerances
 
 PROJECT_FILE = "tileiropt.toml"
 DEFAULT_SIZES = (128, 1024, 8192)
@@ -36,14 +37,6 @@ DTYPE_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32
                  "long": "int64"}
 
 # Default comparison tolerances per dtype (the loosest dtype among a kernel's inputs wins).
-DEFAULT_TOLERANCES = {
-    "float16": (1e-2, 1e-2),
-    "bfloat16": (2e-2, 2e-2),
-    "float32": (1e-4, 1e-4),
-    "float64": (1e-7, 1e-7),
-    "float8_e4m3fn": (1e-1, 1e-1),
-    "float8_e5m2": (2e-1, 2e-1),
-}
 
 REFERENCE_ORIGINAL = "original"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -108,11 +101,7 @@ class KernelSpec:
 
     def tolerances(self, dtypes: dict[str, str]) -> tuple[float, float]:
         """(atol, rtol): the project's, else the default of the loosest float input dtype."""
-        floats = [d for d in dtypes.values() if d in DEFAULT_TOLERANCES]
-        loosest = max(floats, key=lambda d: DEFAULT_TOLERANCES[d][0], default="float32")
-        atol, rtol = DEFAULT_TOLERANCES[loosest]
-        return (self.atol if self.atol is not None else atol,
-                self.rtol if self.rtol is not None else rtol)
+        return tolerances(dtypes, self.atol, self.rtol)
 
 
 @dataclass
@@ -635,11 +624,30 @@ def project_from_capture(kernel: Path, command: list[str] | None, *, artifacts: 
                          budget: float = 120.0) -> Project:
     """`tileiropt run kernel.py [-- command]`: no project, no shapes; the kernels' launches are captured
     from the program (the file itself as a script, or the command) and replayed against the original."""
-    if not kernel.is_file():
-        raise UserError("kernel file not found", file=str(kernel))
+    check_capture_target(kernel)
     root = Path.cwd()
     return Project(file=None, root=root, kernels=[], artifacts=root / (artifacts or DEFAULT_ARTIFACTS),
                    capture=CaptureRequest(files=[kernel.resolve()], command=command or None, budget=budget))
+
+
+def check_capture_target(kernel: Path) -> None:
+    """Before anything runs: the kernel file exists, parses (else exit 2 naming file:line) and defines a Triton
+    kernel (else exit 2: running the program could only find that out)."""
+    import ast
+
+    from tileiropt.analysis.discovery import scan_file
+
+    if not kernel.is_file():
+        raise UserError("kernel file not found", file=str(kernel))
+    scanned = scan_file(kernel)
+    if scanned.module.kernels:
+        return
+    for node in ast.walk(scanned.tree):  # kernels under a module-level `if`/`try` count too
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                "jit" in ast.unparse(d) or "autotune" in ast.unparse(d) for d in node.decorator_list):
+            return
+    raise UserError("no Triton kernel (@triton.jit) is defined in this file", file=str(kernel),
+                    hint="give the file that defines the kernels; the command after `--` runs them")
 
 
 def resolve_target(target: Path | str | None, **flags: Any) -> Project:

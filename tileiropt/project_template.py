@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tileiropt.errors import UserError
 from tileiropt.output import write_atomic
-from tileiropt.project import PROJECT_FILE
+from tileiropt.project import PROJECT_FILE, check_capture_target
 
 TEMPLATE_NAME = "tileiropt.toml"
 
@@ -39,8 +39,7 @@ def write_captured_project(kernel: Path, command: list[str] | None, path: Path |
     from tileiropt.runtime.capture import DEFAULT_BUDGET_S, capture_program
     from tileiropt.runtime.machine import Machine
 
-    if not kernel.is_file():
-        raise UserError("kernel file not found", file=str(kernel))
+    check_capture_target(kernel)
     target = _target(path, force)
     if target.resolve() == kernel.resolve():
         raise UserError("the project file would overwrite the kernel file", file=str(kernel),
@@ -48,10 +47,9 @@ def write_captured_project(kernel: Path, command: list[str] | None, path: Path |
     result = capture_program([kernel], command, interpret=not Machine.probe().has_gpu, cwd=Path.cwd(),
                              budget=budget or DEFAULT_BUDGET_S)
     if not result.launches:
-        tail = (result.stderr_tail.strip().splitlines() or ["no output"])[-1][:200]
-        raise UserError(f"no launch of a kernel in {kernel.name} was captured; {result.ended} ({tail})",
-                        file=str(kernel), hint=f"give a command that launches them: tileiropt init {kernel.name} "
-                                               f"-- pytest tests/")
+        why = f"the program failed: {result.failure.summary()}" if result.failure else result.ended
+        raise UserError(f"no launch of a kernel in {kernel.name} was captured; {why}", file=str(kernel),
+                        hint=f"give a command that launches them: tileiropt init {kernel.name} -- <command>")
     _write(target, project_text(result, kernel, Path.cwd()))
     summary = f"{len(result.launches)} distinct launch(es) of {len(result.kernels())} kernel(s); {result.ended}"
     return target, summary

@@ -89,12 +89,19 @@ def run_run_command(
     with Progress(*columns, console=err_console, transient=True) as progress:
         result = run_pipeline(project, on_event=PhaseProgress(progress), console=err_console, **options)
     console.print(outcome_table(result))
+    if result.program:
+        err_console.print(f"[bold red]the program failed[/]: {escape(result.program['summary'])}; its last lines:",
+                          soft_wrap=True)
+        for line in result.program.get("output") or []:
+            err_console.print(f"  | {line}", markup=False, soft_wrap=True, highlight=False)
     for kernel, stop in result.stopped.items():
         err_console.print(f"[bold red]stopped[/] {escape(kernel)} at {stop['phase']}: {escape(stop['reason'])}",
                           soft_wrap=True)
     for path, rejected in result.rejected.items():
         err_console.print(f"[bold red]set aside[/] {escape(path)} -> {escape(rejected['moved_to'])}: "
                           f"{escape(rejected['reason'])}", soft_wrap=True)
+    for path, reason in result.in_place_refused.items():
+        err_console.print(f"[bold red]not written in place[/] {escape(path)}: {escape(reason)}", soft_wrap=True)
     for path, backup in result.in_place.items():
         console.print(f"rewritten in place: {path} (original kept as {backup})", markup=False, soft_wrap=True)
     if result.exit_code == ExitCode.INTERRUPTED:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
+from tileiropt.report.verdict import ATTENTION, KernelVerdict, kernel_verdict
 from tileiropt.runtime.backends import BACKENDS
 from tileiropt.runtime.bench.records import (
     OPTIMIZED,
@@ -135,6 +137,7 @@ class KernelReport:
     benchmark: Benchmark
     output: Section
     coverage: list[Coverage] = field(default_factory=list)
+    verdict: KernelVerdict | None = None  # the one verdict (report.verdict): every line that states one reads it
 
 
 @dataclass
@@ -174,6 +177,14 @@ def _stop_reason(stopped: dict[str, str] | None, phase: str) -> str | None:
     if PHASE_ORDER.index(phase) > PHASE_ORDER.index(stopped["phase"]):
         return f"not run: stopped at {stopped['phase']}: {stopped.get('reason', '')}".rstrip(": ")
     return None
+
+
+def interrupted_phase(run: dict[str, Any] | None) -> str | None:
+    """The phase a run was interrupted in (run.json), or None."""
+    if not isinstance(run, dict) or run.get("exit_code") != 130:
+        return None
+    phases = [p for p in run.get("phases") or [] if isinstance(p, dict)]
+    return next((str(p.get("phase")) for p in phases if p.get("detail") == "interrupted"), "an earlier phase")
 
 
 def _missing(artifacts: Artifacts, record: str, command: str) -> str:
@@ -262,7 +273,8 @@ def verdict(records: list[ValidationRecord]) -> Verdict:
             note = describe_scaling(record.scaled_from, record.shapes)
             if note not in notes:
                 notes.append(note)
-    noted = list(dict.fromkeys(r.reason for r in ran if r.status == PASS and r.reason))  # stand-ins used, ...
+    noted = [note for note in dict.fromkeys(r.reason for r in ran if r.status == PASS and r.reason)
+             if note not in notes]  # stand-ins used, ... (a record's reason may be its scaling note: said once)
     notes += noted[:MAX_NOTES] + ([f"and {len(noted) - MAX_NOTES} more different notes in the records"]
                                   if len(noted) > MAX_NOTES else [])
     result = Verdict(
@@ -327,8 +339,10 @@ def tileir_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str
     if tileir:
         main = verdict(tileir)
     else:
+        interrupted = interrupted_phase(artifacts.run)
         main = Verdict(NOT_RUN, reason=_stop_reason(stopped, "validate")
-                       or "not run: no TileIR (ENABLE_TILE=1) record of the optimized file")
+                       or (f"not run: the run was interrupted during {interrupted}" if interrupted else
+                           "not run: no TileIR (ENABLE_TILE=1) record of the optimized file"))
     code = _choose(artifacts, kernel.name, OPTIMIZED, ("tileir-code-on-ptx", "tileir-code-on-interpret"))
     ptx = _choose(artifacts, kernel.name, OPTIMIZED, ("ptx", "interpret"))
     return main, verdict(code) if code else None, verdict(ptx) if ptx else None
@@ -405,9 +419,21 @@ def coverage_for(kernel: BenchKernel, artifacts: Artifacts) -> list[Coverage]:
     return found
 
 
+def rejected_files(run: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """run.json's set-aside optimized files, keyed by resolved path."""
+    rejected = (run or {}).get("rejected") if isinstance(run, dict) else None
+    if not isinstance(rejected, dict):
+        return {}
+    return {str(Path(str(p)).resolve()): r for p, r in rejected.items() if isinstance(r, dict)}
+
+
 def output_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Section:
     record = _apply_file(kernel, artifacts)
     written = record.get("output") if record else None
+    set_aside = rejected_files(artifacts.run).get(str(Path(written).resolve())) if written else None
+    if set_aside:
+        return Section(False, f"set aside: moved to {Path(str(set_aside.get('moved_to'))).name}, not the result "
+                              f"({set_aside.get('reason')})")
     if written:
         return Section(True, lines=[f"File: {Path(written).name}", f"Path: {written}"])
     reason = _stop_reason(stopped, "apply")
@@ -442,7 +468,10 @@ def benchmark_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, 
         return Benchmark(False, _stop_reason(stopped, "bench") or _missing(artifacts, BENCH_FILE, "bench"))
     rows = [r for r in artifacts.bench.rows if r.kernel == kernel.name]
     if not rows:
-        return Benchmark(False, _stop_reason(stopped, "bench") or f"not run: no row for {kernel.name} in {BENCH_FILE}",
+        interrupted = interrupted_phase(artifacts.run)
+        return Benchmark(False, _stop_reason(stopped, "bench")
+                         or (f"not run: the run was interrupted during {interrupted}" if interrupted else
+                             f"not run: no row for {kernel.name} in {BENCH_FILE}"),
                          peaks_note=artifacts.bench.peaks_note)
     order = list(BENCH_LABELS)
     reasons = {r.reason for r in rows}
@@ -518,11 +547,14 @@ def build_report(artifacts: Artifacts, kernels: list[BenchKernel] | None = None)
         problems["run.json"] = "unreadable record: `stopped` is not an object"
         stops = {}
     sections = []
+    rejected = rejected_files(artifacts.run)
     for kernel in kernels:
         try:
-            sections.append(_kernel_report(kernel, artifacts, stops.get(kernel.name)))
+            section = _kernel_report(kernel, artifacts, stops.get(kernel.name))
+            section.verdict = kernel_verdict(section, rejected, interrupted_phase(artifacts.run))
         except Exception as exc:  # one kernel's records have an unexpected shape: its sections say so
-            sections.append(_unreadable(kernel, f"not run: unreadable record ({type(exc).__name__}: {exc})"))
+            section = _unreadable(kernel, f"not run: unreadable record ({type(exc).__name__}: {exc})")
+        sections.append(section)
     environment = artifacts.check if isinstance(artifacts.check, dict) else {}
     if not environment and artifacts.validate is not None:
         environment = dict(artifacts.validate.environment or {})
@@ -578,7 +610,8 @@ def _unreadable(kernel: BenchKernel, reason: str) -> KernelReport:
                         stopped=None, classification=Classification(False, reason),
                         compatibility=Verdict(NOT_RUN, reason=reason), transformations=Section(False, reason),
                         tileir_validation=Verdict(NOT_RUN, reason=reason), tileir_code=None, optimized_ptx=None,
-                        benchmark=Benchmark(False, reason), output=Section(False, reason), coverage=[])
+                        benchmark=Benchmark(False, reason), output=Section(False, reason), coverage=[],
+                        verdict=KernelVerdict(ATTENTION, f"its records cannot be read: {reason}"))
 
 
 def _kernel_report(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> KernelReport:
@@ -610,9 +643,10 @@ def capture_summary(artifacts: Artifacts) -> list[str]:
              f"kernel(s) ({', '.join(kernels) or 'none'}) out of {sum(counts.values())} launch(es) seen."]
     if artifacts.validate is not None:
         replayed = [r for r in artifacts.validate.records if r.config.startswith("captured: ")]
-        passed = sum(r.status == PASS for r in replayed)
-        lines.append(f"Replayed: {len(replayed)} record(s) on the original and the optimized kernels, {passed} pass "
-                     "(bit-exact on the unchanged path; per-dtype tolerances with the TileIR code on).")
+        statuses = ", ".join(f"{n} {status}" for status, n in Counter(r.status for r in replayed).most_common())
+        lines.append(f"Replayed: {len(replayed)} record(s) on the original and the optimized kernels: "
+                     f"{statuses or 'none'} (bit-exact on the unchanged path; per-dtype tolerances with the TileIR "
+                     "code on).")
     captured_files = {launch["file"] for launch in launches} | {key.split("@", 1)[1] for key in capture.get(
         "expected", [])}
     launched = {key.split("@")[0] for key in counts}

@@ -22,7 +22,9 @@ from tileiropt.report.build import (
     Section,
     Verdict,
     format_difference,
+    interrupted_phase,
 )
+from tileiropt.report.verdict import ATTENTION, BUCKETS, PROVEN, READY, UNPROVEN, KernelVerdict
 from tileiropt.runtime.bench.records import BenchRow, dtype_key, rate_text
 from tileiropt.schema import FAIL, PASS
 
@@ -112,14 +114,19 @@ def compatibility_md(v: Verdict) -> str:
     return verdict_line(v) + ("\n\n" + bullets(details) if details else "")  # a blank line: a list in every renderer
 
 
-def tileir_md(k: KernelReport) -> str:
-    parts = [compatibility_md(k.tileir_validation) + "\n"]
+def tileir_md(k: KernelReport, shared: dict[str, str] | None = None) -> str:
+    main = k.tileir_validation
+    if shared and "tileir" in shared and main.status not in VERDICT_TEXT:
+        parts = ["The TileIR backend did not run here (the reason is given once, at the top of the report).\n"]
+    else:
+        parts = [compatibility_md(main) + "\n"]
+    said = set(k.compatibility.notes)  # a note the compatibility section gave (shapes scaled, ...) is not repeated
     for title, extra in (("TileIR code forced on (TILEIROPT_FORCE_TILEIR=1), not the TileIR backend", k.tileir_code),
                          ("Optimized file with its gate off (the PTX path)", k.optimized_ptx)):
         if extra is None:
             continue
         line = f"- {title}: {verdict_line(extra)}"
-        details = verdict_details(extra)
+        details = [d for d in verdict_details(extra) if d not in said]
         if details:
             line += "\n" + "\n".join(f"    - {d}" for d in details)  # 4 spaces: nested in every renderer
         parts.append(line)
@@ -366,7 +373,34 @@ def _short_verdict(v: Verdict) -> str:
     return short_reason(v.reason or "not run")
 
 
+BUCKET_LABELS = {ATTENTION: "needs attention", READY: "validated on TileIR", PROVEN: "ready to try on TileIR",
+                 UNPROVEN: "not proven"}
+
+
+def run_wide_not_run(report: Report) -> dict[str, str]:
+    """What did not run for any kernel, for one reason the same for every kernel (the machine's, as a rule):
+    "tileir" and "bench" -> that reason. Said once at the top, not once per kernel and per column."""
+    shared: dict[str, str] = {}
+    if not report.kernels:
+        return shared
+    tileir = {k.tileir_validation.reason for k in report.kernels}
+    if all(k.tileir_validation.status not in VERDICT_TEXT for k in report.kernels) and len(tileir) == 1:
+        shared["tileir"] = next(iter(tileir)) or "not run"
+    bench = {k.benchmark.reason for k in report.kernels}
+    if all(not k.benchmark.ran and not k.benchmark.details for k in report.kernels) and len(bench) == 1:
+        shared["bench"] = next(iter(bench)) or "not run"
+    return shared
+
+
+SHARED_TEXT = {"tileir": "the TileIR backend", "bench": "the benchmarks"}
+
+
+def _verdict_of(k: KernelReport) -> KernelVerdict:
+    return k.verdict or KernelVerdict(ATTENTION, "no verdict in the records")
+
+
 def summary_md(report: Report) -> str:
+    shared = run_wide_not_run(report)
     rows = []
     for k in report.kernels:
         b = k.benchmark
@@ -385,50 +419,61 @@ def summary_md(report: Report) -> str:
             else short_reason(k.transformations.reason)
         kind = k.classification.kernel_type if k.classification.ran else short_reason(k.classification.reason)
         output = k.output.lines[0].removeprefix("File: ") if k.output.ran else short_reason(k.output.reason)
-        rows.append([k.name, kind, _short_verdict(k.compatibility), transformations,
-                     _short_verdict(k.tileir_validation), ratio, speedup, output])
-    return table(["Kernel", "Type", "Compatibility (ENABLE_TILE=0)", "Transformations", "TileIR validation",
-                  "PTX time optimized/original (<1 faster)", "TileIR speedup", "Output"], rows)
+        verdict = _verdict_of(k)
+        row = [k.name, BUCKET_LABELS.get(verdict.bucket, verdict.bucket), kind, _short_verdict(k.compatibility),
+               transformations]
+        row += [] if "tileir" in shared else [_short_verdict(k.tileir_validation)]
+        row += [] if "bench" in shared else [ratio, speedup]
+        rows.append(row + [output])
+    header = ["Kernel", "Verdict", "Type", "Compatibility (ENABLE_TILE=0)", "Transformations"]
+    header += [] if "tileir" in shared else ["TileIR validation"]
+    header += [] if "bench" in shared else ["PTX time optimized/original (<1 faster)", "TileIR speedup"]
+    text = table(header + ["Output"], rows)
+    if shared:
+        left_out = {"tileir": "TileIR validation", "bench": "PTX time and TileIR speedup"}
+        text += ("\n\nLeft out of the table, as no kernel has them on this machine: "
+                 + "; ".join(left_out[key] for key in shared) + " (why: at the top).")
+    return text
+
+
+def rerun_command(run: dict[str, Any], report: Report) -> str:
+    """The command of this run again with ENABLE_TILE=1, runnable as printed: from the folder it ran in, the same
+    target and capture command (`--json` left out)."""
+    command = [str(c) for c in run.get("command") or [] if str(c) != "--json"]
+    cwd = run.get("cwd")
+    if command[:1] == ["tileiropt"] and cwd:
+        return f"cd {shlex.quote(str(cwd))} && ENABLE_TILE=1 {shlex.join(command)}"
+    project = run.get("project") or str(Path(report.artifacts).parent)
+    return f"ENABLE_TILE=1 tileiropt run {shlex.quote(str(project))}"
 
 
 def next_steps_md(report: Report) -> str:
-    """What happened to each kernel and what to do next, in one line each: the report's first lines."""
+    """What happened to each kernel and what to do next, in one line each: the report's first lines, read from
+    each kernel's one verdict (`report.verdict`)."""
     run = report.run or {}
-    rejected = {str(Path(str(p)).resolve()): r for p, r in (run.get("rejected") or {}).items()}
-    project = run.get("project") or str(Path(report.artifacts).parent)
-    on_blackwell = f"`ENABLE_TILE=1 tileiropt run {shlex.quote(str(project))}`"
-    ready, attention, unproven = [], [], []
-    proven: dict[str, list[str]] = {}  # backend the TileIR code was proven on -> kernels
+    by_bucket: dict[str, list[tuple[str, KernelVerdict]]] = {bucket: [] for bucket in BUCKETS}
     for k in report.kernels:
-        name = f"**{cell(k.name)}**"
-        set_aside = rejected.get(str(Path(k.optimized_path).resolve())) if k.optimized_path else None
-        code = k.tileir_code
-        if k.stopped:
-            attention.append(f"{name}: stopped at {k.stopped.get('phase')}: {one_line(k.stopped.get('reason'))}")
-        elif set_aside:
-            attention.append(f"{name}: its optimized file was set aside: {one_line(set_aside.get('reason'))}")
-        elif k.compatibility.status == FAIL:
-            attention.append(f"{name}: the original fails its own check: "
-                             f"{short_reason(verdict_line(k.compatibility), 120)}")
-        elif any((r.get("paired") or {}).get("verdict") == "slower" for r in k.benchmark.ptx_ratios):
-            attention.append(f"{name}: its optimized file is slower than the original on PTX beyond the threshold "
-                             "(see its benchmark): it is not kept")
-        elif k.tileir_validation.status == FAIL or (code is not None and code.status == FAIL):
-            wrong = code if code is not None and code.status == FAIL else k.tileir_validation
-            attention.append(f"{name}: the TileIR code gives wrong results: {short_reason(verdict_line(wrong), 120)}")
-        elif k.tileir_validation.status == PASS:
-            speed = (f"; {min(k.benchmark.tileir_speedups):.2f}x-{max(k.benchmark.tileir_speedups):.2f}x the PTX "
-                     "original" if k.benchmark.tileir_speedups else "")
-            ready.append(f"{name}: validated on the TileIR backend{speed}")
-        elif code is not None and code.status == PASS:
-            proven.setdefault(code.backend_description or code.backend, []).append(
-                f"{name} (max difference {format_difference(code.max_difference)})")
-        else:
-            unproven.append(f"{name}: {short_reason(verdict_line(code) if code else k.tileir_validation.reason, 120)}")
+        verdict = _verdict_of(k)
+        by_bucket.setdefault(verdict.bucket, []).append((f"**{cell(k.name)}**", verdict))
+    attention = [f"{name}: {v.text}" for name, v in by_bucket[ATTENTION]]
+    program = run.get("program")
+    if isinstance(program, dict):
+        attention.insert(0, f"**the program** (`{shlex.join(str(c) for c in program.get('command') or [])}`) failed: "
+                            f"{one_line(program.get('summary'))}")
+    ready = [f"{name}: {v.text}" for name, v in by_bucket[READY]]
+    proven: dict[str, list[str]] = {}
+    for name, v in by_bucket[PROVEN]:
+        proven.setdefault(v.proven_on, []).append(f"{name} ({v.text.rsplit('(', 1)[-1].rstrip(')')})")
     for backend, names in proven.items():
         ready.append(f"ready to try on TileIR (TileIR code proven correct with the {backend}): {', '.join(names)}")
-        ready.append(f"next, on a Blackwell GPU with nvtriton: {on_blackwell}")
+    if proven:
+        ready.append(f"next, on a Blackwell GPU with nvtriton: `{rerun_command(run, report)}`")
+    unproven = [f"{name}: {v.text}" for name, v in by_bucket[UNPROVEN]]
     lines = []
+    interrupted = interrupted_phase(run)
+    if interrupted:
+        lines.append(f"**Interrupted** during {interrupted}: every worker ended and the records that finished are "
+                     "kept; run the same command again to go on.")
     mixed = [f"{name}: {problem}" for name, problem in report.problems.items() if "earlier run" in problem
              or "changed since" in problem]
     if mixed:  # first of all: these records are not one run of these files
@@ -440,6 +485,10 @@ def next_steps_md(report: Report) -> str:
         lines.append("Ready:\n\n" + bullets(ready))
     if unproven:
         lines.append("Not proven yet:\n\n" + bullets(unproven))
+    shared = run_wide_not_run(report)
+    if shared:
+        lines.append("Not run on this machine, for every kernel: " + "; ".join(
+            f"{SHARED_TEXT[key]} ({reason.removeprefix('not run: ')})" for key, reason in shared.items()) + ".")
     if run.get("command"):
         lines.append(f"Command: `{shlex.join(str(c) for c in run['command'])}`")
     return "\n\n".join(lines)
@@ -452,38 +501,56 @@ def intro_md(report: Report) -> str:
         phases = ", ".join(f"{p.get('phase')} {p.get('status')}" for p in run.get("phases", []))
         lines.append(f"Run: `{' '.join(run.get('command', []))}` ({run.get('started', '?')}, "
                      f"{run.get('seconds', 0):.0f}s, exit code {run.get('exit_code')}): {phases}.")
-        for name, stop in (run.get("stopped") or {}).items():
-            lines.append(f"Stopped: **{one_line(name)}** at {stop.get('phase')}: {one_line(stop.get('reason'))}")
+        program = run.get("program")
+        if isinstance(program, dict) and program.get("output"):
+            fence = "````"  # longer than any fence in the program's output
+            lines.append(f"The program's last lines:\n\n{fence}text\n" + "\n".join(
+                str(line) for line in program["output"]) + f"\n{fence}")
         for path, rejected in (run.get("rejected") or {}).items():
             lines.append(f"Set aside: `{Path(path).name}` -> `{Path(str(rejected.get('moved_to'))).name}`: "
                          f"{rejected.get('reason')}")
         for path, backup in (run.get("in_place") or {}).items():
             lines.append(f"Rewritten in place: `{path}` (the original is kept as `{backup}`)")
+        for path, reason in (run.get("in_place_refused") or {}).items():
+            lines.append(f"Not written in place: `{path}`: {reason}")
     lines += report.capture
     for name, problem in report.problems.items():
         lines.append(f"Record {name}: {problem}")
     return "\n\n".join(lines)
 
 
-def kernel_md(k: KernelReport, template: str) -> str:
+def kernel_md(k: KernelReport, template: str, shared: dict[str, str] | None = None) -> str:
+    verdict = _verdict_of(k)
+    benchmark = ("No benchmark ran here (the reason is given once, at the top of the report)."
+                 if shared and "bench" in shared and not k.benchmark.ran and not k.benchmark.details
+                 else benchmark_md(k.benchmark))
     return template.format(
         name=one_line(k.name),
+        verdict=f"**Verdict: {BUCKET_LABELS.get(verdict.bucket, verdict.bucket)}** — {one_line(verdict.text)}",
         classification=classification_md(k.classification),
         compatibility=compatibility_md(k.compatibility),
         transformations=section_md(k.transformations),
-        tileir_validation=tileir_md(k),
-        benchmark=benchmark_md(k.benchmark),
+        tileir_validation=tileir_md(k, shared),
+        benchmark=benchmark,
         output=output_md(k.output),
     ).strip() + "\n"
 
 
 def render_markdown(report: Report, template: str | None = None) -> str:
     document, section = split_template(template if template is not None else read_template(TEMPLATE))
-    kernels = "\n".join(_guarded(lambda k=k: kernel_md(k, section), f"## {cell(k.name)}\n\n")
+    shared = _guarded_value(lambda: run_wide_not_run(report), {})
+    kernels = "\n".join(_guarded(lambda k=k: kernel_md(k, section, shared), f"## {cell(k.name)}\n\n")
                          for k in report.kernels) or "No kernel in the records."
     text = document.format(intro=_guarded(lambda: intro_md(report)), summary=_guarded(lambda: summary_md(report)),
                            environment=_guarded(lambda: environment_md(report)), kernels=kernels)
     return text.rstrip() + f"\n\n{REPORT_MARKER}\n"
+
+
+def _guarded_value(compute: Callable[[], Any], default: Any) -> Any:
+    try:
+        return compute()
+    except Exception:  # records of the wrong shape: the parts that read them say so
+        return default
 
 
 def _guarded(render: Callable[[], str], prefix: str = "") -> str:

@@ -29,6 +29,7 @@ from typing import Any
 
 from tileiropt.errors import UserError
 from tileiropt.runtime import capture_hook as hook
+from tileiropt.runtime.program_failure import ProgramFailure, read_failure
 from tileiropt.runtime.workers import keep_bytecode
 from tileiropt.schema import SCHEMA_VERSION
 
@@ -65,6 +66,7 @@ class CaptureResult:
     inputs: str | None = None  # the input key (`capture_inputs`): what a re-run compares
     sources: dict[str, str | None] = field(default_factory=dict)  # the program's imported files -> SHA-256
     reused: bool = False  # taken from the artifacts' capture.json: the same inputs, not run again
+    failure: ProgramFailure | None = None  # the program failed on its own (not ended by the capture)
 
     def kernels(self) -> dict[str, list[dict[str, Any]]]:
         found: dict[str, list[dict[str, Any]]] = {}
@@ -80,7 +82,8 @@ class CaptureResult:
                 "ended": self.ended, "seconds": round(self.seconds, 2), "started": self.started,
                 "inputs": self.inputs, "reused": self.reused, "sources": self.sources, "counts": self.counts,
                 "expected": self.expected,
-                "atomics": self.atomics, "launches": self.launches, "never_launched": self.never_launched()}
+                "atomics": self.atomics, "launches": self.launches, "never_launched": self.never_launched(),
+                "failure": self.failure.to_json() if self.failure else None}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CaptureResult:
@@ -88,7 +91,8 @@ class CaptureResult:
                    expected=list(data["expected"]), atomics=dict(data["atomics"]), exit_code=data.get("exit_code"),
                    ended=str(data.get("ended", "")), seconds=float(data.get("seconds", 0.0)),
                    started=str(data.get("started", "")), inputs=data.get("inputs"),
-                   sources=dict(data.get("sources") or {}))
+                   sources=dict(data.get("sources") or {}),
+                   failure=ProgramFailure.from_json(data.get("failure")))
 
 
 def program_command(targets: list[Path], command: list[str] | None) -> list[str]:
@@ -136,10 +140,11 @@ def capture_program(targets: list[Path], command: list[str] | None, *, interpret
     tests = own_tests_command(targets[0]) if command is None and not result.launches else None
     if tests is None or budget - result.seconds < _MIN_TESTS_BUDGET_S:
         return result
-    first, spent = result.ended, result.seconds
+    first, spent, failed = result.ended, result.seconds, result.failure
     result = run_capture(targets, tests, interpret=interpret, budget=budget - spent, cap=cap, cwd=cwd)
     result.ended = f"run as a script it launched no kernel ({first}), so its own tests ran: {result.ended}"
     result.seconds += spent
+    result.failure = result.failure or failed  # the script's own failure is still the program's
     return result
 
 
@@ -218,7 +223,10 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
         elif not result.ended:
             result.ended = "the program finished" if process.returncode == 0 else \
                 f"the program exited with status {process.returncode}"
-        result.stderr_tail = stderr_path.read_text(encoding="utf-8", errors="replace")[-2000:]
+        output = stderr_path.read_text(encoding="utf-8", errors="replace")
+        result.stderr_tail = output[-2000:]
+        if not killed and not result.ended.startswith("stopped") and process.returncode != 0:
+            result.failure = read_failure(output[-200_000:], process.returncode, str(cwd or Path.cwd()))
     return result
 
 

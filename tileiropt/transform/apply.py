@@ -296,6 +296,13 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, records: dic
         if node is None:
             plan.report.skipped.append("not a module-level function: left alone")
             continue
+        rejected = [f for f in record.findings if f.severity == "error"]
+        if rejected:  # TileIR configs or twins would only hide it: the TileIR compiler rejects the kernel
+            first = rejected[0]
+            plan.report.skipped.append(f"no TileIR code added: {first.code} (error) at L{first.line}: {first.message} "
+                                       f"-- the TileIR compiler would reject this kernel (fix: {first.hint}; then "
+                                       "apply again)")
+            continue
         function_source = _function_source(source_lines, kernel)
         twin, rewrites = (rewrite_math(node, info.tl_names, function_source, kernel.first_line)
                           if release.exp_to_exp2 else (node, []))
@@ -428,6 +435,9 @@ def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, S
     if GATE_MARKER in source:
         return ApplyResult(path, None, True, [], source, source)
     from tileiropt.analysis.classify import TOO_DEEP, classify_scan  # noqa: PLC0415 - avoid an import cycle
+    from tileiropt.analysis.rules import ALL_RULES  # noqa: PLC0415 - beside classify's, for the same cycle
+
+    ERROR_RULES = [rule for rule in ALL_RULES if rule.code.startswith("TIR0")]  # noqa: N806 - the TIR0xx codes
 
     try:
         scanned = scan(source, path)  # one parse: the model classify and the rules use too
@@ -435,7 +445,8 @@ def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, S
         if not info.kernels:
             raise NoKernelFound("no Triton kernel found (no @triton.jit function)", file=path,
                             hint="point apply at a file that defines @triton.jit kernels")
-        records = {record.kernel: record for record in classify_scan(scanned, rules=[])}
+        # the error rules too: a kernel the release's compiler rejects gets no TileIR code (plan_kernels)
+        records = {record.kernel: record for record in classify_scan(scanned, rules=ERROR_RULES, release=release)}
         module = cst.parse_module(source)
         plans = plan_kernels(info, module, source, records, spaces or load_spaces(), max_configs, classify, release)
         new_source = rewrite_module(module, plans).code if any(p.block or p.twin for p in plans.values()) else source

@@ -23,24 +23,13 @@ GATE_SOURCE = f'''
 # (ENABLE_TILE=1 with nvtriton installed). On any other backend this module behaves
 # exactly like the original. {FORCE_ENV}=1 turns the TileIR code on anywhere, for
 # validation, dropping the hints (occupancy, num_ctas > 1) the active backend rejects.
-import importlib.util as _tileiropt_importlib_util
 import inspect as _tileiropt_inspect
 import os as _tileiropt_os
 
-import triton as _tileiropt_triton
+{{shared}}
 
-
-def _tileiropt_backend_is_tileir():
-    if _tileiropt_os.environ.get("ENABLE_TILE") != "1":
-        return False
-    try:
-        return _tileiropt_importlib_util.find_spec("triton.backends.tileir") is not None
-    except (ImportError, ValueError):
-        return False
-
-
-_TILEIR_BACKEND = _tileiropt_backend_is_tileir()
-{ACTIVE_FLAG} = _TILEIR_BACKEND or _tileiropt_os.environ.get("{FORCE_ENV}") == "1"
+_TILEIR_BACKEND = _tileiropt_backend_is_tileir(_tileiropt_os.environ)
+{ACTIVE_FLAG} = _tileiropt_code_on(_TILEIR_BACKEND, _tileiropt_os.environ)
 _TILEIR_CONFIG_HINTS = set(_tileiropt_inspect.signature(_tileiropt_triton.Config.__init__).parameters)
 
 
@@ -142,4 +131,4 @@ def _shared_source() -> str:
     return "\n".join(source.splitlines()[docstring_end:]).strip() + "\n"
 
 
-GATE_SOURCE += "\n\n" + _shared_source()
+GATE_SOURCE = GATE_SOURCE.replace("{shared}", _shared_source(), 1)

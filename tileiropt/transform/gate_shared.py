@@ -1,6 +1,8 @@
 """Code shared by the tool and the gate it writes into every transformed file (the text of this
 module, less this docstring, is copied into the gate): standard library and `triton` only.
 
+- The gate's decision: whether the TileIR backend is active, and whether the TileIR code runs.
+
 - The one rule that turns a kernel's own configs into TileIR candidates and caps them. `apply` runs
   it when it can read a kernel's configs from the file (they are then written out literally); the
   gate runs it at import when the configs are built by code the tool does not run (a config function
@@ -11,10 +13,29 @@ module, less this docstring, is copied into the gate): standard library and `tri
   the same chain.
 """
 
+import importlib.util as _tileiropt_importlib_util
 import itertools as _tileiropt_itertools
 import random as _tileiropt_random
 
 import triton as _tileiropt_triton
+
+
+def _tileiropt_backend_is_tileir(environ):
+    """The CUDA Tile IR backend is the active one: ENABLE_TILE=1 *and* nvtriton's TileIR backend is importable
+    (nvtriton forces its TileIR driver on that variable). Either alone is not enough: standard Triton with
+    ENABLE_TILE=1, or nvtriton with it unset, compiles through PTX, which rejects TileIR hints."""
+    if environ.get("ENABLE_TILE") != "1":
+        return False
+    try:
+        return _tileiropt_importlib_util.find_spec("triton.backends.tileir") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _tileiropt_code_on(backend_is_tileir, environ):
+    """The TileIR code (twins, configs) runs on the TileIR backend, or anywhere with TILEIROPT_FORCE_TILEIR=1
+    (validation proves the rewritten bodies on PTX and the interpreter, dropping the hints they reject)."""
+    return backend_is_tileir or environ.get("TILEIROPT_FORCE_TILEIR") == "1"
 
 
 def _tileiropt_candidates(rows, occupancy, num_ctas, num_stages, tiles=None, cap=16):

@@ -57,6 +57,17 @@ def _install_allocator(device: str) -> None:
         triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=device))
 
 
+
+def compared_status(ok: bool, reason: str, *, interpreted: bool, dtypes: dict[str, str]) -> tuple[str, str]:
+    """The status of a record whose output was compared: PASS or FAIL, except a bf16 mismatch under the
+    interpreter, which computes bf16 on raw bit patterns (kernels that upcast to fp32 are exact): it says nothing
+    about the kernel, so it is NOT_RUN there and a GPU backend decides. On a GPU a mismatch is always FAIL."""
+    if ok:
+        return PASS, reason
+    if interpreted and "bfloat16" in dtypes.values():
+        return NOT_RUN, f"not run on the interpreter: bf16 arithmetic (it operates on bf16 bit patterns): {reason}"
+    return FAIL, reason
+
 class CaseRunner:
     """Runs every config item of one case and emits a record for each."""
 
@@ -284,12 +295,8 @@ class CaseRunner:
         if provenance.fallback:
             note = fallback_note(provenance.compiled_backend, self.backend.expected_backend, provenance)
             reason = f"{reason}; {note}" if reason else note
-        status = PASS if result.ok else FAIL
-        if status == FAIL and self.backend.interpreted and "bfloat16" in case.dtypes.values():
-            # The interpreter computes bf16 on raw bit patterns (kernels that upcast to fp32 are exact): a bf16
-            # mismatch here says nothing about the kernel; a GPU backend decides.
-            status = NOT_RUN
-            reason = f"not run on the interpreter: bf16 arithmetic (it operates on bf16 bit patterns): {reason}"
+        status, reason = compared_status(result.ok, reason, interpreted=self.backend.interpreted,
+                                         dtypes=case.dtypes)
         record = self.record(label, status, reason, provenance, max_abs=result.max_abs,
                              max_rel=result.max_rel, mismatches=result.mismatches, elements=result.elements,
                              first_mismatch=result.first_mismatch, mismatch_in=result.mismatch_in, seconds=seconds)

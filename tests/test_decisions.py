@@ -1,0 +1,493 @@
+"""Decision tables: each decision users depend on, over every combination of its inputs (or at and around each
+threshold). GPU-only outcomes are built from records and stubs, so the CPU suite holds them.
+
+    the TileIR gate          ENABLE_TILE x TileIR backend importable x TILEIROPT_FORCE_TILEIR
+    the paired verdict       the 95% interval at and around 1 +- threshold, short kernels
+    a record's status        compared ok / not, interpreter / GPU, bf16 / other dtypes
+    a kernel's verdict       every state -> bucket, its line, the report's first lines
+    a run's exit code        interrupted, failed (each cause), not run here
+    overrides                a project's atol/rtol (0 included), a user's release file over the bundled one
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import itertools
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tileiropt.errors import ExitCode, run_exit_code
+from tileiropt.pipeline import Pipeline, RunResult
+from tileiropt.project import KernelSpec
+from tileiropt.report.build import Benchmark, Classification, KernelReport, Report, Section, Verdict
+from tileiropt.report.markdown import next_steps_md, summary_md
+from tileiropt.report.verdict import ATTENTION, PROVEN, READY, UNPROVEN, kernel_verdict
+from tileiropt.runtime.bench.records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
+from tileiropt.runtime.validate.worker import compared_status
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.tolerances import DEFAULT_TOLERANCES, tolerances
+from tileiropt.transform.gate import FORCE_ENV, GATE_SOURCE
+
+# --------------------------------------------------------------------------- the gate
+
+
+def _gate(monkeypatch: pytest.MonkeyPatch, enable_tile: str | None, backend: bool, force: str | None) -> dict:
+    for name, value in (("ENABLE_TILE", enable_tile), (FORCE_ENV, force)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    if backend:
+        fake = types.ModuleType("triton.backends.tileir")
+        fake.__spec__ = importlib.machinery.ModuleSpec("triton.backends.tileir", None)
+        monkeypatch.setitem(sys.modules, "triton.backends.tileir", fake)
+    else:
+        monkeypatch.delitem(sys.modules, "triton.backends.tileir", raising=False)
+    namespace: dict[str, Any] = {}
+    exec(compile(GATE_SOURCE, "<gate>", "exec"), namespace)  # the gate exactly as apply writes it
+    return namespace
+
+
+@pytest.mark.parametrize(("enable_tile", "backend", "force"),
+                         list(itertools.product([None, "0", "1", "true", " 1"], [False, True], [None, "0", "1"])))
+def test_gate_over_every_combination(monkeypatch: pytest.MonkeyPatch, enable_tile: str | None, backend: bool,
+                                     force: str | None) -> None:
+    gate = _gate(monkeypatch, enable_tile, backend, force)
+    tileir_backend = enable_tile == "1" and backend  # both halves: the variable and the backend installed
+    assert gate["_TILEIR_BACKEND"] is tileir_backend
+    assert gate["_TILEIR"] is (tileir_backend or force == "1")
+    config = gate["_tileiropt_config"]({"BLOCK": 64}, occupancy=4, num_ctas=2, num_stages=3)
+    if tileir_backend:
+        assert config.num_ctas == 2 and "num_ctas" not in config.tileir_dropped
+    else:  # a PTX or interpreter backend never receives a TileIR-only hint
+        assert config.num_ctas == 1 and config.tileir_dropped == {"occupancy": 4, "num_ctas": 2}
+
+
+# --------------------------------------------------------------------------- the paired verdict
+
+
+def _paired(ratios: list[float], per_call_ms: float = 1.0, threshold: float = 0.05) -> tuple:
+    """paired_ratio over rounds whose optimized/original ratios are `ratios`."""
+    original = [per_call_ms] * len(ratios)
+    return paired_ratio(original, [per_call_ms * r for r in ratios], threshold)
+
+
+def _spread(low: float, high: float, n: int = 10) -> list[float]:
+    return [low + (high - low) * i / (n - 1) for i in range(n)]
+
+
+@pytest.mark.parametrize(("ratios", "verdict"), [
+    (_spread(1.06, 1.10), SLOWER),  # the whole interval above 1.05
+    (_spread(1.051, 1.09), SLOWER),  # the interval's lower end just above the threshold
+    (_spread(0.99, 1.12), UNCLEAR),  # median 1.055 > 1.05, yet the interval reaches 1.0: not slower
+    (_spread(1.02, 1.12), UNCLEAR),  # the lower end within the threshold: not slower
+    (_spread(0.97, 1.03), SAME),  # within 1 +- 0.05
+    (_spread(0.95, 1.05), SAME),  # touching both bounds: still within
+    (_spread(0.90, 0.94), FASTER),  # the whole interval below 0.95
+    (_spread(0.88, 0.97), UNCLEAR),  # the upper end within the threshold: not faster
+])
+def test_paired_verdict_at_and_around_the_threshold(ratios: list[float], verdict: str) -> None:
+    middle, low, high, found = _paired(ratios)
+    assert found == verdict, (middle, low, high)
+    assert low <= middle <= high
+
+
+def test_paired_interval_is_order_statistics_not_the_range() -> None:
+    ratios = [1.2] + [1.0] * 18 + [0.8]  # one disturbed round each way
+    _, low, high, verdict = _paired(ratios)
+    assert (low, high) == (1.0, 1.0) and verdict == SAME
+
+
+def test_short_kernels_are_never_judged() -> None:
+    assert _paired(_spread(1.5, 1.6), per_call_ms=0.0005)[3] == UNCLEAR
+    assert _paired(_spread(0.5, 0.6), per_call_ms=0.0005)[3] == UNCLEAR
+
+
+# --------------------------------------------------------------------------- a record's status
+
+
+@pytest.mark.parametrize(("ok", "interpreted", "dtype", "status"), [
+    (True, True, "bfloat16", PASS), (True, False, "bfloat16", PASS), (True, True, "float16", PASS),
+    (False, True, "bfloat16", NOT_RUN),  # the interpreter's bf16 arithmetic: a GPU decides
+    (False, False, "bfloat16", FAIL),  # on a GPU a bf16 mismatch is a failure, never "not run"
+    (False, True, "float16", FAIL), (False, True, "float32", FAIL), (False, False, "float16", FAIL),
+])
+def test_compared_status_per_backend(ok: bool, interpreted: bool, dtype: str, status: str) -> None:
+    found, reason = compared_status(ok, "3 of 64 elements differ" if not ok else "", interpreted=interpreted,
+                                    dtypes={"x": dtype, "y": "float32"})
+    assert found == status
+    if status == NOT_RUN:
+        assert reason.startswith("not run on the interpreter: bf16") and reason.endswith("3 of 64 elements differ")
+
+
+# --------------------------------------------------------------------------- a kernel's verdict
+
+
+def _verdict(status: str, backend: str = "", failures: list[str] | None = None, reason: str = "") -> Verdict:
+    return Verdict(status, backend=backend, backend_description=backend, failures=failures or [],
+                   reason=reason or ("" if status in (PASS, FAIL, ERROR) else "not run: nvtriton is not installed"),
+                   max_difference=0.001 if status in (PASS, FAIL) else None)
+
+
+def _kernel(name: str = "k", **changes: Any) -> KernelReport:
+    """A kernel whose TileIR code passed on the interpreter and nothing else went wrong (PROVEN), changed."""
+    report = KernelReport(
+        name=name, path=f"/tmp/{name}.py", optimized_path=f"/tmp/{name}_tileir.py", stopped=None,
+        classification=Classification(True, kernel_type="element-wise", findings=[]),
+        compatibility=_verdict(PASS, "interpret"), transformations=Section(True, lines=["a change"], count=1),
+        tileir_validation=_verdict(NOT_RUN), tileir_code=_verdict(PASS, "TileIR code forced on, Triton interpreter"),
+        optimized_ptx=_verdict(PASS, "interpret"), benchmark=Benchmark(False, "not run: no GPU"),
+        output=Section(True, lines=[f"File: {name}_tileir.py"]))
+    for key, value in changes.items():
+        setattr(report, key, value)
+    return report
+
+
+ERROR_FINDING = {"code": "TIR006", "severity": "error", "line": 12, "kernel": "k", "message": "erf is not supported",
+                 "hint": "use the tanh form"}
+WARNING_FINDING = {**ERROR_FINDING, "code": "TIR101", "severity": "warning", "message": "cross-block atomics"}
+SLOWER_RATIO = {"ratio": 1.2, "within_noise": False, "paired": {"verdict": SLOWER, "ci_low": 1.1, "ci_high": 1.3,
+                                                                 "threshold": 0.05}}
+
+# state -> (bucket, words its line must hold)
+STATES: dict[str, tuple[dict[str, Any], str, str]] = {
+    "proven on the interpreter": ({}, PROVEN, "TileIR code proven correct with the TileIR code forced on"),
+    "validated on TileIR": ({"tileir_validation": _verdict(PASS, "tileir")}, READY, "validated on the TileIR backend"),
+    "stopped": ({"stopped": {"phase": "compatibility", "reason": "the original fails"}}, ATTENTION,
+                "stopped at compatibility: the original fails"),
+    "original fails": ({"compatibility": _verdict(FAIL, "ptx", ["BLOCK=64: fail: 3 differ"])}, ATTENTION,
+                       "the original fails its own check: BLOCK=64: fail: 3 differ"),
+    "original errors": ({"compatibility": _verdict(ERROR, "ptx", ["BLOCK=64: error: boom"])}, ATTENTION,
+                        "the original fails its own check"),
+    "slower on PTX": ({"benchmark": Benchmark(True, ptx_ratios=[SLOWER_RATIO])}, ATTENTION,
+                      "slower than the original on PTX"),
+    "TileIR backend wrong": ({"tileir_validation": _verdict(FAIL, "tileir", ["c: fail: 1 differs"])}, ATTENTION,
+                             "the TileIR code gives wrong results (tileir): c: fail: 1 differs"),
+    "TileIR code wrong": ({"tileir_code": _verdict(FAIL, "forced", ["c: fail: 2 differ"])}, ATTENTION,
+                          "the TileIR code gives wrong results (forced): c: fail: 2 differ"),
+    "TileIR code errors": ({"tileir_code": _verdict(ERROR, "forced", ["c: error: crash"])}, ATTENTION,
+                           "the TileIR code gives wrong results"),
+    "error finding": ({"classification": Classification(True, findings=[ERROR_FINDING])}, ATTENTION,
+                      "the TileIR compiler would reject it: TIR006 at `k` L12: erf is not supported (fix: use the "
+                      "tanh form)"),
+    "error finding, TileIR passed": ({"classification": Classification(True, findings=[ERROR_FINDING]),
+                                      "tileir_validation": _verdict(PASS, "tileir")}, ATTENTION, "TIR006"),
+    "warning finding only": ({"classification": Classification(True, findings=[WARNING_FINDING])}, PROVEN,
+                             "TileIR code proven correct"),
+    "TileIR code never ran": ({"tileir_code": None}, UNPROVEN,
+                              "the TileIR code never ran: not run: nvtriton is not installed"),
+    "TileIR code not run": ({"tileir_code": _verdict(NOT_RUN, reason="not run: needs a GPU")}, UNPROVEN,
+                            "the TileIR code never ran: not run: needs a GPU"),
+}
+
+
+@pytest.mark.parametrize("state", list(STATES))
+def test_every_kernel_state_has_one_verdict(state: str) -> None:
+    changes, bucket, words = STATES[state]
+    verdict = kernel_verdict(_kernel(**changes))
+    assert verdict.bucket == bucket
+    assert words in verdict.text
+
+
+def test_set_aside_and_interrupted_verdicts() -> None:
+    kernel = _kernel()
+    rejected = {str(Path(kernel.optimized_path).resolve()): {"reason": "k: validation fail on ptx"}}
+    assert kernel_verdict(kernel, rejected).bucket == ATTENTION
+    assert "set aside: k: validation fail on ptx" in kernel_verdict(kernel, rejected).text
+    never_ran = _kernel(tileir_code=None)
+    assert kernel_verdict(never_ran, interrupted="validate").text.startswith("the run was interrupted during validate")
+    assert kernel_verdict(_kernel(), interrupted="bench").bucket == PROVEN  # what finished still counts
+
+
+def test_precedence_first_match_wins() -> None:
+    both = _kernel(stopped={"phase": "apply", "reason": "apply failed"},
+                   classification=Classification(True, findings=[ERROR_FINDING]))
+    assert kernel_verdict(both).text.startswith("stopped at apply")
+
+
+def _report(*kernels: KernelReport, run: dict[str, Any] | None = None) -> Report:
+    for k in kernels:
+        k.verdict = kernel_verdict(k)
+    return Report(artifacts="/tmp/p/.tileiropt", environment={}, run=run, kernels=list(kernels), problems={})
+
+
+@pytest.mark.parametrize("state", list(STATES))
+def test_first_lines_state_the_verdict(state: str) -> None:
+    changes, bucket, words = STATES[state]
+    text = next_steps_md(_report(_kernel(**changes), run={"command": ["tileiropt", "run", "k.py"], "cwd": "/tmp/p"}))
+    heading = {ATTENTION: "Needs attention:", READY: "Ready:", PROVEN: "Ready:", UNPROVEN: "Not proven yet:"}[bucket]
+    assert heading in text and words in text
+    others = {"Needs attention:", "Ready:", "Not proven yet:"} - {heading}
+    assert not any(other in text for other in others)  # one kernel, one bucket: said once
+    # the Blackwell next step only where the TileIR code was proven (never for code that did not run or failed)
+    assert ("next, on a Blackwell GPU" in text) is (bucket == PROVEN)
+    assert ("ready to try on TileIR" in text) is (bucket == PROVEN)
+
+
+def test_summary_verdict_column_agrees_with_first_lines() -> None:
+    report = _report(_kernel("a"), _kernel("b", classification=Classification(True, findings=[ERROR_FINDING])),
+                     _kernel("c", tileir_code=None))
+    summary = summary_md(report)
+    assert "| a | ready to try on TileIR |" in summary
+    assert "| b | needs attention |" in summary
+    assert "| c | not proven |" in summary
+
+
+def test_next_step_reruns_the_same_capture_from_its_folder() -> None:
+    run = {"command": ["tileiropt", "run", "ops.py", "--json", "--", "pytest", "tests/test ops.py"], "cwd": "/w/my lib"}
+    text = next_steps_md(_report(_kernel(), run=run))
+    assert "`cd '/w/my lib' && ENABLE_TILE=1 tileiropt run ops.py -- pytest 'tests/test ops.py'`" in text
+
+
+# --------------------------------------------------------------------------- a run's exit code
+
+
+@pytest.mark.parametrize(("interrupted", "failed", "not_run_here", "code"), [
+    (False, False, False, ExitCode.OK), (False, False, True, ExitCode.NOT_RUN),
+    (False, True, False, ExitCode.FAILED), (False, True, True, ExitCode.FAILED),
+    (True, False, False, ExitCode.INTERRUPTED), (True, True, True, ExitCode.INTERRUPTED),
+])
+def test_run_exit_code_table(interrupted: bool, failed: bool, not_run_here: bool, code: ExitCode) -> None:
+    assert run_exit_code(interrupted=interrupted, failed=failed, not_run_here=not_run_here) == code
+
+
+def _pipeline(**state: Any) -> Pipeline:
+    pipeline = Pipeline.__new__(Pipeline)  # the decision alone, without a project or workers
+    pipeline.result = RunResult(phases=[], kernels=[], stopped={}, artifacts="/tmp/a")
+    pipeline.bench_failed = pipeline.capture_failed = False
+    for key, value in state.items():
+        setattr(pipeline, key, value)
+    return pipeline
+
+
+@pytest.mark.parametrize("cause", ["none", "stopped", "set aside", "bench errored", "program failed"])
+def test_each_cause_of_failure_fails_the_run(cause: str) -> None:
+    pipeline = _pipeline()
+    if cause == "stopped":
+        pipeline.result.stopped["k"] = {"phase": "validate", "reason": "wrong"}
+    elif cause == "set aside":
+        pipeline.result.rejected["/tmp/k_tileir.py"] = {"moved_to": "/tmp/k_tileir.rejected.py", "reason": "slower"}
+    elif cause == "bench errored":
+        pipeline.bench_failed = True
+    elif cause == "program failed":
+        pipeline.capture_failed = True
+    assert pipeline.failed() is (cause != "none")
+
+
+class _Paired:
+    def __init__(self, verdict: str, low: float, high: float):
+        self.verdict, self.ci_low, self.ci_high, self.threshold, self.ratio = verdict, low, high, 0.05, (low + high) / 2
+
+
+class _Row:
+    def __init__(self, kernel: str, paired: _Paired | None, reason: str = ""):
+        self.kernel, self.paired, self.reason, self.size = kernel, paired, reason, 1024
+
+
+@pytest.mark.parametrize(("pairs", "slower"), [
+    ([(SLOWER, 1.06, 1.2)], True), ([(UNCLEAR, 0.99, 1.2)], False), ([(SAME, 0.97, 1.03)], False),
+    ([(SAME, 0.97, 1.03), (SLOWER, 1.07, 1.1)], True), ([(FASTER, 0.8, 0.9)], False),
+])
+def test_a_slower_optimized_file_is_set_aside(pairs: list[tuple[str, float, float]], slower: bool) -> None:
+    spec = KernelSpec(name="k", path=Path("/tmp/k.py"), entry="k", reference="original", inputs={}, dtypes=[{}])
+    pipeline = _pipeline(specs=[spec], validation=None,
+                         bench_run=types.SimpleNamespace(rows=[_Row("k", _Paired(*p)) for p in pairs]))
+    assert (spec.optimized_path in pipeline.rejections()) is slower
+
+
+@pytest.mark.parametrize(("pairs", "proven"), [
+    ([], False), ([(SAME, 0.97, 1.03)], True), ([(FASTER, 0.8, 0.9)], True),
+    ([(UNCLEAR, 0.99, 1.2)], False),  # not slower beyond doubt, but not proven not slower either
+    ([(SAME, 0.97, 1.03), (UNCLEAR, 0.9, 1.06)], False), ([(UNCLEAR, 0.9, 1.05)], True),
+])
+def test_in_place_needs_a_measured_not_slower(pairs: list[tuple[str, float, float]], proven: bool) -> None:
+    rows = [_Row("k", _Paired(*p)) for p in pairs] or [_Row("k", None, "not run: no GPU")]
+    pipeline = _pipeline(bench_run=types.SimpleNamespace(rows=rows))
+    reason = pipeline.not_proven_not_slower("k")
+    assert (reason == "") is proven
+    if not pairs:
+        assert reason == "no paired timing: not run: no GPU"
+
+
+# --------------------------------------------------------------------------- overrides
+
+
+@pytest.mark.parametrize(("atol", "rtol"), [(None, None), (0.0, None), (None, 0.0), (0.0, 0.0), (1e-3, 2e-3)])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_project_tolerances_override_the_dtype_default(atol: float | None, rtol: float | None, dtype: str) -> None:
+    spec = KernelSpec(name="k", path=Path("k.py"), entry="k", reference="original", inputs={"x": [4]},
+                      dtypes=[{"x": dtype}], atol=atol, rtol=rtol)
+    default_atol, default_rtol = DEFAULT_TOLERANCES[dtype]
+    assert spec.tolerances({"x": dtype}) == (default_atol if atol is None else atol,
+                                             default_rtol if rtol is None else rtol)
+
+
+@pytest.mark.parametrize(("dtypes", "expected"), [
+    ({"x": "float16", "y": "bfloat16"}, DEFAULT_TOLERANCES["bfloat16"]),  # the loosest float dtype
+    ({"x": "float32", "i": "int32"}, DEFAULT_TOLERANCES["float32"]),
+    ({"i": "int64"}, DEFAULT_TOLERANCES["float32"]),  # no float input: float32's
+    ({"x": "float8_e5m2", "y": "float16"}, DEFAULT_TOLERANCES["float8_e5m2"]),
+])
+def test_default_tolerance_is_the_loosest_dtypes(dtypes: dict[str, str], expected: tuple[float, float]) -> None:
+    assert tolerances(dtypes) == expected
+    assert tolerances(dtypes, 0.0, 0.0) == (0.0, 0.0)
+
+
+def test_project_atol_zero_survives_loading(tmp_path: Path) -> None:
+    from tileiropt.project import load_project
+
+    (tmp_path / "k.py").write_text("def k(x):\n    return x\n", encoding="utf-8")
+    (tmp_path / "tileiropt.toml").write_text(
+        '[[kernel]]\nname = "k"\npath = "k.py"\nentry = "k"\nreference = "original"\ninputs = { x = [4] }\n'
+        'dtypes = "bfloat16"\natol = 0\nrtol = 0\n', encoding="utf-8")
+    spec = load_project(tmp_path / "tileiropt.toml").kernels[0]
+    assert spec.tolerances({"x": "bfloat16"}) == (0.0, 0.0)
+
+
+def test_a_users_release_file_wins_over_the_bundled_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tileiropt.releases import RELEASES_ENV, get_release
+
+    bundled = Path(__import__("tileiropt.releases", fromlist=["x"]).__file__).parent / "13.4.toml"
+    text = bundled.read_text(encoding="utf-8")
+    assert 'version = "13.4"' in text
+    mine = text.replace('title = "', 'title = "my own ', 1)
+    assert mine != text
+    folder = tmp_path / "releases"
+    folder.mkdir()
+    (folder / "13.4.toml").write_text(mine, encoding="utf-8")
+    assert get_release("13.4").path == str(bundled)
+    monkeypatch.setenv(RELEASES_ENV, str(folder))
+    chosen = get_release("13.4")
+    assert chosen.path == str(folder / "13.4.toml") and chosen.title.startswith("my own ")
+
+
+# --------------------------------------------------------------------------- the gate's functions, directly
+
+
+@pytest.mark.parametrize(("enable_tile", "backend", "force"),
+                         list(itertools.product([None, "0", "1", "yes"], [False, True], [None, "0", "1"])))
+def test_gate_decision_functions(monkeypatch: pytest.MonkeyPatch, enable_tile: str | None, backend: bool,
+                                 force: str | None) -> None:
+    from tileiropt.transform.gate_shared import _tileiropt_backend_is_tileir, _tileiropt_code_on
+
+    if backend:
+        fake = types.ModuleType("triton.backends.tileir")
+        fake.__spec__ = importlib.machinery.ModuleSpec("triton.backends.tileir", None)
+        monkeypatch.setitem(sys.modules, "triton.backends.tileir", fake)
+    else:
+        monkeypatch.delitem(sys.modules, "triton.backends.tileir", raising=False)
+    environ = {k: v for k, v in (("ENABLE_TILE", enable_tile), (FORCE_ENV, force)) if v is not None}
+    on_backend = _tileiropt_backend_is_tileir(environ)
+    assert on_backend is (enable_tile == "1" and backend)
+    assert _tileiropt_code_on(on_backend, environ) is (on_backend or force == "1")
+
+
+def test_gate_decision_survives_a_broken_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tileiropt.transform import gate_shared
+
+    def broken(name: str) -> None:
+        raise ValueError("triton.backends.tileir.__spec__ is None")
+
+    monkeypatch.setattr(gate_shared._tileiropt_importlib_util, "find_spec", broken)
+    assert gate_shared._tileiropt_backend_is_tileir({"ENABLE_TILE": "1"}) is False
+
+
+# --------------------------------------------------------------------------- the one-line errors
+
+
+@pytest.mark.parametrize(("error", "text"), [
+    (dict(message="bad"), "bad"),
+    (dict(message="bad", file="k.py"), "k.py: bad"),
+    (dict(message="bad", file="k.py", line=12), "k.py:12: bad"),
+    (dict(message="bad", file="k.py", line=12, hint="fix it"), "k.py:12: bad (fix: fix it)"),
+    (dict(message="bad", line=12, hint="fix it"), "bad (fix: fix it)"),  # a line without a file names nothing
+])
+def test_user_error_is_one_line_naming_file_line_and_fix(error: dict[str, Any], text: str) -> None:
+    from tileiropt.errors import UserError
+
+    assert str(UserError(**error)) == text
+    assert UserError("x").code == ExitCode.BAD_INPUT
+
+
+@pytest.mark.parametrize(("value", "ok"), [(1, True), (0.5, True), (7 * 24 * 3600.0, True), (0, False),
+                                           (-1, False), (float("nan"), False), (float("inf"), False),
+                                           (7 * 24 * 3600.0 + 1, False), (True, False), ("5", False)])
+def test_durations_are_checked(value: Any, ok: bool) -> None:
+    from tileiropt.errors import UserError, check_seconds
+
+    if ok:
+        assert check_seconds("--timeout", value) == float(value)
+    else:
+        with pytest.raises(UserError, match=r"--timeout must be a number of seconds in \(0, 604800\]"):
+            check_seconds("--timeout", value)
+
+
+# --------------------------------------------------------------------------- the verdict's words
+
+
+def test_verdict_words() -> None:
+    from tileiropt.report.verdict import finding_text
+
+    assert finding_text({"code": "TIR006", "message": "erf"}) == "TIR006: erf"  # no kernel, no hint: nothing made up
+    two = Classification(True, findings=[ERROR_FINDING, {**ERROR_FINDING, "code": "TIR007"}])
+    assert kernel_verdict(_kernel(classification=two)).text.endswith("(fix: use the tanh form) (and 1 more error "
+                                                                     "finding(s))")
+    long = Classification(True, findings=[{**ERROR_FINDING, "message": "m" * 500}])
+    text = kernel_verdict(_kernel(classification=long)).text
+    assert text == "the TileIR compiler would reject it: " + ("TIR006 at `k` L12: " + "m" * 500)[:399] + "…"
+    unclassified = Classification(False, reason="not run: no classify.json", findings=[ERROR_FINDING])
+    assert kernel_verdict(_kernel(classification=unclassified)).bucket == PROVEN
+    fast = _kernel(tileir_validation=_verdict(PASS, "tileir"), benchmark=Benchmark(True, tileir_speedups=[1.5, 1.25]))
+    assert kernel_verdict(fast).text == "validated on the TileIR backend; 1.25x-1.50x the PTX original"
+    assert kernel_verdict(_kernel(tileir_validation=_verdict(PASS, "tileir"))).text == \
+        "validated on the TileIR backend"
+    unknown = _kernel(tileir_code=Verdict(PASS, backend="tileir-code-on-ptx", max_difference=None))
+    assert kernel_verdict(unknown).text == "TileIR code proven correct with the tileir-code-on-ptx (max difference n/a)"
+    assert kernel_verdict(unknown).proven_on == "tileir-code-on-ptx"
+    proven = kernel_verdict(_kernel())
+    assert proven.text == "TileIR code proven correct with the TileIR code forced on, Triton interpreter (max " \
+                          "difference 1.0e-03)"
+    wrong = _kernel(tileir_code=Verdict(FAIL, backend="tileir-code-on-ptx", failures=[]))
+    assert kernel_verdict(wrong).text == "the TileIR code gives wrong results (tileir-code-on-ptx): fail"
+    assert kernel_verdict(_kernel(benchmark=Benchmark(True, ptx_ratios=[SLOWER_RATIO]))).text == \
+        "its optimized file is slower than the original on PTX beyond the threshold (see its benchmark): it is not kept"
+    stopped = _kernel(stopped={"phase": "apply", "reason": "r" * 300})
+    assert kernel_verdict(stopped).text == "stopped at apply: " + "r" * 159 + "…"
+    kept = _kernel(optimized_path="")
+    assert kernel_verdict(kept, {str(Path("").resolve()): {"reason": "x"}}).bucket == PROVEN
+
+
+# --------------------------------------------------------------------------- which release a run follows
+
+
+@pytest.mark.parametrize(("requested", "detected", "version", "origin"), [
+    ("13.1", "13.4.0", "13.1", "requested"),  # asked for wins over detected
+    (None, "13.4.1", "13.4", "detected 13.4.1"),
+    (None, "13.3", "13.1", "detected 13.3, following 13.1"),  # the newest known not newer than it
+    (None, "99.0", None, "detected 99.0, following"),  # newer than any known: the newest known
+    (None, "12.0", None, "newest known; none detected"),  # older than every known
+    (None, None, None, "newest known; none detected"),
+])
+def test_release_choice(requested: str | None, detected: str | None, version: str | None, origin: str) -> None:
+    from tileiropt.releases import newest, resolve_release
+
+    choice = resolve_release(requested, detected)
+    assert choice.release.version == (version or newest().version)
+    assert choice.origin.startswith(origin)
+
+
+def test_unknown_release_and_bad_folder_are_one_line_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tileiropt.errors import UserError
+    from tileiropt.releases import RELEASES_ENV, get_release, known_releases
+
+    with pytest.raises(UserError, match=r"unknown CUDA Tile IR release '9.9'; known: 13.1, 13.4"):
+        get_release(" 9.9 ")
+    assert get_release(" 13.4 ").version == "13.4"
+    assert list(known_releases()) == sorted(known_releases(), key=lambda v: tuple(map(int, v.split("."))))
+    monkeypatch.setenv(RELEASES_ENV, str(tmp_path / "missing"))
+    with pytest.raises(UserError, match="TILEIROPT_RELEASES names .*missing, which is not a folder"):
+        get_release("13.4")

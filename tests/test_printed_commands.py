@@ -1,0 +1,89 @@
+"""Every command the tool prints works when pasted exactly as printed: the report's next step (run again with
+ENABLE_TILE=1, under a simulated TileIR backend: nvtriton's `triton.backends.tileir` module), and the `cp` that
+applies a validated file by hand when `--in-place` refuses for want of a measured not-slower verdict."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+KERNEL = '''import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256)
+    return out
+
+
+if __name__ == "__main__":
+    x = torch.randn(1000)
+    print(add(x, x)[:3])
+'''
+SIMULATED_TILEIR = '''import importlib.machinery, sys, types
+module = types.ModuleType("triton.backends.tileir")  # what nvtriton installs: the gate and `check` look for it
+module.__spec__ = importlib.machinery.ModuleSpec("triton.backends.tileir", None)
+sys.modules["triton.backends.tileir"] = module
+'''
+TIMEOUT_S = 300  # a run of one small kernel on the CPU takes seconds; this only stops a hang
+
+
+def _shell(command: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """`command` through bash, as a user pastes it, with this interpreter's `tileiropt` first on PATH."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    environment = {**os.environ, "PATH": path, **env}
+    environment.pop("ENABLE_TILE", None)
+    return subprocess.run(["bash", "-c", command], cwd=cwd, env=environment, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "add.py").write_text(KERNEL, encoding="utf-8")
+    return tmp_path
+
+
+def test_the_reports_next_step_runs_as_printed_under_a_simulated_tileir(folder: Path, tmp_path_factory) -> None:
+    first = _shell("tileiropt run add.py", folder)
+    assert first.returncode == 0, first.stdout + first.stderr
+    report = (folder / ".tileiropt" / "report.md").read_text(encoding="utf-8")
+    printed = re.search(r"next, on a Blackwell GPU with nvtriton: `([^`]+)`", report)
+    assert printed, report[:2000]
+    command = printed.group(1)
+    assert command == f"cd {folder} && ENABLE_TILE=1 tileiropt run add.py"
+    simulated = tmp_path_factory.mktemp("simulated-tileir")
+    (simulated / "sitecustomize.py").write_text(SIMULATED_TILEIR, encoding="utf-8")
+    elsewhere = tmp_path_factory.mktemp("elsewhere")  # pasted in another folder: the command goes to its own
+    again = _shell(command, elsewhere, PYTHONPATH=str(simulated))
+    assert again.returncode == 0, again.stdout + again.stderr
+    report = (folder / ".tileiropt" / "report.md").read_text(encoding="utf-8")
+    check = (folder / ".tileiropt" / "check.json").read_text(encoding="utf-8")
+    assert '"tileir_backend": true' in check  # the simulated backend was seen: ENABLE_TILE=1 reached the run
+    assert "**add_kernel**" in report
+
+
+def test_in_place_refuses_without_a_measured_not_slower_and_its_cp_works(folder: Path) -> None:
+    original = (folder / "add.py").read_text(encoding="utf-8")
+    run = _shell("tileiropt run add.py --in-place", folder)
+    assert run.returncode == 3, run.stdout + run.stderr  # the proof needs a GPU: nothing wrong, not run here
+    assert (folder / "add.py").read_text(encoding="utf-8") == original  # never overwritten without its proof
+    assert not list(folder.glob("add.py.orig*"))
+    printed = re.search(r"to use the validated file anyway: (cp \S+ \S+)", " ".join(run.stderr.split()))
+    assert printed, run.stderr
+    copied = _shell(printed.group(1), folder)
+    assert copied.returncode == 0, copied.stderr
+    assert (folder / "add.py").read_text(encoding="utf-8") == (folder / "add_tileir.py").read_text(encoding="utf-8")

@@ -1,0 +1,91 @@
+"""One verdict per kernel: the single decision every line of the report, the summary table and `--json` read.
+
+A kernel lands in one bucket, first match wins:
+
+    attention  it stopped; its optimized file was set aside; the original fails its own check; the optimized
+               file is slower on PTX beyond the threshold; the TileIR code gives wrong results; or the lint
+               has an error-severity finding for the release (the TileIR compiler would reject it)
+    ready      validated on the TileIR backend itself
+    proven     the TileIR code was forced on under PTX or the interpreter and passed: ready to try on TileIR
+    unproven   nothing above: the TileIR code never ran (the reason is the kernel's own)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tileiropt.schema import ERROR, FAIL, PASS
+
+ATTENTION, READY, PROVEN, UNPROVEN = "attention", "ready", "proven", "unproven"
+BUCKETS = (ATTENTION, READY, PROVEN, UNPROVEN)
+SLOWER = "slower"  # the paired verdict of a slower optimized file (runtime.bench.records.SLOWER)
+
+
+@dataclass
+class KernelVerdict:
+    bucket: str  # one of BUCKETS
+    text: str  # the one line that says it, without the kernel's name
+    proven_on: str = ""  # PROVEN: the backend the TileIR code passed on
+
+
+def error_findings(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lint findings of error severity: what the release's compiler rejects."""
+    return [f for f in findings if f.get("severity") == "error"]
+
+
+def finding_text(finding: dict[str, Any]) -> str:
+    where = f" at `{finding.get('kernel')}` L{finding.get('line')}" if finding.get("kernel") else ""
+    hint = f" (fix: {finding['hint']})" if finding.get("hint") else ""
+    return f"{finding.get('code')}{where}: {finding.get('message')}{hint}"
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def kernel_verdict(k: Any, rejected: dict[str, dict[str, Any]] | None = None,
+                   interrupted: str | None = None) -> KernelVerdict:
+    """The verdict of one kernel (a `report.build.KernelReport`); `rejected`: run.json's set-aside files, keyed by
+    resolved path; `interrupted`: the phase the run was interrupted in, if it was."""
+    set_aside = (rejected or {}).get(str(Path(k.optimized_path).resolve())) if k.optimized_path else None
+    code = k.tileir_code
+    if k.stopped:
+        return KernelVerdict(ATTENTION, f"stopped at {k.stopped.get('phase')}: {_short(k.stopped.get('reason'))}")
+    if set_aside:
+        return KernelVerdict(ATTENTION, f"its optimized file was set aside: {_short(set_aside.get('reason'))}")
+    if k.compatibility.status in (FAIL, ERROR):
+        return KernelVerdict(ATTENTION, f"the original fails its own check: {_short(_first_failure(k.compatibility))}")
+    if any((r.get("paired") or {}).get("verdict") == SLOWER for r in k.benchmark.ptx_ratios):
+        return KernelVerdict(ATTENTION, "its optimized file is slower than the original on PTX beyond the threshold "
+                                        "(see its benchmark): it is not kept")
+    wrong = next((v for v in (k.tileir_validation, code) if v is not None and v.status in (FAIL, ERROR)), None)
+    if wrong is not None:
+        where = wrong.backend_description or wrong.backend
+        return KernelVerdict(ATTENTION, f"the TileIR code gives wrong results ({where}): "
+                                        f"{_short(_first_failure(wrong))}")
+    errors = error_findings(k.classification.findings if k.classification.ran else [])
+    if errors:
+        more = f" (and {len(errors) - 1} more error finding(s))" if len(errors) > 1 else ""
+        return KernelVerdict(ATTENTION, f"the TileIR compiler would reject it: {_short(finding_text(errors[0]), 400)}"
+                                        f"{more}")
+    if k.tileir_validation.status == PASS:
+        speeds = k.benchmark.tileir_speedups
+        speed = f"; {min(speeds):.2f}x-{max(speeds):.2f}x the PTX original" if speeds else ""
+        return KernelVerdict(READY, f"validated on the TileIR backend{speed}")
+    if code is not None and code.status == PASS:
+        on = code.backend_description or code.backend
+        return KernelVerdict(PROVEN, f"TileIR code proven correct with the {on} (max difference "
+                                     f"{'n/a' if code.max_difference is None else f'{code.max_difference:.1e}'})",
+                             proven_on=on)
+    if interrupted:
+        return KernelVerdict(UNPROVEN, f"the run was interrupted during {interrupted} before its TileIR code passed "
+                                       "(run the same command again to go on)")
+    reason = (code.reason if code is not None else "") or k.tileir_validation.reason or "not run"
+    return KernelVerdict(UNPROVEN, f"the TileIR code never ran: {_short(reason)}")
+
+
+def _first_failure(verdict: Any) -> str:
+    return verdict.failures[0] if verdict.failures else (verdict.reason or verdict.status)
