@@ -15,7 +15,7 @@ TRITON_SPEC ?= triton==3.6.0
 NUMPY_SPEC ?= numpy<2.4
 NEWEST_VENV ?= .venv-newest
 
-.PHONY: install demo test test-gpu lint smoke-newest slurm-packages clean
+.PHONY: install demo test test-gpu lint mutation smoke-newest slurm-packages clean
 
 install: $(VENV)/.installed
 
@@ -59,8 +59,15 @@ slurm-packages:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 			slurmctld slurmd slurm-client munge >/dev/null && echo "installed SLURM and munge"; fi
 
+# Mutation testing of the decision code against its decision tables (mutmut; not in CI). Score: docs/mutation.md.
+MUTMUT_SPEC ?= mutmut==3.8.1
+mutation: install
+	$(BIN)/python -m pip install -q "$(MUTMUT_SPEC)"
+	$(BIN)/mutmut run --max-children 2
+	$(BIN)/python benchmarks/mutation_score.py --survivors
+
 lint: install
 	$(BIN)/ruff check tileiropt tests
 
 clean:
-	rm -rf $(VENV) $(NEWEST_VENV) .pytest_cache .ruff_cache examples/.tileiropt examples/*_tileir.py
+	rm -rf $(VENV) $(NEWEST_VENV) .pytest_cache .ruff_cache mutants examples/.tileiropt examples/*_tileir.py

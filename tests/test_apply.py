@@ -3,6 +3,7 @@ the TileIR space under a simulated TileIR backend."""
 
 from __future__ import annotations
 
+import ast
 import importlib.machinery
 import importlib.util
 import json
@@ -228,14 +229,23 @@ def test_ptx_path_unchanged_on_import(path: Path, tmp_path: Path, monkeypatch: p
     monkeypatch.delenv("ENABLE_TILE", raising=False)
     monkeypatch.delenv(FORCE_ENV, raising=False)
     monkeypatch.syspath_prepend(str(path.parent))
+    relative = any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(ast.parse(path.read_bytes())))
     try:
         original = _import_path(path, f"_orig_{path.stem}")
-    except Exception as exc:  # a library file that only imports inside its package
-        pytest.skip(f"original does not import standalone: {type(exc).__name__}")
+    except ImportError as exc:  # only two causes may skip: anything else fails the test
+        if relative:  # relative imports: it imports only inside its package
+            pytest.skip(f"imports only inside its package: {exc}")
+        if "'triton" in str(exc):  # a module or name this Triton lacks (the file targets another Triton or backend)
+            pytest.skip(f"needs another Triton: {exc}")
+        raise
     out = tmp_path / f"{path.stem}_tileir.py"
-    out.write_text(transform_source(path.read_text(encoding="utf-8"), str(path)).new_source)
+    new_source = transform_source(path.read_text(encoding="utf-8"), str(path)).new_source
+    out.write_text(new_source)
     optimized = _import_path(out, f"_opt_{path.stem}")
-    assert optimized._TILEIR is False if hasattr(optimized, "_TILEIR") else True
+    if GATE_MARKER in new_source:
+        assert optimized._TILEIR is False  # the gate is off on standard Triton without the force variable
+    else:
+        assert new_source == path.read_text(encoding="utf-8")  # nothing written: the file itself
     before, after = _config_lists(original), _config_lists(optimized)
     assert {name: after.get(name) for name in before} == before  # same autotuners, same configs
     assert set(after) == set(before)  # twins are defined only under the gate: none exists with it off

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import statistics
-import time
 from pathlib import Path
 
 import pytest
@@ -349,9 +348,7 @@ def test_timeouts_and_crashes_cost_one_row_each(monkeypatch: pytest.MonkeyPatch)
     items = [_item(0, "a"), _item(1, "hang", timeout=2.0), _item(2, "b"), _item(3, "crash"), _item(4, "poison"),
              _item(5, "c")]
     seen: list[str] = []
-    started = time.monotonic()
     rows = GroupRunner("ptx", items, on_row=lambda r: seen.append(r.kernel)).run()
-    assert time.monotonic() - started < 30
     status = {items[i].kernel: rows[i].status for i in rows}
     assert status == {"a": PASS, "hang": ERROR, "b": PASS, "crash": ERROR, "poison": ERROR, "c": PASS}
     assert rows[1].reason.startswith("timeout after 2s")

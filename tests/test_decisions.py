@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import itertools
+import os
 import sys
 import types
 from pathlib import Path
@@ -199,7 +200,11 @@ def test_set_aside_and_interrupted_verdicts() -> None:
     assert kernel_verdict(kernel, rejected).bucket == ATTENTION
     assert "set aside: k: validation fail on ptx" in kernel_verdict(kernel, rejected).text
     never_ran = _kernel(tileir_code=None)
-    assert kernel_verdict(never_ran, interrupted="validate").text.startswith("the run was interrupted during validate")
+    interrupted = kernel_verdict(never_ran, interrupted="validate")
+    assert (interrupted.bucket, interrupted.text) == (UNPROVEN, "the run was interrupted during validate before its "
+                                                      "TileIR code passed (run the same command again to go on)")
+    silent = _kernel(tileir_code=None, tileir_validation=Verdict(NOT_RUN))
+    assert kernel_verdict(silent).text == "the TileIR code never ran: not run"
     assert kernel_verdict(_kernel(), interrupted="bench").bucket == PROVEN  # what finished still counts
 
 
@@ -457,6 +462,8 @@ def test_verdict_words() -> None:
         "its optimized file is slower than the original on PTX beyond the threshold (see its benchmark): it is not kept"
     stopped = _kernel(stopped={"phase": "apply", "reason": "r" * 300})
     assert kernel_verdict(stopped).text == "stopped at apply: " + "r" * 159 + "…"
+    exact = _kernel(stopped={"phase": "apply", "reason": "r" * 160})  # at the limit: whole
+    assert kernel_verdict(exact).text == "stopped at apply: " + "r" * 160
     kept = _kernel(optimized_path="")
     assert kernel_verdict(kept, {str(Path("").resolve()): {"reason": "x"}}).bucket == PROVEN
 
@@ -468,7 +475,7 @@ def test_verdict_words() -> None:
     ("13.1", "13.4.0", "13.1", "requested"),  # asked for wins over detected
     (None, "13.4.1", "13.4", "detected 13.4.1"),
     (None, "13.3", "13.1", "detected 13.3, following 13.1"),  # the newest known not newer than it
-    (None, "99.0", None, "detected 99.0, following"),  # newer than any known: the newest known
+    (None, "99.0", None, "detected 99.0, following {newest}"),  # newer than any known: the newest known
     (None, "12.0", None, "newest known; none detected"),  # older than every known
     (None, None, None, "newest known; none detected"),
 ])
@@ -477,17 +484,35 @@ def test_release_choice(requested: str | None, detected: str | None, version: st
 
     choice = resolve_release(requested, detected)
     assert choice.release.version == (version or newest().version)
-    assert choice.origin.startswith(origin)
+    assert choice.origin == origin.format(newest=newest().version)
+
+
+def test_users_releases_from_several_folders_and_the_newest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tileiropt.releases import RELEASES_ENV, get_release, newest
+
+    bundled = Path(get_release("13.4").path)
+    folders = []
+    for version in ("13.5", "13.6"):
+        folder = tmp_path / version
+        folder.mkdir()
+        (folder / f"{version}.toml").write_text(bundled.read_text(encoding="utf-8").replace(
+            'version = "13.4"', f'version = "{version}"', 1), encoding="utf-8")
+        folders.append(str(folder))
+    monkeypatch.setenv(RELEASES_ENV, os.pathsep.join(folders))
+    assert get_release("13.5").version == "13.5" and newest().version == "13.6"
 
 
 def test_unknown_release_and_bad_folder_are_one_line_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tileiropt.errors import UserError
     from tileiropt.releases import RELEASES_ENV, get_release, known_releases
 
-    with pytest.raises(UserError, match=r"unknown CUDA Tile IR release '9.9'; known: 13.1, 13.4"):
+    with pytest.raises(UserError, match=r"unknown CUDA Tile IR release '9.9'; known: 13.1, 13.4 \(fix: pick a known "
+                                        r"release, or describe it in a TOML file in a folder named by "
+                                        r"TILEIROPT_RELEASES\)"):
         get_release(" 9.9 ")
     assert get_release(" 13.4 ").version == "13.4"
     assert list(known_releases()) == sorted(known_releases(), key=lambda v: tuple(map(int, v.split("."))))
     monkeypatch.setenv(RELEASES_ENV, str(tmp_path / "missing"))
-    with pytest.raises(UserError, match="TILEIROPT_RELEASES names .*missing, which is not a folder"):
+    with pytest.raises(UserError, match=r"TILEIROPT_RELEASES names .*missing, which is not a folder \(fix: point it "
+                                        r"at a folder of release TOML files, or unset it\)"):
         get_release("13.4")
