@@ -172,13 +172,34 @@ def test_a_slower_optimized_file_is_set_aside(tmp_path: Path) -> None:
     assert pipeline.result.in_place == {}
 
 
-def test_in_place_writes_only_a_validated_file(tmp_path: Path) -> None:
+def _paired_bench(low: float, high: float):
+    """A bench run whose one paired PTX timing of `scale` has the 95% interval [low, high]."""
+    from types import SimpleNamespace
+
+    from tileiropt.errors import ExitCode
+
+    paired = SimpleNamespace(verdict="same", ci_low=low, ci_high=high, threshold=0.05, ratio=(low + high) / 2)
+    row = SimpleNamespace(kernel="scale", paired=paired, reason="", size=64)
+    return SimpleNamespace(rows=[row], exit_code=lambda: ExitCode.OK)
+
+
+def test_in_place_writes_only_a_validated_not_slower_file(tmp_path: Path) -> None:
     from tileiropt.runtime.validate.records import ValidateRun
 
     pipeline = _pipeline(tmp_path, in_place=True)
     optimized = (tmp_path / "k_tileir.py").read_text()
     pipeline.validation = ValidateRun(records=[_record("pass")], backends=["interpret"])
+    pipeline.settle()  # validated, but "not slower" was never measured (no bench): refused, the file untouched
+    assert (tmp_path / "k.py").read_text() == KERNEL and not (tmp_path / "k.py.orig").exists()
+    assert pipeline.result.in_place == {} and "cp " in pipeline.result.in_place_refused[str(tmp_path / "k.py")]
+    assert pipeline.not_run_here and not pipeline.failed()  # exit 3: the proof needs a GPU
+    pipeline.result.in_place_refused.clear()
+    pipeline.bench_run = _paired_bench(0.97, 1.03)
     pipeline.settle()
     assert (tmp_path / "k.py").read_text() == optimized
     assert (tmp_path / "k.py.orig").read_text() == KERNEL
+    assert pipeline.result.in_place == {str(tmp_path / "k.py"): str(tmp_path / "k.py.orig")}
+    pipeline.result.in_place.clear()  # a second run over our own output keeps the one backup of the original
+    pipeline.settle()
+    assert (tmp_path / "k.py.orig").read_text() == KERNEL and not (tmp_path / "k.py.orig.1").exists()
     assert pipeline.result.in_place == {str(tmp_path / "k.py"): str(tmp_path / "k.py.orig")}
