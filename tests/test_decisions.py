@@ -516,3 +516,22 @@ def test_unknown_release_and_bad_folder_are_one_line_errors(tmp_path: Path, monk
     with pytest.raises(UserError, match=r"TILEIROPT_RELEASES names .*missing, which is not a folder \(fix: point it "
                                         r"at a folder of release TOML files, or unset it\)"):
         get_release("13.4")
+
+
+def test_paired_ratio_values_exactly() -> None:
+    from tileiropt.runtime.bench.records import _order_statistic
+
+    assert paired_ratio([2.0, 2.0, 2.0], [2.0, 4.0, 6.0])[0] == 2.0  # B/A per round, the middle one (odd n)
+    assert paired_ratio([1.0, 1.0], [1.0, 4.0])[0] == 2.0  # even n: the geometric mean of the two middle ones
+    assert paired_ratio([1.0, 0.0, 1.0, 1.0], [1.0, 5.0, 0.0, 3.0])[0] == pytest.approx(3 ** 0.5)  # zeros dropped
+    with pytest.raises(ValueError, match="no positive paired timing"):
+        paired_ratio([0.0, 1.0], [1.0, 0.0])
+    ratios = [1.0 + i / 100 for i in range(20)]
+    k = _order_statistic(20)
+    _, low, high, _ = _paired(ratios)
+    assert (low, high) == (ratios[k - 1], ratios[20 - k]) and 1 < k < 10
+
+
+def test_paired_bounds_are_strict() -> None:
+    assert _paired([1.05] * 5 + [1.08] * 5)[3] != SLOWER  # the lower end at 1 + threshold: not beyond it
+    assert _paired([0.90] * 5 + [0.95] * 5)[3] != FASTER  # the upper end at 1 - threshold: not beyond it
