@@ -36,18 +36,23 @@ from tileiropt.transform.gate import FORCE_ENV, GATE_SOURCE
 # --------------------------------------------------------------------------- the gate
 
 
+def _tileir_backend(monkeypatch: pytest.MonkeyPatch, present: bool) -> None:
+    """nvtriton's TileIR backend module importable (simulated) or not."""
+    if present:
+        fake = types.ModuleType("triton.backends.tileir")
+        fake.__spec__ = importlib.machinery.ModuleSpec("triton.backends.tileir", None)
+        monkeypatch.setitem(sys.modules, "triton.backends.tileir", fake)
+    else:
+        monkeypatch.delitem(sys.modules, "triton.backends.tileir", raising=False)
+
+
 def _gate(monkeypatch: pytest.MonkeyPatch, enable_tile: str | None, backend: bool, force: str | None) -> dict:
     for name, value in (("ENABLE_TILE", enable_tile), (FORCE_ENV, force)):
         if value is None:
             monkeypatch.delenv(name, raising=False)
         else:
             monkeypatch.setenv(name, value)
-    if backend:
-        fake = types.ModuleType("triton.backends.tileir")
-        fake.__spec__ = importlib.machinery.ModuleSpec("triton.backends.tileir", None)
-        monkeypatch.setitem(sys.modules, "triton.backends.tileir", fake)
-    else:
-        monkeypatch.delitem(sys.modules, "triton.backends.tileir", raising=False)
+    _tileir_backend(monkeypatch, backend)
     namespace: dict[str, Any] = {}
     exec(compile(GATE_SOURCE, "<gate>", "exec"), namespace)  # the gate exactly as apply writes it
     return namespace
@@ -379,12 +384,7 @@ def test_gate_decision_functions(monkeypatch: pytest.MonkeyPatch, enable_tile: s
                                  force: str | None) -> None:
     from tileiropt.transform.gate_shared import _tileiropt_backend_is_tileir, _tileiropt_code_on
 
-    if backend:
-        fake = types.ModuleType("triton.backends.tileir")
-        fake.__spec__ = importlib.machinery.ModuleSpec("triton.backends.tileir", None)
-        monkeypatch.setitem(sys.modules, "triton.backends.tileir", fake)
-    else:
-        monkeypatch.delitem(sys.modules, "triton.backends.tileir", raising=False)
+    _tileir_backend(monkeypatch, backend)
     environ = {k: v for k, v in (("ENABLE_TILE", enable_tile), (FORCE_ENV, force)) if v is not None}
     on_backend = _tileiropt_backend_is_tileir(environ)
     assert on_backend is (enable_tile == "1" and backend)
