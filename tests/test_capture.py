@@ -103,7 +103,7 @@ def test_init_writes_a_project_from_the_file_s_own_run_and_never_touches_it(fold
     assert tables["add_"].entry == "add_" and tables["add_"].inputs == {"x": ["M"], "y": ["M"]}
     assert tables["add_"].dims == {"M": 500}
     assert tables["Square"].call == "Square.apply(x)"  # the autograd Function: its forward's arguments
-    assert tables["scale"].args == {"alpha": 2.0} or tables["scale"].args == {"alpha": 1.5}
+    assert tables["scale"].args == {"alpha": 2.0}  # the first call's (the module-level self-check), not the sweep's
     assert 'reference = "original"' in text
     again = CliRunner().invoke(app, ["init", "ops.py", "-o", "tileiropt.toml"])
     assert again.exit_code == 2 and "not overwriting" in again.output
@@ -143,8 +143,9 @@ def test_liger_rms_norm_captured_from_a_users_pytest_forward_and_backward(tmp_pa
     records = [r for r in artifacts.validate.records if r.backend != "tileir"]
     assert {r.kernel for r in records if r.status == PASS} == {"_rms_norm_forward_kernel", "_rms_norm_backward_kernel"}
     assert all(r.status == PASS for r in records)
-    assert Path(records[0].path).is_relative_to(tmp_path / ".tileiropt" / "optimized") or records[0].variant == \
-        "original"  # the package is never written into
+    optimized = {Path(r.path) for r in records if r.variant == "optimized"}
+    assert optimized and all(p.is_relative_to(tmp_path / ".tileiropt" / "optimized") for p in optimized)
+    assert all(not Path(r.path).is_relative_to(tmp_path / ".tileiropt") for r in records if r.variant == "original")
 
 
 def test_a_sweep_that_only_repeats_itself_ends_after_the_quiet_period(folder: Path) -> None:

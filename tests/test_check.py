@@ -260,6 +260,19 @@ def test_tileiras_version_fallbacks(monkeypatch, tmp_path):
     assert environment.probe_tileiras_version(str(hang)) is None
 
 
+def test_tileiras_printing_binary_output_gives_its_printable_text(tmp_path):
+    binary = tmp_path / "bin" / "tileiras"
+    binary.parent.mkdir()
+    binary.write_text("#!/bin/sh\nprintf 'Cuda \\377\\376\\000 release 13.4, V13.4.92\\n\\001\\002'\n")
+    binary.chmod(0o755)
+    assert environment.probe_tileiras_version(str(binary)) == "13.4, V13.4.92"
+    garbage = tmp_path / "garbage" / "tileiras"
+    garbage.parent.mkdir()
+    garbage.write_text("#!/bin/sh\nprintf '\\377\\376\\001\\n\\200abc'\n")
+    garbage.chmod(0o755)
+    assert environment.probe_tileiras_version(str(garbage)) == "\ufffdabc"
+
+
 def test_legacy_precision_variables_are_shown_and_explained(monkeypatch, clean_env):
     simulate(monkeypatch, gpu=None)
     code, report = check_json([], {**clean_env, "CUTILE_ENABLE_FTZ": "1", "TILEIR_ENABLE_APPROX": "1"})

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import itertools
+import math
 import os
 import sys
 import types
@@ -524,7 +525,7 @@ def test_paired_ratio_values_exactly() -> None:
     assert paired_ratio([2.0, 2.0, 2.0], [2.0, 4.0, 6.0])[0] == 2.0  # B/A per round, the middle one (odd n)
     assert paired_ratio([1.0, 1.0], [1.0, 4.0])[0] == 2.0  # even n: the geometric mean of the two middle ones
     assert paired_ratio([1.0, 0.0, 1.0, 1.0], [1.0, 5.0, 0.0, 3.0])[0] == pytest.approx(3 ** 0.5)  # zeros dropped
-    with pytest.raises(ValueError, match="no positive paired timing"):
+    with pytest.raises(ValueError, match="^no positive paired timing$"):
         paired_ratio([0.0, 1.0], [1.0, 0.0])
     ratios = [1.0 + i / 100 for i in range(20)]
     k = _order_statistic(20)
@@ -532,6 +533,94 @@ def test_paired_ratio_values_exactly() -> None:
     assert (low, high) == (ratios[k - 1], ratios[20 - k]) and 1 < k < 10
 
 
+# The 95% distribution-free interval of the median, as printed in tables of it: (n, k) with [x_(k), x_(n+1-k)].
+ORDER_STATISTIC_TABLE = {2: 1, 5: 1, 6: 1, 8: 1, 9: 2, 11: 2, 12: 3, 14: 3, 15: 4, 16: 4, 17: 5, 19: 5, 20: 6, 25: 8,
+                         30: 10, 40: 14}
+
+
+@pytest.mark.parametrize("n", range(2, 41))
+def test_order_statistic_is_the_widest_95_percent_interval(n: int) -> None:
+    from tileiropt.runtime.bench.records import _order_statistic
+
+    def covers(k: int) -> bool:  # P(x_(k) <= median <= x_(n+1-k)) >= 95%, counted in whole binomial terms
+        return 20 * sum(math.comb(n, i) for i in range(k, n - k + 1)) >= 19 * 2 ** n
+
+    k = _order_statistic(n)
+    assert k == max([j for j in range(1, n // 2 + 1) if covers(j)], default=1)
+    if n in ORDER_STATISTIC_TABLE:
+        assert k == ORDER_STATISTIC_TABLE[n]
+
+
+def test_judged_at_the_floor_itself_and_by_the_middle_round() -> None:
+    from tileiropt.runtime.bench.records import MIN_JUDGED_MS, judged
+
+    assert judged([MIN_JUDGED_MS] * 3)
+    assert not judged([MIN_JUDGED_MS * 0.999] * 3)
+    assert judged([0.0, 0.0, MIN_JUDGED_MS, 1.0, 1.0])  # the middle of five is the third, at the floor
+    assert not judged([0.0, 0.0, 0.0, 1.0, 1.0])
+    assert not judged([])
+
+
+def test_same_at_exactly_the_bounds_and_the_middle_of_five() -> None:
+    ratios = [0.95, 0.96, 1.0, 1.04, 1.05]  # n = 5: the interval is the whole range, [0.95, 1.05]
+    ratio, low, high, verdict = _paired(ratios)
+    assert (ratio, low, high, verdict) == (1.0, 0.95, 1.05, SAME)
+    assert _paired([0.95] * 5)[3] == SAME and _paired([1.05] * 5)[3] == SAME
+    assert _paired([2.0, 3.0, 5.0, 7.0, 11.0])[0] == 5.0  # the third of five, not the second
+
+
 def test_paired_bounds_are_strict() -> None:
     assert _paired([1.05] * 5 + [1.08] * 5)[3] != SLOWER  # the lower end at 1 + threshold: not beyond it
     assert _paired([0.90] * 5 + [0.95] * 5)[3] != FASTER  # the upper end at 1 - threshold: not beyond it
+
+
+# --------------------------------------------------------------------------- the user's program: what failed, where
+
+PY_TRACEBACK = """collected nothing
+Traceback (most recent call last):
+  File "/work/proj/two.py", line 27, in <module>
+    main()
+  File "/work/proj/two.py", line 20, in main
+    scale(x)
+  File "{torch}/functional.py", line 9, in scale
+    raise NotImplementedError("scale is not finished")
+NotImplementedError: scale is not finished
+"""
+PYTEST_OUTPUT = """==== ERRORS ====
+tests/test_ops.py:3: in <module>
+    import missing_pkg
+E   ModuleNotFoundError: No module named 'missing_pkg'
+1 error in 3.09s
+"""
+
+
+@pytest.mark.parametrize(("output", "code", "summary", "needs_gpu"), [
+    ("", 1, "exit status 1 (no output)", False),
+    ("first\nlast line\n\n", 2, "exit status 2 (last line)", False),
+    ("", -9, "killed by SIGKILL (no output)", False),
+    ("", -11, "killed by SIGSEGV (no output)", False),
+    ("", None, "no exit status (no output)", False),
+    (PYTEST_OUTPUT, 2, "ModuleNotFoundError: No module named 'missing_pkg' at tests/test_ops.py:3 (exit status 2)",
+     False),
+    ("RuntimeError: Found no NVIDIA driver on your system\n", 1,
+     "RuntimeError: Found no NVIDIA driver on your system (exit status 1)", True),
+    ("AssertionError: Torch not compiled with CUDA enabled\n", 1,
+     "AssertionError: Torch not compiled with CUDA enabled (exit status 1)", True),
+])
+def test_program_failure_summary(output: str, code: int | None, summary: str, needs_gpu: bool) -> None:
+    from tileiropt.runtime.program_failure import read_failure
+
+    failure = read_failure(output, code, "/work/proj")
+    assert (failure.summary(), failure.needs_gpu) == (summary, needs_gpu)
+
+
+def test_program_failure_names_the_innermost_frame_outside_installed_packages() -> None:
+    import sysconfig
+
+    from tileiropt.runtime.program_failure import read_failure
+
+    output = PY_TRACEBACK.format(torch=sysconfig.get_paths()["purelib"] + "/torch")
+    failure = read_failure(output, 1, "/work/proj")
+    assert failure.summary() == "NotImplementedError: scale is not finished at two.py:20 (exit status 1)"
+    assert failure.output[-1] == "NotImplementedError: scale is not finished"
+    assert read_failure(output, 1, "/elsewhere").where == "/work/proj/two.py:20"

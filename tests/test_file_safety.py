@@ -112,11 +112,16 @@ def test_reports_and_records_replace_only_their_own(tmp_path: Path) -> None:
 def test_report_output_never_destroys_the_records(tmp_path: Path) -> None:
     artifacts = tmp_path / ".tileiropt"
     artifacts.mkdir()
-    record = {"schema_version": 1, "records": [], "backends": [], "kernels": []}
+    one = {"kernel": "k", "variant": "original", "backend": "interpret", "config": "(launch)", "status": "pass",
+           "reason": "", "path": "k.py", "shapes": {"x": [8]}, "dtypes": {"x": "float32"}}
+    record = {"schema_version": 1, "records": [one], "backends": ["interpret"]}
     (artifacts / "validate.json").write_text(json.dumps(record))
     before = (artifacts / "validate.json").read_text()
+    rendered = runner.invoke(app, ["report", str(artifacts), "-o", str(tmp_path / "report.md")])
+    assert rendered.exit_code == 0 and "## TileIR Optimization: k" in (tmp_path / "report.md").read_text()
     result = runner.invoke(app, ["report", str(artifacts), "-o", str(artifacts / "validate.json")])
-    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "validate.json: exists and is not a report tileiropt wrote" in " ".join(result.output.split())
     assert (artifacts / "validate.json").read_text() == before
 
 

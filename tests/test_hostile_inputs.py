@@ -130,3 +130,71 @@ def test_project_file_durations_are_refused(tmp_path: Path) -> None:
     project = parse_project({"project": {"capture": "python k.py", "capture_cap": 6}, "kernel": [kernel]},
                             None, tmp_path)
     assert project.capture is not None and project.capture.cap == 6
+
+
+PROJECT_WITH_SWEEP = """[[kernel]]
+name = "k"
+path = "k.py"
+entry = "launch"
+reference = "x"
+inputs = {{ x = ["N"] }}
+dims = {{ N = 256 }}
+sweep = {sweep}
+"""
+
+
+@pytest.mark.parametrize("sweep", ['[["N"]]', '[{ a = 1 }]', '[[]]', '["N", ["N"]]', "[1]", '{ N = 1 }'])
+def test_sweep_holding_lists_or_tables_is_refused_in_one_line(tmp_path: Path, sweep: str) -> None:
+    (tmp_path / "k.py").write_text(KERNEL.format(value="1.0"))
+    (tmp_path / "tileiropt.toml").write_text(PROJECT_WITH_SWEEP.format(sweep=sweep))
+    output = _one_line_error(_invoke("validate", str(tmp_path / "tileiropt.toml")))
+    assert "[kernel[0].sweep] sweep must list dims defined in `dims`" in output, output
+
+
+VALIDATE_RECORD = {"records": [], "backends": ["ptx"], "command": ["tileiropt", "validate"], "environment": {},
+                   "started": "2026-01-01T00:00:00", "seconds": 1.0}
+
+
+@pytest.mark.parametrize(("key", "value", "expected"), [
+    ("environment", 7, "ValidateRun.environment must be an object, got int"),
+    ("environment", "x", "ValidateRun.environment must be an object, got str"),
+    ("seconds", True, "ValidateRun.seconds must be a number, got bool"),
+    ("backends", {"ptx": 1}, "ValidateRun.backends must be a list, got dict"),
+])
+def test_records_holding_the_wrong_json_type_are_refused_on_read(tmp_path: Path, key: str, value, expected: str):
+    import json
+
+    from tileiropt.errors import UserError
+    from tileiropt.runtime.validate.records import load_validate_run
+
+    (tmp_path / "validate.json").write_text(json.dumps({**VALIDATE_RECORD, key: value}))
+    with pytest.raises(UserError) as caught:
+        load_validate_run(tmp_path)
+    assert expected in str(caught.value)
+    (tmp_path / "validate.json").write_text(json.dumps(VALIDATE_RECORD))
+    assert load_validate_run(tmp_path).environment == {}
+
+
+def test_a_record_with_a_non_finite_float_written_by_us_still_reads(tmp_path: Path) -> None:
+    import json
+
+    from tileiropt.runtime.validate.records import load_validate_run
+
+    record = {"kernel": "k", "variant": "original", "backend": "ptx", "config": "", "status": "fail", "reason": "",
+              "path": "k.py", "shapes": {}, "dtypes": {}, "max_abs": "inf", "max_rel": "nan"}
+    (tmp_path / "validate.json").write_text(json.dumps({**VALIDATE_RECORD, "records": [record]}))
+    loaded = load_validate_run(tmp_path).records[0]
+    assert loaded.max_abs == float("inf")
+
+
+def test_a_record_nested_100000_deep_is_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "art"
+    folder.mkdir()
+    (folder / "validate.json").write_text('{"records": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    from tileiropt.errors import UserError
+    from tileiropt.runtime.validate.records import load_validate_run
+
+    with pytest.raises(UserError, match="cannot read validation records"):
+        load_validate_run(folder)
+    output = _one_line_error(_invoke("report", str(folder), "-o", str(tmp_path / "report.md")))
+    assert "validate.json: cannot read validation records: maximum recursion depth exceeded" in output

@@ -245,12 +245,11 @@ def test_simulated_tileir_backend_fallback(release: str, monkeypatch: pytest.Mon
     assert base.fallback_enabled is (release == "13.4")
     case = Case(id=0, kernel="k", variant="optimized", path="k_tileir.py", entry="k", reference="original",
                 shapes={"x": [1]}, dtypes={"x": "float32"}, atol=1e-4, rtol=1e-4)
+    if release == "13.1":  # no runtime fallback in this release: the variable is not read, nothing reruns on PTX
+        assert get_release(release).fallback_variable is None and base.fallback_enabled is False
+        return
     with LaunchRecorder(module) as launches:
-        try:
-            module.k[(1,)](None)
-        except RuntimeError as exc:
-            assert release == "13.1" and "cannot be converted to tileir" in str(exc)  # no fallback: it fails
-            return
+        module.k[(1,)](None)
     provenance = CaseRunner(case, TILEIR, False, base, None).provenance(launches)
     assert release == "13.4" and provenance.compiled_backend == "cuda" and provenance.fallback
     from tileiropt.runtime.provenance import fallback_note

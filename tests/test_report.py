@@ -372,3 +372,28 @@ def test_notes_of_passing_records_are_kept_whole_and_capped() -> None:
     result = verdict([record("k", "optimized", "ptx", "pass", 1e-3, reason=r) for r in reasons])
     assert result.notes[0] == reasons[0]  # a note holding "; " is one note
     assert len(result.notes) == MAX_NOTES + 1 and result.notes[-1].startswith("and 3 more different notes")
+
+
+def test_a_note_shared_by_several_sections_is_said_once_at_the_top() -> None:
+    from types import SimpleNamespace
+
+    from tileiropt.report.build import lift_shared_notes
+
+    def verdict(*notes: str) -> SimpleNamespace:
+        return SimpleNamespace(notes=list(notes))
+
+    raised = "the module's own call at t.py:9 raised AssertionError (its definitions were used)"
+    a = SimpleNamespace(name="a", compatibility=verdict(f"{raised}; interpreter stand-ins: driver"),
+                        tileir_validation=verdict(), tileir_code=verdict(f"{raised}; scaled N 4096 -> 256"),
+                        optimized_ptx=None)
+    b = SimpleNamespace(name="b", compatibility=verdict(raised), tileir_validation=verdict(), tileir_code=None,
+                        optimized_ptx=verdict("only here"))
+    assert lift_shared_notes([a, b]) == [raised]
+    assert a.compatibility.notes == ["interpreter stand-ins: driver"]
+    assert a.tileir_code.notes == ["scaled N 4096 -> 256"]
+    assert b.compatibility.notes == [] and b.optimized_ptx.notes == ["only here"]
+    c = SimpleNamespace(name="c", compatibility=verdict("x; y"), tileir_validation=verdict("y"), tileir_code=None,
+                        optimized_ptx=None)
+    assert lift_shared_notes([c, SimpleNamespace(name="d", compatibility=verdict("z"), tileir_validation=verdict(),
+                                                 tileir_code=None, optimized_ptx=None)]) == ["y (c)"]
+    assert c.compatibility.notes == ["x"] and c.tileir_validation.notes == []

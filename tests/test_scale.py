@@ -361,7 +361,30 @@ def test_a_kernel_that_kills_its_parent_costs_at_most_its_own_record() -> None:
     run = validate_project(project, backends=["interpret"], parallel=1)
     status = {r.kernel: r.status for r in run.records}
     assert status["after"] == PASS  # the kernels after it still ran
-    assert status["kills_parent"] in (PASS, "error")  # its own record: the worker went on, or it ended
+    assert status["kills_parent"] == PASS  # what it killed is the sentinel; the worker went on and finished
+
+
+def test_a_worker_killed_by_its_kernel_is_that_records_error_and_a_failing_exit(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # a kernel-file target keeps its records in ./.tileiropt
+    (tmp_path / "kills_itself.py").write_text((VALIDATE_FIXTURES / "kills_itself.py").read_text())
+    result = CliRunner().invoke(app, ["validate", str(tmp_path / "kills_itself.py"), "--entry", "copy",
+                                      "--shapes", '{"x": [300]}', "--reference", "x", "--backend", "interpret"])
+    assert result.exit_code == ExitCode.FAILED, result.output
+    records = json.loads((tmp_path / ".tileiropt" / "validate.json").read_text())["records"]
+    original = next(r for r in records if r["variant"] == "original")
+    assert (original["status"], original["reason"]) == ("error", "crashed: SIGKILL")
+
+
+def test_processes_the_users_entry_starts_end_with_the_worker(monkeypatch) -> None:
+    from tileiropt.runtime.validate.run import validate_project
+
+    tag = f"TILEIROPT_TEST_STARTED={os.getpid()}-{time.monotonic_ns()}"
+    monkeypatch.setenv(*tag.split("="))
+    project = parse_project({"kernel": [{"name": "starts", "path": "starts_a_process.py", "entry": "copy",
+                                         "reference": "x", "inputs": {"x": [300]}}]}, None, VALIDATE_FIXTURES)
+    run = validate_project(project, backends=["interpret"], parallel=1)
+    assert {r.status for r in run.records} == {PASS}
+    assert _tagged_processes(tag) == []  # the entry's `sleep 120` went with its worker's process group
 
 
 def test_run_interrupted_during_a_phase_keeps_its_records_writes_the_report_and_exits_130(tmp_path, monkeypatch):

@@ -164,15 +164,16 @@ def probe_tileiras_version(path: str) -> str | None:
     session and its whole process group is killed when it does not answer in time."""
     try:
         process = subprocess.Popen([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
     except (OSError, ValueError):
         return None
     try:
-        text, _ = process.communicate(timeout=TILEIRAS_TIMEOUT_S)
+        raw, _ = process.communicate(timeout=TILEIRAS_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         _kill_group(process)
         return None
-    text = text or ""
+    # Bytes, not text: a damaged or foreign binary may print anything; keep only its printable characters.
+    text = "".join(c for c in (raw or b"").decode("utf-8", errors="replace") if c.isprintable() or c == "\n")
     match = re.search(r"release\s+([0-9][0-9.]*)(?:,\s*V([0-9][0-9.]*))?", text)
     if match:
         return f"{match.group(1)}, V{match.group(2)}" if match.group(2) else match.group(1)

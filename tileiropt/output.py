@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
 import sys
 import tempfile
+import types
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -142,7 +145,7 @@ def load_record_file(path: Path | str, name: str, key: str, what: str, command: 
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"no {what}", file=str(path), hint=f"run `{command}` first") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise UserError(f"cannot read {what}: {exc}", file=str(path), hint=f"rerun `{command}` to rewrite it") from None
     if not isinstance(data, dict) or not isinstance(data.get(key), list):
         raise UserError(f"not a {what} file (no `{key}` list)", file=str(path))
@@ -157,5 +160,50 @@ def dataclass_from_dict(cls: type[T], data: Any) -> T:
     """A record dataclass from its JSON dict; unknown keys are ignored, missing ones raise TypeError."""
     if not isinstance(data, dict):
         raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
-    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    return cls(**{k: v for k, v in data.items() if k in known})
+    hints = _field_types(cls)
+    values = {k: v for k, v in data.items() if k in hints}
+    for key, value in values.items():
+        if not _has_json_type(value, hints[key]):
+            raise TypeError(f"{cls.__name__}.{key} must be {_json_type_name(hints[key])}, got {type(value).__name__}")
+    return cls(**values)
+
+
+# The JSON shapes a record field may hold, checked on read so a hand-edited or damaged record is refused in one
+# line (a `"environment": 7` must not reach `dict(...)` in the report). Fields of other types are not checked here.
+_JSON_TYPES: dict[Any, tuple[type, ...]] = {dict: (dict,), list: (list,), str: (str,), bool: (bool,),
+                                            int: (int,), float: (int, float)}
+
+
+@functools.cache
+def _field_types(cls: type) -> dict[str, tuple[tuple[type, ...], bool] | None]:
+    """Field name -> (accepted JSON types, None allowed), or None where the field's type is not a JSON shape."""
+    hints = typing.get_type_hints(cls)
+    found: dict[str, tuple[tuple[type, ...], bool] | None] = {}
+    for f in dataclasses.fields(cls):
+        hint = hints.get(f.name, Any)
+        union = isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
+        members = typing.get_args(hint) if union else (hint,)
+        nullable = type(None) in members
+        accepted = [_JSON_TYPES.get(typing.get_origin(m) or m) for m in members if m is not type(None)]
+        found[f.name] = (tuple(t for group in accepted for t in group), nullable) if all(accepted) else None
+    return found
+
+
+def _has_json_type(value: Any, expected: tuple[tuple[type, ...], bool] | None) -> bool:
+    if expected is None:
+        return True
+    accepted, nullable = expected
+    if value is None:
+        return nullable
+    if isinstance(value, bool) and bool not in accepted:
+        return False
+    if float in accepted and value in ("nan", "inf", "-inf"):
+        return True  # how `to_jsonable` writes a non-finite float
+    return isinstance(value, accepted)
+
+
+def _json_type_name(expected: tuple[tuple[type, ...], bool] | None) -> str:
+    accepted, nullable = expected or ((), True)
+    names = {dict: "an object", list: "a list", str: "a string", bool: "true or false", int: "a number",
+             float: "a number"}
+    return " or ".join(dict.fromkeys([names[t] for t in accepted] + (["null"] if nullable else [])))

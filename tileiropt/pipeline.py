@@ -309,7 +309,7 @@ class Pipeline:
         never = [key.split("@")[0] for key in result.never_launched()]
         how = (f"reused from the capture of {result.started or 'an earlier run'} (the program, its files and the "
                "kernel files unchanged; --fresh runs it again)") if result.reused else \
-            f"in {result.seconds:.1f} s; {result.ended}"
+            f"in {result.seconds:.1f} s" + ("" if result.failure else f"; {result.ended}")  # the failure says it
         detail = (f"{len(specs)} distinct launch(es) of {kernels} kernel(s) {how}"
                   + (f"; never launched: {', '.join(never)}" if never else ""))
         failure = result.failure

@@ -365,7 +365,7 @@ def _kernel(raw: Any, index: int, defaults: dict, root: Path, where: _Where, art
     if sweep is None:
         sweep = sorted(named, key=lambda d: [d in s for s in inputs.values()].index(True)) if named else []
         sweep = sweep[:1]
-    if not isinstance(sweep, list) or any(s not in dims for s in sweep):
+    if not isinstance(sweep, list) or any(not isinstance(s, str) or s not in dims for s in sweep):
         raise where.error(f"{key}.sweep", f"sweep must list dims defined in `dims`, got {sweep!r}",
                           f"dims defined: {', '.join(dims) or 'none'}")
 

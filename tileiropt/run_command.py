@@ -90,7 +90,8 @@ def run_run_command(
         result = run_pipeline(project, on_event=PhaseProgress(progress), console=err_console, **options)
     console.print(outcome_table(result))
     if result.program:
-        err_console.print(f"[bold red]the program failed[/]: {escape(result.program['summary'])}; its last lines:",
+        tail = "; its last lines:" if result.program.get("output") else ""
+        err_console.print(f"[bold red]the program failed[/]: {escape(result.program['summary'])}{tail}",
                           soft_wrap=True)
         for line in result.program.get("output") or []:
             err_console.print(f"  | {line}", markup=False, soft_wrap=True, highlight=False)

@@ -59,7 +59,7 @@ def _read_json(path: Path, problems: dict[str, str]) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         problems[path.name] = f"unreadable: {exc}"
         return None
     if not isinstance(data, dict):

@@ -158,6 +158,7 @@ class Report:
     kernels: list[KernelReport]
     problems: dict[str, str]
     capture: list[str] = field(default_factory=list)  # what a capture run saw and what was replayed
+    notes: list[str] = field(default_factory=list)  # record notes shared by several sections: said once, at the top
     schema_version: int = SCHEMA_VERSION
 
 
@@ -570,7 +571,37 @@ def build_report(artifacts: Artifacts, kernels: list[BenchKernel] | None = None)
         problems["capture.json"] = f"unreadable record: {type(exc).__name__}: {exc}"
         capture = []
     return Report(artifacts=str(artifacts.folder), environment=dict(environment), run=artifacts.run,
-                  kernels=sections, problems=problems, capture=capture)
+                  kernels=sections, problems=problems, capture=capture, notes=lift_shared_notes(sections))
+
+
+NOTE_SEPARATOR = "; "  # a record's note joins its parts (stand-ins used, a top-level call that raised, ...)
+
+
+def _verdicts(section: KernelReport) -> list[Verdict]:
+    return [v for v in (section.compatibility, section.tileir_validation, section.tileir_code, section.optimized_ptx)
+            if v is not None]
+
+
+def lift_shared_notes(sections: list[KernelReport]) -> list[str]:
+    """The note parts found in more than one verdict (the module's own call that raised, in every record of every
+    kernel of a file): removed from the verdicts and returned, to be said once. The rest stay where they are."""
+    seen: dict[str, int] = {}
+    kernels: dict[str, list[str]] = {}
+    for section in sections:
+        for verdict in _verdicts(section):
+            for part in dict.fromkeys(p for note in verdict.notes for p in note.split(NOTE_SEPARATOR)):
+                seen[part] = seen.get(part, 0) + 1
+                kernels.setdefault(part, [])
+                if section.name not in kernels[part]:
+                    kernels[part].append(section.name)
+    shared = [part for part, count in seen.items() if count > 1]
+    for section in sections:
+        for verdict in _verdicts(section):
+            kept = (NOTE_SEPARATOR.join(p for p in note.split(NOTE_SEPARATOR) if p not in shared)
+                    for note in verdict.notes)
+            verdict.notes = list(dict.fromkeys(note for note in kept if note))
+    every = len(sections)
+    return [part if len(kernels[part]) == every else f"{part} ({', '.join(kernels[part])})" for part in shared]
 
 
 def provenance_problems(artifacts: Artifacts) -> dict[str, str]:

@@ -514,6 +514,8 @@ def intro_md(report: Report) -> str:
         for path, reason in (run.get("in_place_refused") or {}).items():
             lines.append(f"Not written in place: `{path}`: {reason}")
     lines += report.capture
+    if report.notes:
+        lines.append("Notes from the records of more than one section (said once here):\n\n" + bullets(report.notes))
     for name, problem in report.problems.items():
         lines.append(f"Record {name}: {problem}")
     return "\n\n".join(lines)

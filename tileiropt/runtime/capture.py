@@ -359,7 +359,7 @@ def earlier_capture(artifacts: Path, inputs: str) -> CaptureResult | None:
         result = CaptureResult.from_json(data)
         if any(file_digest(path) != digest for path, digest in result.sources.items()):
             return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     result.reused = True
     return result

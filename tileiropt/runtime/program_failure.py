@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import sysconfig
 from dataclasses import asdict, dataclass
@@ -36,7 +37,7 @@ class ProgramFailure:
 
     def summary(self) -> str:
         """One line: the exception and where, else the exit status and the output's last line."""
-        status = f"exit status {self.exit_code}" if self.exit_code is not None else "no exit status"
+        status = exit_status(self.exit_code)
         if self.exception:
             where = f" at {self.where}" if self.where else ""
             return f"{self.exception[:300]}{where} ({status})"
@@ -111,3 +112,15 @@ def read_failure(output: str, exit_code: int | None, cwd: str | None = None) -> 
     return ProgramFailure(exit_code=exit_code, exception=exception, where=_innermost_own(frames, cwd),
                           output=[line[:400] for line in lines[-TAIL_LINES:]],
                           needs_gpu=any(marker in text for marker in NEEDS_GPU))
+
+
+def exit_status(code: int | None) -> str:
+    """"exit status 2", "killed by SIGKILL" (a negative code is the signal that ended it), or "no exit status"."""
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"

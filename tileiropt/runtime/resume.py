@@ -111,7 +111,7 @@ def read_journal(artifacts: Path | str, name: str) -> list[dict[str, Any]]:
     for line in lines:
         try:
             entry = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(entry, dict) and entry.get("journal") == JOURNAL_MARK:
             entries.append(entry)

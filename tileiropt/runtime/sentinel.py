@@ -32,7 +32,8 @@ def main(argv: list[str]) -> int:
             continue
     if os.WIFSIGNALED(status):  # end the same way, so the tool reports "crashed: SIGSEGV" as it would
         number = os.WTERMSIG(status)
-        signal.signal(number, signal.SIG_DFL)
+        if number not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
+            signal.signal(number, signal.SIG_DFL)
         os.kill(os.getpid(), number)
     return os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 1
 

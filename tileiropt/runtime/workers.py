@@ -142,6 +142,9 @@ class WorkerProcess:
         self.forget()
 
     def forget(self) -> None:
+        """The worker is done with: whatever it started (the user's entry may start processes) ends with it."""
+        if self.proc.poll() is not None:
+            _kill_group(self.proc)  # the group outlives its leader while a member lives
         self._input.put(None)  # the writer thread ends too
         with _LIVE_LOCK:
             _LIVE.discard(self)
