@@ -45,6 +45,12 @@ SizesOpt = Annotated[
     list[int] | None, typer.Option("--size", help="Bench size (repeatable; default: the project's sizes).")
 ]
 
+IncludeOpt = Annotated[list[str] | None, typer.Option(
+    "--include", help="Library folder: only files matching this glob (repeatable), e.g. 'ops/*.py'.",
+    show_default=False)]
+ExcludeOpt = Annotated[list[str] | None, typer.Option(
+    "--exclude", help="Library folder: leave out files matching this glob (repeatable).", show_default=False)]
+
 CaptureBudgetOpt = Annotated[
     float | None, typer.Option("--capture-budget", help="Seconds the captured program may run (default 120).",
                                show_default=False)
@@ -200,22 +206,30 @@ def init(
                                                 show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
     capture_budget: CaptureBudgetOpt = None,
+    include: IncludeOpt = None,
+    exclude: ExcludeOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
     """Write a commented project-file template (tileiropt.toml) to edit; `init kernel.py [-- command]` writes one
-    prefilled from a capture of the kernel file's run (entries, shapes, dtypes, dims)."""
+    prefilled from a capture of the kernel file's run (entries, shapes, dtypes, dims); `init DIR -- command` one
+    that captures the command's launches of every kernel of the library folder DIR."""
     from tileiropt.output import console, print_json
-    from tileiropt.project_template import write_captured_project, write_project_template
+    from tileiropt.project_template import write_captured_project, write_library_project, write_project_template
 
     if path is not None and path.suffix == ".py":
         written, summary = write_captured_project(path, list(ctx.args) or None, output, force=force,
                                                   budget=_budget(capture_budget))
+    elif path is not None and path.is_dir() and ctx.args:
+        written, summary = write_library_project(path, list(ctx.args), output, force=force, include=include,
+                                                 exclude=exclude)
     else:
         if ctx.args:
             raise UserError("a command after `--` needs a kernel .py to capture", hint="tileiropt init ops.py -- ...")
         written, summary = write_project_template(output or path, force=force), None
     if json_output:
         print_json({"written": str(written.resolve()), **({"capture": summary} if summary is not None else {})})
+    elif summary is not None and path is not None and path.is_dir():
+        console.print(f"wrote {written} ({summary}); next: tileiropt run {written.parent}", markup=False)
     elif summary is not None:
         console.print(f"wrote {written} from a capture ({summary}): check its inputs, dims and reference",
                       markup=False)
@@ -396,6 +410,8 @@ def run(
                                    show_default=False)
     ] = None,
     capture_budget: CaptureBudgetOpt = None,
+    include: IncludeOpt = None,
+    exclude: ExcludeOpt = None,
     tileir_version: TileirVersionOpt = None,
     in_place: Annotated[
         bool, typer.Option("--in-place", help="Write each optimized file over its kernel file once it validated and "
@@ -412,7 +428,8 @@ def run(
     """All phases: check, compatibility, classify, apply, validate, bench, then report.md in the artifacts.
 
     `tileiropt run kernel.py` alone runs the file as a script and captures its kernels' launches;
-    `tileiropt run kernel.py -- pytest tests/test_ops.py` captures them from a command instead. Each
+    `tileiropt run kernel.py -- pytest tests/test_ops.py` captures them from a command instead, and
+    `tileiropt run src/mypkg -- pytest tests/` every kernel of a library folder (one without tileiropt.toml). Each
     distinct launch is replayed on the original and the optimized kernel: no shapes or reference needed."""
     from tileiropt.run_command import run_run_command
 
@@ -420,6 +437,7 @@ def run(
     code = run_run_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                            kernels=kernel, timeout=timeout, sizes=sizes, as_json=json_output, capture=command,
                            capture_budget=_budget(capture_budget), tileir_version=tileir_version,
+                           include=include, exclude=exclude,
                            in_place=in_place, fresh=fresh,
                            executor=_executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task,
                                               slurm_tasks))

@@ -240,6 +240,8 @@ class Pipeline:
         from tileiropt.analysis.ir.specialize import ir_dtype
 
         paths = list(dict.fromkeys(s.path for s in self.specs))  # static: even a stopped kernel is classified
+        if self.project.capture is not None and self.project.capture.library is not None:
+            paths = list(dict.fromkeys([*paths, *self.project.capture.files]))  # the whole library, launched or not
         # the IR check lowers with the float dtypes the project (or a capture) uses: exact, not assumed
         dtypes = sorted({ir_dtype(d) for s in self.specs for variant in s.dtypes for d in variant.values()
                          if ir_dtype(d)}) or None
@@ -305,7 +307,7 @@ class Pipeline:
         result, specs = add_captured_kernels(self.project, machine, self.timeout, fresh=self.fresh)
         self.specs += specs
         self.result.kernels += [kernel_info(s, self.bench_settings.sizes) for s in specs]
-        kernels = len({(s.launch or {}).get("kernel") for s in specs})
+        kernels = len({((s.launch or {}).get("kernel"), (s.launch or {}).get("file")) for s in specs})
         never = [key.split("@")[0] for key in result.never_launched()]
         how = (f"reused from the capture of {result.started or 'an earlier run'} (the program, its files and the "
                "kernel files unchanged; --fresh runs it again)") if result.reused else \
@@ -316,7 +318,8 @@ class Pipeline:
         if failure is not None:
             self.result.program = {"command": result.command, **failure.to_json(), "summary": failure.summary()}
         if not specs:
-            files = ", ".join(p.name for p in request.files)
+            files = ", ".join(p.name for p in request.files) if request.library is None else \
+                f"the {len(request.files)} kernel file(s) under {request.library.name}/"
             if failure is not None and failure.needs_gpu and not machine.has_gpu:
                 self.not_run_here = True
                 return PhaseResult("capture", NOT_RUN, detail=f"the program needs a GPU and this machine has none: "

@@ -47,6 +47,7 @@ _DEFAULT_KEYS = {"sizes", "dtypes", "atol", "rtol", "timeout", "seed"}
 _TOP_KEYS = {"project", "defaults", "kernel", "executor"}
 _EXECUTOR_KEYS = {"kind", "gpus", "partition", "time", "gpus_per_task", "tasks", "srun_args"}
 _PROJECT_KEYS = {"artifacts", "max_configs", "capture", "capture_files", "capture_budget", "capture_cap",
+                 "library", "include", "exclude",
                  "tileir_version"}
 
 
@@ -112,6 +113,7 @@ class CaptureRequest:
     command: list[str] | None = None  # None: the first file as a script
     budget: float = 120.0  # seconds the program may run
     cap: int = 3  # distinct launches kept per kernel
+    library: Path | None = None  # library mode: `files` are the kernel files under this folder (tileiropt/library.py)
 
 
 @dataclass
@@ -513,7 +515,7 @@ def _executor(table: Any, where: _Where) -> Any:
 def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest | None:
     """`[project] capture = "pytest tests/test_ops.py"` (+ `capture_files`, `capture_budget`, `capture_cap`)."""
     if "capture" not in project:
-        for key in ("capture_files", "capture_budget", "capture_cap"):
+        for key in ("capture_files", "capture_budget", "capture_cap", "library", "include", "exclude"):
             if key in project:
                 raise where.error(f"project.{key}", "needs `capture`", "add capture = \"<command>\"")
         return None
@@ -530,6 +532,12 @@ def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest
     for path, name in zip(paths, files, strict=True):
         if not path.is_file():
             raise where.error("project.capture_files", f"{name}: kernel file not found")
+    library = _library(project, root, where)
+    if library is not None:
+        paths += [p for p in library.kernel_files if p not in paths]
+    if not paths:
+        raise where.error("project.capture", "names no kernel file", 'add capture_files = ["ops.py"] or '
+                          'library = "src/mypkg"')
     budget = project.get("capture_budget", 120.0)
     try:
         check_seconds("capture_budget", budget)
@@ -540,7 +548,35 @@ def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest
     if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= 1000:
         raise where.error("project.capture_cap", f"must be an integer in [1, 1000], got {cap!r}",
                           "the distinct launches kept per kernel, e.g. capture_cap = 6")
-    return CaptureRequest(files=paths, command=parse_command(command), budget=float(budget), cap=cap)
+    return CaptureRequest(files=paths, command=parse_command(command), budget=float(budget), cap=cap,
+                          library=library.folder if library is not None else None)
+
+
+def _library(project: dict, root: Path, where: _Where) -> Any:
+    """`library = "src/pkg"` (+ `include`, `exclude` globs): the kernel files of a library folder, or None."""
+    from tileiropt.library import library_files
+
+    if "library" not in project:
+        for key in ("include", "exclude"):
+            if key in project:
+                raise where.error(f"project.{key}", "needs `library`", 'add library = "src/mypkg"')
+        return None
+    folder = project["library"]
+    if not isinstance(folder, str) or not folder.strip():
+        raise where.error("project.library", f"must be a folder path, got {folder!r}", 'e.g. library = "src/mypkg"')
+    globs = {}
+    for key in ("include", "exclude"):
+        value = project.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise where.error(f"project.{key}", f"must be a list of globs, got {value!r}", 'e.g. ["ops/*.py"]')
+        globs[key] = value
+    if not (root / folder).is_dir():
+        raise where.error("project.library", f"{folder}: folder not found")
+    found = library_files(root / folder, globs["include"] or None, globs["exclude"] or None)
+    if not found.kernel_files:
+        raise where.error("project.library", f"{folder}: no Python file defines a Triton kernel",
+                          "give the folder of the kernel files, or widen `include`")
+    return found
 
 
 def load_project(path: Path | str) -> Project:
@@ -630,6 +666,21 @@ def project_from_capture(kernel: Path, command: list[str] | None, *, artifacts: 
                    capture=CaptureRequest(files=[kernel.resolve()], command=command or None, budget=budget))
 
 
+def project_from_library(folder: Path, command: list[str] | None, *, include: list[str] | None = None,
+                         exclude: list[str] | None = None, artifacts: Path | str | None = None,
+                         budget: float = 120.0) -> Project:
+    """`tileiropt run DIR -- COMMAND` on a folder without a project file: every kernel file under DIR (see
+    `tileiropt/library.py`) is a capture target of the command."""
+    from tileiropt.library import check_library, library_files
+
+    found = library_files(folder, include, exclude)
+    check_library(found, command)
+    root = Path.cwd()
+    return Project(file=None, root=root, kernels=[], artifacts=root / (artifacts or DEFAULT_ARTIFACTS),
+                   capture=CaptureRequest(files=found.kernel_files, command=command, budget=budget,
+                                          library=found.folder))
+
+
 def check_capture_target(kernel: Path) -> None:
     """Before anything runs: the kernel file exists, parses (else exit 2 naming file:line) and defines a Triton
     kernel (else exit 2: running the program could only find that out)."""
@@ -655,13 +706,22 @@ def resolve_target(target: Path | str | None, **flags: Any) -> Project:
     target = Path(target) if target else Path.cwd()
     capture = flags.pop("capture", None)
     may_capture = flags.pop("may_capture", False)
+    include, exclude = flags.pop("include", None), flags.pop("exclude", None)
+    if (include or exclude) and not (may_capture and target.is_dir() and not (target / PROJECT_FILE).is_file()):
+        raise UserError("--include/--exclude choose the files of a library folder", file=str(target),
+                        hint="give a folder without tileiropt.toml and a command: tileiropt run pkg/ -- pytest")
     if target.suffix == ".py":
         if may_capture and (capture is not None or not any(flags.get(k) for k in ("entry", "shapes"))):
             return project_from_capture(target, capture, artifacts=flags.get("artifacts"))
         return project_from_flags(target, **flags)
+    if may_capture and target.is_dir() and not (target / PROJECT_FILE).is_file():
+        return project_from_library(target, capture, include=include, exclude=exclude,
+                                    artifacts=flags.get("artifacts"))
     if capture is not None:
-        raise UserError("a command after `--` captures launches of a kernel file", file=str(target),
-                        hint="give the kernel file first: tileiropt run ops.py -- pytest tests/")
+        raise UserError("a command after `--` captures launches of a kernel file or of a library folder "
+                        "(this one has a project file)", file=str(target),
+                        hint="set `capture` in its tileiropt.toml, or give the kernel file: tileiropt run ops.py -- "
+                             "pytest tests/")
     given = [f"--{k}" for k, v in flags.items() if v is not None and k in ("entry", "shapes", "dtypes", "reference",
                                                                           "args", "atol", "rtol")]
     if given:

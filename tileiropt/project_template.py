@@ -83,3 +83,41 @@ def write_project_template(path: Path | str | None = None, *, force: bool = Fals
     _write(target, project_template_text())
     return target
 
+
+
+def write_library_project(folder: Path, command: list[str], output: Path | None, *, force: bool = False,
+                          include: list[str] | None = None, exclude: list[str] | None = None) -> tuple[Path, str]:
+    """`tileiropt init DIR -- COMMAND`: a project file (./tileiropt.toml, or `output`) that captures the command's
+    launches of every kernel in the library folder DIR; (path written, what it found)."""
+    import shlex
+
+    from tileiropt.library import check_library, library_files
+
+    found = library_files(folder, include, exclude)
+    check_library(found, command)
+    target = _target(output, force)
+    try:
+        library = Path(folder).resolve().relative_to(target.parent.resolve()).as_posix()
+    except ValueError:
+        library = str(Path(folder).resolve())
+
+    def toml_list(values: list[str]) -> str:
+        return "[" + ", ".join(_toml_string(v) for v in values) + "]"
+
+    lines = [f"# tileiropt project for the library {library}/: `tileiropt run` captures the launches the command",
+             f"# makes of the kernels in its {len(found.kernel_files)} kernel file(s), then validates, benches and "
+             "reports them.", "", "[project]", f"capture = {_toml_string(shlex.join(command))}",
+             f"library = {_toml_string(library)}"]
+    if include:
+        lines.append(f"include = {toml_list(include)}")
+    if exclude:
+        lines.append(f"exclude = {toml_list(exclude)}")
+    _write(target, "\n".join(lines) + "\n")
+    return target, f"{len(found.kernel_files)} kernel file(s) under {library}/"
+
+
+def _toml_string(value: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's for these characters)."""
+    import json
+
+    return json.dumps(value)

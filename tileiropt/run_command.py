@@ -67,9 +67,11 @@ def run_run_command(
     in_place: bool = False,
     fresh: bool = False,
     executor: dict[str, Any] | None = None,
+    include: list[str] | None = None,
+    exclude: list[str] | None = None,
 ) -> ExitCode:
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
-                             capture=capture, may_capture=True)
+                             capture=capture, may_capture=True, include=include, exclude=exclude)
     if tileir_version is not None:
         from tileiropt.releases import get_release
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
+from tileiropt.report.library import LibrarySummary, library_summary
 from tileiropt.report.verdict import ATTENTION, KernelVerdict, kernel_verdict
 from tileiropt.runtime.backends import BACKENDS
 from tileiropt.runtime.bench.records import (
@@ -159,6 +160,7 @@ class Report:
     problems: dict[str, str]
     capture: list[str] = field(default_factory=list)  # what a capture run saw and what was replayed
     notes: list[str] = field(default_factory=list)  # record notes shared by several sections: said once, at the top
+    library: LibrarySummary | None = None  # a library run: its kernels by verdict, class and file
     schema_version: int = SCHEMA_VERSION
 
 
@@ -571,7 +573,8 @@ def build_report(artifacts: Artifacts, kernels: list[BenchKernel] | None = None)
         problems["capture.json"] = f"unreadable record: {type(exc).__name__}: {exc}"
         capture = []
     return Report(artifacts=str(artifacts.folder), environment=dict(environment), run=artifacts.run,
-                  kernels=sections, problems=problems, capture=capture, notes=lift_shared_notes(sections))
+                  kernels=sections, problems=problems, capture=capture, notes=lift_shared_notes(sections),
+                  library=library_summary(artifacts.capture, artifacts.classify, sections))
 
 
 NOTE_SEPARATOR = "; "  # a record's note joins its parts (stand-ins used, a top-level call that raised, ...)
@@ -666,7 +669,11 @@ def capture_summary(artifacts: Artifacts) -> list[str]:
         return []
     launches = capture.get("launches", [])
     counts: dict[str, int] = capture.get("counts", {})
-    kernels = sorted({launch["kernel"] for launch in launches})
+    files_of: dict[str, set[str]] = {}
+    for launch in launches:
+        files_of.setdefault(launch["kernel"], set()).add(launch["file"])
+    kernels = sorted({launch["kernel"] if len(files_of[launch["kernel"]]) == 1 else
+                      f"{Path(launch['file']).stem}.{launch['kernel']}" for launch in launches})
     reused = (f" (reused by this run: the program, its files and the kernel files are unchanged since "
               f"{capture.get('started') or 'then'})") if capture.get("reused") else ""
     lines = [f"Capture: `{' '.join(capture.get('command', []))}` ran {capture.get('seconds', 0):.1f} s "

@@ -7,6 +7,7 @@ parts are filled with `str.format`. Every value comes from the records; what did
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +25,8 @@ from tileiropt.report.build import (
     format_difference,
     interrupted_phase,
 )
-from tileiropt.report.verdict import ATTENTION, BUCKETS, PROVEN, READY, UNPROVEN, KernelVerdict
+from tileiropt.report.library import library_md
+from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, PROVEN, READY, UNPROVEN, KernelVerdict
 from tileiropt.runtime.bench.records import BenchRow, dtype_key, rate_text
 from tileiropt.schema import FAIL, PASS
 
@@ -373,8 +375,6 @@ def _short_verdict(v: Verdict) -> str:
     return short_reason(v.reason or "not run")
 
 
-BUCKET_LABELS = {ATTENTION: "needs attention", READY: "validated on TileIR", PROVEN: "ready to try on TileIR",
-                 UNPROVEN: "not proven"}
 
 
 def run_wide_not_run(report: Report) -> dict[str, str]:
@@ -495,7 +495,8 @@ def next_steps_md(report: Report) -> str:
 
 
 def intro_md(report: Report) -> str:
-    lines = [_guarded(lambda: next_steps_md(report)), f"Rendered from the records in `{report.artifacts}`."]
+    lines = [_guarded(lambda: library_md(report.library))] if report.library is not None else []
+    lines += [_guarded(lambda: next_steps_md(report)), f"Rendered from the records in `{report.artifacts}`."]
     run = report.run
     if run:
         phases = ", ".join(f"{p.get('phase')} {p.get('status')}" for p in run.get("phases", []))
@@ -541,11 +542,27 @@ def kernel_md(k: KernelReport, template: str, shared: dict[str, str] | None = No
 def render_markdown(report: Report, template: str | None = None) -> str:
     document, section = split_template(template if template is not None else read_template(TEMPLATE))
     shared = _guarded_value(lambda: run_wide_not_run(report), {})
-    kernels = "\n".join(_guarded(lambda k=k: kernel_md(k, section, shared), f"## {cell(k.name)}\n\n")
-                         for k in report.kernels) or "No kernel in the records."
+    rendered = [(k.path, _guarded(lambda k=k: kernel_md(k, section, shared), f"## {cell(k.name)}\n\n"))
+                for k in report.kernels]
+    kernels = "\n".join(text for _, text in rendered) if report.library is None else folded_by_file(report, rendered)
+    kernels = kernels or "No kernel in the records."
     text = document.format(intro=_guarded(lambda: intro_md(report)), summary=_guarded(lambda: summary_md(report)),
                            environment=_guarded(lambda: environment_md(report)), kernels=kernels)
     return text.rstrip() + f"\n\n{REPORT_MARKER}\n"
+
+
+def folded_by_file(report: Report, rendered: list[tuple[str, str]]) -> str:
+    """A library's kernel sections, one folded block per file (`<details>`), in the order of the files."""
+    folder = report.library.folder if report.library else ""
+    by_file: dict[str, list[str]] = {}
+    for path, text in rendered:
+        by_file.setdefault(path, []).append(text)
+    blocks = []
+    for path, texts in by_file.items():
+        shown = os.path.relpath(os.path.realpath(path), os.path.realpath(folder)) if path and folder else path
+        blocks.append(f"<details><summary>{cell(shown or '?')}: {len(texts)} captured launch(es)</summary>\n\n"
+                      + "\n".join(texts) + "\n</details>\n")
+    return "\n".join(blocks)
 
 
 def _guarded_value(compute: Callable[[], Any], default: Any) -> Any:

@@ -20,6 +20,8 @@ from tileiropt.schema import ERROR, FAIL, PASS
 
 ATTENTION, READY, PROVEN, UNPROVEN = "attention", "ready", "proven", "unproven"
 BUCKETS = (ATTENTION, READY, PROVEN, UNPROVEN)
+BUCKET_LABELS = {ATTENTION: "needs attention", READY: "validated on TileIR", PROVEN: "ready to try on TileIR",
+                 UNPROVEN: "not proven"}
 SLOWER = "slower"  # the paired verdict of a slower optimized file (runtime.bench.records.SLOWER)
 
 

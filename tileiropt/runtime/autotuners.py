@@ -105,6 +105,29 @@ def _same_config(a: Any, b: Any) -> bool:
                for k in ("kwargs", "num_warps", "num_stages", "num_ctas", "maxnreg"))
 
 
+def own_run(tuner: Any) -> bool:
+    """Whether the autotuner's class replaces `Autotuner.run` (a package's own tuning strategy and cache, whose
+    state a swapped config list would break)."""
+    return getattr(type(tuner), "run", None) is not Autotuner.run
+
+
+def run_at(tuner: Any, config: Any) -> Any:
+    """A `run` launching `config` through the tuner's own kernel (`tuner.fn`) as `Autotuner.run` does for a
+    single config, its pre_hook first: how a package's Autotuner subclass is pinned through what every autotuner
+    exposes, without its own strategy."""
+    def run(*args: Any, **kwargs: Any) -> Any:
+        tuner.nargs = dict(zip(tuner.arg_names, args))
+        tuner.best_config = config
+        try:
+            if config.pre_hook is not None:
+                config.pre_hook({**tuner.nargs, **kwargs, **config.all_kwargs()})
+            return tuner.fn.run(*args, **kwargs, **config.all_kwargs())
+        finally:
+            tuner.nargs = None
+
+    return run
+
+
 @contextlib.contextmanager
 def pinned(autotuner: Autotuner, config: Any) -> Iterator[Autotuner]:
     """Run `autotuner` with exactly `config` (no benchmarking), restoring it afterwards. When the kernel has
@@ -115,6 +138,8 @@ def pinned(autotuner: Autotuner, config: Any) -> Iterator[Autotuner]:
     saved_run = vars(autotuner).get("run")
     autotuner.configs = [config]
     autotuner.cache = {}
+    if own_run(autotuner):
+        autotuner.run = run_at(autotuner, config)
     if prune is not None and len(saved_configs) > 1:
         launch = autotuner.run
 

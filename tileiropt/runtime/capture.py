@@ -67,6 +67,7 @@ class CaptureResult:
     sources: dict[str, str | None] = field(default_factory=dict)  # the program's imported files -> SHA-256
     reused: bool = False  # taken from the artifacts' capture.json: the same inputs, not run again
     failure: ProgramFailure | None = None  # the program failed on its own (not ended by the capture)
+    library: str | None = None  # library mode: the folder whose kernel files were the targets
 
     def kernels(self) -> dict[str, list[dict[str, Any]]]:
         found: dict[str, list[dict[str, Any]]] = {}
@@ -83,7 +84,7 @@ class CaptureResult:
                 "inputs": self.inputs, "reused": self.reused, "sources": self.sources, "counts": self.counts,
                 "expected": self.expected,
                 "atomics": self.atomics, "launches": self.launches, "never_launched": self.never_launched(),
-                "failure": self.failure.to_json() if self.failure else None}
+                "failure": self.failure.to_json() if self.failure else None, "library": self.library}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CaptureResult:
@@ -92,7 +93,8 @@ class CaptureResult:
                    ended=str(data.get("ended", "")), seconds=float(data.get("seconds", 0.0)),
                    started=str(data.get("started", "")), inputs=data.get("inputs"),
                    sources=dict(data.get("sources") or {}),
-                   failure=ProgramFailure.from_json(data.get("failure")))
+                   failure=ProgramFailure.from_json(data.get("failure")),
+                   library=data["library"] if isinstance(data.get("library"), str) else None)
 
 
 def program_command(targets: list[Path], command: list[str] | None) -> list[str]:
@@ -286,21 +288,34 @@ def _read(out: Path, argv: list[str], expected: list[str]) -> CaptureResult:
 
 
 
-def capture_specs(result: CaptureResult, root: Path, artifacts: Path, timeout: float | None = None) -> list[Any]:
-    """One kernel spec per distinct captured launch (`<kernel>#<n>`), validated against the original kernel
-    by replay and benchmarked at the captured shapes."""
+def capture_specs(result: CaptureResult, root: Path, artifacts: Path, timeout: float | None = None,
+                  library: Path | None = None) -> list[Any]:
+    """One kernel spec per distinct captured launch (`<kernel>#<n>`; `<file stem>.<kernel>` where files share a
+    kernel name), validated against the original kernel by replay and benchmarked at the captured shapes. In
+    library mode the optimized files mirror the library's layout under the artifacts."""
     from tileiropt.entries import package_name_for
+    from tileiropt.library import mirrored_output
     from tileiropt.project import DEFAULT_TIMEOUT_S, KernelSpec
 
-    per_kernel = Counter(launch["kernel"] for launch in result.launches)
+    files_of: dict[str, set[str]] = {}
+    for launch in result.launches:
+        files_of.setdefault(launch["kernel"], set()).add(launch["file"])
+
+    def label(launch: dict[str, Any]) -> str:
+        kernel = launch["kernel"]
+        return kernel if len(files_of[kernel]) == 1 else f"{Path(launch['file']).stem}.{kernel}"
+
+    per_kernel = Counter(label(launch) for launch in result.launches)
     counters: Counter[str] = Counter()
     specs = []
     for launch in result.launches:
         path = Path(launch["file"])
         launch = {**launch, "atomics": result.atomics.get(f"{launch['kernel']}@{launch['file']}", False)}
-        counters[launch["kernel"]] += 1
-        name = launch["kernel"] if per_kernel[launch["kernel"]] == 1 else \
-            f"{launch['kernel']}#{counters[launch['kernel']]}"
+        base = label(launch)
+        counters[base] += 1
+        name = base if per_kernel[base] == 1 else f"{base}#{counters[base]}"
+        optimized = mirrored_output(path, library, artifacts) \
+            if library is not None and path.resolve().is_relative_to(library.resolve()) else None
         tensors = {a["name"]: a.get("tensor") or a["descriptor"]["base"] for a in launch["args"]
                    if "tensor" in a or "descriptor" in a}
         dotted, _ = package_name_for(path)
@@ -309,7 +324,7 @@ def capture_specs(result: CaptureResult, root: Path, artifacts: Path, timeout: f
             inputs={k: list(v["shape"]) for k, v in tensors.items()},
             dtypes=[{k: v["dtype"] for k, v in tensors.items()}],
             timeout=timeout or DEFAULT_TIMEOUT_S, sizes=[], module=dotted, root=root, artifacts=artifacts,
-            launch=launch,
+            launch=launch, optimized=optimized,
         ))
     return specs
 
@@ -380,9 +395,11 @@ def add_captured_kernels(project: Any, machine: Any, timeout: float | None = Non
         result = capture_program(request.files, request.command, interpret=not machine.has_gpu,
                                  budget=request.budget, cap=request.cap, cwd=project.root)
         result.inputs = inputs
+    result.library = str(request.library) if request.library is not None else None
     save_record_file(result.to_json(), project.artifacts, CAPTURE_FILE)
     taken = {s.name for s in project.kernels}
-    specs = [s for s in capture_specs(result, project.root, project.artifacts, timeout) if s.name not in taken]
+    specs = [s for s in capture_specs(result, project.root, project.artifacts, timeout, request.library)
+             if s.name not in taken]
     project.kernels += specs
     return result, specs
 

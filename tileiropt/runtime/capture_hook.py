@@ -192,7 +192,10 @@ def _tensor(value: Any, aliases: dict[int, str], name: str) -> dict[str, Any]:
         aliases[pointer] = name
     if not value.is_floating_point() and not value.is_complex() and value.numel():
         flat = value.detach()
-        if flat.numel() <= SMALL_VALUES:
+        addresses = device_addresses(flat) if flat.numel() <= SMALL_VALUES else None
+        if addresses is not None:
+            data["addresses"] = addresses
+        elif flat.numel() <= SMALL_VALUES:
             data["values"] = flat.cpu().reshape(-1).tolist()
         else:
             data["range"] = [int(flat.min().item()), int(flat.max().item())]
@@ -201,6 +204,61 @@ def _tensor(value: Any, aliases: dict[int, str], name: str) -> dict[str, Any]:
         low = float(value.detach().float().min().item()) if finite else None
         data["nonnegative"] = bool(finite and low is not None and low >= 0)
     return data
+
+
+ADDRESS_FLOOR = 1 << 32  # heap and device addresses lie above 4 GiB; indices and sizes below
+
+
+def device_addresses(values: Any) -> dict[str, Any] | None:
+    """For an int64 tensor holding the addresses of other tensors (`t.data_ptr()`: grouped GEMMs, MoE): the
+    buffers they point into (dtype, elements) and, per value, (buffer, byte offset); a replay rebuilds the
+    addresses into buffers of its own. None when the values are not all addresses (or zero) of live tensors."""
+    import torch
+
+    if values.dtype not in (torch.int64, getattr(torch, "uint64", torch.int64)):
+        return None
+    flat = [int(v) for v in values.cpu().reshape(-1).tolist()]
+    if not any(flat) or any(v and v < ADDRESS_FLOOR for v in flat):
+        return None
+    storages = _live_storages(values.device)
+    buffers: list[dict[str, Any]] = []
+    index: dict[int, int] = {}
+    targets: list[list[int] | None] = []
+    for value in flat:
+        if value == 0:
+            targets.append(None)
+            continue
+        found = next(((start, tensor) for start, end, tensor in storages if start <= value < end), None)
+        if found is None:
+            return None
+        start, tensor = found
+        if start not in index:
+            index[start] = len(buffers)
+            elements = tensor.untyped_storage().nbytes() // tensor.element_size()
+            floating = tensor.is_floating_point()
+            buffers.append({"dtype": str(tensor.dtype).removeprefix("torch."), "elements": elements,
+                            "nonnegative": bool(floating and torch.isfinite(tensor).all().item()
+                                                and tensor.detach().float().min().item() >= 0)})
+        targets.append([index[start], value - start])
+    return {"buffers": buffers, "targets": targets}
+
+
+def _live_storages(device: Any) -> list[tuple[int, int, Any]]:
+    """(start, end, a tensor viewing it) of the storage of every live tensor on `device`."""
+    import gc
+
+    import torch
+
+    found: dict[int, tuple[int, int, Any]] = {}
+    for obj in gc.get_objects():
+        if isinstance(obj, torch.Tensor) and obj.device == device and obj.numel():
+            try:
+                storage = obj.untyped_storage()
+            except (RuntimeError, NotImplementedError):
+                continue
+            start = storage.data_ptr()
+            found.setdefault(start, (start, start + storage.nbytes(), obj))
+    return list(found.values())
 
 
 def _signature(value: Any) -> Any:

@@ -3,10 +3,14 @@
 - A file inside a package is imported by its dotted name (``liger_kernel.ops.rms_norm``), with the folder
   above the top package first on ``sys.path``, so its relative imports and its package's ``__init__`` run as
   they do for the package's users.
-- Its optimized file is imported *in the original's place*: an import redirect maps the original's module name
-  to the optimized file, so every module of the package that imports the kernel module gets the optimized code.
-  Switching between the two in one process (the reference "original" of an optimized case) forgets the whole
-  package and imports it again.
+- Its optimized file, when the entry is a name in the kernel module itself (a captured launch's kernel, a wrapper
+  beside it), is imported *beside* the original as a sibling module of the same package
+  (``liger_kernel.ops.rms_norm__tileiropt_optimized``): the package and its other modules are imported once per
+  process, so what they do at import (registering torch custom ops, setting an allocator, patching torch)
+  happens once, as it does for the package's users. The two modules coexist in one process.
+- When the entry lives in another module (``pkg.mod:fn``), that module must see the optimized code: an import
+  redirect maps the original's module name to the optimized file, and switching between the two in one process
+  (the reference "original" of an optimized case) forgets the whole package and imports it again.
 - A standalone file whose wrapper lives in another module is imported by its stem the same way; any other
   standalone file is imported under a name unique to its path, so an original and its optimized file coexist.
 
@@ -16,12 +20,13 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib
 import importlib.abc
 import importlib.util
 import math
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -98,17 +103,93 @@ def load_kernel_module(path: Path | str, original: Path | str, module: str | Non
             sys.path.insert(0, str(folder))
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
+    ref = EntryRef.parse(entry)
+    if path != original and module and original.name != "__init__.py" and (ref is None or ref.module is None):
+        return _load_sibling(path, name)
     wanted = None if path == original else str(path)
     loaded = sys.modules.get(name)
     if loaded is not None and _REDIRECTS.get(name) == wanted:
         return loaded
-    ref = EntryRef.parse(entry)
     forget({name.split(".")[0]} | ({ref.module.split(".")[0]} if ref and ref.module else set()))
     if wanted is None:
         _REDIRECTS.pop(name, None)
     else:
         _REDIRECTS[name] = wanted
     return importlib.import_module(name)
+
+
+SIBLING_SUFFIX = "__tileiropt_optimized"
+
+
+def _load_sibling(path: Path, name: str) -> ModuleType:
+    """The optimized file `path` as the sibling module ``<name>__tileiropt_optimized`` of the original `name`, in
+    the same package (its relative imports resolve there); the package itself is imported once, not again."""
+    sibling = name + SIBLING_SUFFIX
+    loaded = sys.modules.get(sibling)
+    if loaded is not None and getattr(loaded, "__file__", None) == str(path):
+        return loaded
+    importlib.import_module(name.rpartition(".")[0])  # the package, as its users import it (once per process)
+    spec = importlib.util.spec_from_file_location(sibling, path)
+    if spec is None or spec.loader is None:
+        raise HarnessError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[sibling] = module
+    try:
+        with registrations_once():
+            spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(sibling, None)
+        raise
+    return module
+
+
+_REGISTERED_TWICE = ("multiple times", "Only a single TORCH_LIBRARY")
+
+
+@contextlib.contextmanager
+def registrations_once() -> Iterator[None]:
+    """While an optimized sibling runs its module-level code: a torch custom-op namespace or schema the original
+    module registered already (`torch.library.define`, `Library(ns, "DEF")`, `Library.define`) is not an error;
+    the original's registration stands, as it would in a process that imported the module once."""
+    try:
+        import torch.library as library
+    except ImportError:  # pragma: no cover - torch is a dependency
+        yield
+        return
+    real_define, real_init, real_method = library.define, library.Library.__init__, library.Library.define
+
+    def again(exc: RuntimeError) -> bool:
+        return any(text in str(exc) for text in _REGISTERED_TWICE)
+
+    def define(qualname: Any, schema: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return real_define(qualname, schema, *args, **kwargs)
+        except RuntimeError as exc:
+            if not again(exc):
+                raise
+            return None
+
+    def init(self: Any, ns: Any, kind: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            real_init(self, ns, kind, *args, **kwargs)
+        except RuntimeError as exc:
+            if kind != "DEF" or not again(exc):
+                raise
+            real_init(self, ns, "FRAGMENT", *args, **kwargs)  # the namespace exists: add to it
+
+    def method(self: Any, schema: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return real_method(self, schema, *args, **kwargs)
+        except RuntimeError as exc:
+            if not again(exc):
+                raise
+            return str(schema).split("(", 1)[0]  # the name `define` returns
+
+    library.define, library.Library.__init__, library.Library.define = define, init, method
+    try:
+        yield
+    finally:
+        library.define, library.Library.__init__, library.Library.define = real_define, real_init, real_method
 
 
 def _resolve(owner: Any, attributes: Iterable[str], entry: str) -> Any:

@@ -22,7 +22,8 @@ OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
 def _tensor_specs(launch: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(input name, tensor description) of every tensor the launch takes, aliases excluded."""
+    """(input name, tensor description) of every tensor the launch takes, aliases excluded, then the buffers
+    its address tensors point into (`<name>@<i>`: what a grouped kernel reads and writes through them)."""
     found = []
     for arg in launch["args"]:
         tensor = arg.get("tensor") or (arg.get("descriptor") or {}).get("base")
@@ -31,7 +32,28 @@ def _tensor_specs(launch: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]
     for name, value in launch.get("constexprs", {}).items():
         if "tensor" in value and "alias" not in value["tensor"]:
             found.append((name, value["tensor"]))
+    for name, tensor in list(found):
+        for i, buffer in enumerate((tensor.get("addresses") or {}).get("buffers", [])):
+            elements = max(int(buffer["elements"]), 1)
+            found.append((f"{name}@{i}", {"shape": [elements], "stride": [1], "extent": elements,
+                                          "dtype": buffer["dtype"], "nonnegative": buffer.get("nonnegative")}))
     return found
+
+
+def point_addresses(launch: Mapping[str, Any], inputs: Mapping[str, Any]) -> None:
+    """Fill each address tensor with the addresses of this call's own buffers (`<name>@<i>`, at the captured
+    byte offsets): inputs are cloned before every call, and each clone must point into its own buffers."""
+    import torch
+
+    for name, tensor in _tensor_specs(launch):
+        addresses = tensor.get("addresses")
+        if not addresses or name not in inputs:
+            continue
+        values = [0 if target is None else inputs[f"{name}@{target[0]}"].data_ptr() + int(target[1])
+                  for target in addresses["targets"]]
+        target = inputs[name]
+        target.copy_(torch.tensor(values, dtype=torch.int64).to(target.device).view(target.dtype)
+                     .reshape(target.shape))
 
 
 def build_inputs(launch: Mapping[str, Any], seed: int, device: str) -> dict[str, Any]:
@@ -59,6 +81,7 @@ def build_inputs(launch: Mapping[str, Any], seed: int, device: str) -> dict[str,
         if "values" in spec:
             tensor.copy_(torch.tensor(spec["values"], dtype=dtype).reshape(spec["shape"]))
         inputs[name] = tensor
+    point_addresses(launch, inputs)
     return inputs
 
 
@@ -109,21 +132,31 @@ def _pinned(tuners: list[Any], kwargs: dict[str, Any]) -> Iterator[dict[str, Any
     """Pin every autotuner to the captured config; yield the keyword arguments left for the call."""
     import triton
 
-    saved = [(tuner, tuner.configs, dict(getattr(tuner, "cache", {}))) for tuner in tuners]
+    from tileiropt.runtime.autotuners import own_run, run_at
+
+    saved = [(tuner, tuner.configs, dict(getattr(tuner, "cache", {})), vars(tuner).get("run")) for tuner in tuners]
     left = dict(kwargs)
     try:
         for tuner in tuners:
             keys = {k for config in tuner.configs for k in config.kwargs}
             meta = {k: kwargs[k] for k in keys if k in kwargs}
             options = {k: kwargs.get(k) for k in OPTION_KEYS}
-            tuner.configs = [triton.Config(meta, **options)]
+            own = next((c for c in tuner.configs if c.kwargs == meta and all(
+                getattr(c, k, None) == v for k, v in options.items() if v is not None)), None)
+            tuner.configs = [own if own is not None else triton.Config(meta, **options)]  # its pre_hook kept
             tuner.cache = {}
+            if own_run(tuner):  # a package's Autotuner subclass: launched at the config, past its own strategy
+                tuner.run = run_at(tuner, tuner.configs[0])
             for key in (*meta, *(k for k, v in options.items() if v is not None)):
                 left.pop(key, None)
         yield left
     finally:
-        for tuner, configs, cache in saved:
+        for tuner, configs, cache, run in saved:
             tuner.configs, tuner.cache = configs, cache
+            if run is None:
+                vars(tuner).pop("run", None)
+            else:
+                tuner.run = run
 
 
 def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
@@ -146,11 +179,12 @@ def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
         if function_name(tuner) in names and all(tuner is not t for t in tuners):
             tuners.append(tuner)
     grid = tuple(launch["grid"])
-    outputs = [output for output, _ in _tensor_specs(launch)]
+    outputs = [output for output, spec in _tensor_specs(launch) if "addresses" not in spec]  # not where: what
 
     bound = {arg["name"] for arg in launch["args"]}  # passed positionally: never again by keyword
 
     def call(inputs: Mapping[str, Any], args: Mapping[str, Any], dims: Mapping[str, Any]) -> dict[str, Any]:
+        point_addresses(launch, inputs)
         positional = [_value(arg, inputs) for arg in launch["args"]]
         kwargs = {k: _value({"name": k, **v}, inputs) for k, v in launch.get("constexprs", {}).items()
                   if k not in bound}

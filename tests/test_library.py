@@ -1,0 +1,133 @@
+"""Library mode: `tileiropt run DIR -- COMMAND` on a folder of kernel files without a project file, and the same
+from a project file (`library = "..."`) or `init DIR -- COMMAND`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tileiropt.cli import app
+from tileiropt.errors import ExitCode
+from tileiropt.library import defines_kernel, library_files, mirrored_output
+
+FIXTURE = Path(__file__).parent / "fixtures" / "library"
+COMMAND = ["--", "pytest", "-q", "tests/check_mylib.py"]
+
+
+@pytest.fixture
+def library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    target = tmp_path / "work"
+    shutil.copytree(FIXTURE, target)
+    monkeypatch.chdir(target)
+    return target
+
+
+def _sources(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*.py"))}
+
+
+def test_the_kernel_files_of_a_folder(library: Path) -> None:
+    found = library_files(library / "mylib")
+    assert [p.relative_to(library / "mylib").as_posix() for p in found.kernel_files] == [
+        "ops/add.py", "ops/scale.py", "ops/unused.py"]
+    assert found.without_kernels == 3  # the two __init__.py and utils.py
+    only = library_files(library / "mylib", include=["ops/s*.py"])
+    assert [p.name for p in only.kernel_files] == ["scale.py"]
+    assert [p.name for p in library_files(library / "mylib", exclude=["unused.py"]).kernel_files] == [
+        "add.py", "scale.py"]
+    (library / "mylib" / "ops" / "broken.py").write_text("import triton\n@triton.jit\ndef k(:\n")
+    assert {p.name: why for p, why in library_files(library / "mylib").unreadable.items()} == {
+        "broken.py": "line 3: invalid syntax"}
+    assert mirrored_output(library / "mylib" / "ops" / "add.py", library / "mylib", library / ".t") == \
+        library / ".t" / "optimized" / "mylib" / "ops" / "add_tileir.py"
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("import triton\n@triton.jit\ndef k(x): pass\n", True),
+    ("import triton\ntry:\n    import triton\n    @triton.jit\n    def k(x): pass\nexcept ImportError:\n"
+     "    pass\n", True),
+    ("HAS = True\nif HAS:\n    if HAS:\n        @triton.autotune(configs=[], key=[])\n        @triton.jit\n"
+     "        def k(x): pass\n", True),
+    ("from triton import jit\nwith open('x'):\n    @jit\n    def k(x): pass\n", True),
+    ("import triton\ndef make():\n    @triton.jit\n    def k(x): pass\n    return k\n", False),
+    ("import triton\nclass C:\n    @triton.jit\n    def k(x): pass\n", False),
+    ("import functools\n@functools.lru_cache\ndef f(): pass\n", False),
+])
+def test_what_defines_a_kernel(source: str, expected: bool) -> None:
+    import ast
+
+    assert defines_kernel(ast.parse(source)) is expected
+
+
+def test_run_on_a_library_folder_captures_every_kernel_file_and_never_writes_into_it(library: Path) -> None:
+    before = _sources(library / "mylib")
+    result = CliRunner().invoke(app, ["run", "mylib", "--json", *COMMAND])
+    assert result.exit_code == ExitCode.OK, result.output
+    assert _sources(library / "mylib") == before
+    optimized = sorted(p.relative_to(library / ".tileiropt").as_posix()
+                       for p in (library / ".tileiropt" / "optimized").rglob("*.py"))
+    assert optimized == ["optimized/mylib/ops/add_tileir.py", "optimized/mylib/ops/scale_tileir.py"]
+    records = json.loads((library / ".tileiropt" / "validate.json").read_text())["records"]
+    assert {r["kernel"] for r in records} == {"add._kernel", "scale._kernel"}  # one name, two files: told apart
+    assert all(r["status"] in ("pass", "not-run") for r in records)
+    assert {r["kernel"] for r in records if r["status"] == "pass" and r["variant"] == "optimized"} == {
+        "add._kernel", "scale._kernel"}
+    classified = json.loads((library / ".tileiropt" / "classify.json").read_text())
+    assert sorted(k["kernel"] for k in classified["kernels"]) == ["_kernel", "_kernel", "negate_kernel"]
+    report = (library / ".tileiropt" / "report.md").read_text()
+    first_screen = report.split("## Summary")[0]
+    assert first_screen.startswith("# TileIR optimization report\n\n**Library `mylib/`**: 3 kernel(s) in 3 file(s); "
+                                   "the command launched 2 of them (67% of the library).")
+    assert "By class: elementwise 3." in first_screen
+    assert "| `ops/unused.py` | 1 | 0 | 0 | 0 | 0 | 0 | `negate_kernel` |" in first_screen
+    assert "| `ops/add.py` | 1 | 1 | 0 | 1 | 0 | 0 | - |" in first_screen
+    assert "<details><summary>ops/add.py: 1 captured launch(es)</summary>" in report
+
+
+def test_a_library_needs_a_command_and_a_kernel(library: Path) -> None:
+    no_command = CliRunner().invoke(app, ["run", "mylib"])
+    assert no_command.exit_code == ExitCode.BAD_INPUT
+    assert "a library folder needs the command that exercises its kernels" in " ".join(no_command.output.split())
+    (library / "empty").mkdir()
+    (library / "empty" / "helpers.py").write_text("def f():\n    return 1\n")
+    no_kernel = CliRunner().invoke(app, ["run", "empty", *COMMAND])
+    assert no_kernel.exit_code == ExitCode.BAD_INPUT
+    assert "no Python file under the folder defines a Triton kernel" in " ".join(no_kernel.output.split())
+    globs_on_a_file = CliRunner().invoke(app, ["run", "mylib/ops/add.py", "--include", "*.py"])
+    assert globs_on_a_file.exit_code == ExitCode.BAD_INPUT
+    assert not (library / ".tileiropt").exists()  # nothing ran
+
+
+def test_init_writes_a_library_project_that_run_reads(library: Path) -> None:
+    result = CliRunner().invoke(app, ["init", "mylib", "--exclude", "unused.py", *COMMAND])
+    assert result.exit_code == ExitCode.OK, result.output
+    text = (library / "tileiropt.toml").read_text()
+    assert '[project]\ncapture = "pytest -q tests/check_mylib.py"\nlibrary = "mylib"\nexclude = ["unused.py"]\n' \
+        in text
+    from tileiropt.project import load_project
+
+    project = load_project(library / "tileiropt.toml")
+    assert project.capture is not None and project.capture.library == (library / "mylib").resolve()
+    assert [p.name for p in project.capture.files] == ["add.py", "scale.py"]
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('library = "mylib"', "[project.library] needs `capture`"),
+    ('capture = "pytest"\nlibrary = "nowhere"', "[project.library] nowhere: folder not found"),
+    ('capture = "pytest"\nlibrary = 3', "[project.library] must be a folder path, got 3"),
+    ('capture = "pytest"\nlibrary = "mylib"\ninclude = "ops"', "[project.include] must be a list of globs"),
+    ('capture = "pytest"\ninclude = ["x"]', "[project.include] needs `library`"),
+    ('capture = "pytest"\nlibrary = "mylib"\ninclude = ["nothing*.py"]', "no Python file defines a Triton kernel"),
+])
+def test_library_keys_of_a_project_file(library: Path, table: str, message: str) -> None:
+    from tileiropt.errors import UserError
+    from tileiropt.project import load_project
+
+    (library / "tileiropt.toml").write_text(f"[project]\n{table}\n")
+    with pytest.raises(UserError) as caught:
+        load_project(library / "tileiropt.toml")
+    assert message in str(caught.value)

@@ -1,0 +1,152 @@
+"""Idioms of real packages, each with a fixture of its own (tests/fixtures/idioms/): import-time side effects,
+a pruner that looks at the launch, tensors holding device addresses, an Autotuner subclass. Each is captured and
+replayed zero-config on the interpreter; every record of the original and of the optimized file must pass."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tileiropt.cli import app
+from tileiropt.errors import ExitCode
+
+IDIOMS = Path(__file__).parent / "fixtures" / "idioms"
+
+
+@pytest.fixture
+def idiom(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    def copy(name: str) -> Path:
+        target = tmp_path / name
+        shutil.copytree(IDIOMS / name, target)
+        monkeypatch.chdir(target)
+        return target
+
+    return copy
+
+
+def _records(folder: Path) -> list[tuple[str, str, str, str]]:
+    data = json.loads((folder / ".tileiropt" / "validate.json").read_text())
+    return [(r["kernel"], r["variant"], r["backend"], r["status"]) for r in data["records"]
+            if r["backend"] != "tileir"]  # the TileIR backend itself is not on this machine
+
+
+def _run(*args: str) -> None:
+    result = CliRunner().invoke(app, ["run", *args, "--json"])
+    assert result.exit_code == ExitCode.OK, result.output[-3000:]
+
+
+def test_a_package_registering_custom_ops_at_import_is_imported_once(idiom) -> None:
+    folder = idiom("side_effects")
+    _run("regpkg", "--", "python", "drive.py")
+    assert _records(folder) == [("scale_kernel", "original", "interpret", "pass"),
+                                ("scale_kernel", "optimized", "interpret", "pass"),
+                                ("scale_kernel", "optimized", "tileir-code-on-interpret", "pass")]
+
+
+def test_registrations_once_tolerates_only_a_second_registration() -> None:
+    import torch
+
+    from tileiropt.runtime.loading import registrations_once
+
+    torch.library.define("tileiropt_test_once::f", "(Tensor x) -> Tensor")
+    with registrations_once():
+        torch.library.define("tileiropt_test_once::f", "(Tensor x) -> Tensor")  # again: the first one stands
+        with pytest.raises(ValueError, match="expected schema"):
+            torch.library.define("tileiropt_test_once::g", "(Tensor x -> Tensor")  # any other error still raises
+        torch.library.Library("tileiropt_test_once", "DEF")  # the namespace exists: added to, not an error
+    with pytest.raises(RuntimeError, match="multiple times"):
+        torch.library.define("tileiropt_test_once::f", "(Tensor x) -> Tensor")  # outside: torch's own rule
+
+
+def test_a_pruner_that_looks_at_the_launch_replays_the_captured_config(idiom) -> None:
+    folder = idiom("pruner")
+    _run("pruned.py")
+    assert _records(folder) == [("double_kernel", "original", "interpret", "pass"),
+                                ("double_kernel", "optimized", "interpret", "pass"),
+                                ("double_kernel", "optimized", "tileir-code-on-interpret", "pass")]
+    configs = {r["config"] for r in json.loads((folder / ".tileiropt" / "validate.json").read_text())["records"]
+               if r["backend"] == "interpret"}
+    assert configs == {"captured: grid (8, 1, 1), BLOCK=256, num_warps=4, num_ctas=1, num_stages=3"}  # as chosen
+
+
+def test_tensors_of_device_addresses_point_into_the_replays_own_buffers(idiom) -> None:
+    folder = idiom("addresses")
+    _run("grouped.py")
+    assert _records(folder) == [("grouped_scale_kernel", "original", "interpret", "pass"),
+                                ("grouped_scale_kernel", "optimized", "interpret", "pass"),
+                                ("grouped_scale_kernel", "optimized", "tileir-code-on-interpret", "pass")]
+    launch = json.loads((folder / ".tileiropt" / "capture.json").read_text())["launches"][0]
+    src = launch["args"][0]["tensor"]
+    assert "values" not in src and src["addresses"] == {
+        "buffers": [{"dtype": "float32", "elements": n, "nonnegative": False} for n in (100, 37, 256)],
+        "targets": [[0, 0], [1, 0], [2, 0]]}
+    assert launch["args"][2]["tensor"]["values"] == [100, 37, 256]  # sizes: ordinary integers, kept as they are
+
+
+def test_what_counts_as_a_tensor_of_addresses() -> None:
+    import torch
+
+    from tileiropt.runtime.capture_hook import device_addresses
+    from tileiropt.runtime.replay import build_inputs, point_addresses
+
+    a, b = torch.zeros(8), torch.ones(4, dtype=torch.float16)
+    pointers = torch.tensor([a.data_ptr() + 8, 0, b.data_ptr()], dtype=torch.int64)
+    found = device_addresses(pointers)
+    assert found == {"buffers": [{"dtype": "float32", "elements": 8, "nonnegative": True},
+                                 {"dtype": "float16", "elements": 4, "nonnegative": True}],
+                     "targets": [[0, 8], None, [1, 0]]}
+    assert device_addresses(torch.tensor([3, 70000], dtype=torch.int64)) is None  # indices, not addresses
+    assert device_addresses(torch.tensor([1 << 33], dtype=torch.float64).to(torch.int32)) is None  # not int64
+    assert device_addresses(torch.tensor([a.data_ptr(), 1 << 47], dtype=torch.int64)) is None  # one not found
+    launch = {"args": [{"name": "p", "tensor": {"shape": [3], "stride": [1], "dtype": "int64", "extent": 3,
+                                                 "addresses": found}}]}
+    inputs = build_inputs(launch, seed=0, device="cpu")
+    assert sorted(inputs) == ["p", "p@0", "p@1"]
+    assert inputs["p"].tolist() == [inputs["p@0"].data_ptr() + 8, 0, inputs["p@1"].data_ptr()]
+    clone = {k: v.clone() for k, v in inputs.items()}
+    point_addresses(launch, clone)
+    assert clone["p"].tolist() == [clone["p@0"].data_ptr() + 8, 0, clone["p@1"].data_ptr()]
+
+
+def test_an_autotuner_subclass_with_its_own_strategy_is_pinned_through_its_kernel(idiom) -> None:
+    folder = idiom("subclass")
+    _run("ranked.py")  # a captured launch: replayed at the config its own strategy chose
+    assert _records(folder) == [("negate_kernel", "original", "interpret", "pass"),
+                                ("negate_kernel", "optimized", "interpret", "pass"),
+                                ("negate_kernel", "optimized", "tileir-code-on-interpret", "pass")]
+    (folder / "tileiropt.toml").write_text('[[kernel]]\nname = "negate"\npath = "ranked.py"\nentry = "negate"\n'
+                                           'reference = "-x"\ninputs = { x = [1000] }\n')
+    result = CliRunner().invoke(app, ["validate", "--backend", "interpret", "--variant", "original", "--json"])
+    assert result.exit_code == ExitCode.OK, result.output[-3000:]
+    records = json.loads((folder / ".tileiropt" / "validate.json").read_text())["records"]
+    assert [(r["config"].split(",")[0], r["status"]) for r in records] == [
+        ("BLOCK=64", "pass"), ("BLOCK=128", "pass"), ("BLOCK=256", "pass")]  # each of its configs, one at a time
+
+
+def test_run_at_launches_the_config_with_its_pre_hook() -> None:
+    from types import SimpleNamespace
+
+    from tileiropt.runtime.autotuners import own_run, run_at
+
+    calls = []
+    config = SimpleNamespace(pre_hook=lambda nargs: calls.append(("hook", dict(nargs))),
+                             all_kwargs=lambda: {"BLOCK": 8})
+    kernel = SimpleNamespace(run=lambda *args, **kwargs: calls.append(("run", args, kwargs)) or "launched")
+    tuner = SimpleNamespace(fn=kernel, arg_names=["x", "n"], nargs=None, best_config=None)
+    assert run_at(tuner, config)("X", 5, grid=(1,)) == "launched"
+    assert calls == [("hook", {"x": "X", "n": 5, "grid": (1,), "BLOCK": 8}), ("run", ("X", 5), {"grid": (1,),
+                                                                                              "BLOCK": 8})]
+    assert tuner.best_config is config and tuner.nargs is None
+    from triton.runtime.autotuner import Autotuner
+
+    assert not own_run(Autotuner.__new__(Autotuner))
+
+    class Own(Autotuner):
+        def run(self, *args, **kwargs):
+            return None
+
+    assert own_run(Own.__new__(Own))

@@ -1,0 +1,131 @@
+"""Library mode: `tileiropt run DIR -- COMMAND` on a folder of kernel files without a project file.
+
+Every Python file under DIR that defines a Triton kernel (at module level, or under a module-level `if`/`try`/
+`with`) is a capture target: the command's launches of any of their kernels are captured, then validated,
+benchmarked and reported as one run. Optimized files mirror the library's layout under the artifacts folder
+(`<artifacts>/optimized/<DIR name>/<sub/folders>/<stem>_tileir.py`): nothing is written into the library unless
+`--in-place` is asked and proven.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tileiropt.errors import UserError
+
+SKIPPED_FOLDERS = {"__pycache__", "site-packages", "node_modules", "build", "dist"}  # besides hidden ones
+MAX_FILES = 5000  # a folder this large is not a library of kernels: the user narrows it with --include
+
+
+@dataclass
+class LibraryFiles:
+    """What a library folder holds: the kernel files to capture, and the Python files set aside and why."""
+
+    folder: Path
+    kernel_files: list[Path] = field(default_factory=list)
+    unreadable: dict[Path, str] = field(default_factory=dict)  # file -> why it could not be read or parsed
+    without_kernels: int = 0  # Python files defining no Triton kernel
+
+
+def _matches(relative: str, patterns: list[str]) -> bool:
+    """`relative` (a POSIX path under the library) matches a glob: the path itself, or its file name."""
+    name = relative.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(relative, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def python_files(folder: Path, include: list[str] | None = None, exclude: list[str] | None = None) -> list[Path]:
+    """The .py files under `folder`, sorted, without hidden or build folders, filtered by the globs."""
+    found: list[Path] = []
+    for path in sorted(folder.rglob("*.py")):
+        relative = path.relative_to(folder).as_posix()
+        parts = path.relative_to(folder).parts
+        if any(p.startswith(".") or p in SKIPPED_FOLDERS for p in parts[:-1]) or not path.is_file():
+            continue
+        if include and not _matches(relative, include):
+            continue
+        if exclude and _matches(relative, exclude):
+            continue
+        found.append(path)
+        if len(found) > MAX_FILES:
+            raise UserError(f"more than {MAX_FILES} Python files under the folder", file=str(folder),
+                            hint="narrow it with --include 'ops/*.py' or give the package's own folder")
+    return found
+
+
+def defines_kernel(tree: ast.Module) -> bool:
+    """Whether a module defines a Triton kernel at module level or under a module-level `if`/`try`/`with`
+    (functions and classes are not looked into: a kernel made by a call is not the library's source)."""
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(_is_triton_decorator(d) for d in node.decorator_list):
+                return True
+        elif isinstance(node, ast.If):
+            pending += node.body + node.orelse
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            pending += node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            pending += node.body
+    return False
+
+
+def _is_triton_decorator(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    text = ast.unparse(target)
+    return text.rsplit(".", 1)[-1] in ("jit", "autotune", "heuristics") and ("triton" in text or "." not in text)
+
+
+def library_files(folder: Path, include: list[str] | None = None,
+                  exclude: list[str] | None = None) -> LibraryFiles:
+    """Sort the Python files of a library folder into kernel files, files without kernels and unreadable ones."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise UserError("not a folder", file=str(folder), hint="give the library's package folder")
+    found = LibraryFiles(folder=folder.resolve())
+    for path in python_files(folder, include, exclude):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            found.unreadable[path] = f"cannot read: {exc}"
+            continue
+        if "triton" not in text:
+            found.without_kernels += 1
+            continue
+        try:
+            tree = ast.parse(text, filename=str(path))
+        except SyntaxError as exc:
+            found.unreadable[path] = f"line {exc.lineno}: {exc.msg}"
+            continue
+        except (RecursionError, MemoryError, ValueError):
+            found.unreadable[path] = "nested too deeply to parse"
+            continue
+        if defines_kernel(tree):
+            found.kernel_files.append(path.resolve())
+        else:
+            found.without_kernels += 1
+    return found
+
+
+def mirrored_output(path: Path, library: Path, artifacts: Path) -> Path:
+    """Where the optimized file of `path` (a file of the library) goes: the library's layout under the
+    artifacts, `<artifacts>/optimized/<library name>/<sub/folders>/<stem>_tileir.py`."""
+    relative = Path(path).resolve().relative_to(Path(library).resolve())
+    return Path(artifacts) / "optimized" / Path(library).resolve().name / relative.parent / \
+        f"{relative.stem}_tileir.py"
+
+
+def check_library(found: LibraryFiles, command: list[str] | None) -> None:
+    """Before anything runs: a command to capture from, and at least one kernel file."""
+    folder = found.folder
+    if not command:
+        raise UserError("a library folder needs the command that exercises its kernels", file=str(folder),
+                        hint=f"tileiropt run {folder.name} -- pytest tests/ (or add a tileiropt.toml to the folder)")
+    if not found.kernel_files:
+        why = "; ".join(f"{p.name}: {r}" for p, r in list(found.unreadable.items())[:3])
+        raise UserError("no Python file under the folder defines a Triton kernel (@triton.jit)"
+                        + (f" (unreadable: {why})" if why else ""), file=str(folder),
+                        hint="give the folder of the kernel files, or widen --include")

@@ -1,0 +1,102 @@
+"""The report's first screen for a library run (`tileiropt run DIR -- COMMAND`): the library's kernels by verdict,
+by class and by file, and the kernels the command never launched (the coverage of the library by its tests)."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, PROVEN, READY, UNPROVEN
+
+
+@dataclass
+class LibraryFile:
+    file: str  # relative to the library folder
+    defined: list[str]  # every kernel the file defines
+    launched: list[str]  # those the command launched
+    verdicts: Counter[str] = field(default_factory=Counter)  # bucket -> captured launches (report sections)
+    attention: list[str] = field(default_factory=list)  # "<section>: <why>"
+
+    @property
+    def never(self) -> list[str]:
+        return [k for k in self.defined if k not in self.launched]
+
+
+@dataclass
+class LibrarySummary:
+    folder: str
+    files: list[LibraryFile]
+    classes: Counter[str]  # kernel class -> kernels of the library (launched or not)
+
+    @property
+    def defined(self) -> int:
+        return sum(len(f.defined) for f in self.files)
+
+    @property
+    def launched(self) -> int:
+        return sum(len(f.launched) for f in self.files)
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def library_summary(capture: dict[str, Any] | None, classify: dict[str, Any] | None,
+                    sections: list[Any]) -> LibrarySummary | None:
+    """The library's kernels from capture.json's targets and counts, classify.json's classes and each report
+    section's verdict; None when the run was not a library run."""
+    if not isinstance(capture, dict) or not isinstance(capture.get("library"), str):
+        return None
+    folder = capture["library"]
+    counts = capture.get("counts") or {}
+    files: dict[str, LibraryFile] = {}
+    for key in capture.get("expected") or []:
+        kernel, _, path = str(key).partition("@")
+        entry = files.setdefault(_real(path), LibraryFile(file=os.path.relpath(_real(path), _real(folder)),
+                                                          defined=[], launched=[]))
+        entry.defined.append(kernel)
+        if key in counts:
+            entry.launched.append(kernel)
+    for section in sections:
+        entry = files.get(_real(section.path)) if getattr(section, "path", None) else None
+        if entry is None or section.verdict is None:
+            continue
+        entry.verdicts[section.verdict.bucket] += 1
+        if section.verdict.bucket == ATTENTION:
+            entry.attention.append(f"{section.name}: {section.verdict.text}")
+    classes: Counter[str] = Counter()
+    for kernel in (classify or {}).get("kernels", []) if isinstance(classify, dict) else []:
+        if isinstance(kernel, dict) and _real(str(kernel.get("file", ""))) in files:
+            classes[str(kernel.get("class") or "unknown")] += 1
+    return LibrarySummary(folder=folder, files=sorted(files.values(), key=lambda f: f.file), classes=classes)
+
+
+def library_md(summary: LibrarySummary) -> str:
+    """The first screen: totals, coverage, verdicts, classes, then one row per file."""
+    name = Path(summary.folder).name
+    verdicts: Counter[str] = Counter()
+    for f in summary.files:
+        verdicts.update(f.verdicts)
+    coverage = f"{100 * summary.launched / summary.defined:.0f}%" if summary.defined else "n/a"
+    lines = [f"**Library `{name}/`**: {summary.defined} kernel(s) in {len(summary.files)} file(s); the command "
+             f"launched {summary.launched} of them ({coverage} of the library)."]
+    if verdicts:
+        lines.append("Captured launches: " + ", ".join(f"{verdicts[b]} {BUCKET_LABELS[b]}" for b in BUCKETS
+                                                       if verdicts[b]) + ".")
+    if summary.classes:
+        lines.append("By class: " + ", ".join(f"{c} {n}" for c, n in summary.classes.most_common()) + ".")
+    order = (READY, PROVEN, ATTENTION, UNPROVEN)
+    rows = ["| file | kernels | launched | " + " | ".join(BUCKET_LABELS[b] for b in order) + " | never launched |",
+            "|---|---|---|---|---|---|---|---|"]
+    for f in summary.files:
+        never = ", ".join(f"`{k}`" for k in f.never) or "-"
+        rows.append(f"| `{f.file}` | {len(f.defined)} | {len(f.launched)} | "
+                    + " | ".join(str(f.verdicts[b]) for b in order) + f" | {never} |")
+    lines.append("\n".join(rows))
+    attention = [f"`{f.file}` {item}" for f in summary.files for item in f.attention]
+    if attention:
+        lines.append("Needs attention, by file:\n\n" + "\n".join(f"- {a}" for a in attention))
+    return "\n\n".join(lines)
