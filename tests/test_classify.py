@@ -206,7 +206,8 @@ def test_persistent_tma_and_block_pointer_detection() -> None:
     assert not kernels["persistent"].uses_block_ptr
     assert kernels["grid_stride"].persistent and not kernels["grid_stride"].uses_tma
     assert kernels["blocks"].uses_block_ptr and not kernels["blocks"].persistent
-    assert "TIR013" not in [f.code for f in kernels["blocks"].findings]  # 13.4 (the newest) has block pointers
+    # 13.4 and 13.5 (the newest) lower block pointers through plain pointers: a performance finding, not an error
+    assert [(f.code, f.severity) for f in kernels["blocks"].findings if f.code == "TIR013"] == [("TIR013", "perf")]
     old = classify_source(HEADER + "@triton.jit\ndef blocks(x_ptr, M, N):\n"
                           "    p = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (0, 0), (16, 16), (1, 0))\n"
                           "    tl.store(p, tl.load(p) + 1)\n", "k.py", release=get_release("13.1"))
@@ -283,7 +284,7 @@ def test_cli_json_schema(tmp_path: Path) -> None:
     assert {f["code"] for f in record["findings"]} == {"TIR006", "TIR101"}
     assert set(record["findings"][0]) == {"code", "severity", "line", "message", "hint", "via"}
     assert {f["code"]: f["via"] for f in record["findings"]} == {"TIR006": "ir", "TIR101": "syntax"}
-    assert data["release"]["version"] in ("13.1", "13.4")
+    assert data["release"]["version"] in ("13.1", "13.4", "13.5")
     assert set(record["evidence"][0]) == {"line", "text"}
     statuses = {Path(f["file"]).name: f["status"] for f in data["files"]}
     assert statuses == {"k.py": "pass", "broken.py": "error"}

@@ -63,7 +63,7 @@ class KernelRecord:
     is_entry: bool
     persistent: bool  # a persistent loop over tiles (for ... in tl.range(pid, total, NUM_SMS))
     uses_tma: bool  # tensor descriptors (device or host) already in use
-    uses_block_ptr: bool  # tl.make_block_ptr (unsupported by TileIR)
+    uses_block_ptr: bool  # tl.make_block_ptr (13.1: unsupported; 13.4+: emulated, slow)
     findings: list[Finding]
     tensor_of_pointer_lines: list[int] = field(default_factory=list)  # block-shaped pointer loads/stores
     calls: list[str] = field(default_factory=list)  # JIT helpers it calls
