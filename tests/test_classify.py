@@ -309,7 +309,7 @@ def test_cli_human_output(tmp_path: Path) -> None:
     result = runner.invoke(app, ["classify", str(path)])
     assert result.exit_code == 0
     assert "elementwise" in result.output
-    assert f"{path}:8: TIR006" in result.output.replace("\n", "")
+    assert f"{path}:8:5: TIR006" in result.output.replace("\n", "")  # path:line:col
 
 
 def test_cli_bad_paths(tmp_path: Path) -> None:
