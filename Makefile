@@ -15,7 +15,7 @@ TRITON_SPEC ?= triton==3.6.0
 NUMPY_SPEC ?= numpy<2.4
 NEWEST_VENV ?= .venv-newest
 
-.PHONY: install demo test test-gpu lint mutation smoke-newest slurm-packages clean
+.PHONY: install demo test test-gpu lint rules-docs mutation smoke-newest slurm-packages clean
 
 install: $(VENV)/.installed
 
@@ -68,6 +68,10 @@ mutation: install
 
 lint: install
 	$(BIN)/ruff check tileiropt tests
+
+# docs/rules.md from the rule classes and release files (tests/test_rule_pages.py keeps it equal)
+rules-docs: install
+	$(BIN)/tileiropt rule --all > docs/rules.md
 
 clean:
 	rm -rf $(VENV) $(NEWEST_VENV) .pytest_cache .ruff_cache mutants examples/.tileiropt examples/*_tileir.py

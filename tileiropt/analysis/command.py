@@ -75,9 +75,9 @@ def _print(results: list[FileResult], choice: Any, fmt: str, ir: bool, explicit:
         for item in located_findings(results):
             sys.stdout.write(github_annotation(item) + "\n")
         sys.stdout.flush()
-    elif verbosity() == QUIET:
+    elif verbosity() == QUIET:  # the findings, and files that could not be parsed
         _print_findings(results, plain=True)
-        _print_problems(results, explicit)
+        _print_problems(results, explicit=set())
     else:
         _print_human(results, explicit=explicit, verbose=verbosity() == VERBOSE)
         console.print(f"lint for {choice.describe()}; {ir_summary(results) if ir else 'IR check off (--no-ir)'}",
