@@ -41,8 +41,8 @@ KERNELS = textwrap.dedent("""\
         p = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (0, 0), (16, 16), (1, 0))
         tl.store(y_ptr + tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :], tl.load(p))
     """)
-ERF = ("TIR006 erf (math.erf) is not supported by CUDA Tile IR 13.4 (math.erf; the libdevice __nv_erff symbol is mapped "
-       "(a polynomial)) (fix: use the tanh form of GELU, 0.5*x*(1+tanh(0.7978845608*(x+0.044715*x*x*x))), or an "
+ERF = ("TIR006 erf (math.erf) is not supported by CUDA Tile IR 13.4 (math.erf; the libdevice __nv_erff symbol is "
+       "mapped (a polynomial)) (fix: use the tanh form of GELU, 0.5*x*(1+tanh(0.7978845608*(x+0.044715*x*x*x))), or an "
        "erf polynomial)")
 ALIASING = ("TIR101 `x_ptr` is both loaded (line 15) and stored (line 16): in-place update (fix: make sure every load "
             "that must see a store depends on it through data, or write to a separate output buffer)")
@@ -89,7 +89,8 @@ def test_github_annotation_escapes_newlines_percent_commas_and_colons(tmp_path: 
     from tileiropt.analysis.rules import Finding
 
     item = Located("a,b:c.py", "k", 3, Finding("TIR006", "perf", 7, "50%\nslow", "x"))
-    assert github_annotation(item) == "::notice file=a%2Cb%3Ac.py,line=7,col=3,title=TIR006::TIR006 50%25%0Aslow (fix: x)"
+    assert github_annotation(item) == ("::notice file=a%2Cb%3Ac.py,line=7,col=3,title=TIR006::"
+                                       "TIR006 50%25%0Aslow (fix: x)")
 
 
 def test_quiet_text_prints_only_the_finding_lines(kernels: str) -> None:

@@ -42,6 +42,8 @@ def features_of(rule: Rule) -> tuple[str, ...]:
 
 def release_ratings(rule: Rule) -> list[str]:
     """One line per known release: how it rates the rule's feature(s) and what the finding's severity is."""
+    if not features_of(rule):
+        return []  # a memory-model or performance rule: the same on every release
     lines = []
     for release in known_releases().values():
         parts = []
