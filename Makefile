@@ -9,8 +9,9 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 # The CPU suite runs on Triton 3.6, the line nvtriton (the TileIR fork) maintains and the GPU image has: its
-# interpreter still runs block pointers (Triton 3.8 removed them). numpy < 2.4: Triton 3.6's interpreter breaks on
-# numpy 2.4 (`range(0, tl.cdiv(K, BK))`). `make smoke-newest` checks the newest Triton too.
+# interpreter still runs block pointers as TileIR gets them (3.8 emulates them in its front end, 3.9 removed
+# them). numpy < 2.4: Triton 3.6's interpreter breaks on numpy 2.4 (`range(0, tl.cdiv(K, BK))`).
+# `make smoke-newest` checks the newest Triton too.
 TRITON_SPEC ?= triton==3.6.0
 NUMPY_SPEC ?= numpy<2.4
 NEWEST_VENV ?= .venv-newest

@@ -195,3 +195,12 @@ def test_sarif_validates_against_the_sarif_2_1_0_schema(kernels: str) -> None:
     log = json.loads(_classify(kernels, "--output-format", "sarif")[1])
     errors = list(validator(schema, format_checker=validator.FORMAT_CHECKER).iter_errors(log))
     assert [e.message for e in errors] == []
+
+
+def test_bad_flags_give_a_json_document_with_output_format_json() -> None:
+    from tileiropt.cli import _wants_json
+
+    assert _wants_json(["classify", "k.py", "--output-format", "json", "--bogus"])
+    assert _wants_json(["classify", "k.py", "--output-format=json"]) and _wants_json(["classify", "--json"])
+    assert not _wants_json(["classify", "k.py", "--output-format", "sarif"])
+    assert not _wants_json(["run", "k.py", "--", "tool", "--output-format", "json"])

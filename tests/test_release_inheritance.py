@@ -45,12 +45,13 @@ def test_block_pointers_by_release() -> None:
                                                      f"fast path on CUDA Tile IR {version}")]
 
 
-def test_block_pointers_through_the_ir_check_are_perf_on_13_4(tmp_path: Path) -> None:
+def test_block_pointers_with_the_ir_check_keep_the_syntax_finding(tmp_path: Path) -> None:
+    """The IR check sees tt.make_tensor_ptr on the fork's Triton (3.6 / 3.7) but not on Triton 3.8, whose front end
+    emulates block pointers: the syntax finding stands either way, and the IR adds no second one on its line."""
     (tmp_path / "k.py").write_text(BLOCKS, encoding="utf-8")
     (result,) = classify_paths([tmp_path / "k.py"], release=get_release("13.4"), ir=True)
-    (finding,) = [f for f in result.kernels[0].findings if f.code == "TIR013"]
-    assert (finding.severity, finding.via) == ("perf", "ir")
-    assert finding.message.endswith(": slow on CUDA Tile IR 13.4")
+    assert [(f.code, f.severity, f.via, f.line) for f in result.kernels[0].findings if f.code == "TIR013"] == [
+        ("TIR013", "perf", "syntax", 6)]
 
 
 def _user_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:

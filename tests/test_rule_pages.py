@@ -47,7 +47,7 @@ def test_page_of_block_pointers() -> None:
             "- CUDA Tile IR 13.5: partial (emulated through plain pointers: correct but slow; tensor descriptors (TMA) "
             "are the fast path): a perf finding\n") in page
     assert "**Example.** Before:\n\n```python\nimport triton\n" in page and "tl.make_tensor_descriptor" in page
-    assert "Triton itself removed tl.make_block_ptr in 3.8" in page
+    assert "Triton itself deprecated tl.make_block_ptr (3.7, 3.8) and removed it in 3.9" in page
 
 
 def test_rules_without_a_release_feature_have_no_release_lines() -> None:

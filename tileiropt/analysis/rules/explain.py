@@ -73,8 +73,9 @@ WHY = {
     "TIR012": f"{_COMPILE} Tile IR takes tensor-descriptor coordinates as 32-bit integers.",
     "TIR013": "13.1 cannot lower tt.make_tensor_ptr / tt.advance: the kernel fails to compile. 13.4 and 13.5 lower "
               "them by emulating the block pointer through plain (tensor-of-pointer) loads and stores: the results "
-              "are right, but the loads do not use TMA, TileIR's fast path for tiles. Triton itself removed "
-              "tl.make_block_ptr in 3.8, so the rewrite to tensor descriptors is due anyway.",
+              "are right, but the loads do not use TMA, TileIR's fast path for tiles. Triton itself deprecated "
+              "tl.make_block_ptr (3.7, 3.8) and removed it in 3.9, so the rewrite to tensor descriptors is due "
+              "anyway.",
     "TIR014": f"{_COMPILE} An early return becomes cf.cond_br, a branch between blocks; 13.4 turns the common forms "
               "back into structured control flow.",
     "TIR015": f"{_COMPILE}",
