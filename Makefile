@@ -9,13 +9,14 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 # The CPU suite runs on Triton 3.6, the line nvtriton (the TileIR fork) maintains and the GPU image has: its
-# interpreter still runs block pointers (3.9 removed them). numpy < 2.4: Triton 3.6's interpreter breaks on
-# numpy 2.4 (`range(0, tl.cdiv(K, BK))`). `make smoke-newest` checks the newest Triton too.
+# interpreter still runs block pointers as TileIR gets them (3.8 emulates them in its front end, 3.9 removed
+# them). numpy < 2.4: Triton 3.6's interpreter breaks on numpy 2.4 (`range(0, tl.cdiv(K, BK))`).
+# `make smoke-newest` checks the newest Triton too.
 TRITON_SPEC ?= triton==3.6.0
 NUMPY_SPEC ?= numpy<2.4
 NEWEST_VENV ?= .venv-newest
 
-.PHONY: install demo test test-gpu lint mutation smoke-newest slurm-packages clean
+.PHONY: install demo test test-gpu lint rules-docs mutation smoke-newest slurm-packages clean
 
 install: $(VENV)/.installed
 
@@ -68,6 +69,10 @@ mutation: install
 
 lint: install
 	$(BIN)/ruff check tileiropt tests
+
+# docs/rules.md from the rule classes and release files (tests/test_rule_pages.py keeps it equal)
+rules-docs: install
+	$(BIN)/tileiropt rule --all > docs/rules.md
 
 clean:
 	rm -rf $(VENV) $(NEWEST_VENV) .pytest_cache .ruff_cache mutants examples/.tileiropt examples/*_tileir.py

@@ -119,7 +119,7 @@ def test_release_detection(monkeypatch, clean_env, tmp_path):
     simulate(monkeypatch, gpu=None)
     monkeypatch.setattr(environment, "probe_tileiras_package", lambda: None)
     code, report = check_json([], clean_env)
-    assert report["release"]["version"] == "13.4" and report["release"]["origin"].startswith("newest known")
+    assert report["release"]["version"] == "13.5" and report["release"]["origin"].startswith("newest known")
     fake_tileiras(tmp_path / "tools", "Cuda compilation tools, release 13.1, V13.1.80")
     code, report = check_json([], {**clean_env, "TRITON_TILEIRAS_PATH": str(tmp_path / "tools")})
     assert report["release"]["version"] == "13.1"
@@ -133,7 +133,7 @@ def test_release_detection(monkeypatch, clean_env, tmp_path):
     assert report["release"]["version"] == "13.4"
     assert report["release"]["origin"] == "the nvidia-cuda-tileiras package 13.4"
     bad = runner.invoke(app, ["check", "--tileir-version", "12.0"], env=clean_env)
-    assert bad.exit_code == 2 and "unknown CUDA Tile IR release '12.0'; known: 13.1, 13.4" in bad.output
+    assert bad.exit_code == 2 and "unknown CUDA Tile IR release '12.0'; known: 13.1, 13.4, 13.5" in bad.output
 
 
 def test_fallback_variable_by_release(monkeypatch, clean_env):

@@ -507,8 +507,8 @@ def test_unknown_release_and_bad_folder_are_one_line_errors(tmp_path: Path, monk
     from tileiropt.errors import UserError
     from tileiropt.releases import RELEASES_ENV, get_release, known_releases
 
-    with pytest.raises(UserError, match=r"unknown CUDA Tile IR release '9.9'; known: 13.1, 13.4 \(fix: pick a known "
-                                        r"release, or describe it in a TOML file in a folder named by "
+    with pytest.raises(UserError, match=r"unknown CUDA Tile IR release '9.9'; known: 13.1, 13.4, 13.5 \(fix: pick a "
+                                        r"known release, or describe it in a TOML file in a folder named by "
                                         r"TILEIROPT_RELEASES\)"):
         get_release(" 9.9 ")
     assert get_release(" 13.4 ").version == "13.4"

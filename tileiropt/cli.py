@@ -16,19 +16,24 @@ import typer
 from rich.markup import escape
 
 from tileiropt import __version__
+from tileiropt.cli_style import show_flags_as_flags
 from tileiropt.errors import ExitCode, UserError, check_seconds
 from tileiropt.output import err_console
 
+show_flags_as_flags()
 app = typer.Typer(
     name="tileiropt",
     help="Prepare existing Triton kernels for NVIDIA's CUDA Tile IR backend (ENABLE_TILE=1, Blackwell), "
     "keeping the PTX path unchanged.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+QuietFlag = Annotated[bool, typer.Option("-q", "--quiet", help="Print only errors and the findings or final result.")]
+VerboseFlag = Annotated[bool, typer.Option("-v", "--verbose", help="Print more detail.")]
 # The target of validate / bench / run: a project, or one kernel file with the seed-style flags.
 TargetArg = Annotated[
     Path | None,
@@ -100,7 +105,7 @@ def user_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from tileiropt.runtime.workers import stopping_on_signals
 
-        as_json = bool(kwargs.get("json_output"))
+        as_json = bool(kwargs.get("json_output")) or kwargs.get("output_format") == "json"
         try:
             with stopping_on_signals():  # SIGTERM acts as Ctrl-C; either ends every worker first
                 return func(*args, **kwargs)
@@ -138,8 +143,16 @@ def root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    quiet: QuietFlag = False,
+    verbose: VerboseFlag = False,
 ) -> None:
     """Phases: check -> classify -> apply -> validate -> bench -> report; `run` does them all."""
+    from tileiropt.verbosity import set_verbosity
+
+    try:
+        set_verbosity(quiet, verbose, reset=True)
+    except UserError as exc:
+        fail(str(exc), exc.code, False)
 
 
 @app.command()
@@ -184,13 +197,44 @@ def classify(
     ir: Annotated[
         bool, typer.Option("--ir/--no-ir", help="Lower kernels to TTIR and check the ops against the release.")
     ] = True,
-    json_output: JsonFlag = False,
+    output_format: Annotated[
+        str | None, typer.Option("--output-format", metavar="text|json|sarif|github",
+                                 help="text (default), json, sarif (SARIF 2.1.0, for code scanning) or github "
+                                      "(workflow annotations).", show_default=False)
+    ] = None,
+    quiet: QuietFlag = False,
+    verbose: VerboseFlag = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Same as --output-format json.")] = False,
 ) -> None:
-    """Phase 2: each Triton kernel -> dot / norm / elementwise / reduction, with evidence and TileIR lint."""
-    from tileiropt.analysis.command import run_classify
+    """Phase 2: each Triton kernel -> dot / norm / elementwise / reduction, with evidence and TileIR lint.
 
-    raise typer.Exit(run_classify(paths, select=select, ignore=ignore, strict=strict, json_output=json_output,
+    Also reads tool.tileiropt in the nearest pyproject.toml; `# noqa: TIR006` silences a line (docs/linting.md)."""
+    from tileiropt.analysis.command import run_classify
+    from tileiropt.analysis.lint_output import output_format_of
+    from tileiropt.verbosity import set_verbosity
+
+    set_verbosity(quiet, verbose)
+    fmt = output_format_of(output_format, json_output)
+    raise typer.Exit(run_classify(paths, select=select, ignore=ignore, strict=strict, output_format=fmt,
                                   tileir_version=tileir_version, ir=ir))
+
+
+@app.command()
+@user_errors
+def rule(
+    code: Annotated[str | None, typer.Argument(help="A rule code (TIR006) or name (erf); none: list the rules.",
+                                               show_default=False)] = None,
+    all_rules: Annotated[bool, typer.Option("--all", help="Print every rule's page.")] = False,
+    output_format: Annotated[
+        str | None, typer.Option("--output-format", metavar="text|json", help="text (Markdown, default) or json.",
+                                 show_default=False)
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Same as --output-format json.")] = False,
+) -> None:
+    """A lint rule's page: what it finds, why, how each release rates it, the fix, an example before and after."""
+    from tileiropt.analysis.rule_command import run_rule
+
+    raise typer.Exit(run_rule(code, all_rules=all_rules, output_format=output_format, json_output=json_output))
 
 
 @app.command(context_settings={"allow_extra_args": True})
@@ -450,7 +494,8 @@ _CLICK_ERROR = next(base for base in typer.BadParameter.__mro__ if base.__name__
 
 def _wants_json(argv: list[str]) -> bool:
     own = argv[: argv.index("--")] if "--" in argv else argv  # a capture command's own flags are not ours
-    return "--json" in own
+    asked = [b for a, b in zip(own, own[1:], strict=False) if a == "--output-format"]
+    return "--json" in own or "--output-format=json" in own or "json" in asked
 
 
 def main() -> None:

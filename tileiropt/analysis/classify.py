@@ -22,7 +22,7 @@ from typing import Any
 
 from tileiropt.analysis.discovery import KernelInfo, Scan, scan
 from tileiropt.analysis.facts import TL, FactsBuilder, FunctionFacts
-from tileiropt.analysis.ir.check import check_file, ir_codes, ir_finding, same_file
+from tileiropt.analysis.ir.check import check_file, ir_codes, ir_finding, same_file, source_certain_codes
 from tileiropt.analysis.ir.sandbox import Registry
 from tileiropt.analysis.params import ParamAnalysis, is_size_param
 from tileiropt.analysis.rules import ALL_RULES, Finding, KernelContext, Rule, select_rules, suppressed
@@ -63,7 +63,7 @@ class KernelRecord:
     is_entry: bool
     persistent: bool  # a persistent loop over tiles (for ... in tl.range(pid, total, NUM_SMS))
     uses_tma: bool  # tensor descriptors (device or host) already in use
-    uses_block_ptr: bool  # tl.make_block_ptr (unsupported by TileIR)
+    uses_block_ptr: bool  # tl.make_block_ptr (13.1: unsupported; 13.4+: emulated, slow)
     findings: list[Finding]
     tensor_of_pointer_lines: list[int] = field(default_factory=list)  # block-shaped pointer loads/stores
     calls: list[str] = field(default_factory=list)  # JIT helpers it calls
@@ -229,7 +229,7 @@ def _merge_ir(scanned: Scan, records: list[KernelRecord], rules: list[Rule], rel
                 record.ir = {"status": NOT_RUN, "reason": result.unavailable, "needed": True}
         return
     selected = {rule.code for rule in rules}
-    decided = ir_codes()
+    decided, certain = ir_codes(), source_certain_codes()
     path = scanned.module.path
     covered: set[int] = set()
     for kernel_ir in result.kernels.values():
@@ -254,6 +254,9 @@ def _merge_ir(scanned: Scan, records: list[KernelRecord], rules: list[Rule], rel
             finding.line = _call_start(calls, finding.line)
             if suppressed(finding, scanned.text.line(finding.line)):
                 continue
+            if finding.code in certain and any((f.code, f.line) == (finding.code, finding.line)
+                                               for f in owner.findings):
+                continue  # the syntax rule's finding stands (SOURCE_CERTAIN)
             if all((f.code, f.line, f.message) != (finding.code, finding.line, finding.message)
                    for f in owner.findings):
                 owner.findings.append(finding)

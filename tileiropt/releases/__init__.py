@@ -1,8 +1,12 @@
 """What each CUDA Tile IR release supports, as data: one TOML file per release.
 
-The files beside this module (`13.1.toml`, `13.4.toml`, ...) name their sources. A user adds a
+The files beside this module (`13.1.toml`, `13.4.toml`, `13.5.toml`, ...) name their sources. A user adds a
 release without code: a TOML file of the same shape in a folder named by `TILEIROPT_RELEASES`
 (folders separated by the path separator); a user file with the version of a bundled one replaces it.
+
+A file may start from another release: `inherits = "13.4"` takes every table of that release and
+replaces only what the file sets (a key of `[targets]`, `[tuning]`, `[fallback]`, `[math]`, or one
+feature of `[features]` as a whole). `[[changes]]` lists what a release adds, each with its source.
 
 Public API: `Release` (one release), `known_releases()`, `get_release(version)`, `newest()`,
 `resolve_release(requested, detected)` (the release every phase follows, and why).
@@ -27,6 +31,7 @@ except ModuleNotFoundError:  # Python < 3.11
 RELEASES_ENV = "TILEIROPT_RELEASES"
 BUNDLED = Path(__file__).parent
 STATUSES = ("supported", "partial", "unsupported")
+SEVERITIES = ("error", "warning", "perf")  # the lint's (tileiropt.analysis.rules.base.SEVERITIES)
 NUM_WARPS_MEANINGS = ("ignored", "hint")
 
 # Every feature a release file must rate; rules and the IR check look them up by these names.
@@ -56,10 +61,25 @@ FEATURES = {
 class Feature:
     status: str  # "supported" | "partial" | "unsupported"
     note: str = ""
-    options: dict[str, Any] = field(default_factory=dict)  # e.g. mapped_symbols, supported_kinds
+    options: dict[str, Any] = field(default_factory=dict)  # e.g. mapped_symbols, supported_kinds, severity
 
     def items(self, key: str) -> list[str]:
         return [str(item) for item in self.options.get(key, [])]
+
+    @property
+    def severity(self) -> str | None:
+        """The severity of a use the lint cannot decide more closely ("perf": it runs, emulated and slow);
+        None: the rule's own."""
+        value = self.options.get("severity")
+        return str(value) if value is not None else None
+
+
+@dataclass(frozen=True)
+class Change:
+    """Something a release adds that no lint feature rates (a new target, a new op), with its source."""
+
+    what: str
+    source: str
 
 
 @dataclass(frozen=True)
@@ -79,6 +99,8 @@ class Release:
     ftz_variable: str
     features: dict[str, Feature]
     path: str  # the file it was read from
+    inherits: str | None = None  # the release this file starts from
+    changes: tuple[Change, ...] = ()  # what this release adds (its own file only)
 
     @property
     def key(self) -> tuple[int, ...]:
@@ -110,14 +132,47 @@ def _error(path: Path, message: str) -> UserError:
     return UserError(message, file=str(path), hint="see tileiropt/releases/13.4.toml for the expected shape")
 
 
-def _read(path: Path) -> Release:
+def _parse(path: Path) -> dict[str, Any]:
+    """A release file's TOML, with a well-formed `version` (the key files are merged by)."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise _error(path, f"cannot read the release file: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise _error(path, f"not valid TOML: {exc}") from None
+    version = data.get("version")
+    if not isinstance(version, str):
+        raise _error(path, "missing key version" if version is None else "version has the wrong type")
+    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", version):
+        raise _error(path, f"version must look like 13.4, got {version!r}")
+    return data
 
+
+MERGED_TABLES = ("targets", "tuning", "fallback", "math", "features")
+
+
+def _inherit(path: Path, data: dict[str, Any], raw: dict[str, tuple[Path, dict[str, Any]]],
+             chain: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`data` over the release it inherits from (recursively): tables merged one level deep."""
+    base_version = data.get("inherits")
+    if base_version is None:
+        return data
+    if not isinstance(base_version, str) or base_version not in raw:
+        raise _error(path, f"inherits {base_version!r}, which is not a known release; known: {', '.join(raw)}")
+    if base_version in chain or base_version == data["version"]:
+        raise _error(path, f"inherits {base_version!r} in a loop ({' -> '.join((*chain, data['version']))})")
+    base_path, base_data = raw[base_version]
+    base = _inherit(base_path, base_data, raw, (*chain, data["version"]))
+    merged = {key: value for key, value in base.items() if key not in ("inherits", "changes", "title", "sources")}
+    for key, value in data.items():
+        if key in MERGED_TABLES and isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+def _build(path: Path, data: dict[str, Any]) -> Release:
     def need(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
         if key not in table:
             raise _error(path, f"missing key {where}{key}")
@@ -127,8 +182,6 @@ def _read(path: Path) -> Release:
         return value
 
     version = need(data, "version", str, "")
-    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", version):
-        raise _error(path, f"version must look like 13.4, got {version!r}")
     targets = need(data, "targets", dict, "")
     tuning = need(data, "tuning", dict, "")
     fallback = need(data, "fallback", dict, "")
@@ -153,11 +206,20 @@ def _read(path: Path) -> Release:
         if status not in STATUSES:
             raise _error(path, f"features.{name}.status must be one of {', '.join(STATUSES)}, got {status!r}")
         options = {k: v for k, v in entry.items() if k not in ("status", "note")}
+        if options.get("severity", "error") not in SEVERITIES:
+            raise _error(path, f"features.{name}.severity must be one of {', '.join(SEVERITIES)}, "
+                               f"got {options['severity']!r}")
         features[name] = Feature(status=status, note=str(entry.get("note", "")), options=options)
     unknown = sorted(set(features_table) - set(FEATURES))
     if unknown:
         raise _error(path, f"unknown feature(s) {', '.join(unknown)}; known: {', '.join(FEATURES)}")
     variable = fallback.get("variable")
+    changes = []
+    for index, change in enumerate(data.get("changes", [])):
+        if not (isinstance(change, dict) and isinstance(change.get("what"), str)
+                and isinstance(change.get("source"), str)):
+            raise _error(path, f"changes[{index}] must be a table with `what` and `source` strings")
+        changes.append(Change(what=change["what"], source=change["source"]))
     return Release(
         version=version,
         title=str(data.get("title", f"CUDA Tile IR {version}")),
@@ -174,6 +236,8 @@ def _read(path: Path) -> Release:
         ftz_variable=str(math.get("ftz", "TILEIR_ENABLE_FTZ")),
         features=features,
         path=str(path),
+        inherits=str(data["inherits"]) if data.get("inherits") else None,
+        changes=tuple(changes),
     )
 
 
@@ -188,11 +252,12 @@ def _folders(env: dict[str, str] | os._Environ) -> list[Path]:
 
 @functools.lru_cache(maxsize=8)
 def _load(folders: tuple[Path, ...]) -> dict[str, Release]:
-    releases: dict[str, Release] = {}
+    raw: dict[str, tuple[Path, dict[str, Any]]] = {}
     for folder in folders:
         for path in sorted(folder.glob("*.toml")):
-            release = _read(path)
-            releases[release.version] = release
+            data = _parse(path)
+            raw[data["version"]] = (path, data)  # a later folder's file replaces an earlier one's
+    releases = {version: _build(path, _inherit(path, data, raw)) for version, (path, data) in raw.items()}
     return dict(sorted(releases.items(), key=lambda item: version_key(item[0])))
 
 

@@ -445,7 +445,8 @@ class BlockPointer(Rule):
     name = "block-pointer"
     severity = "error"
     message = "block pointers (tl.make_block_ptr / tl.advance) are not supported by TileIR"
-    hint = "use a tensor descriptor (tl.make_tensor_descriptor) or pointer offsets"
+    hint = ("rewrite to a tensor descriptor (TMA): tl.make_tensor_descriptor and desc.load([row, col]) in place of "
+            "the block pointer, integer offsets in place of tl.advance (`tileiropt rule TIR013` shows the rewrite)")
     VALID = ["@triton.jit\ndef k(x_ptr, M, N):\n    d = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [16, 16])\n"
              "    d.store([0, 0], d.load([0, 0]))\n"]
     INVALID = ["@triton.jit\ndef k(x_ptr, M, N):\n"
@@ -453,8 +454,13 @@ class BlockPointer(Rule):
                "    tl.store(p, tl.load(p, boundary_check=(0, 1)))\n"]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        feature = ctx.release.feature(self.feature)
         for line, text in ctx.facts.block_pointers:
-            yield self.finding(line, f"{text}: block pointers are {on(ctx)}")
+            if feature.status == "partial":  # 13.4: lowered through plain pointers, slow
+                yield self.finding(line, f"{text}: block pointers are {feature.note or 'emulated'} on "
+                                         f"{ctx.release.label()}", severity=feature.severity or "warning")
+            else:
+                yield self.finding(line, f"{text}: block pointers are {on(ctx)}")
 
 
 class UnstructuredControlFlow(Rule):

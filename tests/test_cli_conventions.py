@@ -1,0 +1,106 @@
+"""Command-line conventions: -h everywhere, flags shown as flags, -q/-v, shell completion, `tileiropt rule`."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tileiropt.cli import app
+
+runner = CliRunner()
+COMMANDS = ["check", "classify", "rule", "init", "apply", "validate", "bench", "report", "run"]
+
+
+@pytest.fixture(autouse=True)
+def _default_verbosity():
+    yield
+    from tileiropt.verbosity import set_verbosity
+
+    set_verbosity(reset=True)
+
+
+@pytest.mark.parametrize("command", [[], *[[c] for c in COMMANDS]], ids=["root", *COMMANDS])
+def test_dash_h_is_help_everywhere(command: list[str]) -> None:
+    short = runner.invoke(app, [*command, "-h"], env={"COLUMNS": "200"})
+    long = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
+    assert short.exit_code == 0 and short.output == long.output
+    assert "Usage:" in short.output and "-h" in short.output
+
+
+@pytest.mark.parametrize("command", [[], *[[c] for c in COMMANDS]], ids=["root", *COMMANDS])
+def test_flags_are_shown_as_flags(command: list[str]) -> None:
+    text = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"}).output
+    assert "<bool>" not in text
+    if command == ["classify"]:
+        assert re.search(r"--strict +Exit 1", text) and re.search(r"--json +Same as --output-format json", text)
+        assert re.search(r"--select +<list\[str\]>", text)  # options with a value keep their type
+
+
+def test_completion_is_offered() -> None:
+    text = runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    assert "--install-completion" in text and "--show-completion" in text
+
+
+KERNEL = textwrap.dedent("""\
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def k(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n)
+        tl.store(x_ptr + offs, tl.erf(x), mask=offs < n)
+    """)
+
+
+def test_quiet_and_verbose_change_classify_output(tmp_path: Path) -> None:
+    path = tmp_path / "k.py"
+    path.write_text(KERNEL, encoding="utf-8")
+    args = ["classify", str(path), "--no-ir", "--tileir-version", "13.4"]
+    normal = runner.invoke(app, args).stdout
+    quiet = runner.invoke(app, [*args, "-q"]).stdout
+    quiet_global = runner.invoke(app, ["-q", *args]).stdout
+    verbose = runner.invoke(app, [*args, "-v"]).stdout
+    assert quiet == quiet_global
+    assert [line.split(": ")[0] + ": " + line.split(": ")[1].split(" ")[0] for line in quiet.splitlines()] == [
+        f"{path}:9:5: TIR006", f"{path}:9:5: TIR101"]
+    assert "Triton kernels in" in normal and "1 kernels in 1 files" in normal and "line 8:" not in normal
+    assert "Triton kernels in" not in quiet and "kernels in 1 files" not in quiet
+    assert f"{path}:6: k: elementwise (confidence 0.90, strategy: occupancy + num_stages)" in verbose
+    assert len(verbose.splitlines()) > len(normal.splitlines())
+
+
+def test_quiet_silences_other_commands_but_not_their_errors(tmp_path: Path) -> None:
+    written = runner.invoke(app, ["-q", "init", str(tmp_path / "tileiropt.toml")])
+    assert written.exit_code == 0 and written.stdout == "" and (tmp_path / "tileiropt.toml").is_file()
+    again = runner.invoke(app, ["-q", "init", str(tmp_path / "tileiropt.toml")])
+    assert again.exit_code == 2
+    assert again.output == (f"error: {tmp_path / 'tileiropt.toml'}: file exists; not overwriting it (fix: pass --force "
+                            "to replace it, or give another path)\n")
+    loud = runner.invoke(app, ["init", str(tmp_path / "second.toml")])
+    assert loud.stdout.replace("\n", "").startswith(f"wrote {tmp_path / 'second.toml'}")  # the next one is not quiet
+
+
+def test_quiet_and_verbose_together_are_bad_input(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["-q", "-v", "rule"])
+    assert result.exit_code == 2
+    assert result.output.strip() == "error: -q/--quiet and -v/--verbose exclude each other (fix: give one of them)"
+
+
+def test_rule_command_pages_and_list() -> None:
+    page = runner.invoke(app, ["rule", "TIR006"])
+    assert page.exit_code == 0 and page.stdout.startswith("## TIR006 erf\n\nSeverity: **error**")
+    assert runner.invoke(app, ["rule", "erf"]).stdout == page.stdout  # by name too
+    listing = runner.invoke(app, ["rule"]).stdout.splitlines()
+    assert len(listing) == 25
+    assert listing[12] == ("TIR013  block-pointer                 error    block pointers (tl.make_block_ptr / "
+                           "tl.advance) are not supported by TileIR")
+    unknown = runner.invoke(app, ["rule", "TIR999"])
+    assert unknown.exit_code == 2 and unknown.output.startswith("error: no lint rule 'TIR999'; known: TIR001, ")
+    both = runner.invoke(app, ["rule", "TIR006", "--all"])
+    assert both.exit_code == 2 and "give a rule code or --all, not both" in both.output
