@@ -1,6 +1,6 @@
 """Calls liger-kernel's public ops (liger_kernel.transformers.functional), forward and backward, on small shapes.
 
-The program `benchmarks/liger_scale.py` captures: each op launches its Triton kernels from the package's own
+The program `benchmarks/library.py` captures: each op launches its Triton kernels from the package's own
 files, as a user's model would. An op this machine cannot run (a GPU-only path under the interpreter, a
 missing optional dependency) is reported on stderr and skipped; the others go on.
 """

@@ -44,6 +44,7 @@ from tileiropt.report.verdict import ATTENTION
 from tileiropt.runtime.bench.records import BenchKernel
 from tileiropt.runtime.bench.run import BenchSettings
 from tileiropt.runtime.executors import Executor
+from tileiropt.runtime.provenance import file_digest
 from tileiropt.runtime.validate.records import ValidateRun, save_validate_run
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SCHEMA_VERSION
 
@@ -84,6 +85,63 @@ class RunResult:
     cwd: str = ""  # the folder the run was started in: the report's next-step command starts there
     verdicts: dict[str, dict[str, str]] = field(default_factory=dict)  # kernel -> its one verdict (report.verdict)
     in_place_refused: dict[str, str] = field(default_factory=dict)  # the user's file -> why --in-place did not write
+
+
+def classify_inputs(paths: list[Path], release: str, dtypes: list[str] | None) -> str:
+    """What a classification depends on: the files' SHA-256, the release, the dtypes the IR check lowers with,
+    the tool's source, Triton's and torch's versions. An unchanged re-run reuses the saved classify.json."""
+    from tileiropt.runtime.machine import versions
+    from tileiropt.runtime.provenance import file_digest
+    from tileiropt.runtime.resume import input_key, tool_digest
+
+    return input_key({"files": {str(p): file_digest(p) for p in paths}, "release": release, "dtypes": dtypes,
+                      "tool": tool_digest(), "versions": versions()})
+
+
+def earlier_classify(artifacts: Path, inputs: str) -> dict[str, Any] | None:
+    """The saved classify.json when its inputs are `inputs` (and it reads as one), else None."""
+    import json
+
+    try:
+        document = json.loads((Path(artifacts) / CLASSIFY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(document, dict) or document.get("inputs") != inputs or not isinstance(
+            document.get("files"), list) or not isinstance(document.get("kernels"), list):
+        return None
+    if not all(isinstance(f, dict) and isinstance(f.get("file"), str) and "status" in f for f in document["files"]):
+        return None
+    return document
+
+
+def apply_inputs(pairs: list[tuple[Path, Path]], max_configs: int, release: str) -> str:
+    """What `apply` depends on: each (kernel file's SHA-256, optimized path), the config cap, the release, the tool."""
+    from tileiropt.runtime.machine import versions
+    from tileiropt.runtime.resume import input_key, tool_digest
+
+    return input_key({"pairs": [(str(p), file_digest(p), str(o)) for p, o in pairs], "max_configs": max_configs,
+                      "release": release, "tool": tool_digest(), "versions": versions()})
+
+
+def earlier_apply(artifacts: Path, inputs: str) -> dict[str, Any] | None:
+    """The saved apply.json when its inputs are `inputs` and every optimized file is still as it wrote it."""
+    import json
+
+    try:
+        document = json.loads((Path(artifacts) / APPLY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(document, dict) or document.get("inputs") != inputs or document.get("dry_run") is not False:
+        return None
+    outputs, files, errors = document.get("outputs"), document.get("files"), document.get("errors")
+    if not isinstance(outputs, dict) or not isinstance(files, list) or not isinstance(errors, list):
+        return None
+    if not all(isinstance(e, dict) and isinstance(e.get("file"), str) for e in errors) or not all(
+            isinstance(f, dict) for f in files):
+        return None
+    if any(file_digest(Path(path)) != digest for path, digest in outputs.items()):
+        return None  # an optimized file changed or went away since: write it again
+    return document
 
 
 class Pipeline:
@@ -245,40 +303,51 @@ class Pipeline:
         # the IR check lowers with the float dtypes the project (or a capture) uses: exact, not assumed
         dtypes = sorted({ir_dtype(d) for s in self.specs for variant in s.dtypes for d in variant.values()
                          if ir_dtype(d)}) or None
-        results = classify_paths(paths, release=self.release.release, dtypes=dtypes)
-        save_record(self.artifacts, CLASSIFY_FILE, classify_json(results, self.release))
-        failed = {Path(r.file).resolve(): r.message or r.status for r in results if r.status == ERROR}
+        inputs = classify_inputs(paths, self.release.release.version, dtypes)
+        document = None if self.fresh else earlier_classify(self.artifacts, inputs)
+        reused = document is not None
+        if document is None:
+            document = {**classify_json(classify_paths(paths, release=self.release.release, dtypes=dtypes),
+                                        self.release), "inputs": inputs}
+        save_record(self.artifacts, CLASSIFY_FILE, document)
+        failed = {Path(f["file"]).resolve(): f.get("message") or f["status"] for f in document["files"]
+                  if f["status"] == ERROR}
         for spec in self.specs:
             if spec.path.resolve() in failed:
                 self.stop(spec.name, "classify", f"cannot classify {spec.path.name}: {failed[spec.path.resolve()]}")
-        kernels = sum(len(r.kernels) for r in results)
+        how = " (reused: the files, the release and the tool unchanged)" if reused else ""
         if failed:
-            return PhaseResult("classify", ERROR, detail=f"{len(failed)} file(s) could not be classified")
-        return PhaseResult("classify", PASS, detail=f"{kernels} Triton kernel(s) in {len(results)} file(s)")
+            return PhaseResult("classify", ERROR, detail=f"{len(failed)} file(s) could not be classified{how}")
+        return PhaseResult("classify", PASS, detail=f"{len(document['kernels'])} Triton kernel(s) in "
+                                                    f"{len(document['files'])} file(s){how}")
 
     def apply(self) -> PhaseResult:
         from tileiropt.transform.command import apply_document, apply_paths
 
-        results, errors = [], []
-        done: set[tuple[Path, Path]] = set()
-        for spec in self.live:  # once per (file, optimized path): kernels sharing a file may name their own output
-            if (spec.path.resolve(), spec.optimized_path.resolve()) in done:
-                continue
-            done.add((spec.path.resolve(), spec.optimized_path.resolve()))
-            spec.optimized_path.parent.mkdir(parents=True, exist_ok=True)  # outside the project: under artifacts
-            written, problems = apply_paths([spec.path], output=spec.optimized_path,
-                                            max_configs=self.project.max_configs, release=self.release.release)
-            results += written
-            errors += problems
-        save_record(self.artifacts, APPLY_FILE, apply_document(results, errors, dry_run=False, choice=self.release))
-        for error in errors:
+        pairs = list(dict.fromkeys((spec.path.resolve(), spec.optimized_path.resolve()) for spec in self.live))
+        inputs = apply_inputs(pairs, self.project.max_configs, self.release.release.version)
+        document = None if self.fresh else earlier_apply(self.artifacts, inputs)
+        reused = document is not None
+        if document is None:
+            results, errors = [], []
+            for path, output in pairs:  # once per (file, optimized path): kernels sharing a file may name their own
+                output.parent.mkdir(parents=True, exist_ok=True)  # outside the project: under artifacts
+                written, problems = apply_paths([path], output=output, max_configs=self.project.max_configs,
+                                                release=self.release.release)
+                results += written
+                errors += problems
+            document = {**apply_document(results, errors, dry_run=False, choice=self.release), "inputs": inputs,
+                        "outputs": {str(o): file_digest(o) for _, o in pairs if o.is_file()}}
+        save_record(self.artifacts, APPLY_FILE, document)
+        for error in document["errors"]:
             for spec in self.live:
-                if Path(error.path).resolve() == spec.path.resolve():
-                    self.stop(spec.name, "apply", f"apply failed: {error.error}")
-        written = sum(1 for r in results if r.output)
-        if errors:
-            return PhaseResult("apply", ERROR, detail=f"{len(errors)} file(s) could not be rewritten")
-        return PhaseResult("apply", PASS, detail=f"{written} optimized file(s) written")
+                if Path(error["file"]).resolve() == spec.path.resolve():
+                    self.stop(spec.name, "apply", f"apply failed: {error['error']}")
+        written = sum(1 for r in document["files"] if r.get("output"))
+        if document["errors"]:
+            return PhaseResult("apply", ERROR, detail=f"{len(document['errors'])} file(s) could not be rewritten")
+        how = " (reused: the files, the release and the tool unchanged, the outputs as written)" if reused else ""
+        return PhaseResult("apply", PASS, detail=f"{written} optimized file(s) written{how}")
 
     def validate(self) -> PhaseResult:
         from tileiropt.runtime.validate.run import validate_project
