@@ -274,7 +274,7 @@ class _Builder:
             if decorator is not None and not self._alternative_of_kernel(node, kernel_nodes, branches):
                 kernel_nodes.append(node)
                 jit_decorators.append(decorator)
-        module_functions = self._module_functions(kernel_nodes, branches)
+        module_functions = self._module_functions(branches)
         jit_function_names = {node.name for node in kernel_nodes}
         launches, launch_functions, launch_calls = self._launches(jit_function_names)
 
@@ -313,16 +313,18 @@ class _Builder:
             other.name == node.name and id(other) in branches and alternatives(branches[id(other)], branch)
             for other in kernels)
 
-    def _module_functions(self, kernels: list[ast.FunctionDef],
-                          branches: dict[int, Branch]) -> dict[str, ast.FunctionDef]:
-        """Module-level defs by name, the last one winning -- except that a def on a branch alternative to a
-        kernel's (the plain-Python fallback under `else:`) never replaces the kernel."""
-        functions = dict(self.c.module_functions)
-        for kernel in kernels:
-            last = functions.get(kernel.name)
-            if last is not None and last is not kernel and id(kernel) in branches and id(last) in branches and (
-                    alternatives(branches[id(kernel)], branches[id(last)])):
-                functions[kernel.name] = kernel
+    def _module_functions(self, branches: dict[int, Branch]) -> dict[str, ast.FunctionDef]:
+        """Module-level defs by name: a later def replaces an earlier one, except on a branch alternative to it
+        (the plain-Python fallback under `else:` never replaces the Triton branch's kernel or wrapper)."""
+        functions: dict[str, ast.FunctionDef] = {}
+        for node in self.c.defs:
+            if id(node) not in branches:
+                continue
+            current = functions.get(node.name)
+            if current is None or not alternatives(branches[id(current)], branches[id(node)]):
+                functions[node.name] = node
+        for name, node in self.c.module_functions.items():  # defs in module-level loops
+            functions.setdefault(name, node)
         return functions
 
     def _constants(self) -> dict[str, int]:
