@@ -371,3 +371,40 @@ def test_a_failing_call_inside_a_module_level_if_does_not_hide_the_kernels_after
     assert hasattr(module, "softplus_kernel") and hasattr(module, "shift")
     assert [what for what, _ in stand_ins._failed(str(path))] == [
         "ValueError: invalid literal for int() with base 10: 'warm-up needs a GPU'"]
+
+
+_TRY_RUN = r"""
+import importlib.util, json, os, sys
+if sys.argv[2] == "no-triton":
+    sys.modules["triton"] = None
+else:
+    os.environ["TRITON_INTERPRET"] = "1"
+    from tileiropt.runtime.stand_ins import install_interpreter_device
+    install_interpreter_device()
+import torch
+spec = importlib.util.spec_from_file_location("try_ops_tileir", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(json.dumps({"gate": module._TILEIR, "kernel": type(getattr(module, "twice_kernel", None)).__name__,
+                  "sum": float(module.twice(torch.ones(100)).sum())}))
+"""
+
+
+@pytest.mark.parametrize("mode, expected", [
+    ("interpret", {"gate": True, "kernel": "Autotuner", "sum": 200.0}),  # the hint autotuner bound inside `try:`
+    ("no-triton", {"gate": False, "kernel": "NoneType", "sum": 200.0}),  # the `except ImportError:` fallback
+])
+def test_kernels_in_the_try_that_imports_triton_get_a_guarded_gate(tmp_path: Path, mode: str, expected: dict) -> None:
+    source = (FIXTURES / "try_ops.py").read_text()
+    new_source = transform_source(source, "try_ops.py", release=RELEASE).new_source
+    gate = new_source.index(GATE_MARKER)
+    assert new_source.index("try:\n    import triton as _tileiropt_triton\nexcept ImportError:") > gate
+    assert gate < new_source.index("\ntry:\n    import triton\n")  # before the block that defines the kernel
+    out = tmp_path / "try_ops_tileir.py"
+    out.write_text(new_source)
+    env = {k: v for k, v in os.environ.items() if k != "ENABLE_TILE"}
+    env.update({"TILEIROPT_FORCE_TILEIR": "1", "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])})
+    done = subprocess.run([sys.executable, "-c", _TRY_RUN, str(out), mode], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == expected

@@ -145,10 +145,10 @@ def gate_insert_index(module: cst.Module) -> int:
 
 
 def triton_only_in_blocks(module: cst.Module, before: int) -> bool:
-    """Among the first `before` statements, Triton is imported inside a block (`try: import triton`) and not
-    by a top-level import: the gate must not import it unguarded."""
+    """Triton is imported inside a block (`try: import triton`, possibly the block holding the kernels) and not
+    by a top-level import among the first `before` statements: the gate must not import it unguarded."""
     top = any(_imports_triton(statement) for statement in module.body[:before])
-    inside = any(_imports_triton(inner) for statement in module.body[:before] if isinstance(statement, _BLOCKS)
+    inside = any(_imports_triton(inner) for statement in module.body if isinstance(statement, _BLOCKS)
                  for inner in module_statements([statement]))
     return inside and not top
 
