@@ -73,7 +73,8 @@ def test_select_and_ignore_by_code_and_prefix() -> None:
     everything = {rule.code for rule in ALL_RULES}
     assert {r.code for r in select_rules(ALL_RULES)} == everything
     assert {r.code for r in select_rules(ALL_RULES, select=["TIR0"])} == {c for c in everything if c < "TIR100"}
-    assert {r.code for r in select_rules(ALL_RULES, select=["tir101", "TIR2"])} == {"TIR101", "TIR201", "TIR202"}
+    assert {r.code for r in select_rules(ALL_RULES, select=["tir101", "TIR2"])} == {"TIR101", "TIR201", "TIR202",
+                                                                                     "TIR203"}
     assert "TIR101" not in {r.code for r in select_rules(ALL_RULES, ignore=["TIR101"])}
     assert {r.code for r in select_rules(ALL_RULES, select=["TIR1"], ignore=["TIR10"])} == set()
     with pytest.raises(UserError, match="no lint rule matches 'XYZ'"):

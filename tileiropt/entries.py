@@ -5,7 +5,8 @@ A kernel file is imported the way its own code imports it: by its dotted name wh
 work. The entry is a name in the kernel module (``layer_norm``, ``LayerNorm.apply``) or in another module
 (``pkg.mod:fn``); an optional call expression (``layer_norm(x, (N,), w, b, 1e-5)``) says how to call it.
 `signature_problem` checks a call against the called function's parameters, so a call that cannot bind is
-bad input when the project is loaded, not an error at run time.
+bad input when the project is loaded, not an error at run time. Module-level names include those defined
+inside module-level `if` / `try` / `with` blocks (`if HAS_TRITON: def layer_norm(...)`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import inspect
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from tileiropt.analysis.blocks import BLOCKS, flatten
 
 _MAX_PACKAGE_DEPTH = 32
 
@@ -80,17 +83,33 @@ def _module_tree(path: Path) -> ast.Module | None:
 
 
 def module_names(tree: ast.Module) -> set[str] | None:
-    """Module-level names of a parsed file (defs, classes, assignments, imports); None with ``import *``."""
+    """Module-level names of a parsed file (defs, classes, assignments, imports), inside module-level blocks
+    too; None with ``import *``."""
     names: set[str] = set()
-    for node in tree.body:
+    for node, _ in flatten(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             if any(alias.name == "*" for alias in node.names):
                 return None
             names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, BLOCKS):  # its statements come one by one; its header may bind names too
+            names.update(_header_names(node))
         else:
             names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return names
+
+
+def _header_names(block: ast.stmt) -> set[str]:
+    """Names a block statement's own header binds: `with x as name`, `except E as name`, a walrus in a test."""
+    parts: list[ast.AST] = []
+    if isinstance(block, ast.If):
+        parts.append(block.test)
+    elif isinstance(block, (ast.With, ast.AsyncWith)):
+        parts.extend(item.optional_vars for item in block.items if item.optional_vars is not None)
+    names = {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if isinstance(block, (ast.Try, ast.TryStar)):
+        names.update(handler.name for handler in block.handlers if handler.name)
     return names
 
 
@@ -136,8 +155,7 @@ def _signature(args: ast.arguments, drop_first: bool) -> inspect.Signature:
 def _find_callable(tree: ast.Module, attributes: tuple[str, ...]) -> tuple[str, inspect.Signature] | None:
     """(what is called, its signature) for ``fn``, ``Cls.apply`` / ``Cls.forward`` (an autograd Function:
     forward's parameters after ``ctx``), ``Cls.method``; None when the callee is not a plain def here."""
-    top = {node.name: node for node in tree.body
-           if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    top = _definitions(tree)
     aliases = _aliases(tree)
     for _ in range(8):  # `layer_norm = LayerNorm.apply`: follow module-level aliases to the def
         if attributes[0] in top or attributes[0] not in aliases:
@@ -159,6 +177,17 @@ def _find_callable(tree: ast.Module, attributes: tuple[str, ...]) -> tuple[str, 
     return None
 
 
+def _definitions(tree: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]:
+    """Module-level defs and classes by name; a name defined more than once with one inside a block (a fallback
+    under `else:`) is left out: which signature applies depends on the branch taken at import."""
+    found: dict[str, list[tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, int]]] = {}
+    for node, depth in flatten(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.setdefault(node.name, []).append((node, depth))
+    return {name: nodes[-1][0] for name, nodes in found.items()
+            if len(nodes) == 1 or not any(depth for _, depth in nodes)}
+
+
 def _chain(node: ast.AST) -> tuple[str, ...] | None:
     """("LayerNorm", "apply") for ``LayerNorm.apply``; None for anything but a name chain."""
     parts: list[str] = []
@@ -171,7 +200,7 @@ def _chain(node: ast.AST) -> tuple[str, ...] | None:
 def _aliases(tree: ast.Module) -> dict[str, tuple[str, ...]]:
     """Module-level names bound once to a name chain (``attention = _attention.apply``)."""
     found: dict[str, tuple[str, ...] | None] = {}
-    for node in tree.body:
+    for node, _ in flatten(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name = node.targets[0].id
             found[name] = _chain(node.value) if name not in found else None

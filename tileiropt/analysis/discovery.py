@@ -5,6 +5,12 @@ One parse and one pass over the syntax tree per file. Kernels are found whatever
 with `@triton.autotune(...)` / `@triton.heuristics(...)` stacked above. Autotune configs are
 resolved within the file: a list literal, a comprehension, a module-level name, or a call to a
 module-level config-building function (one level).
+
+Module-level means inside module-level `if` / `try` / `with` blocks too (`if HAS_TRITON:`, see
+`tileiropt.analysis.blocks`): each kernel there records its branch (`KernelInfo.condition`). Where a
+kernel's name is bound on an alternative branch too (a plain-Python fallback under `else:`, a second kernel
+under another `elif`), the first Triton definition is the one analysed; `ModuleInfo.definitions` lists
+every binding.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tileiropt.analysis.blocks import Branch, Definition, alternatives, condition, module_definitions
 from tileiropt.analysis.names import AUTOTUNE, CONFIG, CONSTEXPR, HEURISTICS, JIT, call_name, collect_import
 from tileiropt.analysis.source import SourceText, parse_source, read_source
 
@@ -80,6 +87,7 @@ class KernelInfo:
     returns_value: bool = False  # has `return <expr>`: only device helpers return values
     called_by: list[str] = field(default_factory=list)  # JIT functions of this module calling it
     wrappers: list[str] = field(default_factory=list)  # decorators that are not Triton's (a package's entry object)
+    condition: str | None = None  # the module-level block it is defined in ("if HAS_TRITON"); None at the top
 
 
 @dataclass
@@ -91,6 +99,7 @@ class ModuleInfo:
     jit_names: set[str]  # local names bound to triton.jit ("jit" after `from triton import jit`)
     module_functions: dict[str, int]  # module-level def name -> line
     aliases: dict[str, str] = field(default_factory=dict)  # every Triton-bound local name -> qualified
+    definitions: dict[str, list[Definition]] = field(default_factory=dict)  # module-level bindings by name
 
 
 @dataclass
@@ -106,6 +115,7 @@ class Scan:
     # (kernel name, launch line) -> the def that holds the launch (None at module level)
     launch_calls: dict[tuple[str, int], ast.Call] = field(default_factory=dict)  # -> the launch call
     constants: dict[str, int] = field(default_factory=dict)  # module-level names bound once to an int literal
+    branches: dict[int, Branch] = field(default_factory=dict)  # id(module-level statement) -> its branch
 
 
 def discover(source: str, path: str = "<string>") -> ModuleInfo:
@@ -256,13 +266,15 @@ class _Builder:
         self.aliases = collector.aliases
 
     def build(self, tree: ast.Module) -> Scan:
+        definitions, branches = module_definitions(tree, self.text, lambda node: self._jit_decorator(node) is not None)
         kernel_nodes: list[ast.FunctionDef] = []
         jit_decorators: list[ast.expr] = []
         for node in self.c.defs:
             decorator = self._jit_decorator(node)
-            if decorator is not None:
+            if decorator is not None and not self._alternative_of_kernel(node, kernel_nodes, branches):
                 kernel_nodes.append(node)
                 jit_decorators.append(decorator)
+        module_functions = self._module_functions(branches)
         jit_function_names = {node.name for node in kernel_nodes}
         launches, launch_functions, launch_calls = self._launches(jit_function_names)
 
@@ -273,8 +285,9 @@ class _Builder:
                 for other in kernels:
                     if other.name == callee and kernel.name not in other.called_by:
                         other.called_by.append(kernel.name)
-        for kernel in kernels:
+        for kernel, node in zip(kernels, kernel_nodes, strict=True):
             kernel.is_entry = _is_entry(kernel)
+            kernel.condition = condition(branches.get(id(node), ()))
 
         aliases = self.aliases
         module = ModuleInfo(
@@ -283,12 +296,36 @@ class _Builder:
             triton_names={name for name, q in aliases.items() if q == "triton"},
             tl_names={name for name, q in aliases.items() if q == "triton.language"},
             jit_names={name for name, q in aliases.items() if q in JIT},
-            module_functions={name: node.lineno for name, node in self.c.module_functions.items()},
+            module_functions={name: node.lineno for name, node in module_functions.items()},
             aliases=dict(aliases),
+            definitions=definitions,
         )
         return Scan(module=module, tree=tree, text=self.text, kernel_nodes=kernel_nodes,
-                    functions=dict(self.c.module_functions), launch_functions=launch_functions,
-                    launch_calls=launch_calls, constants=self._constants())
+                    functions=module_functions, launch_functions=launch_functions,
+                    launch_calls=launch_calls, constants=self._constants(), branches=branches)
+
+    @staticmethod
+    def _alternative_of_kernel(node: ast.FunctionDef, kernels: list[ast.FunctionDef],
+                               branches: dict[int, Branch]) -> bool:
+        """A kernel whose name an earlier kernel binds on an alternative branch (`if`/`else`): not analysed."""
+        branch = branches.get(id(node))
+        return branch is not None and any(
+            other.name == node.name and id(other) in branches and alternatives(branches[id(other)], branch)
+            for other in kernels)
+
+    def _module_functions(self, branches: dict[int, Branch]) -> dict[str, ast.FunctionDef]:
+        """Module-level defs by name: a later def replaces an earlier one, except on a branch alternative to it
+        (the plain-Python fallback under `else:` never replaces the Triton branch's kernel or wrapper)."""
+        functions: dict[str, ast.FunctionDef] = {}
+        for node in self.c.defs:
+            if id(node) not in branches:
+                continue
+            current = functions.get(node.name)
+            if current is None or not alternatives(branches[id(current)], branches[id(node)]):
+                functions[node.name] = node
+        for name, node in self.c.module_functions.items():  # defs in module-level loops
+            functions.setdefault(name, node)
+        return functions
 
     def _constants(self) -> dict[str, int]:
         constants = {}

@@ -80,7 +80,7 @@ def import_kernel_module(path: Path | str, search_paths: Iterable[Path | str] = 
 
 
 class _GuardedLoader(importlib.machinery.SourceFileLoader):
-    """Imports a script with each bare top-level call (``test_layer_norm(1151, 8192, torch.float16)``,
+    """Imports a script with each bare module-level call (``test_layer_norm(1151, 8192, torch.float16)``,
     ``sys.exit(main())``) inside ``try``: when it raises, the failure is remembered
     (`stand_ins.module_call_failed`) and the rest of the module still defines its kernels and wrappers, which
     are all a worker needs. Line numbers stay the file's own, so tracebacks and Triton's source lookup agree."""
@@ -89,9 +89,20 @@ class _GuardedLoader(importlib.machinery.SourceFileLoader):
         """Compiled from the source every time: never read from or written to a bytecode cache, which a plain
         import of the same file shares."""
         tree = ast.parse(self.get_data(self.path), filename=self.path)
-        tree.body = [_guarded(statement) for statement in tree.body]
+        tree.body = _guarded_statements(tree.body)
         stand_ins.GUARDED_IMPORTS.add(os.path.realpath(self.path))
         return compile(tree, self.path, "exec", dont_inherit=True)
+
+
+def _guarded_statements(statements: list[ast.stmt]) -> list[ast.stmt]:
+    """Each bare call guarded, inside module-level `if` / `else` arms too (`if HAS_TRITON: warm_up()` runs before
+    the kernels after it are defined). Not inside `try` or `with`: their own handlers or context managers
+    (`contextlib.suppress`) decide what a failure there does."""
+    for statement in statements:
+        if isinstance(statement, ast.If):
+            statement.body = _guarded_statements(statement.body)
+            statement.orelse = _guarded_statements(statement.orelse)
+    return [_guarded(statement) for statement in statements]
 
 
 def _guarded(statement: ast.stmt) -> ast.stmt:

@@ -22,12 +22,21 @@ import libcst as cst
 if TYPE_CHECKING:
     from tileiropt.analysis.classify import KernelRecord
 
+from tileiropt.analysis.blocks import alternatives_of
 from tileiropt.analysis.discovery import KernelInfo, ModuleInfo, scan
 from tileiropt.errors import UserError
 from tileiropt.releases import Release, newest
 from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
 from tileiropt.transform.gate import ACTIVE_FLAG, GATE_MARKER, GATE_SOURCE
 from tileiropt.transform.math_rewrites import rewrite_math
+from tileiropt.transform.nested import (
+    gate_insert_index,
+    guarded,
+    insert_after,
+    kernel_nodes,
+    placement_note,
+    triton_only_in_blocks,
+)
 from tileiropt.transform.spaces import (
     DEFAULT_MAX_CONFIGS,
     Space,
@@ -114,6 +123,7 @@ class _Plan:
     block: list[str] = field(default_factory=list)  # statements inside `if _TILEIR:`
     pointer_twin: cst.FunctionDef | None = None  # the math-only twin beside a TMA twin (defined under the gate)
     runtime: bool = False  # uses the TMA dispatch / 2-CTA guard helpers (tma_runtime)
+    node: cst.FunctionDef | None = None  # the kernel's def, at the top level or inside a module-level block
 
 
 def _existing_rows(values: list[ConfigValue]) -> tuple[list[tuple[dict, int | None]], list[str]]:
@@ -281,7 +291,7 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, records: dic
     `release` (default: the newest known) decides the math rewrites and bounds the occupancy hint."""
     release = release or newest()
     spaces = {name: space_for_release(space, release) for name, space in spaces.items()}
-    nodes = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    nodes = kernel_nodes(module, info)
     source_lines = source.splitlines(keepends=True)
     plans: dict[str, _Plan] = {}
     names = {k.name for k in info.kernels}
@@ -296,6 +306,7 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, records: dic
         if node is None:
             plan.report.skipped.append("not a module-level function: left alone")
             continue
+        plan.node = node
         rejected = [f for f in record.findings if f.severity == "error"]
         if rejected:  # TileIR configs or twins would only hide it: the TileIR compiler rejects the kernel
             first = rejected[0]
@@ -350,49 +361,48 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, records: dic
             plan.block.append(f"{kernel.name} = {target}")
             plan.report.changes.append(Change(kernel.line, f"{kernel.name} bound to {target} under the gate",
                                               "every caller, in this module or another, gets the TileIR body"))
+        _note_block(kernel, info, plan)
     return plans
 
 
 # ----------------------------------------------------------------------------- rewriting
 
 
-def _gate_insert_index(module: cst.Module) -> int:
-    """After the last import that precedes the first function or class definition."""
-    index = 0
-    for i, statement in enumerate(module.body):
-        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-            break
-        if isinstance(statement, cst.SimpleStatementLine) and any(
-                isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body):
-            index = i + 1
-    return index
+def _note_block(kernel: KernelInfo, info: ModuleInfo, plan: _Plan) -> None:
+    """For a kernel inside a module-level block: where its TileIR code goes, and which definition of its
+    name on another branch gets none."""
+    note = placement_note(kernel)
+    if note is not None and (plan.block or plan.twin is not None):
+        plan.report.changes.append(Change(kernel.line, note, "the kernel exists only when that block runs; its "
+                                          "TileIR code runs with it, where the kernel's name is bound"))
+    for other in alternatives_of(info.definitions, kernel.name, kernel.line):
+        what = "the Triton kernel" if other.kind == "kernel" else "the plain-Python definition"
+        plan.report.skipped.append(f"{what} of {kernel.name} at line {other.line} (under `{other.condition}`) "
+                                   "left alone: another branch of the block (TIR203)")
 
 
 def _block_statement(kernel: str, lines: list[str]) -> cst.BaseStatement:
     body = "\n".join("    " + line.replace("\n", "\n    ") for line in lines)
     code = f"# tileiropt: TileIR code for {kernel} (inactive unless the gate is on)\nif {ACTIVE_FLAG}:\n{body}\n"
     statement = cst.parse_statement(code)
-    return statement.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *statement.leading_lines])
+    blank = cst.EmptyLine(indent=False)  # inside a module-level block too: no trailing indentation
+    return statement.with_changes(leading_lines=[blank, blank, *statement.leading_lines])
 
 
 def rewrite_module(module: cst.Module, plans: dict[str, _Plan]) -> cst.Module:
-    body = list(module.body)
+    """The gate (guarded when Triton is optional here) before the first definition; each kernel's TileIR block
+    right after its def, inside the module-level block that defines it when there is one."""
     gate = cst.parse_module(GATE_SOURCE)
     needs_runtime = any(plan.runtime for plan in plans.values())
     runtime = _gate_statements(cst.parse_module(RUNTIME_SOURCE)) if needs_runtime else []
-    new_body: list[cst.BaseStatement] = []
-    gate_index = _gate_insert_index(module)
-    for i, statement in enumerate(body):
-        if i == gate_index:
-            new_body.extend(_gate_statements(gate) + runtime)
-        new_body.append(statement)
-        if isinstance(statement, cst.FunctionDef) and statement.name.value in plans:
-            plan = plans[statement.name.value]
-            if plan.block:
-                new_body.append(_with_twins(_block_statement(statement.name.value, plan.block), plan))
-    if gate_index >= len(body):
-        new_body.extend(_gate_statements(gate) + runtime)
-    return module.with_changes(body=new_body)
+    gate_index = gate_insert_index(module)
+    gate_statements = _gate_statements(gate) + runtime
+    if triton_only_in_blocks(module, gate_index):
+        gate_statements = guarded(gate_statements)
+    blocks = {id(plan.node): _with_twins(_block_statement(name, plan.block), plan)
+              for name, plan in plans.items() if plan.block and plan.node is not None}
+    before, after = list(module.body[:gate_index]), list(module.body[gate_index:])  # no def precedes the gate
+    return module.with_changes(body=[*before, *gate_statements, *insert_after(after, blocks)])
 
 
 def _with_twins(block: cst.BaseStatement, plan: _Plan) -> cst.BaseStatement:

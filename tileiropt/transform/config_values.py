@@ -18,6 +18,8 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tileiropt.analysis.blocks import flatten
+
 _MAX_STEPS = 200_000  # syntax-tree nodes evaluated per configs expression
 _MAX_ITEMS = 10_000  # elements of any list, range or comprehension
 _MAX_INT_BITS = 256  # |int| < 2**256: configs hold block sizes, not big numbers
@@ -73,9 +75,9 @@ class _Opaque:
 
 
 def _module_constants(tree: ast.Module) -> dict[str, Any]:
-    """Module-level `NAME = <literal>` assignments."""
+    """Module-level `NAME = <literal>` assignments (inside module-level `if`/`try`/`with` blocks too)."""
     constants: dict[str, Any] = {}
-    for node in tree.body:
+    for node, _ in flatten(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
                 constants[node.targets[0].id] = ast.literal_eval(node.value)
@@ -351,13 +353,22 @@ def _bind_target(target: ast.expr, item: Any, scope: dict[str, Any]) -> None:
 
 
 def _function_return(tree: ast.Module, name: str) -> tuple[ast.FunctionDef, ast.expr]:
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-            if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-                return node, body[0].value
-            raise Unresolvable(f"{name}() does more than return a config list")
+    defs = [(node, depth) for node, depth in flatten(tree) if isinstance(node, ast.FunctionDef) and node.name == name]
+    _single(name, [depth for _, depth in defs], "defined")
+    for node, _ in defs:
+        body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+            return node, body[0].value
+        raise Unresolvable(f"{name}() does more than return a config list")
     raise Unresolvable(f"{name}() is not defined at module level in this file")
+
+
+def _single(name: str, depths: list[int], what: str) -> None:
+    """A name bound more than once where one binding is inside a module-level block: which one the kernel
+    gets depends on the branch taken at import, so the configs are derived then."""
+    if len(depths) > 1 and any(depths):
+        raise Unresolvable(f"{name} is {what} more than once, inside module-level blocks: which one applies "
+                           "depends on the branch taken at import")
 
 
 def _bind_call(func: ast.FunctionDef, call: ast.Call, namespace: dict[str, Any]) -> dict[str, Any]:
@@ -407,13 +418,13 @@ def resolve_configs(module_source: str, configs_source: str, triton_names: set[s
     namespace.setdefault("Config", _FakeConfig)  # `from triton import Config`
 
     if isinstance(expr, ast.Name) and expr.id not in namespace:
-        for node in tree.body:
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                    and isinstance(node.targets[0], ast.Name) and node.targets[0].id == expr.id):
-                expr = node.value
-                break
-        else:
+        assigned = [(node, depth) for node, depth in flatten(tree)
+                    if isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name) and node.targets[0].id == expr.id]
+        if not assigned:
             raise Unresolvable(f"{expr.id} is not assigned at module level in this file")
+        _single(expr.id, [depth for _, depth in assigned], "assigned")
+        expr = assigned[0][0].value
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id not in namespace:
         func, returned = _function_return(tree, expr.func.id)
         namespace = {**namespace, **_bind_call(func, expr, namespace)}

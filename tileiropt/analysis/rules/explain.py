@@ -47,6 +47,8 @@ DETECTS = {
               "pointers)",
     "TIR202": "a norm kernel whose block constexpr can exceed 8192: a default, an autotune config or a launch value "
               "> 8192, or `triton.next_power_of_2(...)` of the row length without a cap <= 8192",
+    "TIR203": "a kernel defined inside a module-level block (`if HAS_TRITON:`, `try:`, `with ...:`) whose name "
+              "another branch binds too: a plain-Python fallback under `else:`, or a second Triton kernel",
 }
 
 _COMPILE = ("The TileIR compiler has no lowering for it on the releases that rate it unsupported: the kernel fails "
@@ -96,6 +98,9 @@ WHY = {
               "pointer loads in a matrix multiply are a known slow path (the fork's README lists them).",
     "TIR202": "TileIR has no warp-count control for the reduction (num_warps is ignored or only a hint), so a norm "
               "kernel holding a very wide row in one block spills registers and runs slowly.",
+    "TIR203": "Only one branch of the block runs at import, and which one is not known from the source: the analysis "
+              "and `apply` take the (first) Triton kernel, so whatever the other branch binds runs without TileIR "
+              "code, and a second Triton kernel of the same name is neither classified nor rewritten.",
 }
 
 AFTER = {
