@@ -624,3 +624,16 @@ def test_program_failure_names_the_innermost_frame_outside_installed_packages() 
     assert failure.summary() == "NotImplementedError: scale is not finished at two.py:20 (exit status 1)"
     assert failure.output[-1] == "NotImplementedError: scale is not finished"
     assert read_failure(output, 1, "/elsewhere").where == "/work/proj/two.py:20"
+
+
+def test_program_failure_never_names_the_tools_own_recorder_as_the_place() -> None:
+    from pathlib import Path
+
+    import tileiropt
+    from tileiropt.runtime.program_failure import read_failure
+
+    hook = Path(tileiropt.__file__).parent / "runtime" / "capture_hook.py"
+    output = (f'Traceback (most recent call last):\n  File "/work/proj/07.py", line 40, in <module>\n    run()\n'
+              f'  File "{hook}", line 384, in recording\n    return launch()\n'
+              "FileNotFoundError: [Errno 2] No such file or directory: 'libdevice.10.bc'\n")
+    assert read_failure(output, 1, "/work/proj").where == "07.py:40"

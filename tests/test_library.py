@@ -91,7 +91,9 @@ def test_run_on_a_library_folder_captures_every_kernel_file_and_never_writes_int
 def test_a_library_needs_a_command_and_a_kernel(library: Path) -> None:
     no_command = CliRunner().invoke(app, ["run", "mylib"])
     assert no_command.exit_code == ExitCode.BAD_INPUT
-    assert "a library folder needs the command that exercises its kernels" in " ".join(no_command.output.split())
+    assert "project file not found (fix: run `tileiropt init` to write one, pass a kernel file, or a library folder " \
+           "and the command that exercises it: tileiropt run src/mypkg -- pytest tests/)" in \
+           " ".join(no_command.output.split())
     (library / "empty").mkdir()
     (library / "empty" / "helpers.py").write_text("def f():\n    return 1\n")
     no_kernel = CliRunner().invoke(app, ["run", "empty", *COMMAND])
@@ -122,6 +124,7 @@ def test_init_writes_a_library_project_that_run_reads(library: Path) -> None:
     ('capture = "pytest"\nlibrary = "mylib"\ninclude = "ops"', "[project.include] must be a list of globs"),
     ('capture = "pytest"\ninclude = ["x"]', "[project.include] needs `library`"),
     ('capture = "pytest"\nlibrary = "mylib"\ninclude = ["nothing*.py"]', "no Python file defines a Triton kernel"),
+    ('library = "mylib"\ninclude = ["x"]', "[project.library] needs `capture`"),
 ])
 def test_library_keys_of_a_project_file(library: Path, table: str, message: str) -> None:
     from tileiropt.errors import UserError

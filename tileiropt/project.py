@@ -535,9 +535,6 @@ def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest
     library = _library(project, root, where)
     if library is not None:
         paths += [p for p in library.kernel_files if p not in paths]
-    if not paths:
-        raise where.error("project.capture", "names no kernel file", 'add capture_files = ["ops.py"] or '
-                          'library = "src/mypkg"')
     budget = project.get("capture_budget", 120.0)
     try:
         check_seconds("capture_budget", budget)
@@ -586,7 +583,8 @@ def load_project(path: Path | str) -> Project:
         path = path / PROJECT_FILE
     if not path.is_file():
         raise UserError("project file not found", file=str(path),
-                        hint="run `tileiropt init` to write one, or pass the kernel file with --entry/--shapes")
+                        hint="run `tileiropt init` to write one, pass a kernel file, or a library folder and the "
+                             "command that exercises it: tileiropt run src/mypkg -- pytest tests/")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -707,14 +705,15 @@ def resolve_target(target: Path | str | None, **flags: Any) -> Project:
     capture = flags.pop("capture", None)
     may_capture = flags.pop("may_capture", False)
     include, exclude = flags.pop("include", None), flags.pop("exclude", None)
-    if (include or exclude) and not (may_capture and target.is_dir() and not (target / PROJECT_FILE).is_file()):
+    if (include or exclude) and not (may_capture and capture is not None and target.is_dir()
+                                     and not (target / PROJECT_FILE).is_file()):
         raise UserError("--include/--exclude choose the files of a library folder", file=str(target),
                         hint="give a folder without tileiropt.toml and a command: tileiropt run pkg/ -- pytest")
     if target.suffix == ".py":
         if may_capture and (capture is not None or not any(flags.get(k) for k in ("entry", "shapes"))):
             return project_from_capture(target, capture, artifacts=flags.get("artifacts"))
         return project_from_flags(target, **flags)
-    if may_capture and target.is_dir() and not (target / PROJECT_FILE).is_file():
+    if may_capture and capture is not None and target.is_dir() and not (target / PROJECT_FILE).is_file():
         return project_from_library(target, capture, include=include, exclude=exclude,
                                     artifacts=flags.get("artifacts"))
     if capture is not None:

@@ -62,6 +62,7 @@ class ProgramFailure:
 def _library_paths() -> tuple[str, ...]:
     paths = {sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
     paths |= {sys.prefix, sys.base_prefix}
+    paths.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the tool's own recorder frames
     return tuple(os.path.realpath(p) for p in paths if p)
 
 

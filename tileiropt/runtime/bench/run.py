@@ -251,6 +251,16 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
 # --------------------------------------------------------------------------- running workers
 
 
+def in_worker_pairs(items: list[BenchItem]) -> list[list[int]]:
+    """[original index, optimized index] of the PTX items of one group that are timed in turns by the same
+    worker right after their own rows (same kernel, dtypes and size): the compiled kernels are still in memory."""
+    by_key: dict[tuple, dict[str, int]] = {}
+    for index, item in enumerate(items):
+        if item.backend == PTX and item.variant in (ORIGINAL, OPTIMIZED):
+            by_key.setdefault((item.kernel, tuple(sorted(item.dtypes.items())), item.size), {})[item.variant] = index
+    return [[pair[ORIGINAL], pair[OPTIMIZED]] for pair in by_key.values() if ORIGINAL in pair and OPTIMIZED in pair]
+
+
 def _worker(backend: str, job: dict[str, Any], cache: str, launcher: Launcher = LOCAL) -> WorkerProcess:
     from tileiropt.environment import triton_distribution
 
@@ -271,6 +281,9 @@ class GroupRunner:
     base: Provenance = field(default_factory=Provenance)
     launcher: Launcher = field(default_factory=Launcher)
     inputs: dict[int, str] = field(default_factory=dict)  # item id -> input key
+    cache: str | None = None  # the run's Triton cache for this backend (None: a fresh one per worker)
+    pairs: dict[str, Any] | None = None  # {"rounds", "threshold"}: time original/optimized in turns in the worker
+    paired: dict[int, PairedTiming | str] = field(default_factory=dict)  # optimized item id -> its paired timing
 
     def add(self, item: BenchItem, row: BenchRow) -> None:
         row.inputs = self.inputs.get(item.id)
@@ -286,20 +299,30 @@ class GroupRunner:
     def run(self) -> dict[int, BenchRow]:
         pending = list(self.items)
         while pending and not STOPPING.is_set():
-            cache = tempfile.mkdtemp(prefix="tileiropt-triton-cache-")
+            cache = self.cache or tempfile.mkdtemp(prefix="tileiropt-triton-cache-")
             try:
                 pending = self._one_worker(pending, cache)
             finally:
-                shutil.rmtree(cache, ignore_errors=True)
+                if cache != self.cache:
+                    shutil.rmtree(cache, ignore_errors=True)
         return self.rows
 
     def _one_worker(self, pending: list[BenchItem], cache: str) -> list[BenchItem]:
-        worker = _worker(self.backend, {"kind": "bench", "backend": self.backend,
-                                        "items": [item.to_json() for item in pending]}, cache, self.launcher)
+        job: dict[str, Any] = {"kind": "bench", "backend": self.backend, "items": [item.to_json() for item in pending]}
+        if self.pairs is not None:
+            job.update(self.pairs, pairs=in_worker_pairs(pending))
+        worker = _worker(self.backend, job, cache, self.launcher)
         started: int | None = None
+        pairing: int | None = None  # the optimized item whose paired timing is running
         started_at = 0.0
         last_done = -1
-        events = WorkerEvents(worker, lambda: pending[started].timeout_s if started is not None else STARTUP_TIMEOUT_S)
+
+        def timeout() -> float:
+            if pairing is not None:  # both first calls, then 2 x rounds short benchmarks
+                return 2 * pending[pairing].timeout_s + 60.0
+            return pending[started].timeout_s if started is not None else STARTUP_TIMEOUT_S
+
+        events = WorkerEvents(worker, timeout)
         for kind, event in events:
             if kind == "start":
                 started, started_at = int(event["item"]), time.monotonic()
@@ -307,6 +330,16 @@ class GroupRunner:
                 index = int(event["item"])
                 self.add(pending[index], row_from_dict(event["row"]))
                 last_done, started = index, None
+            elif kind == "pair_start":
+                pairing = int(event["item"])
+            elif kind == "pair":
+                index = int(event["item"])
+                self.paired[pending[index].id] = (dataclass_from_dict(PairedTiming, event["paired"])
+                                                  if event.get("paired") else
+                                                  f"paired timing failed: {event.get('error')}")
+                pairing = None
+        if pairing is not None:  # the worker ended while timing a pair: that pair's timing failed
+            self.paired[pending[pairing].id] = f"paired timing failed: {events.cause}"
         if events.provenance is not None:
             self.base = events.provenance
         cause = events.cause
@@ -347,17 +380,19 @@ def pair_groups(rows: dict[int, BenchRow], items: dict[int, BenchItem]) -> list[
 
 
 def run_pairs(pairs: list[tuple[BenchItem, BenchItem]], settings: BenchSettings,
-              launcher: Launcher = LOCAL) -> dict[int, PairedTiming | str]:
-    """Optimized item id -> its PairedTiming (or why it could not be timed), in PTX workers with a fresh cache;
-    a worker that dies costs the pair it was timing, a new one goes on."""
+              launcher: Launcher = LOCAL, cache: str | None = None) -> dict[int, PairedTiming | str]:
+    """Optimized item id -> its PairedTiming (or why it could not be timed), in PTX workers (the run's cache, or a
+    fresh one per worker); a worker that dies costs the pair it was timing, a new one goes on. Used for the pairs
+    the rows' own worker did not time."""
     results: dict[int, PairedTiming | str] = {}
     pending = list(pairs)
     while pending and not STOPPING.is_set():
-        cache = tempfile.mkdtemp(prefix="tileiropt-triton-cache-")
+        folder = cache or tempfile.mkdtemp(prefix="tileiropt-triton-cache-")
         try:
-            pending = _pair_worker(pending, settings, cache, results, launcher)
+            pending = _pair_worker(pending, settings, folder, results, launcher)
         finally:
-            shutil.rmtree(cache, ignore_errors=True)
+            if folder != cache:
+                shutil.rmtree(folder, ignore_errors=True)
     return results
 
 
@@ -512,11 +547,18 @@ def bench_project(
     for backend, group in plan.groups:
         by_kernel.setdefault(group[0].kernel, []).append((backend, group))
 
+    caches = {backend: tempfile.mkdtemp(prefix=f"tileiropt-triton-cache-{backend}-") for backend in (PTX, TILEIR)}
+    pairing = {"rounds": settings.rounds, "threshold": settings.threshold} if settings.rounds else None
+
     def kernel_job(groups: list[tuple[str, list[BenchItem]]]) -> Callable[[Launcher], None]:
         def job(launcher: Launcher) -> None:
             measured: dict[int, BenchRow] = {}
+            paired_here: dict[int, PairedTiming | str] = {}
             for backend, group in groups:
-                rows = GroupRunner(backend, group, on_row=row_done, launcher=launcher, inputs=plan.inputs).run()
+                runner = GroupRunner(backend, group, on_row=row_done, launcher=launcher, inputs=plan.inputs,
+                                     cache=caches[TILEIR if backend == TILEIR else PTX], pairs=pairing)
+                rows = runner.run()
+                paired_here.update(runner.paired)
                 measured.update(rows)
                 with lock:
                     timed.update(rows)
@@ -525,8 +567,12 @@ def bench_project(
                 with lock:
                     mine = {i: r for i, r in timed.items() if plan.items[i].kernel == kernel}
                 for pairs in pair_groups(mine, plan.items):
-                    fresh_pairs = [(a, b) for a, b in pairs if a.id in measured or b.id in measured]
-                    for item_id, paired in run_pairs(fresh_pairs, settings, launcher).items():
+                    fresh_pairs = [(a, b) for a, b in pairs if (a.id in measured or b.id in measured)]
+                    done = {b.id: paired_here[b.id] for _, b in fresh_pairs if b.id in paired_here}
+                    left = [(a, b) for a, b in fresh_pairs if b.id not in done]  # a pair its worker did not time
+                    if left:
+                        done.update(run_pairs(left, settings, launcher, caches[PTX]))
+                    for item_id, paired in done.items():
                         if isinstance(paired, str):
                             timed[item_id].reason = "; ".join(r for r in (timed[item_id].reason, paired) if r)
                         else:
@@ -541,6 +587,9 @@ def bench_project(
         run_in_slots([kernel_job(groups) for groups in by_kernel.values()], slots)
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        for cache in caches.values():
+            shutil.rmtree(cache, ignore_errors=True)
     keyed = list(plan.decided) + [(plan.keys[i], row) for i, row in timed.items()]
     keyed.sort(key=lambda pair: pair[0])
     rows = [row for _, row in keyed]
@@ -555,7 +604,8 @@ def bench_project(
         kernels=[kernel_info(spec, settings.sizes) for spec in specs],
         peaks=peaks,
         peaks_note=peaks_note,
-        settings={**asdict(settings), "triton_cache": "fresh TRITON_CACHE_DIR per worker",
+        settings={**asdict(settings), "triton_cache": "one fresh TRITON_CACHE_DIR per run and backend, shared by "
+                  "its workers (each kernel's compiled backend is read from its own metadata)",
                   "rotation": "input copies rotated when inputs + outputs fit in L2",
                   "slots": [launcher.name for launcher in slots]},
         environment=environment_summary(),

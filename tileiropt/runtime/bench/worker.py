@@ -390,10 +390,12 @@ def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshol
         turns = ((first, a_ms), (second, b_ms)) if index % 2 == 0 else ((second, b_ms), (first, a_ms))
         for prepared, sink in turns:
             sink.append(time_prepared(prepared, warmup, rep).median_ms)
+        if index == 1 and not judged(a_ms):
+            break  # launch-bound: no number of rounds makes the ratio judged (one ABBA block is reported)
     ratio, low, high, verdict = paired_ratio(a_ms, b_ms, threshold)
     note = "" if judged(a_ms) else (f"{1e3 * sorted(a_ms)[len(a_ms) // 2]:.1f} us per call: launch-bound, below "
                                     f"{1e3 * MIN_JUDGED_MS:g} us a paired ratio is not judged")
-    return PairedTiming(rounds=rounds, a_ms=a_ms, b_ms=b_ms, ratio=ratio, ci_low=low, ci_high=high,
+    return PairedTiming(rounds=len(a_ms), a_ms=a_ms, b_ms=b_ms, ratio=ratio, ci_low=low, ci_high=high,
                         threshold=threshold, verdict=verdict, method=first.method,
                         gpu={"before": before, "after": gpu_state()}, note=note)
 
@@ -427,6 +429,7 @@ def run_bench_job(job: dict[str, Any], emit: Emitter) -> int:
         stand_ins.skip_module_benchmarks()  # a kernel file's own benchmark sweep never runs at import
     if job.get("kind") == "pair":
         return _pairs(job, items, base, emit)
+    passed: set[int] = set()
     for index, item in enumerate(items):
         emit("start", item=index)
         if blocked:
@@ -439,7 +442,21 @@ def run_bench_job(job: dict[str, Any], emit: Emitter) -> int:
             if POISONED.search(str(exc)):
                 return 0  # the CUDA context is unusable: the parent starts a new worker
             continue
+        if row.status == PASS:
+            passed.add(index)
         emit("row", item=index, row=row)
+    # then each original/optimized pair whose rows both timed, in turns, while its compiled kernels are in memory
+    rounds, threshold = int(job.get("rounds", 10)), float(job.get("threshold", 0.05))
+    for a, b in job.get("pairs") or []:
+        if a not in passed or b not in passed:
+            continue
+        emit("pair_start", item=b)
+        try:
+            emit("pair", item=b, paired=run_pair(items[a], items[b], base, rounds, threshold))
+        except Exception as exc:
+            emit("pair", item=b, error=harness.describe_exception(exc))
+            if poisons_worker(str(exc)):
+                return 0
     emit("done")
     return 0
 
