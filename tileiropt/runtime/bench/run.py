@@ -550,11 +550,23 @@ def bench_project(
     caches = {backend: tempfile.mkdtemp(prefix=f"tileiropt-triton-cache-{backend}-") for backend in (PTX, TILEIR)}
     pairing = {"rounds": settings.rounds, "threshold": settings.threshold} if settings.rounds else None
 
-    def kernel_job(groups: list[tuple[str, list[BenchItem]]]) -> Callable[[Launcher], None]:
+    def batch_job(kernels: list[list[tuple[str, list[BenchItem]]]]) -> Callable[[Launcher], None]:
+        """The kernels one slot measures: one worker per backend for all of them (torch, Triton and CUDA start
+        once per slot, not once per kernel), restarted only after a crash or a timeout."""
         def job(launcher: Launcher) -> None:
             measured: dict[int, BenchRow] = {}
             paired_here: dict[int, PairedTiming | str] = {}
-            for backend, group in groups:
+            merged: list[tuple[str, list[BenchItem]]] = []
+            for backend, group in (pair for groups in kernels for pair in groups):
+                if settings.isolate:  # each item in a worker of its own, as asked
+                    merged.append((backend, group))
+                    continue
+                found = next((items for b, items in merged if b == backend), None)
+                if found is None:
+                    merged.append((backend, list(group)))
+                else:
+                    found.extend(group)
+            for backend, group in merged:
                 runner = GroupRunner(backend, group, on_row=row_done, launcher=launcher, inputs=plan.inputs,
                                      cache=caches[TILEIR if backend == TILEIR else PTX], pairs=pairing)
                 rows = runner.run()
@@ -562,7 +574,9 @@ def bench_project(
                 measured.update(rows)
                 with lock:
                     timed.update(rows)
-            if settings.rounds and not STOPPING.is_set():
+            for groups in kernels:
+                if not settings.rounds or STOPPING.is_set():
+                    break
                 kernel = groups[0][1][0].kernel
                 with lock:
                     mine = {i: r for i, r in timed.items() if plan.items[i].kernel == kernel}
@@ -584,7 +598,8 @@ def bench_project(
     slots = executor.slots(gpu_work=True, per_gpu=1, cpu_slots=1)
     interrupted = False
     try:
-        run_in_slots([kernel_job(groups) for groups in by_kernel.values()], slots)
+        kernels = list(by_kernel.values())
+        run_in_slots([batch_job(kernels[i::len(slots)]) for i in range(min(len(slots), len(kernels)))], slots)
     except KeyboardInterrupt:
         interrupted = True
     finally:

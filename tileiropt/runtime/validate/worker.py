@@ -59,6 +59,14 @@ def _install_allocator(device: str) -> None:
 
 
 
+def uses_atomics(path: str) -> bool:
+    """Whether a kernel file calls Triton atomics (its results' summation order differs from run to run)."""
+    try:
+        return "atomic_" in Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
 def compared_status(ok: bool, reason: str, *, interpreted: bool, dtypes: dict[str, str]) -> tuple[str, str]:
     """The status of a record whose output was compared: PASS or FAIL, except a bf16 mismatch under the
     interpreter, which computes bf16 on raw bit patterns (kernels that upcast to fp32 are exact): it says nothing
@@ -85,9 +93,15 @@ class CaseRunner:
         if status == PASS and case.variant == "optimized" and case.original_path and case.path != case.original_path:
             extra = stand_ins.raised_only_in(case.path, case.original_path)
             if extra:  # the optimized file's own module-level code fails where the original's does not
-                status = FAIL
-                reason = "the optimized file's own top-level call raised where the original's did not: " + \
+                raised = "the optimized file's own top-level call raised where the original's did not: " + \
                     "; ".join(stand_ins.described(*failure) for failure in extra)
+                if uses_atomics(case.original_path) and not self.backend.interpreted:
+                    # its self-check sums through atomics, in an order that changes from run to run: one run of
+                    # each is no evidence; the kernels' own comparison (this record) decides, and this is said
+                    reason = f"{raised} (its kernels use atomics: a self-check may fail on one run and pass on " \
+                             "the next; not counted as a failure)"
+                else:
+                    status, reason = FAIL, raised
         note = "; ".join(filter(None, [stand_ins.note(self.scopes()), self.noise_note]))
         launched = provenance.kernels if provenance is not None else {}
         missing = {name: why for name, why in self.not_attached.items() if name in launched}
