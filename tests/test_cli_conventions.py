@@ -97,8 +97,9 @@ def test_rule_command_pages_and_list() -> None:
     assert page.exit_code == 0 and page.stdout.startswith("## TIR006 erf\n\nSeverity: **error**")
     assert runner.invoke(app, ["rule", "erf"]).stdout == page.stdout  # by name too
     listing = runner.invoke(app, ["rule"]).stdout.splitlines()
-    assert len(listing) == 25
-    assert listing[12] == ("TIR013  block-pointer                 error    block pointers (tl.make_block_ptr / "
+    assert len(listing) == 26
+    assert listing[-1].startswith("TIR203  branch-alternative-definition  perf")
+    assert listing[12] == ("TIR013  block-pointer                  error    block pointers (tl.make_block_ptr / "
                            "tl.advance) are not supported by TileIR")
     unknown = runner.invoke(app, ["rule", "TIR999"])
     assert unknown.exit_code == 2 and unknown.output.startswith("error: no lint rule 'TIR999'; known: TIR001, ")

@@ -99,6 +99,10 @@ def test_commented_examples_are_valid(tmp_path):
     (tmp_path / "tileiropt.toml").write_text(uncommented)
     (tmp_path / "kernels").mkdir()
     (tmp_path / "kernels" / "layer_norm.py").write_text(KERNEL_FILE)
+    for folder in ("ops", "ops/experimental"):  # the library example: include ops/*.py, exclude ops/experimental/*
+        (tmp_path / "src" / "mypkg" / folder).mkdir(parents=True)
+        (tmp_path / "src" / "mypkg" / folder / "norm.py").write_text(
+            "import triton\n\n\n@triton.jit\ndef k(x_ptr):\n    pass\n")
     (kernel,) = load_project(tmp_path).kernels
     assert kernel.ranges == {"target": (0, 32000)}
     assert kernel.flops == "2 * M * N * K"
@@ -106,7 +110,9 @@ def test_commented_examples_are_valid(tmp_path):
     assert kernel.optimized == (tmp_path / "kernels" / "layer_norm_tileir.py").resolve()
     capture = load_project(tmp_path).capture
     assert capture.command == ["pytest", "tests/test_layer_norm.py"] and capture.budget == 120
-    assert capture.files == [(tmp_path / "kernels" / "layer_norm.py").resolve()]
+    assert capture.files == [(tmp_path / "kernels" / "layer_norm.py").resolve(),
+                             (tmp_path / "src" / "mypkg" / "ops" / "norm.py").resolve()]
+    assert capture.library == (tmp_path / "src" / "mypkg").resolve()
 
 
 def test_template_ships_in_the_package():
