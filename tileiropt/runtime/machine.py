@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from dataclasses import asdict, dataclass
@@ -40,10 +41,16 @@ class Machine:
 
 
 def environment_summary() -> dict[str, Any]:
-    """The `check` report of this machine, stored with the records."""
+    """The `check` report of this machine, stored with the records: probed once per process and environment (a
+    run's phases each store it; probing torch, CUDA and Triton's driver again costs about a second on a GPU)."""
+    return copy.deepcopy(_summary(tuple(sorted(os.environ.items()))))
+
+
+@functools.lru_cache(maxsize=4)
+def _summary(environ: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     from tileiropt.environment import check_environment
 
-    return asdict(check_environment())
+    return asdict(check_environment(dict(environ)))
 
 
 def versions() -> dict[str, Any]:
