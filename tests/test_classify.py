@@ -163,6 +163,46 @@ def test_reduction_sum_and_atomics() -> None:
     assert kernels["total"].strategy == "high occupancy"
 
 
+def test_reduction_by_a_zeroed_accumulator_over_a_loop() -> None:
+    """Summing loaded tiles into a `tl.zeros` block across a loop reduces over the loop's axis even
+    without tl.sum; a block that starts from data and only mixes inputs, or a loop that rescales
+    nothing into an accumulator, stays elementwise."""
+    kernels = _one(
+        """
+        @triton.jit
+        def mix_sum(x_ptr, w_ptr, out_ptr, C, S: tl.constexpr, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            offs = tl.arange(0, BLOCK)
+            acc = tl.zeros((BLOCK,), tl.float32)
+            for s in tl.static_range(0, S):
+                w = tl.load(w_ptr + row * S + s)
+                acc += tl.load(x_ptr + (row * S + s) * C + offs, mask=offs < C) * w
+            tl.store(out_ptr + row * C + offs, acc, mask=offs < C)
+
+        @triton.jit
+        def mix_map(x_ptr, f_ptr, out_ptr, C, S: tl.constexpr, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            offs = tl.arange(0, BLOCK)
+            acc = tl.load(f_ptr + row * C + offs, mask=offs < C)
+            for s in tl.static_range(0, S):
+                acc += tl.load(x_ptr + (row * S + s) * C + offs, mask=offs < C)
+            tl.store(out_ptr + row * C + offs, acc, mask=offs < C)
+
+        @triton.jit
+        def scale_rows(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            for start in range(0, n_cols, BLOCK):
+                offs = start + tl.arange(0, BLOCK)
+                x = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols)
+                tl.store(y_ptr + row * n_cols + offs, x * 2.0, mask=offs < n_cols)
+        """
+    )
+    assert kernels["mix_sum"].kernel_class == "reduction"
+    assert any("sums loaded data across the loop" in e.text for e in kernels["mix_sum"].evidence)
+    assert kernels["mix_map"].kernel_class == "elementwise"
+    assert kernels["scale_rows"].kernel_class == "elementwise"
+
+
 def test_elementwise_and_math_helper() -> None:
     kernels = _one(
         """

@@ -6,7 +6,9 @@ The class follows the decision tree of the TileIR workflow, on evidence found in
     tl.dot / tl.dot_scaled?                    -> dot        (TMA + 2CTA + occupancy + larger tiles)
     reduction + a statistic that scales/shifts -> norm       (high occupancy)
     loaded elements?
-    reduction (or cross-program atomics)?      -> reduction  (high occupancy)
+    reduction (or cross-program atomics, or a
+    zeroed accumulator summing loaded data
+    across loop iterations)?                   -> reduction  (high occupancy)
     otherwise                                  -> elementwise (occupancy + num_stages)
 
 `classify_paths` is what `run` and `report` call; `classify_file` and `classify_source` do one file.
@@ -312,6 +314,7 @@ def _classify(kernel: KernelInfo, own: FunctionFacts, everything: list[tuple[Fun
     reductions = _collect(everything, "reductions")
     scans = _collect(everything, "scans")
     norms = _collect(everything, "normalisation")
+    accumulations = _collect(everything, "accumulations")
     atomics = [Evidence(a.line, f"{a.name} accumulates across programs (in helper {helper})" if helper
                         else f"{a.name} accumulates across programs")
                for facts, helper in everything for a in facts.accesses
@@ -328,12 +331,12 @@ def _classify(kernel: KernelInfo, own: FunctionFacts, everything: list[tuple[Fun
         kernel_class = "norm"
         confidence = min(0.95, 0.75 + 0.05 * len({e.line for e in norms}))
         evidence += [Evidence(e.line, f"{e.text} reduction") for e in reductions] + norms
-    elif reductions or scans or atomics:
+    elif reductions or scans or atomics or accumulations:
         kernel_class = "reduction"
         confidence = 0.85 if reductions else 0.65
         evidence += [Evidence(e.line, f"{e.text} reduction, result not used to normalise elements")
                      for e in reductions]
-        evidence += [Evidence(e.line, f"{e.text} scan") for e in scans] + atomics
+        evidence += [Evidence(e.line, f"{e.text} scan") for e in scans] + atomics + accumulations
     else:
         kernel_class = "elementwise"
         confidence = 0.9 if accesses else 0.6

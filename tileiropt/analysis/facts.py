@@ -13,9 +13,10 @@ parameters it is based on.
   is based on `x_ptr`; offsets such as `row * stride` are not).
 
 From these the pass records dots, reductions, normalisation evidence (a reduced statistic
-that shifts or scales a loaded tile), loads, stores, atomics, persistent loops and every call
-(with its qualified Triton name) for the lint rules. Loops are walked twice so that values
-carried around a loop (online softmax) are seen.
+that shifts or scales a loaded tile), accumulations (a zero-initialised block summing loaded data
+across loop iterations: a reduction over the loop's axis without a reduction op), loads, stores,
+atomics, persistent loops and every call (with its qualified Triton name) for the lint rules.
+Loops are walked twice so that values carried around a loop (online softmax) are seen.
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class FunctionFacts:
     reductions: list[tuple[int, str]] = field(default_factory=list)
     scans: list[tuple[int, str]] = field(default_factory=list)
     normalisation: list[tuple[int, str]] = field(default_factory=list)
+    accumulations: list[tuple[int, str]] = field(default_factory=list)  # zeroed accumulator += loaded data in a loop
     accesses: list[Access] = field(default_factory=list)
     persistent_loops: list[tuple[int, str]] = field(default_factory=list)
     descriptors: list[tuple[int, str]] = field(default_factory=list)  # TMA use
@@ -154,6 +156,7 @@ class _FunctionPass:
         self._calls: dict[int, CallFact] = {}
         self._seen: dict[str, set] = {}
         self._while_depth = 0
+        self._loop_depth = 0
         self._unused_calls: set[int] = set()
 
     def run(self) -> FunctionFacts:
@@ -189,7 +192,13 @@ class _FunctionPass:
                 self.assign(node.target, node.value, self.expr(node.value))
         elif isinstance(node, ast.AugAssign):
             current = self.expr(node.target)
-            value = self.binop(node.op, current, self.expr(node.value), node)
+            added = self.expr(node.value)
+            if (isinstance(node.op, ast.Add) and self._loop_depth and current.has("acc")
+                    and not current.has("data") and added.has("data") and not added.has("stat")):
+                text = self.builder.text.segment(node)
+                text = text if len(text) <= 60 else text[:57] + "..."
+                self._record("accumulations", node, (node.lineno, f"`{text}` sums loaded data across the loop"))
+            value = self.binop(node.op, current, added, node)
             if isinstance(node.target, ast.Name):
                 self.env[node.target.id] = value
         elif isinstance(node, ast.Expr):
@@ -200,15 +209,19 @@ class _FunctionPass:
             iterator = self.expr(node.iter)
             self.persistent_loop(node)
             self.assign(node.target, None, Value(iterator.flags & {"pid", "nprog"}))
+            self._loop_depth += 1
             self.block(node.body)
             self.block(node.body)  # values carried around the loop
+            self._loop_depth -= 1
             self.block(node.orelse)
         elif isinstance(node, ast.While):
             self._while_depth += 1
+            self._loop_depth += 1
             self.expr(node.test)
             self.block(node.body)
             self.expr(node.test)
             self.block(node.body)
+            self._loop_depth -= 1
             self._while_depth -= 1
             self.block(node.orelse)
         elif isinstance(node, ast.If):
