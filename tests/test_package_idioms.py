@@ -17,34 +17,35 @@ from tileiropt.errors import ExitCode
 IDIOMS = Path(__file__).parent / "fixtures" / "idioms"
 
 
-@pytest.fixture
-def idiom(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    def copy(name: str) -> Path:
-        target = tmp_path / name
-        shutil.copytree(IDIOMS / name, target)
-        monkeypatch.chdir(target)
-        return target
+@pytest.fixture(scope="module")
+def idioms(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The idioms folder as a library, run once: `tileiropt run . -- python drive.py` (one capture, one replay)."""
+    import os
 
-    return copy
-
-
-def _records(folder: Path) -> list[tuple[str, str, str, str]]:
-    data = json.loads((folder / ".tileiropt" / "validate.json").read_text())
-    return [(r["kernel"], r["variant"], r["backend"], r["status"]) for r in data["records"]
-            if r["backend"] != "tileir"]  # the TileIR backend itself is not on this machine
-
-
-def _run(*args: str) -> None:
-    result = CliRunner().invoke(app, ["run", *args, "--json"])
+    folder = tmp_path_factory.mktemp("idioms") / "idioms"
+    shutil.copytree(IDIOMS, folder)
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        result = CliRunner().invoke(app, ["run", ".", "--json", "--", "python", "drive.py"])
+    finally:
+        os.chdir(before)
     assert result.exit_code == ExitCode.OK, result.output[-3000:]
+    return folder
 
 
-def test_a_package_registering_custom_ops_at_import_is_imported_once(idiom) -> None:
-    folder = idiom("side_effects")
-    _run("regpkg", "--", "python", "drive.py")
-    assert _records(folder) == [("scale_kernel", "original", "interpret", "pass"),
-                                ("scale_kernel", "optimized", "interpret", "pass"),
-                                ("scale_kernel", "optimized", "tileir-code-on-interpret", "pass")]
+def _records(folder: Path, kernel: str) -> list[tuple[str, str, str]]:
+    data = json.loads((folder / ".tileiropt" / "validate.json").read_text())
+    return [(r["variant"], r["backend"], r["status"]) for r in data["records"]
+            if r["kernel"] == kernel and r["backend"] != "tileir"]  # the TileIR backend itself is not here
+
+
+PASSED = [("original", "interpret", "pass"), ("optimized", "interpret", "pass"),
+          ("optimized", "tileir-code-on-interpret", "pass")]
+
+
+def test_a_package_registering_custom_ops_at_import_is_imported_once(idioms: Path) -> None:
+    assert _records(idioms, "scale_kernel") == PASSED
 
 
 def test_registrations_once_tolerates_only_a_second_registration() -> None:
@@ -62,24 +63,17 @@ def test_registrations_once_tolerates_only_a_second_registration() -> None:
         torch.library.define("tileiropt_test_once::f", "(Tensor x) -> Tensor")  # outside: torch's own rule
 
 
-def test_a_pruner_that_looks_at_the_launch_replays_the_captured_config(idiom) -> None:
-    folder = idiom("pruner")
-    _run("pruned.py")
-    assert _records(folder) == [("double_kernel", "original", "interpret", "pass"),
-                                ("double_kernel", "optimized", "interpret", "pass"),
-                                ("double_kernel", "optimized", "tileir-code-on-interpret", "pass")]
-    configs = {r["config"] for r in json.loads((folder / ".tileiropt" / "validate.json").read_text())["records"]
-               if r["backend"] == "interpret"}
+def test_a_pruner_that_looks_at_the_launch_replays_the_captured_config(idioms: Path) -> None:
+    assert _records(idioms, "double_kernel") == PASSED
+    configs = {r["config"] for r in json.loads((idioms / ".tileiropt" / "validate.json").read_text())["records"]
+               if r["kernel"] == "double_kernel" and r["backend"] == "interpret"}
     assert configs == {"captured: grid (8, 1, 1), BLOCK=256, num_warps=4, num_ctas=1, num_stages=3"}  # as chosen
 
 
-def test_tensors_of_device_addresses_point_into_the_replays_own_buffers(idiom) -> None:
-    folder = idiom("addresses")
-    _run("grouped.py")
-    assert _records(folder) == [("grouped_scale_kernel", "original", "interpret", "pass"),
-                                ("grouped_scale_kernel", "optimized", "interpret", "pass"),
-                                ("grouped_scale_kernel", "optimized", "tileir-code-on-interpret", "pass")]
-    launch = json.loads((folder / ".tileiropt" / "capture.json").read_text())["launches"][0]
+def test_tensors_of_device_addresses_point_into_the_replays_own_buffers(idioms: Path) -> None:
+    assert _records(idioms, "grouped_scale_kernel") == PASSED
+    launch = next(launch for launch in json.loads((idioms / ".tileiropt" / "capture.json").read_text())["launches"]
+                  if launch["kernel"] == "grouped_scale_kernel")
     src = launch["args"][0]["tensor"]
     assert "values" not in src and src["addresses"] == {
         "buffers": [{"dtype": "float32", "elements": n, "nonnegative": False} for n in (100, 37, 256)],
@@ -112,19 +106,25 @@ def test_what_counts_as_a_tensor_of_addresses() -> None:
     assert clone["p"].tolist() == [clone["p@0"].data_ptr() + 8, 0, clone["p@1"].data_ptr()]
 
 
-def test_an_autotuner_subclass_with_its_own_strategy_is_pinned_through_its_kernel(idiom) -> None:
-    folder = idiom("subclass")
-    _run("ranked.py")  # a captured launch: replayed at the config its own strategy chose
-    assert _records(folder) == [("negate_kernel", "original", "interpret", "pass"),
-                                ("negate_kernel", "optimized", "interpret", "pass"),
-                                ("negate_kernel", "optimized", "tileir-code-on-interpret", "pass")]
-    (folder / "tileiropt.toml").write_text('[[kernel]]\nname = "negate"\npath = "ranked.py"\nentry = "negate"\n'
-                                           'reference = "-x"\ninputs = { x = [1000] }\n')
+def test_an_autotuner_subclass_with_its_own_strategy_is_pinned_through_its_kernel(
+        idioms: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _records(idioms, "negate_kernel") == PASSED  # a captured launch: at the config its strategy chose
+    shutil.copy(IDIOMS / "ranked.py", tmp_path / "ranked.py")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "negate"\npath = "ranked.py"\nentry = "negate"\n'
+                                             'reference = "-x"\ninputs = { x = [1000] }\n')
     result = CliRunner().invoke(app, ["validate", "--backend", "interpret", "--variant", "original", "--json"])
     assert result.exit_code == ExitCode.OK, result.output[-3000:]
-    records = json.loads((folder / ".tileiropt" / "validate.json").read_text())["records"]
+    records = json.loads((tmp_path / ".tileiropt" / "validate.json").read_text())["records"]
     assert [(r["config"].split(",")[0], r["status"]) for r in records] == [
         ("BLOCK=64", "pass"), ("BLOCK=128", "pass"), ("BLOCK=256", "pass")]  # each of its configs, one at a time
+
+
+def test_the_idioms_library_is_reported_by_file(idioms: Path) -> None:
+    report = (idioms / ".tileiropt" / "report.md").read_text()
+    assert "**Library `idioms/`**: 4 kernel(s) in 4 file(s); the command launched 4 of them (100% of the library)." \
+        in report
+    assert "| `regpkg/ops.py` | 1 | 1 | 0 | 1 | 0 | 0 | - |" in report
 
 
 def test_run_at_launches_the_config_with_its_pre_hook() -> None:

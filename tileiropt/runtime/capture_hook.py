@@ -246,12 +246,16 @@ def device_addresses(values: Any) -> dict[str, Any] | None:
 def _live_storages(device: Any) -> list[tuple[int, int, Any]]:
     """(start, end, a tensor viewing it) of the storage of every live tensor on `device`."""
     import gc
+    import warnings
 
     import torch
 
     found: dict[int, tuple[int, int, Any]] = {}
-    for obj in gc.get_objects():
-        if isinstance(obj, torch.Tensor) and obj.device == device and obj.numel():
+    with warnings.catch_warnings():  # asking some objects their class warns (torch.distributed.reduce_op)
+        warnings.simplefilter("ignore")
+        tensors = [obj for obj in gc.get_objects() if isinstance(obj, torch.Tensor)]
+    for obj in tensors:
+        if obj.device == device and obj.numel():
             try:
                 storage = obj.untyped_storage()
             except (RuntimeError, NotImplementedError):
