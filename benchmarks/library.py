@@ -54,7 +54,8 @@ def run_once(folder: Path, command: list[str], extra: list[str]) -> dict:
         "records": dict(Counter(r["status"] for r in records)),
         "verdicts": dict(Counter(v["bucket"] for v in result.get("verdicts", {}).values())),
         "stopped": len(result.get("stopped", {})),
-        "phases": {p["phase"]: [p["status"], p["seconds"]] for p in result["phases"]},
+        "phases": {p["phase"]: [p["status"], p["seconds"], p.get("workers", 0), p.get("worker_start_s", 0.0)]
+                   for p in result["phases"]},
     }
 
 

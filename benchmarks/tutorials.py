@@ -47,7 +47,8 @@ def run_once(folder: Path, name: str, timeout: float, extra: list[str]) -> dict:
     program = result.get("program") or {}
     return {
         "exit_code": done.returncode, "seconds": seconds,
-        "phases": {p["phase"]: [p["status"], p["seconds"]] for p in result.get("phases", [])},
+        "phases": {p["phase"]: [p["status"], p["seconds"], p.get("workers", 0), p.get("worker_start_s", 0.0)]
+                   for p in result.get("phases", [])},
         "verdicts": dict(Counter(v["bucket"] for v in result.get("verdicts", {}).values())),
         "stopped": {k: f"{v['phase']}: {v['reason'][:160]}" for k, v in result.get("stopped", {}).items()},
         "program_failure": program.get("summary"),

@@ -46,6 +46,7 @@ from tileiropt.runtime.bench.run import BenchSettings
 from tileiropt.runtime.executors import Executor
 from tileiropt.runtime.provenance import file_digest
 from tileiropt.runtime.validate.records import ValidateRun, save_validate_run
+from tileiropt.runtime.workers import take_worker_starts
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SCHEMA_VERSION
 
 PHASES = ("check", "capture", "compatibility", "classify", "apply", "validate", "bench", "report")
@@ -59,6 +60,8 @@ class PhaseResult:
     status: str  # PASS | FAIL | ERROR | NOT_RUN (tileiropt.schema)
     seconds: float = 0.0
     detail: str = ""
+    workers: int = 0  # worker processes the phase started (validate, bench, capture replays)
+    worker_start_s: float = 0.0  # their time from start to ready (Python, torch, Triton, the GPU), summed
 
 
 @dataclass
@@ -197,8 +200,11 @@ class Pipeline:
             return
         self.on_event(name, "start")
         started = time.monotonic()
+        take_worker_starts()  # what an earlier phase's workers left is not this phase's
         result = action()
         result.seconds = round(time.monotonic() - started, 3)
+        starts = take_worker_starts()
+        result.workers, result.worker_start_s = len(starts), round(sum(starts), 3)
         self.result.phases.append(result)
         self.on_event(name, result.status)
 

@@ -72,6 +72,7 @@ class WorkerProcess:
         env["MPLBACKEND"] = "Agg"  # a kernel file that plots at import never opens a window
         keep_bytecode(env)
         self.launcher = launcher
+        self.created = time.monotonic()
         self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.stderr: collections.deque[str] = collections.deque(maxlen=40)
         with _LIVE_LOCK:
@@ -170,6 +171,18 @@ class WorkerProcess:
         return f"crashed (exit code {rc})" + (f": {last}" if last else "")
 
 
+_STARTS: list[float] = []  # seconds from a worker's start to its "hello" (imports done), since the last take
+_STARTS_LOCK = threading.Lock()
+
+
+def take_worker_starts() -> list[float]:
+    """The start-up times of the workers that said hello since the last call (a phase's cost of starting them)."""
+    with _STARTS_LOCK:
+        taken = list(_STARTS)
+        _STARTS.clear()
+    return taken
+
+
 def keep_bytecode(env: dict[str, str]) -> None:
     """Let a worker keep the bytecode of what it imports in the tool's cache folder (`PYTHONPYCACHEPREFIX`,
     unless the user set one): every worker imports torch and the user's package anew, and where the installed
@@ -258,6 +271,8 @@ class WorkerEvents:
                 return
             kind = event.get("event")
             if kind == "hello":
+                with _STARTS_LOCK:
+                    _STARTS.append(time.monotonic() - self.worker.created)
                 self.provenance = Provenance(**(event.get("provenance") or {}))
                 yield kind, event
             elif kind == "done":
