@@ -30,6 +30,7 @@ from typing import Any
 
 from tileiropt.errors import ExitCode, run_exit_code
 from tileiropt.output import to_jsonable
+from tileiropt.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
 from tileiropt.project import KernelSpec, Project
 from tileiropt.report.artifacts import (
     APPLY_FILE,
@@ -88,63 +89,6 @@ class RunResult:
     cwd: str = ""  # the folder the run was started in: the report's next-step command starts there
     verdicts: dict[str, dict[str, str]] = field(default_factory=dict)  # kernel -> its one verdict (report.verdict)
     in_place_refused: dict[str, str] = field(default_factory=dict)  # the user's file -> why --in-place did not write
-
-
-def classify_inputs(paths: list[Path], release: str, dtypes: list[str] | None) -> str:
-    """What a classification depends on: the files' SHA-256, the release, the dtypes the IR check lowers with,
-    the tool's source, Triton's and torch's versions. An unchanged re-run reuses the saved classify.json."""
-    from tileiropt.runtime.machine import versions
-    from tileiropt.runtime.provenance import file_digest
-    from tileiropt.runtime.resume import input_key, tool_digest
-
-    return input_key({"files": {str(p): file_digest(p) for p in paths}, "release": release, "dtypes": dtypes,
-                      "tool": tool_digest(), "versions": versions()})
-
-
-def earlier_classify(artifacts: Path, inputs: str) -> dict[str, Any] | None:
-    """The saved classify.json when its inputs are `inputs` (and it reads as one), else None."""
-    import json
-
-    try:
-        document = json.loads((Path(artifacts) / CLASSIFY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(document, dict) or document.get("inputs") != inputs or not isinstance(
-            document.get("files"), list) or not isinstance(document.get("kernels"), list):
-        return None
-    if not all(isinstance(f, dict) and isinstance(f.get("file"), str) and "status" in f for f in document["files"]):
-        return None
-    return document
-
-
-def apply_inputs(pairs: list[tuple[Path, Path]], max_configs: int, release: str) -> str:
-    """What `apply` depends on: each (kernel file's SHA-256, optimized path), the config cap, the release, the tool."""
-    from tileiropt.runtime.machine import versions
-    from tileiropt.runtime.resume import input_key, tool_digest
-
-    return input_key({"pairs": [(str(p), file_digest(p), str(o)) for p, o in pairs], "max_configs": max_configs,
-                      "release": release, "tool": tool_digest(), "versions": versions()})
-
-
-def earlier_apply(artifacts: Path, inputs: str) -> dict[str, Any] | None:
-    """The saved apply.json when its inputs are `inputs` and every optimized file is still as it wrote it."""
-    import json
-
-    try:
-        document = json.loads((Path(artifacts) / APPLY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(document, dict) or document.get("inputs") != inputs or document.get("dry_run") is not False:
-        return None
-    outputs, files, errors = document.get("outputs"), document.get("files"), document.get("errors")
-    if not isinstance(outputs, dict) or not isinstance(files, list) or not isinstance(errors, list):
-        return None
-    if not all(isinstance(e, dict) and isinstance(e.get("file"), str) for e in errors) or not all(
-            isinstance(f, dict) for f in files):
-        return None
-    if any(file_digest(Path(path)) != digest for path, digest in outputs.items()):
-        return None  # an optimized file changed or went away since: write it again
-    return document
 
 
 class Pipeline:

@@ -1,0 +1,43 @@
+"""An unchanged re-run reuses classify.json and apply.json; a changed kernel file, release or optimized file,
+or a record of another shape, makes the phase run again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tileiropt.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
+from tileiropt.runtime.provenance import file_digest
+
+
+def test_classify_is_reused_only_for_the_same_files_release_and_dtypes(tmp_path: Path) -> None:
+    kernel = tmp_path / "k.py"
+    kernel.write_text("import triton\n")
+    inputs = classify_inputs([kernel], "13.4", ["fp16"])
+    document = {"inputs": inputs, "files": [{"file": str(kernel), "status": "pass"}], "kernels": []}
+    (tmp_path / "classify.json").write_text(json.dumps(document))
+    assert earlier_classify(tmp_path, inputs) == document
+    assert classify_inputs([kernel], "13.5", ["fp16"]) != inputs
+    assert classify_inputs([kernel], "13.4", ["bf16"]) != inputs
+    kernel.write_text("import triton  # edited\n")
+    assert earlier_classify(tmp_path, classify_inputs([kernel], "13.4", ["fp16"])) is None
+    (tmp_path / "classify.json").write_text(json.dumps({**document, "files": [{"status": "pass"}]}))
+    assert earlier_classify(tmp_path, inputs) is None  # a record of another shape is never trusted
+
+
+def test_apply_is_reused_only_while_its_outputs_are_as_written(tmp_path: Path) -> None:
+    kernel, output = tmp_path / "k.py", tmp_path / "k_tileir.py"
+    kernel.write_text("import triton\n")
+    output.write_text("# rewritten\n")
+    inputs = apply_inputs([(kernel, output)], 16, "13.4")
+    document = {"inputs": inputs, "dry_run": False, "files": [{"file": str(kernel), "output": str(output)}],
+                "errors": [], "outputs": {str(output): file_digest(output)}}
+    (tmp_path / "apply.json").write_text(json.dumps(document))
+    assert earlier_apply(tmp_path, inputs) == document
+    assert apply_inputs([(kernel, output)], 8, "13.4") != inputs  # another config cap
+    output.write_text("# edited by hand\n")
+    assert earlier_apply(tmp_path, inputs) is None  # an optimized file changed since: written again
+    output.unlink()
+    assert earlier_apply(tmp_path, inputs) is None  # or set aside
+    (tmp_path / "apply.json").write_text(json.dumps({**document, "dry_run": True}))
+    assert earlier_apply(tmp_path, inputs) is None  # a dry run wrote nothing
