@@ -384,6 +384,9 @@ def test_processes_the_users_entry_starts_end_with_the_worker(monkeypatch) -> No
                                          "reference": "x", "inputs": {"x": [300]}}]}, None, VALIDATE_FIXTURES)
     run = validate_project(project, backends=["interpret"], parallel=1)
     assert {r.status for r in run.records} == {PASS}
+    deadline = time.monotonic() + 10  # SIGKILL is sent at once; the process leaves /proc a moment later
+    while _tagged_processes(tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert _tagged_processes(tag) == []  # the entry's `sleep 120` went with its worker's process group
 
 

@@ -118,14 +118,11 @@ def mirrored_output(path: Path, library: Path, artifacts: Path) -> Path:
         f"{relative.stem}_tileir.py"
 
 
-def check_library(found: LibraryFiles, command: list[str] | None) -> None:
-    """Before anything runs: a command to capture from, and at least one kernel file."""
-    folder = found.folder
-    if not command:
-        raise UserError("a library folder needs the command that exercises its kernels", file=str(folder),
-                        hint=f"tileiropt run {folder.name} -- pytest tests/ (or add a tileiropt.toml to the folder)")
+def check_library(found: LibraryFiles) -> None:
+    """Before anything runs: at least one kernel file (a command is what makes a folder a library: see
+    `project.resolve_target` and `tileiropt init DIR -- COMMAND`)."""
     if not found.kernel_files:
         why = "; ".join(f"{p.name}: {r}" for p, r in list(found.unreadable.items())[:3])
         raise UserError("no Python file under the folder defines a Triton kernel (@triton.jit)"
-                        + (f" (unreadable: {why})" if why else ""), file=str(folder),
+                        + (f" (unreadable: {why})" if why else ""), file=str(found.folder),
                         hint="give the folder of the kernel files, or widen --include")

@@ -672,7 +672,7 @@ def project_from_library(folder: Path, command: list[str] | None, *, include: li
     from tileiropt.library import check_library, library_files
 
     found = library_files(folder, include, exclude)
-    check_library(found, command)
+    check_library(found)
     root = Path.cwd()
     return Project(file=None, root=root, kernels=[], artifacts=root / (artifacts or DEFAULT_ARTIFACTS),
                    capture=CaptureRequest(files=found.kernel_files, command=command, budget=budget,

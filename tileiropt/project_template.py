@@ -94,7 +94,7 @@ def write_library_project(folder: Path, command: list[str], output: Path | None,
     from tileiropt.library import check_library, library_files
 
     found = library_files(folder, include, exclude)
-    check_library(found, command)
+    check_library(found)
     target = _target(output, force)
     try:
         library = Path(folder).resolve().relative_to(target.parent.resolve()).as_posix()

@@ -192,11 +192,13 @@ def _tensor(value: Any, aliases: dict[int, str], name: str) -> dict[str, Any]:
         aliases[pointer] = name
     if not value.is_floating_point() and not value.is_complex() and value.numel():
         flat = value.detach()
-        addresses = device_addresses(flat) if flat.numel() <= SMALL_VALUES else None
-        if addresses is not None:
-            data["addresses"] = addresses
-        elif flat.numel() <= SMALL_VALUES:
-            data["values"] = flat.cpu().reshape(-1).tolist()
+        if flat.numel() <= SMALL_VALUES:
+            values = flat.cpu().reshape(-1).tolist()  # read once: for the addresses test and as the values
+            addresses = device_addresses(flat, values)
+            if addresses is not None:
+                data["addresses"] = addresses
+            else:
+                data["values"] = values
         else:
             data["range"] = [int(flat.min().item()), int(flat.max().item())]
     elif value.is_floating_point() and value.numel():
@@ -209,15 +211,16 @@ def _tensor(value: Any, aliases: dict[int, str], name: str) -> dict[str, Any]:
 ADDRESS_FLOOR = 1 << 32  # heap and device addresses lie above 4 GiB; indices and sizes below
 
 
-def device_addresses(values: Any) -> dict[str, Any] | None:
+def device_addresses(values: Any, listed: list[int] | None = None) -> dict[str, Any] | None:
     """For an int64 tensor holding the addresses of other tensors (`t.data_ptr()`: grouped GEMMs, MoE): the
     buffers they point into (dtype, elements) and, per value, (buffer, byte offset); a replay rebuilds the
-    addresses into buffers of its own. None when the values are not all addresses (or zero) of live tensors."""
+    addresses into buffers of its own. None when the values are not all addresses (or zero) of live tensors.
+    `listed`: the tensor's values, when the caller has read them already."""
     import torch
 
     if values.dtype not in (torch.int64, getattr(torch, "uint64", torch.int64)):
         return None
-    flat = [int(v) for v in values.cpu().reshape(-1).tolist()]
+    flat = [int(v) for v in (listed if listed is not None else values.cpu().reshape(-1).tolist())]
     if not any(flat) or any(v and v < ADDRESS_FLOOR for v in flat):
         return None
     storages = _live_storages(values.device)

@@ -251,13 +251,18 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
 # --------------------------------------------------------------------------- running workers
 
 
+def pair_key(item: BenchItem) -> tuple:
+    """What an original and its optimized row share when they are timed in turns: kernel, dtypes, size."""
+    return item.kernel, tuple(sorted(item.dtypes.items())), item.size
+
+
 def in_worker_pairs(items: list[BenchItem]) -> list[list[int]]:
     """[original index, optimized index] of the PTX items of one group that are timed in turns by the same
     worker right after their own rows (same kernel, dtypes and size): the compiled kernels are still in memory."""
     by_key: dict[tuple, dict[str, int]] = {}
     for index, item in enumerate(items):
         if item.backend == PTX and item.variant in (ORIGINAL, OPTIMIZED):
-            by_key.setdefault((item.kernel, tuple(sorted(item.dtypes.items())), item.size), {})[item.variant] = index
+            by_key.setdefault(pair_key(item), {})[item.variant] = index
     return [[pair[ORIGINAL], pair[OPTIMIZED]] for pair in by_key.values() if ORIGINAL in pair and OPTIMIZED in pair]
 
 
@@ -370,8 +375,7 @@ def pair_groups(rows: dict[int, BenchRow], items: dict[int, BenchItem]) -> list[
         item = items[item_id]
         if row.status != PASS or item.backend != PTX or item.variant not in (ORIGINAL, OPTIMIZED):
             continue
-        key = (item.kernel, tuple(sorted(item.dtypes.items())), item.size)
-        by_key.setdefault(key, {})[item.variant] = item
+        by_key.setdefault(pair_key(item), {})[item.variant] = item
     groups: dict[str, list[tuple[BenchItem, BenchItem]]] = {}
     for key, pair in by_key.items():
         if ORIGINAL in pair and OPTIMIZED in pair:
