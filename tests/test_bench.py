@@ -34,7 +34,19 @@ from tileiropt.runtime.bench.records import (
     summarize_quantiles,
     within_noise,
 )
-from tileiropt.runtime.bench.run import BenchSettings, GroupRunner, bench_project, finish_rows, obtain_peaks, plan_items
+from tileiropt.runtime import engine
+from tileiropt.runtime.backends import BACKENDS
+from tileiropt.runtime.bench.run import (
+    BenchJob,
+    BenchJobs,
+    BenchSettings,
+    bench_project,
+    finish_rows,
+    obtain_peaks,
+    plan_items,
+)
+from tileiropt.runtime.engine import JobPool, RunWorkers, run_jobs
+from tileiropt.runtime.workers import LOCAL
 from tileiropt.runtime.bench.worker import BenchItem, _call_bench, choose_method, input_set_count
 from tileiropt.runtime.machine import Machine
 from tileiropt.runtime.provenance import Provenance
@@ -254,13 +266,13 @@ def test_reasons_on_a_gpu_without_tileir(tmp_path: Path) -> None:
     assert "no optimized file vector_add_tileir.py" in reasons[("optimized", "ptx")]
     assert reasons[("original", "tileir")] == "not run: FAKE H100 (test) is sm_90; TileIR needs Blackwell (sm_100+)"
     assert "the original PTX row is the baseline" in reasons[("reference", "torch")]
-    planned = [(item.variant, item.backend, item.size) for _, items in plan.groups for item in items]
-    assert planned == [("original", "ptx", 128), ("original", "ptx", 1024)]  # one worker, both sizes
+    planned = [(item.variant, item.backend, item.size) for job in plan.jobs for item in job.items]
+    assert planned == [("original", "ptx", 128), ("original", "ptx", 1024)]  # one job, both sizes
     isolated = plan_items(project, project.kernels, BenchSettings(isolate=True), HOPPER)
-    assert [len(items) for _, items in isolated.groups] == [1, 1]
+    assert [len(job.items) for job in isolated.jobs] == [1, 1]
 
 
-def test_workers_per_kernel(tmp_path: Path) -> None:
+def test_jobs_per_kernel(tmp_path: Path) -> None:
     source = (EXAMPLES / "vector_add.py").read_text()
     (tmp_path / "vector_add.py").write_text(source)
     (tmp_path / "vector_add_tileir.py").write_text(source)
@@ -268,9 +280,14 @@ def test_workers_per_kernel(tmp_path: Path) -> None:
            "dims": {"N": 4096}}
     project = parse_project({"defaults": {"sizes": [128, 1024]}, "kernel": [raw]}, None, tmp_path)
     plan = plan_items(project, project.kernels, BenchSettings(), HOPPER)
-    groups = [(backend, sorted({(i.variant, i.backend) for i in items}), len(items)) for backend, items in plan.groups]
-    # the torch reference rides in the original's PTX worker; the optimized file gets its own (cold cache)
-    assert groups == [("ptx", [("original", "ptx"), ("reference", "torch")], 4), ("ptx", [("optimized", "ptx")], 2)]
+    jobs = [(job.backend, sorted({(i.variant, i.backend) for i in job.items}), len(job.items)) for job in plan.jobs]
+    # one job per kernel and worker backend: the torch reference rides with the PTX rows; the pairs follow them
+    assert jobs == [("ptx", [("optimized", "ptx"), ("original", "ptx"), ("reference", "torch")], 6)]
+    items = plan.jobs[0].items
+    assert [(items[a].variant, items[b].variant, items[a].size == items[b].size) for a, b in plan.jobs[0].pairs] \
+        == [("original", "optimized", True)] * 2
+    isolated = plan_items(project, project.kernels, BenchSettings(isolate=True), HOPPER)
+    assert [(len(job.items), job.start_item) for job in isolated.jobs] == [(1, 0)] * 6 + [(2, 2)] * 2  # pairs last
 
 
 def test_a_kernel_without_sweep_is_timed_once(tmp_path: Path) -> None:
@@ -329,12 +346,8 @@ def test_triton_version_guards() -> None:
 
 
 def _fake_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    def worker(backend: str, job: dict, cache: str, launcher=bench_module.LOCAL):
-        return bench_module.WorkerProcess(bench_module.BACKENDS["ptx"], job, module="fake_bench_worker",
-                                          extra_env={"TRITON_CACHE_DIR": cache, "PYTHONPATH": str(FIXTURES)},
-                                          launcher=launcher)
-
-    monkeypatch.setattr(bench_module, "_worker", worker)
+    monkeypatch.setattr(engine, "WORKER_MODULE", "fake_bench_worker")
+    monkeypatch.setenv("PYTHONPATH", str(FIXTURES))
 
 
 def _item(index: int, kernel: str, timeout: float = 30.0) -> BenchItem:
@@ -348,7 +361,14 @@ def test_timeouts_and_crashes_cost_one_row_each(monkeypatch: pytest.MonkeyPatch)
     items = [_item(0, "a"), _item(1, "hang", timeout=2.0), _item(2, "b"), _item(3, "crash"), _item(4, "poison"),
              _item(5, "c")]
     seen: list[str] = []
-    rows = GroupRunner("ptx", items, on_row=lambda r: seen.append(r.kernel)).run()
+    jobs = BenchJobs(BenchSettings(rounds=0), on_row=lambda r: seen.append(r.kernel))
+    with RunWorkers() as workers:
+        slots = workers.slots(JobPool({"ptx": [BenchJob(0, "k", "ptx", items)]}), {"ptx": BACKENDS["ptx"]}, jobs)
+        assert run_jobs(slots, [LOCAL])
+        caches = [jobs.rows[i].reason.split("cache=")[1] for i in (0, 2, 5)]
+        assert len(set(caches)) == 1 and Path(caches[0]).is_dir()  # one Triton cache per run and backend
+    assert not Path(caches[0]).exists()  # removed with the run
+    rows = jobs.rows
     status = {items[i].kernel: rows[i].status for i in rows}
     assert status == {"a": PASS, "hang": ERROR, "b": PASS, "crash": ERROR, "poison": ERROR, "c": PASS}
     assert rows[1].reason.startswith("timeout after 2s")
@@ -356,8 +376,8 @@ def test_timeouts_and_crashes_cost_one_row_each(monkeypatch: pytest.MonkeyPatch)
     assert sorted(seen) == sorted(i.kernel for i in items)
     pids = {i: rows[i].reason.split()[0] for i in (0, 2, 5)}
     assert len(set(pids.values())) == 3  # a new worker after the hang, the crash and the poisoned context
-    caches = [rows[i].reason.split("cache=")[1] for i in (0, 2, 5)]
-    assert len(set(caches)) == 3 and not any(Path(c).exists() for c in caches)  # fresh, then removed
+    assert slots.workers_started == 4  # the first, then one after the hang, the crash and the poisoned context
+    assert [(t.kernel, t.worker_start_s is not None) for t in slots.timings] == [("k", True)]  # its last part
 
 
 # --------------------------------------------------------------------------- peaks cache
@@ -380,7 +400,7 @@ def test_obtain_peaks_uses_the_cache_without_a_worker(tmp_path: Path, monkeypatc
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     peaks = {**recorded()["peaks"], "device": HOPPER.device["name"], "torch_version": probe_torch()["version"]}
     peaks_module.save_peaks(peaks)
-    monkeypatch.setattr(bench_module, "_worker", lambda *a, **k: pytest.fail("no worker may start"))
+    monkeypatch.setattr(bench_module, "WorkerProcess", lambda *a, **k: pytest.fail("no worker may start"))
     found, note = obtain_peaks(HOPPER)
     assert found["matmul"]["float16"]["tflops"] == 600.0 and note.startswith("cached in")
     assert obtain_peaks(NO_GPU) == (None, "not run: no GPU")

@@ -232,16 +232,16 @@ def _simulated_tileir(release: str, fallback: bool):
 
 @pytest.mark.parametrize("release", ["13.1", "13.4"])
 def test_simulated_tileir_backend_fallback(release: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tileiropt.runtime.backends import RELEASE_ENV, TILEIR
+    from tileiropt.runtime.backends import TILEIR
     from tileiropt.runtime.launches import LaunchRecorder
     from tileiropt.runtime.validate.cases import Case
-    from tileiropt.runtime.validate.worker import CaseRunner, base_provenance
+    from tileiropt.runtime.validate.worker import CaseRunner
+    from tileiropt.runtime.worker_io import base_provenance
 
-    monkeypatch.setenv(RELEASE_ENV, release)
     monkeypatch.setenv("TRITON_TILEIR_RUNTIME_FALLBACK", "1")
     module = types.ModuleType("simulated")
     module.k = _simulated_tileir(release, fallback=True)
-    base = base_provenance(TILEIR)
+    base = base_provenance(TILEIR, release=release)  # the release the run's set-up line names
     assert base.tileir_release == f"CUDA Tile IR {release}"
     assert base.fallback_enabled is (release == "13.4")
     case = Case(id=0, kernel="k", variant="optimized", path="k_tileir.py", entry="k", reference="original",

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
 from tileiropt.project import load_project, parse_project
+from tileiropt.runtime import engine
 from tileiropt.runtime.bench import run as bench_module
 from tileiropt.runtime.bench.run import BenchSettings, bench_project, earlier_bench
 from tileiropt.runtime.executors import Executor, resolve_executor
@@ -29,7 +30,7 @@ from tileiropt.runtime.machine import Machine
 from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.resume import journal_path, read_journal
 from tileiropt.runtime.validate.cases import Case
-from tileiropt.runtime.validate.pool import CasePool
+from tileiropt.runtime.engine import JobPool
 from tileiropt.runtime.validate.run import validate_project
 from tileiropt.schema import PASS
 
@@ -44,14 +45,11 @@ GUARD_S = 120.0  # hang guard of the subprocess tests (never reached when things
 
 
 def _fake_gpus(monkeypatch: pytest.MonkeyPatch, log: Path) -> Machine:
-    def worker(backend: str, job: dict, cache: str, launcher=bench_module.LOCAL):
-        return bench_module.WorkerProcess(bench_module.BACKENDS["ptx"], job, module="fake_bench_worker",
-                                          extra_env={"TRITON_CACHE_DIR": cache, "PYTHONPATH": str(BENCH_FIXTURES),
-                                                     "FAKE_BENCH_LOG": str(log), "FAKE_BENCH_SLEEP": "0.05"},
-                                          launcher=launcher)
-
-    monkeypatch.setattr(bench_module, "_worker", worker)
-    monkeypatch.setattr(bench_module, "obtain_peaks", lambda machine, remeasure=False: (None, "not measured (test)"))
+    monkeypatch.setattr(engine, "WORKER_MODULE", "fake_bench_worker")
+    for name, value in {"PYTHONPATH": str(BENCH_FIXTURES), "FAKE_BENCH_LOG": str(log),
+                        "FAKE_BENCH_SLEEP": "0.05"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(bench_module, "obtain_peaks", lambda machine, remeasure=False, workers=None: (None, "not measured (test)"))
     return Machine(device={"name": "FAKE GPU (test fixture)", "capability": "9.0", "sm_count": 132},
                    tileir_blockers=["nvtriton is not installed"])
 
@@ -111,8 +109,8 @@ def test_bench_journals_rows_and_reuses_unchanged_ones(tmp_path, monkeypatch) ->
 # --------------------------------------------------------------------------- resume (interpreter workers)
 
 
-def _pool(**counts: int) -> CasePool:
-    return CasePool({name: [Case(id=i, kernel=f"k{i}", variant="original", path="k.py", entry="k", reference="x",
+def _pool(**counts: int) -> JobPool:
+    return JobPool({name: [Case(id=i, kernel=f"k{i}", variant="original", path="k.py", entry="k", reference="x",
                                  shapes={}, dtypes={}, atol=0.0, rtol=0.0) for i in range(count)]
                      for name, count in counts.items()})
 
@@ -121,11 +119,11 @@ def test_the_case_pool_first_sends_slots_where_most_cases_wait_and_keeps_a_worke
     pool = _pool(ptx=4, tcop=2)
     assert pool.choose() == "ptx"  # the most cases waiting
     assert pool.choose() == "tcop"  # a backend nobody serves comes before a second worker elsewhere
-    first, moved = pool.next_case("ptx")
+    first, moved = pool.next_job("ptx")
     assert first is not None and first.id == 0 and moved is None
     pool.put_back(first, "ptx")  # a case cut short goes first
-    assert [pool.next_case("ptx")[0].id for _ in range(4)] == [0, 1, 2, 3]
-    assert pool.next_case("ptx") == (None, None)
+    assert [pool.next_job("ptx")[0].id for _ in range(4)] == [0, 1, 2, 3]
+    assert pool.next_job("ptx") == (None, None)
     pool.release("ptx")
     assert pool.choose("ptx") == "tcop" and pool.serving["tcop"] == 2  # nothing measured: join by count
     assert [case.id for case in pool.drain("tcop")] == [0, 1]
@@ -140,10 +138,10 @@ def test_the_case_pool_moves_a_worker_only_where_the_run_ends_sooner() -> None:
     pool.observe("ptx", 0.1, first=False)
     pool.observe("tcop", 1.0, first=False)
     # ptx: 2 s left over 3 workers; tcop: 20 s for 1. A ptx worker moves (8 s start-up, then shared work).
-    assert pool.next_case("ptx") == (None, "tcop")
+    assert pool.next_job("ptx") == (None, "tcop")
     assert pool.serving["ptx"] == 2 and pool.serving["tcop"] == 2
     # now ptx ends in 1 s, tcop in 10 s; one more move would end tcop at about 9.3 s: not 15% sooner
-    case, moved = pool.next_case("ptx")
+    case, moved = pool.next_job("ptx")
     assert case is not None and moved is None
     # a worker never leaves its backend without one
     lone = _pool(ptx=5, tcop=50)
@@ -151,7 +149,7 @@ def test_the_case_pool_moves_a_worker_only_where_the_run_ends_sooner() -> None:
     lone.observe("ptx", 8.0, first=True)
     lone.observe("ptx", 0.1, first=False)
     lone.observe("tcop", 1.0, first=False)
-    assert lone.next_case("ptx")[1] is None
+    assert lone.next_job("ptx")[1] is None
 
 
 def test_a_free_slot_joins_a_backend_only_when_the_work_left_per_worker_exceeds_a_start_up() -> None:
@@ -162,7 +160,7 @@ def test_a_free_slot_joins_a_backend_only_when_the_work_left_per_worker_exceeds_
     pool.observe("tcop", 0.5, first=False)
     assert pool.choose() == "tcop"  # 20 s of work for one worker: worth an 8 s start-up
     for _ in range(30):
-        pool.next_case("tcop")
+        pool.next_job("tcop")
     assert pool.choose() is None  # 10 cases (5 s) over 2 workers, 3 (0.6 s) over 1: neither is worth one
 
 

@@ -18,7 +18,6 @@ for want of a GPU is not a failure), 1 a kernel stopped or a benchmark errored, 
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import shlex
 import shutil
 import sys
@@ -44,7 +43,9 @@ from tileiropt.report.artifacts import (
 from tileiropt.report.verdict import ATTENTION
 from tileiropt.runtime.bench.records import BenchKernel
 from tileiropt.runtime.bench.run import BenchSettings
+from tileiropt.runtime.engine import RunWorkers
 from tileiropt.runtime.executors import Executor
+from tileiropt.runtime.job_timing import JobTiming
 from tileiropt.runtime.provenance import file_digest
 from tileiropt.runtime.validate.records import ValidateRun, save_validate_run
 from tileiropt.runtime.workers import take_worker_starts
@@ -63,6 +64,7 @@ class PhaseResult:
     detail: str = ""
     workers: int = 0  # worker processes the phase started (validate, bench, capture replays)
     worker_start_s: float = 0.0  # their time from start to ready (Python, torch, Triton, the GPU), summed
+    jobs: list[JobTiming] = field(default_factory=list)  # each job of the engine: worker start, import, compile...
 
 
 @dataclass
@@ -113,7 +115,10 @@ class Pipeline:
         from tileiropt.environment import choose_release
 
         self.release = choose_release(project.tileir_version)  # every phase follows this CUDA Tile IR release
+        # the workers of validate and bench, kept between phases: the PTX worker that validated a kernel times it
+        self.workers = RunWorkers(self.release.release.version, keep=True)
         self.validation: ValidateRun | None = None
+        self.jobs: list[JobTiming] = []  # the current phase's jobs of the engine
         self.bench_failed = False
         self.capture_failed = False
         self.in_place = in_place
@@ -145,8 +150,10 @@ class Pipeline:
         self.on_event(name, "start")
         started = time.monotonic()
         take_worker_starts()  # what an earlier phase's workers left is not this phase's
+        self.jobs = []
         result = action()
         result.seconds = round(time.monotonic() - started, 3)
+        result.jobs = self.jobs
         starts = take_worker_starts()
         result.workers, result.worker_start_s = len(starts), round(sum(starts), 3)
         self.result.phases.append(result)
@@ -185,7 +192,7 @@ class Pipeline:
 
     def validation_options(self, phase: str) -> dict[str, Any]:
         return {"executor": self.executor, "earlier": self.earlier, "journal": True,
-                "progress": self.progress(phase, "cases")}
+                "progress": self.progress(phase, "cases"), "workers": self.workers}
 
     def stop_on_failures(self, run: ValidateRun, phase: str, what: str) -> int:
         """Stop every kernel with a failed or errored record; return how many stopped."""
@@ -226,13 +233,14 @@ class Pipeline:
         from tileiropt.runtime.machine import Machine
         from tileiropt.runtime.validate.run import validate_project
 
-        machine = Machine.probe()
+        machine = Machine.probe(self.workers.release)
         backend = "ptx" if machine.has_gpu else "interpret"
         run = validate_project(self.project, kernels=[s.name for s in self.live], backends=[backend],
                                variants=["original"], timeout=self.timeout, command=self.result.command,
                                on_record=self.record_event("compatibility"), machine=machine,
                                **self.validation_options("compatibility"))
         self.save_validation(run)
+        self.jobs = list(run.jobs)
         stopped = self.stop_on_failures(run, "compatibility", "the original file")
         passed = sum(r.status == PASS for r in run.records)
         if stopped:
@@ -306,6 +314,7 @@ class Pipeline:
                                timeout=self.timeout, command=self.result.command,
                                on_record=self.record_event("validate"), **self.validation_options("validate"))
         self.save_validation(run)
+        self.jobs = list(run.jobs)
         stopped = self.stop_on_failures(run, "validate", "the optimized file")
         stopped += self.stop_unvalidated(run)
         counts = run.counts()
@@ -322,7 +331,7 @@ class Pipeline:
 
         request = self.project.capture
         assert request is not None
-        machine = Machine.probe()
+        machine = Machine.probe(self.workers.release)
         result, specs = add_captured_kernels(self.project, machine, self.timeout, fresh=self.fresh)
         self.specs += specs
         self.result.kernels += [kernel_info(s, self.bench_settings.sizes) for s in specs]
@@ -368,9 +377,11 @@ class Pipeline:
 
         run = bench_project(self.project, kernels=[s.name for s in self.live], settings=self.bench_settings,
                             command=self.result.command, on_row=on_row, executor=self.executor, journal=True,
-                            earlier=self.earlier_bench, progress=self.progress("bench", "rows"))
+                            earlier=self.earlier_bench, progress=self.progress("bench", "rows"),
+                            workers=self.workers)
         save_bench_run(run, self.artifacts)
         self.bench_run = run
+        self.jobs = list(run.jobs)
         if run.interrupted:
             raise KeyboardInterrupt("interrupted")  # the rows that finished are saved
         counts = run.counts()
@@ -503,12 +514,8 @@ class Pipeline:
         return bool(self.result.stopped) or self.bench_failed or self.capture_failed or bool(self.result.rejected)
 
     def run(self) -> RunResult:
-        from tileiropt.runtime.backends import RELEASE_ENV
-
         started = time.monotonic()
         self.result.started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        before = os.environ.get(RELEASE_ENV)
-        os.environ[RELEASE_ENV] = self.release.release.version  # the workers follow the same release
         name = PHASES[0]
         try:
             for name in PHASES[:-1]:
@@ -520,10 +527,7 @@ class Pipeline:
             self.interrupted = True
             self.result.phases.append(PhaseResult(name, NOT_RUN, 0.0, "interrupted"))
         finally:
-            if before is None:
-                os.environ.pop(RELEASE_ENV, None)
-            else:
-                os.environ[RELEASE_ENV] = before
+            self.workers.close()  # the workers kept between phases end, the run's Triton caches go
         self.result.exit_code = int(run_exit_code(interrupted=self.interrupted, failed=self.failed(),
                                                   not_run_here=self.not_run_here))
         self.result.seconds = round(time.monotonic() - started, 3)  # every phase but the report's rendering

@@ -176,7 +176,8 @@ def _peak(row: BenchRow) -> str:
 def _first_call(row: BenchRow) -> str:
     parts = []
     if row.first_call_ms is not None:
-        parts.append(f"first call {row.first_call_ms:.0f} ms")
+        parts.append(f"first call {row.first_call_ms:.0f} ms" + (" (compiled earlier in the run)"
+                                                                 if row.first_call_warm else ""))
     if row.autotune_ms is not None:
         chosen = "; ".join(a.best_config for a in row.autotuners if a.best_config)
         parts.append(f"autotune {row.autotune_ms:.0f} ms" + (f" -> {chosen}" if chosen else ""))

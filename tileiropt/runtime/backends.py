@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 FORCE_TILEIR_ENV = "TILEIROPT_FORCE_TILEIR"
-RELEASE_ENV = "TILEIROPT_TILEIR_VERSION"  # the CUDA Tile IR release a run follows, for its workers
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,18 @@ def import_kernel_module(path: Path | str, search_paths: Iterable[Path | str] = 
     return module
 
 
+class ModuleCalls:
+    """Whether a script imported now has its self-test calls run (`skip` False) or skipped: a bare top-level call
+    of a function the script defines itself (``test_layer_norm(1151, 8192, torch.float16)``). A bench worker
+    skips them: the capture, or the validation, ran them already, and no definition needs their result. Calls of
+    anything else (``torch.manual_seed(0)``, ``triton.set_allocator(...)``) always run."""
+
+    skip = False
+
+
+MODULE_CALLS = ModuleCalls()
+
+
 class _GuardedLoader(importlib.machinery.SourceFileLoader):
     """Imports a script with each bare module-level call (``test_layer_norm(1151, 8192, torch.float16)``,
     ``sys.exit(main())``) inside ``try``: when it raises, the failure is remembered
@@ -89,9 +101,37 @@ class _GuardedLoader(importlib.machinery.SourceFileLoader):
         """Compiled from the source every time: never read from or written to a bytecode cache, which a plain
         import of the same file shares."""
         tree = ast.parse(self.get_data(self.path), filename=self.path)
+        if MODULE_CALLS.skip:
+            tree.body = _without_self_tests(tree.body, _defined_functions(tree.body))
+        else:
+            stand_ins.GUARDED_IMPORTS.add(os.path.realpath(self.path))  # its calls' failures can be compared
         tree.body = _guarded_statements(tree.body)
-        stand_ins.GUARDED_IMPORTS.add(os.path.realpath(self.path))
         return compile(tree, self.path, "exec", dont_inherit=True)
+
+
+def _defined_functions(statements: list[ast.stmt]) -> set[str]:
+    """The functions a script defines at its top level, inside module-level `if` arms too."""
+    names: set[str] = set()
+    for statement in statements:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(statement.name)
+        elif isinstance(statement, ast.If):
+            names |= _defined_functions(statement.body) | _defined_functions(statement.orelse)
+    return names
+
+
+def _without_self_tests(statements: list[ast.stmt], own: set[str]) -> list[ast.stmt]:
+    """The statements without the bare calls of the script's own functions (`MODULE_CALLS`)."""
+    kept: list[ast.stmt] = []
+    for statement in statements:
+        if isinstance(statement, ast.If):
+            statement.body = _without_self_tests(statement.body, own) or [ast.copy_location(ast.Pass(), statement)]
+            statement.orelse = _without_self_tests(statement.orelse, own)
+        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
+                and isinstance(statement.value.func, ast.Name) and statement.value.func.id in own:
+            continue
+        kept.append(statement)
+    return kept
 
 
 def _guarded_statements(statements: list[ast.stmt]) -> list[ast.stmt]:

@@ -8,8 +8,6 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tileiropt.runtime.backends import RELEASE_ENV
-
 
 @dataclass
 class Machine:
@@ -28,7 +26,7 @@ class Machine:
         from tileiropt.environment import choose_release, device_description, triton_distribution
 
         device = device_description()
-        chosen = choose_release(release or os.environ.get(RELEASE_ENV) or None).release
+        chosen = choose_release(release).release
         blockers = []
         if not triton_distribution().get("tileir_backend"):
             blockers.append("nvtriton is not installed (triton.backends.tileir not found)")
@@ -53,11 +51,12 @@ def _summary(environ: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     return asdict(check_environment(dict(environ)))
 
 
-def versions() -> dict[str, Any]:
-    """Triton, torch and the CUDA Tile IR release the workers follow (part of every input key)."""
+def versions(release: str | None = None) -> dict[str, Any]:
+    """Triton, torch and the CUDA Tile IR `release` the workers follow (part of every input key; None: detected,
+    else the newest known)."""
     from tileiropt.environment import choose_release
 
-    return {**_installed(), "release": choose_release(os.environ.get(RELEASE_ENV) or None).release.version}
+    return {**_installed(), "release": choose_release(release).release.version}
 
 
 @functools.cache

@@ -1,7 +1,7 @@
-"""The worker side of the worker protocol, shared by the validate and bench workers.
+"""The worker side of the worker protocol, shared by the job engine's worker and the peaks worker.
 
-A worker reads a JSON job as the first line of stdin (a validate worker then reads one case per line until
-stdin ends) and writes one JSON event per line on the stdout it started with;
+A worker reads its set-up as the first line of stdin (then one job per line until stdin ends) and writes one
+JSON event per line on the stdout it started with;
 anything else printed to stdout (by kernels, by a package at import) goes to stderr, so it can never be
 taken for an event.
 """
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
-from tileiropt.runtime.backends import RELEASE_ENV, Backend
+from tileiropt.runtime.backends import Backend
 from tileiropt.runtime.provenance import Provenance
 
 
@@ -46,8 +46,10 @@ def more_lines() -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
-def base_provenance(backend: Backend, known_distribution: dict[str, Any] | None = None) -> Provenance:
-    """Device, Triton distribution and versions as this worker sees them. `known_distribution`: the parent's
+def base_provenance(backend: Backend, known_distribution: dict[str, Any] | None = None,
+                    release: str | None = None) -> Provenance:
+    """Device, Triton distribution and versions as this worker sees them; for a TileIR backend, the CUDA Tile IR
+    `release` the run follows (None: detected, else the newest known). `known_distribution`: the parent's
     `triton_distribution()`, taken when this worker imports triton from the same folder (reading every
     installed package's metadata again costs each worker most of a second where hundreds are installed)."""
     import torch
@@ -65,7 +67,7 @@ def base_provenance(backend: Backend, known_distribution: dict[str, Any] | None 
     if backend.expected_backend == "tileir":
         from tileiropt.environment import choose_release
 
-        release = choose_release(os.environ.get(RELEASE_ENV) or None).release
+        release = choose_release(release).release
         provenance.tileir_release = release.label()
         provenance.fallback_enabled = bool(release.fallback_variable) and \
             os.environ.get(release.fallback_variable or "") == "1"

@@ -1,7 +1,7 @@
 """Worker processes, shared by validate and bench: start, read events, time out, kill, shut down.
 
-A worker is a subprocess (`python -m <module>`) that reads JSON lines on stdin (a job; a validate worker
-then takes one case per line until its input ends) and writes one JSON event per line on stdout. Each
+A worker is a subprocess (`python -m <module>`) that reads JSON lines on stdin (its set-up, then one job per
+line until its input ends: `tileiropt.runtime.job_worker`) and writes one JSON event per line on stdout. Each
 runs in its own session (its own process group): Ctrl-C in the terminal never reaches it, and `kill()`
 ends it with everything it started. Every live worker is registered, so `stop_all()` (on SIGINT/SIGTERM,
 see `stopping_on_signals`) ends them all within a moment; once stopping, no runner starts a new worker.
@@ -59,13 +59,13 @@ class WorkerProcess:
     """A running worker: its events on a queue, the tail of its stderr kept for crash reports."""
 
     def __init__(self, backend: Backend, job: dict[str, Any] | None,
-                 module: str = "tileiropt.runtime.validate.worker", extra_env: dict[str, str] | None = None,
+                 module: str = "tileiropt.runtime.job_worker", extra_env: dict[str, str] | None = None,
                  launcher: Launcher | None = None):
         """`job`: written as one line, then the input is closed; None: the input stays open for `send()`."""
         launcher = launcher or LOCAL
         env = backend_env(backend)
         env.update(launcher.env)
-        env.update(extra_env or {})  # RELEASE_ENV travels in the parent's environment (set by the pipeline)
+        env.update(extra_env or {})
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
@@ -73,6 +73,8 @@ class WorkerProcess:
         keep_bytecode(env)
         self.launcher = launcher
         self.created = time.monotonic()
+        self.hello: Provenance | None = None  # what its "hello" said (None until then)
+        self.hello_seconds: float | None = None  # from its start to its "hello": torch, Triton and CUDA imported
         self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.stderr: collections.deque[str] = collections.deque(maxlen=40)
         with _LIVE_LOCK:
@@ -271,9 +273,10 @@ class WorkerEvents:
                 return
             kind = event.get("event")
             if kind == "hello":
+                self.worker.hello_seconds = time.monotonic() - self.worker.created
                 with _STARTS_LOCK:
-                    _STARTS.append(time.monotonic() - self.worker.created)
-                self.provenance = Provenance(**(event.get("provenance") or {}))
+                    _STARTS.append(self.worker.hello_seconds)
+                self.provenance = self.worker.hello = Provenance(**(event.get("provenance") or {}))
                 yield kind, event
             elif kind == "done":
                 self.finished = True

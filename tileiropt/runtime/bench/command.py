@@ -102,7 +102,7 @@ def run_bench_command(
 ) -> ExitCode:
     """Everything behind the command; returns the exit code."""
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
-    machine = Machine.probe()
+    machine = Machine.probe(project.tileir_version)
     project = with_captured_kernels(project, machine, fresh)  # a project that asks for a capture: its launches
     chosen = resolve_executor(project.executor, executor)
     with Progress("bench", "rows", err_console) as progress:

@@ -16,6 +16,9 @@ from typing import Any
 
 from tileiropt.cache import cache_dir
 from tileiropt.output import dumps, write_atomic
+from tileiropt.runtime.bench.worker import run_do_bench
+from tileiropt.runtime.provenance import Provenance
+from tileiropt.runtime.worker_io import Emitter
 
 PEAKS_FILE = "peaks.json"
 COPY_BYTES = 1 << 30  # 1 GiB copied: far beyond any L2
@@ -58,8 +61,6 @@ def save_peaks(peaks: dict[str, Any], path: Path | None = None) -> Path:
 
 
 def _median_ms(fn: Any) -> float:
-    from tileiropt.runtime.bench.worker import run_do_bench
-
     return run_do_bench(fn, warmup_ms=25, rep_ms=200).median_ms
 
 
@@ -116,3 +117,10 @@ def measure_peaks() -> dict[str, Any]:
         "copy": measure_copy(),
         "matmul": {dtype: measure_matmul(dtype) for dtype in MATMUL_DTYPES},
     }
+
+
+def run_peaks_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emitter, blocked: str | None) -> bool:
+    """The job engine's "peaks" job: measure this GPU's peaks (one "peaks" event)."""
+    emit("peaks", id=job["id"], peaks=measure_peaks())
+    emit("job_done", id=job["id"], parts={})
+    return True

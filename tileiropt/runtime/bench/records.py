@@ -15,6 +15,7 @@ from typing import Any
 
 from tileiropt.errors import ExitCode
 from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
+from tileiropt.runtime.job_timing import JobTiming, timings_from_list
 from tileiropt.runtime.provenance import Provenance, fallback_note
 from tileiropt.schema import ERROR, PASS, SCHEMA_VERSION, count_statuses, read_status
 
@@ -170,7 +171,8 @@ class BenchRow:
     shapes: dict[str, list[int]] = field(default_factory=dict)
     dtypes: dict[str, str] = field(default_factory=dict)
     timing: Timing | None = None
-    first_call_ms: float | None = None  # first call, empty autotuner cache, fresh Triton cache: compile + tune
+    first_call_ms: float | None = None  # first call, empty autotuner cache, the run's Triton cache: compile + tune
+    first_call_warm: bool = False  # the kernels were compiled before in that worker (it validated them): tune only
     autotune_ms: float | None = None  # autotuning alone (sum of `bench_time`), else first call - median
     autotune_source: str | None = None  # "Autotuner.bench_time" | "first call - median"
     autotuners: list[AutotuneInfo] = field(default_factory=list)
@@ -238,6 +240,7 @@ class BenchRun:
     notes: list[str] = field(default_factory=list)
     reused: int = 0  # rows taken unchanged from an earlier run
     interrupted: bool = False  # Ctrl-C or SIGTERM: only what finished is here
+    jobs: list[JobTiming] = field(default_factory=list)  # each job's cost (tileiropt.runtime.engine)
     schema_version: int = SCHEMA_VERSION  # the one schema key of every record and --json output
 
     def counts(self) -> dict[str, int]:
@@ -419,6 +422,7 @@ def kernel_from_dict(data: dict[str, Any]) -> BenchKernel:
 
 def run_from_dict(data: dict[str, Any]) -> BenchRun:
     data = dict(data)
+    data["jobs"] = timings_from_list(data.get("jobs") or [])
     data["rows"] = [row_from_dict(r) for r in data.get("rows", [])]
     data["kernels"] = [kernel_from_dict(k) for k in data.get("kernels", [])]
     return dataclass_from_dict(BenchRun, data)

@@ -7,26 +7,26 @@ each kernel, dtype set and bench size it produces one row per (variant, backend)
 
 Rows that cannot run here (no GPU, TileIR not ready, no optimized file, no torch reference)
 are decided in this process and say "not run: <reason>"; nothing is timed on a CPU. The rest
-run in worker subprocesses (`bench_worker.py`), one per (kernel, variant, backend) -- or one
-per measurement with `isolate` -- strictly one after another so no two timings overlap, each
-measurement with its own timeout, each worker with a fresh Triton cache (so the first call
-really compiles and autotunes). A worker that times out or crashes costs its measurement; a
-new worker goes on with the rest.
+are jobs of the engine (`tileiropt.runtime.engine`): one job per kernel and backend, holding its
+rows and then its original/optimized pairs, timed in turns by the same worker while the compiled
+kernels are in memory. Each slot (a GPU) runs one worker at a time, so no two timings overlap,
+and a kernel's jobs all run on one slot (its rows compare like with like). Each measurement has
+its own timeout; a worker that times out or crashes costs its measurement, and a new worker goes
+on with the rest of the job.
 """
 
 from __future__ import annotations
 
 import collections
 import datetime as _dt
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tileiropt.environment import triton_distribution
 from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
 from tileiropt.output import dataclass_from_dict
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
@@ -41,7 +41,6 @@ from tileiropt.runtime.bench.records import (
     ROW_KINDS,
     THRESHOLD,
     TILEIR,
-    TORCH,
     BenchKernel,
     BenchRow,
     BenchRun,
@@ -52,23 +51,15 @@ from tileiropt.runtime.bench.records import (
     row_from_dict,
 )
 from tileiropt.runtime.bench.worker import BenchItem
+from tileiropt.runtime.engine import WORKER_MODULE, JobPool, RunWorkers
 from tileiropt.runtime.executors import Executor
 from tileiropt.runtime.machine import Machine, environment_summary, versions
 from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.provenance import Provenance, digest_memo, file_digest
 from tileiropt.runtime.resume import Earlier, Journal, input_key, read_journal, tool_digest
-from tileiropt.runtime.workers import (
-    LOCAL,
-    STARTUP_TIMEOUT_S,
-    STOPPING,
-    Launcher,
-    WorkerEvents,
-    WorkerProcess,
-    run_in_slots,
-)
+from tileiropt.runtime.workers import Launcher, WorkerEvents, WorkerProcess, run_in_slots
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
-WORKER_MODULE = "tileiropt.runtime.bench.worker"
 PEAKS_TIMEOUT_S = 300.0
 RowCallback = Callable[[BenchRow], None]
 
@@ -136,7 +127,7 @@ def not_runnable(spec: KernelSpec, variant: str, backend: str, machine: Machine)
 
 @dataclass
 class Plan:
-    groups: list[tuple[str, list[BenchItem]]] = field(default_factory=list)  # (backend, items) per worker
+    jobs: list[BenchJob] = field(default_factory=list)  # per kernel and worker backend, in kernel order
     keys: dict[int, tuple[int, ...]] = field(default_factory=dict)  # item id -> row order
     decided: list[tuple[tuple[int, ...], BenchRow]] = field(default_factory=list)
     inputs: dict[int, str] = field(default_factory=dict)  # item id -> input key (tileiropt.runtime.resume)
@@ -187,29 +178,23 @@ def parent_provenance(machine: Machine) -> Provenance:
                       triton_version=dist.get("version"), torch_version=probe_torch().get("version"))
 
 
-def worker_of(variant: str, backend: str) -> tuple[str, str]:
-    """(worker name, worker backend) of a row kind. The torch reference shares the original's PTX
-    worker (one process less per kernel); original and optimized never share one, so each
-    compiles from an empty Triton cache."""
-    if (variant, backend) == (REFERENCE, TORCH):
-        return f"{ORIGINAL}-{PTX}", PTX
-    return f"{variant}-{backend}", backend
+def worker_backend(backend: str) -> str:
+    """The worker backend of a row's backend: the torch reference is timed by the PTX worker."""
+    return TILEIR if backend == TILEIR else PTX
 
 
 def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSettings, machine: Machine,
-               earlier: Earlier | None = None) -> Plan:
+               earlier: Earlier | None = None, release: str | None = None) -> Plan:
     plan = Plan()
     base = parent_provenance(machine)
-    installed = versions() if machine.has_gpu else {}
+    installed = versions(release) if machine.has_gpu else {}
     digest = digest_memo()
     next_id = 0
     for s_index, spec in enumerate(specs):
-        workers: dict[str, tuple[str, list[BenchItem]]] = {}
+        measured: dict[str, list[BenchItem]] = {}  # worker backend -> items to time
         for k_index, (variant, backend) in enumerate(ROW_KINDS):
             if spec.launch and variant == REFERENCE:
                 continue  # a captured launch has no torch reference: the original PTX row is the baseline
-            name, worker_backend = worker_of(variant, backend)
-            group = workers.setdefault(name, (worker_backend, []))[1]
             for d_index, dtypes in enumerate(spec.dtypes):
                 for z_index, (size, dims) in enumerate(size_points(spec, settings.sizes)):
                     item = BenchItem(
@@ -236,19 +221,34 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
                         found = earlier.reusable(plan.inputs[item.id], lambda r: r.status != PASS)
                         if found is not None:
                             plan.reused[item.id] = found[-1]
-                            continue
-                    group.append(item)
-        for worker_backend, group in workers.values():
-            if not group:
+                    measured.setdefault(worker_backend(backend), []).append(item)
+        for backend, items in measured.items():
+            _keep_pairs_whole(items, plan.reused)
+            items = [item for item in items if item.id not in plan.reused]
+            if not items:
                 continue
-            if settings.isolate:
-                plan.groups.extend((worker_backend, [item]) for item in group)
-            else:
-                plan.groups.append((worker_backend, group))
+            pairs = in_worker_pairs(items) if settings.rounds else []
+            if not settings.isolate:
+                plan.jobs.append(BenchJob(len(plan.jobs), spec.name, backend, items, pairs))
+                continue
+            for item in items:  # each measurement in a worker of its own, as asked; then each pair in one
+                plan.jobs.append(BenchJob(len(plan.jobs), spec.name, backend, [item]))
+            for a, b in pairs:
+                plan.jobs.append(BenchJob(len(plan.jobs), spec.name, backend, [items[a], items[b]], [[0, 1]],
+                                          start_item=2, passed=[0, 1]))
     return plan
 
 
-# --------------------------------------------------------------------------- running workers
+def _keep_pairs_whole(items: list[BenchItem], reused: dict[int, BenchRow]) -> None:
+    """An original/optimized pair is timed in turns by one worker, so when one of its rows must be timed again,
+    the other is too (its earlier row is not reused)."""
+    for a, b in in_worker_pairs(items):
+        if (items[a].id in reused) != (items[b].id in reused):
+            reused.pop(items[a].id, None)
+            reused.pop(items[b].id, None)
+
+
+# --------------------------------------------------------------------------- jobs of the engine
 
 
 def pair_key(item: BenchItem) -> tuple:
@@ -257,8 +257,8 @@ def pair_key(item: BenchItem) -> tuple:
 
 
 def in_worker_pairs(items: list[BenchItem]) -> list[list[int]]:
-    """[original index, optimized index] of the PTX items of one group that are timed in turns by the same
-    worker right after their own rows (same kernel, dtypes and size): the compiled kernels are still in memory."""
+    """[original index, optimized index] of the PTX items of one job that are timed in turns by the same worker
+    right after their own rows (same kernel, dtypes and size): the compiled kernels are still in memory."""
     by_key: dict[tuple, dict[str, int]] = {}
     for index, item in enumerate(items):
         if item.backend == PTX and item.variant in (ORIGINAL, OPTIMIZED):
@@ -266,178 +266,94 @@ def in_worker_pairs(items: list[BenchItem]) -> list[list[int]]:
     return [[pair[ORIGINAL], pair[OPTIMIZED]] for pair in by_key.values() if ORIGINAL in pair and OPTIMIZED in pair]
 
 
-def _worker(backend: str, job: dict[str, Any], cache: str, launcher: Launcher = LOCAL) -> WorkerProcess:
-    from tileiropt.environment import triton_distribution
+@dataclass
+class BenchJob:
+    """One kernel's measurements on one backend (the torch reference rides with the original's PTX worker)."""
 
-    environment = BACKENDS[TILEIR if backend == TILEIR else PTX]
-    job = {**job, "triton_distribution": triton_distribution()}  # the same for every worker of this host
-    return WorkerProcess(environment, job, module=WORKER_MODULE, extra_env={"TRITON_CACHE_DIR": cache},
-                         launcher=launcher)
+    id: int
+    kernel: str
+    backend: str  # the worker's backend: PTX or TILEIR
+    items: list[BenchItem]
+    pairs: list[list[int]] = field(default_factory=list)  # [original, optimized] item indices timed in turns
+    start_item: int = 0  # resume after a timeout or crash: rows first, then pairs (item len(items) + p)
+    passed: list[int] = field(default_factory=list)  # item indices whose rows timed (their pairs can run)
 
 
 @dataclass
-class GroupRunner:
-    """Runs the items of one group in workers, restarting after a timeout or a crash."""
+class BenchJobs:
+    """The bench phase's side of the engine: its rows by item id, and the paired timings of optimized items."""
 
-    backend: str
-    items: list[BenchItem]
+    settings: BenchSettings
     on_row: RowCallback | None = None
-    rows: dict[int, BenchRow] = field(default_factory=dict)
-    base: Provenance = field(default_factory=Provenance)
-    launcher: Launcher = field(default_factory=Launcher)
     inputs: dict[int, str] = field(default_factory=dict)  # item id -> input key
-    cache: str | None = None  # the run's Triton cache for this backend (None: a fresh one per worker)
-    pairs: dict[str, Any] | None = None  # {"rounds", "threshold"}: time original/optimized in turns in the worker
+    rows: dict[int, BenchRow] = field(default_factory=dict)
     paired: dict[int, PairedTiming | str] = field(default_factory=dict)  # optimized item id -> its paired timing
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    phase: str = "bench"
 
-    def add(self, item: BenchItem, row: BenchRow) -> None:
+    def message(self, job: BenchJob) -> dict[str, Any]:
+        return {"kind": "bench", "id": job.id, "items": [item.to_json() for item in job.items], "pairs": job.pairs,
+                "rounds": self.settings.rounds, "threshold": self.settings.threshold, "start_item": job.start_item,
+                "passed": job.passed}
+
+    def timeout(self, job: BenchJob, item: int | None) -> float:
+        if item is None:
+            return max(i.timeout_s for i in job.items)
+        if item < len(job.items):
+            return job.items[item].timeout_s
+        original = job.items[job.pairs[item - len(job.items)][0]]
+        return 2 * original.timeout_s + 60.0  # both first calls, then 2 x rounds short benchmarks
+
+    def describe(self, job: BenchJob) -> dict[str, Any]:
+        return {"kernel": job.kernel, "items": len(job.items), "pairs": len(job.pairs)}
+
+    def add(self, item: BenchItem, row: BenchRow, launcher: Launcher) -> None:
         row.inputs = self.inputs.get(item.id)
-        if self.launcher.name != "local":
-            row.provenance.worker = self.launcher.name
-        self.rows[item.id] = row
+        if launcher.name != "local":
+            row.provenance.worker = launcher.name
+        with self.lock:
+            self.rows[item.id] = row
         if self.on_row:
             self.on_row(row)
 
-    def error(self, item: BenchItem, reason: str) -> None:
-        self.add(item, item.row(ERROR, reason, Provenance(**asdict(self.base))))
+    def result(self, job: BenchJob, kind: str, event: dict[str, Any], launcher: Launcher) -> int | None:
+        index = int(event["item"]) if event.get("item") is not None else None
+        if index is None:
+            return None
+        if kind == "row" and index < len(job.items):
+            row = row_from_dict(event["row"])
+            self.add(job.items[index], row, launcher)
+            if row.status == PASS:
+                job.passed.append(index)
+            return index
+        if kind == "pair" and index >= len(job.items):
+            optimized = job.items[job.pairs[index - len(job.items)][1]]
+            self.paired[optimized.id] = dataclass_from_dict(PairedTiming, event["paired"]) if event.get("paired") \
+                else f"paired timing failed: {event.get('error')}"
+            return index
+        return None
 
-    def run(self) -> dict[int, BenchRow]:
-        pending = list(self.items)
-        while pending and not STOPPING.is_set():
-            cache = self.cache or tempfile.mkdtemp(prefix="tileiropt-triton-cache-")
-            try:
-                pending = self._one_worker(pending, cache)
-            finally:
-                if cache != self.cache:
-                    shutil.rmtree(cache, ignore_errors=True)
-        return self.rows
+    def lost(self, job: BenchJob, backend: str, item: int | None, label: str, cause: str, seconds: float | None,
+             launcher: Launcher, base: Provenance) -> None:
+        if item is None:  # before any item: every row left costs the cause
+            for pending in job.items[job.start_item:]:
+                self.add(pending, pending.row(ERROR, cause, Provenance(**asdict(base))), launcher)
+        elif item < len(job.items):
+            reason = f"{cause} (after {seconds:.1f}s)" if seconds is not None else cause
+            self.add(job.items[item], job.items[item].row(ERROR, reason, Provenance(**asdict(base))), launcher)
+        else:
+            optimized = job.items[job.pairs[item - len(job.items)][1]]
+            self.paired[optimized.id] = f"paired timing failed: {cause}"
 
-    def _one_worker(self, pending: list[BenchItem], cache: str) -> list[BenchItem]:
-        job: dict[str, Any] = {"kind": "bench", "backend": self.backend, "items": [item.to_json() for item in pending]}
-        if self.pairs is not None:
-            job.update(self.pairs, pairs=in_worker_pairs(pending))
-        worker = _worker(self.backend, job, cache, self.launcher)
-        started: int | None = None
-        pairing: int | None = None  # the optimized item whose paired timing is running
-        started_at = 0.0
-        last_done = -1
-
-        def timeout() -> float:
-            if pairing is not None:  # both first calls, then 2 x rounds short benchmarks
-                return 2 * pending[pairing].timeout_s + 60.0
-            return pending[started].timeout_s if started is not None else STARTUP_TIMEOUT_S
-
-        events = WorkerEvents(worker, timeout)
-        for kind, event in events:
-            if kind == "start":
-                started, started_at = int(event["item"]), time.monotonic()
-            elif kind == "row":
-                index = int(event["item"])
-                self.add(pending[index], row_from_dict(event["row"]))
-                last_done, started = index, None
-            elif kind == "pair_start":
-                pairing = int(event["item"])
-            elif kind == "pair":
-                index = int(event["item"])
-                self.paired[pending[index].id] = (dataclass_from_dict(PairedTiming, event["paired"])
-                                                  if event.get("paired") else
-                                                  f"paired timing failed: {event.get('error')}")
-                pairing = None
-        if pairing is not None:  # the worker ended while timing a pair: that pair's timing failed
-            self.paired[pending[pairing].id] = f"paired timing failed: {events.cause}"
-        if events.provenance is not None:
-            self.base = events.provenance
-        cause = events.cause
-        if events.finished or STOPPING.is_set():  # interrupted: what did not finish is not a row
-            return []
-        if events.provenance is None:
-            for item in pending:
-                self.error(item, f"the worker did not start: {cause}")
-            return []
-        if started is not None:  # the measurement that was running costs its row
-            seconds = time.monotonic() - started_at
-            self.error(pending[started], f"{cause} (after {seconds:.1f}s)")
-            return pending[started + 1:]
-        if last_done < 0:
-            for item in pending:
-                self.error(item, f"the worker stopped: {cause}")
-            return []
-        return pending[last_done + 1:]
-
-
-# --------------------------------------------------------------------------- paired original / optimized
-
-
-def pair_groups(rows: dict[int, BenchRow], items: dict[int, BenchItem]) -> list[list[tuple[BenchItem, BenchItem]]]:
-    """Per kernel, the (original, optimized) PTX items whose own rows both timed: they are timed again in turns."""
-    by_key: dict[tuple, dict[str, BenchItem]] = {}
-    for item_id, row in rows.items():
-        item = items[item_id]
-        if row.status != PASS or item.backend != PTX or item.variant not in (ORIGINAL, OPTIMIZED):
-            continue
-        by_key.setdefault(pair_key(item), {})[item.variant] = item
-    groups: dict[str, list[tuple[BenchItem, BenchItem]]] = {}
-    for key, pair in by_key.items():
-        if ORIGINAL in pair and OPTIMIZED in pair:
-            groups.setdefault(key[0], []).append((pair[ORIGINAL], pair[OPTIMIZED]))
-    return list(groups.values())
-
-
-def run_pairs(pairs: list[tuple[BenchItem, BenchItem]], settings: BenchSettings,
-              launcher: Launcher = LOCAL, cache: str | None = None) -> dict[int, PairedTiming | str]:
-    """Optimized item id -> its PairedTiming (or why it could not be timed), in PTX workers (the run's cache, or a
-    fresh one per worker); a worker that dies costs the pair it was timing, a new one goes on. Used for the pairs
-    the rows' own worker did not time."""
-    results: dict[int, PairedTiming | str] = {}
-    pending = list(pairs)
-    while pending and not STOPPING.is_set():
-        folder = cache or tempfile.mkdtemp(prefix="tileiropt-triton-cache-")
-        try:
-            pending = _pair_worker(pending, settings, folder, results, launcher)
-        finally:
-            if folder != cache:
-                shutil.rmtree(folder, ignore_errors=True)
-    return results
-
-
-def _pair_worker(pending: list[tuple[BenchItem, BenchItem]], settings: BenchSettings, cache: str,
-                 results: dict[int, PairedTiming | str], launcher: Launcher) -> list[tuple[BenchItem, BenchItem]]:
-    """One worker over `pending`; returns the pairs left for the next worker."""
-    job = {"kind": "pair", "backend": PTX, "items": [i.to_json() for pair in pending for i in pair],
-           "rounds": settings.rounds, "threshold": settings.threshold}
-    state: dict[str, int | None] = {"started": None}
-
-    def timeout() -> float:  # both first calls, then 2 x rounds short benchmarks
-        started = state["started"]
-        return STARTUP_TIMEOUT_S if started is None else 2 * pending[started][0].timeout_s + 60.0
-
-    events = WorkerEvents(_worker(PTX, job, cache, launcher), timeout)
-    done = -1
-    for kind, event in events:
-        if kind == "start":
-            state["started"] = int(event["item"]) // 2
-        elif kind == "pair":
-            index = int(event["item"]) // 2
-            results[pending[index][1].id] = (dataclass_from_dict(PairedTiming, event["paired"]) if event.get("paired")
-                                             else f"paired timing failed: {event.get('error')}")
-            done, state["started"] = index, None
-    if STOPPING.is_set():
-        return []
-    if events.finished or events.provenance is None:
-        for _, optimized in pending[done + 1:]:
-            results.setdefault(optimized.id, f"paired timing not run: {events.cause or 'no answer'}")
-        return []
-    started = state["started"]
-    failed = started if started is not None else done + 1
-    if failed < len(pending):
-        results[pending[failed][1].id] = f"paired timing failed: {events.cause}"
-    return pending[failed + 1:]
+    def ended(self, job: BenchJob, finished: bool) -> None:
+        """Nothing to do: each row was reported as it came."""
 
 
 # --------------------------------------------------------------------------- peaks
 
 
-def obtain_peaks(machine: Machine, remeasure: bool = False) -> tuple[dict[str, Any] | None, str]:
+def obtain_peaks(machine: Machine, remeasure: bool = False, workers: RunWorkers | None = None
+                 ) -> tuple[dict[str, Any] | None, str]:
     """(peaks, where they came from): the cache, or a fresh measurement in a worker."""
     from tileiropt.environment import probe_torch
     from tileiropt.runtime.bench.peaks import load_cached_peaks, peaks_path, save_peaks
@@ -449,17 +365,18 @@ def obtain_peaks(machine: Machine, remeasure: bool = False) -> tuple[dict[str, A
         cached = load_cached_peaks(device, torch_version)
         if cached:
             return cached, f"cached in {peaks_path()} (measured {cached.get('measured', '?')})"
-    cache = tempfile.mkdtemp(prefix="tileiropt-triton-cache-")
-    try:
-        worker = _worker(PTX, {"kind": "peaks"}, cache)
+    with RunWorkers() as own:
+        setting = workers or own
+        worker = WorkerProcess(BACKENDS[PTX], None, module=WORKER_MODULE, extra_env=setting.env(PTX))
+        worker.send({"backend": PTX, "triton_distribution": triton_distribution(), "release": setting.release})
+        worker.send({"job": {"kind": "peaks", "id": 0}})
+        worker.close_input()
         peaks = None
         events = WorkerEvents(worker, lambda: PEAKS_TIMEOUT_S)
         for kind, event in events:
             if kind == "peaks":
                 peaks = event.get("peaks")
         cause = events.cause
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
     if not peaks:
         return None, f"peaks not measured: {cause or 'no answer from the worker'}"
     try:
@@ -500,22 +417,27 @@ def bench_project(
     earlier: Earlier | None = None,
     journal: bool = False,
     progress: Progress | None = None,
+    workers: RunWorkers | None = None,
 ) -> BenchRun:
     """Benchmark the project's kernels; every row is returned (bench.json is the caller's to save).
 
     A kernel's measurements all run on one slot of the `executor` (one GPU: never two measurements on one
     GPU at once; its rows compare like with like); kernels spread over the slots. With `journal`, each
     finished row goes at once to the artifacts folder's journal; with `earlier` (`earlier_bench(artifacts)`),
-    a row whose inputs did not change is reused.
+    a row whose inputs did not change is reused. `workers`: what the run's workers share (the CUDA Tile IR
+    release, the Triton caches, the workers kept from validation); default: the project's release, fresh caches.
     Ctrl-C or SIGTERM ends every worker; the run returned then holds what finished (`interrupted`)."""
     settings = settings or BenchSettings()
     settings.check()
     started = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    machine = machine or Machine.probe()
+    own_workers = workers is None
+    workers = workers or RunWorkers(project.tileir_version)
+    machine = machine or Machine.probe(workers.release)
     executor = (executor or Executor()).check()
     specs = project.select(kernels)
-    plan = plan_items(project, specs, settings, machine, earlier=earlier if machine.has_gpu else None)
+    plan = plan_items(project, specs, settings, machine, earlier=earlier if machine.has_gpu else None,
+                      release=workers.release)
     log = Journal(project.artifacts, "bench") if journal else None
     lock = threading.Lock()
 
@@ -543,72 +465,43 @@ def bench_project(
         if progress is not None:
             progress.record(row.kernel, row.status)
             progress.finished(row.kernel, reused=True)
-    peaks, peaks_note = obtain_peaks(machine, remeasure_peaks) if plan.groups else (None, "not run: nothing to time")
+    peaks, peaks_note = obtain_peaks(machine, remeasure_peaks, workers) if plan.jobs else \
+        (None, "not run: nothing to time")
     if not machine.has_gpu:
         peaks_note = "not run: no GPU"
-    timed: dict[int, BenchRow] = dict(plan.reused)
-    by_kernel: dict[str, list[tuple[str, list[BenchItem]]]] = {}
-    for backend, group in plan.groups:
-        by_kernel.setdefault(group[0].kernel, []).append((backend, group))
-
-    caches = {backend: tempfile.mkdtemp(prefix=f"tileiropt-triton-cache-{backend}-") for backend in (PTX, TILEIR)}
-    pairing = {"rounds": settings.rounds, "threshold": settings.threshold} if settings.rounds else None
-
-    def batch_job(kernels: list[list[tuple[str, list[BenchItem]]]]) -> Callable[[Launcher], None]:
-        """The kernels one slot measures: one worker per backend for all of them (torch, Triton and CUDA start
-        once per slot, not once per kernel), restarted only after a crash or a timeout."""
-        def job(launcher: Launcher) -> None:
-            measured: dict[int, BenchRow] = {}
-            paired_here: dict[int, PairedTiming | str] = {}
-            merged: list[tuple[str, list[BenchItem]]] = []
-            for backend, group in (pair for groups in kernels for pair in groups):
-                if settings.isolate:  # each item in a worker of its own, as asked
-                    merged.append((backend, group))
-                    continue
-                found = next((items for b, items in merged if b == backend), None)
-                if found is None:
-                    merged.append((backend, list(group)))
-                else:
-                    found.extend(group)
-            for backend, group in merged:
-                runner = GroupRunner(backend, group, on_row=row_done, launcher=launcher, inputs=plan.inputs,
-                                     cache=caches[TILEIR if backend == TILEIR else PTX], pairs=pairing)
-                rows = runner.run()
-                paired_here.update(runner.paired)
-                measured.update(rows)
-                with lock:
-                    timed.update(rows)
-            for groups in kernels:
-                if not settings.rounds or STOPPING.is_set():
-                    break
-                kernel = groups[0][1][0].kernel
-                with lock:
-                    mine = {i: r for i, r in timed.items() if plan.items[i].kernel == kernel}
-                for pairs in pair_groups(mine, plan.items):
-                    fresh_pairs = [(a, b) for a, b in pairs if (a.id in measured or b.id in measured)]
-                    done = {b.id: paired_here[b.id] for _, b in fresh_pairs if b.id in paired_here}
-                    left = [(a, b) for a, b in fresh_pairs if b.id not in done]  # a pair its worker did not time
-                    if left:
-                        done.update(run_pairs(left, settings, launcher, caches[PTX]))
-                    for item_id, paired in done.items():
-                        if isinstance(paired, str):
-                            timed[item_id].reason = "; ".join(r for r in (timed[item_id].reason, paired) if r)
-                        else:
-                            timed[item_id].paired = paired
-                        if log is not None and timed[item_id].inputs:
-                            log.append("row", timed[item_id])  # the optimized row, now with its paired timing
-        return job
-
+    jobs = BenchJobs(settings, on_row=row_done, inputs=plan.inputs)
     slots = executor.slots(gpu_work=True, per_gpu=1, cpu_slots=1)
+    order = list(dict.fromkeys(job.kernel for job in plan.jobs))
+    share = {kernel: index % len(slots) for index, kernel in enumerate(order)}  # a kernel's jobs on one slot
+    served = []
+    for index in range(min(len(slots), len(order))):
+        mine: dict[str, list[BenchJob]] = {}
+        for job in plan.jobs:
+            if share[job.kernel] == index:
+                mine.setdefault(job.backend, []).append(job)
+        served.append(workers.slots(JobPool(mine), {name: BACKENDS[name] for name in mine}, jobs,
+                                    isolate=settings.isolate))
     interrupted = False
     try:
-        kernels = list(by_kernel.values())
-        run_in_slots([batch_job(kernels[i::len(slots)]) for i in range(min(len(slots), len(kernels)))], slots)
+        run_in_slots([lambda launcher, own=own: own.serve(launcher) for own in served], slots[:len(served)])
+        for own in served:
+            own.leftovers()
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        for cache in caches.values():
-            shutil.rmtree(cache, ignore_errors=True)
+        if own_workers:
+            workers.close()
+    timed: dict[int, BenchRow] = {**plan.reused, **jobs.rows}
+    for item_id, paired in jobs.paired.items():
+        row = timed.get(item_id)
+        if row is None or row.status != PASS:
+            continue
+        if isinstance(paired, str):
+            row.reason = "; ".join(r for r in (row.reason, paired) if r)
+        else:
+            row.paired = paired
+        if log is not None and row.inputs:
+            log.append("row", row)  # the optimized row, now with its paired timing
     keyed = list(plan.decided) + [(plan.keys[i], row) for i, row in timed.items()]
     keyed.sort(key=lambda pair: pair[0])
     rows = [row for _, row in keyed]
@@ -625,6 +518,7 @@ def bench_project(
         peaks_note=peaks_note,
         settings={**asdict(settings), "triton_cache": "one fresh TRITON_CACHE_DIR per run and backend, shared by "
                   "its workers (each kernel's compiled backend is read from its own metadata)",
+                  "workers": "kept from validation" if workers.kept is not None else "started for this phase",
                   "rotation": "input copies rotated when inputs + outputs fit in L2",
                   "slots": [launcher.name for launcher in slots]},
         environment=environment_summary(),
@@ -635,4 +529,5 @@ def bench_project(
         notes=notes,
         reused=len(plan.reused),
         interrupted=interrupted,
+        jobs=[timing for own in served for timing in own.timings],
     )

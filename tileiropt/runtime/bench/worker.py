@@ -1,35 +1,29 @@
-"""One benchmark worker: ``python -m tileiropt.runtime.bench.worker``.
+"""A kernel's measurements in a worker of the job engine (`tileiropt.runtime.job_worker`).
 
-The parent (`bench.py`) starts it with a backend's environment (ENABLE_TILE, a fresh
-TRITON_CACHE_DIR) and writes a job to its stdin:
+A bench job, `{"kind": "bench", "id": 7, "items": [BenchItem, ...], "pairs": [[0, 1]], "rounds": 10,
+"threshold": 0.05, "start_item": 0, "passed": []}`, times its items in order, then each original/optimized pair
+(`pairs`, by item index) whose rows both timed, in turns, while the compiled kernels are still in memory. Items
+are numbered rows first, then pairs: the item of pair p is `len(items) + p`. Besides the engine's own events:
 
-    {"kind": "bench", "backend": "ptx" | "tileir" | "torch", "items": [BenchItem, ...]}
-    {"kind": "pair", "backend": "ptx", "items": [original, optimized, ...], "rounds": 10, "threshold": 0.05}
-    {"kind": "peaks"}
+    {"event": "plan", "id": 7, "labels": [...]}
+    {"event": "start", "id": 7, "item": 0}              an item begins (the parent times it out)
+    {"event": "row", "id": 7, "item": 0, "row": {...}}  its BenchRow
+    {"event": "pair", "id": 7, "item": 3, "paired": {...}}   a pair's PairedTiming (or "error": "...")
+    {"event": "job_done", "id": 7, "parts": {"import": ..., "first_call": ..., "measure": ..., "pairs": ...}}
 
-It answers with one JSON event per line on stdout:
-
-    {"event": "hello", "provenance": {...}, "pid": 123}
-    {"event": "start", "item": 0}                      an item begins (the parent times it out)
-    {"event": "row", "item": 0, "row": {...}}          its BenchRow
-    {"event": "pair", "item": 0, "paired": {...}}      a pair's PairedTiming (or "error": "...")
-    {"event": "peaks", "peaks": {...}}                 the device's measured peaks
-    {"event": "done"}
-
-Each item: import the file (or resolve the torch reference), build seeded inputs on the GPU,
-make one first call with every autotuner's cache emptied (compile + autotune, timed apart),
-then time the steady state with `triton.testing.do_bench` or its CUDA-graph variant,
-rotating among copies of the inputs when they fit in L2. After an error that leaves the CUDA
-context unusable the worker exits; the parent starts a new one for the remaining items.
+Each item: import the file (or resolve the torch reference), build seeded inputs on the GPU, make one first call
+with every autotuner's cache emptied (compile + autotune, timed apart), then time the steady state with
+`triton.testing.do_bench` or its CUDA-graph variant, rotating among copies of the inputs when they fit in L2. A
+kernel file's own bare top-level calls (its self-test) are not run when bench imports it: the capture or the
+validation ran them. After an error that leaves the CUDA context unusable the worker exits; the parent starts a
+new one for the remaining items.
 """
 
 from __future__ import annotations
 
 import inspect
 import math
-import os
 import re
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
@@ -41,8 +35,6 @@ from tileiropt.runtime.bench.records import (
     MIN_JUDGED_MS,
     QUANTILES,
     REFERENCE,
-    TILEIR,
-    TORCH,
     AutotuneInfo,
     BenchRow,
     PairedTiming,
@@ -54,7 +46,7 @@ from tileiropt.runtime.bench.records import (
     summarize_quantiles,
 )
 from tileiropt.runtime.provenance import Provenance
-from tileiropt.runtime.worker_io import Emitter, base_provenance, start_worker
+from tileiropt.runtime.worker_io import Emitter
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 ROTATE_FACTOR = 3  # rotate enough input copies to cover 3x the L2 cache
@@ -206,8 +198,12 @@ def rotating(sets: list[dict[str, Any]], call: Callable[[dict[str, Any]], Any]) 
 class Measurement:
     """Times one item in this process."""
 
-    def __init__(self, item: BenchItem, base: Provenance):
+    def __init__(self, item: BenchItem, base: Provenance, parts: dict[str, float] | None = None):
         self.item, self.base = item, base
+        self.parts = parts if parts is not None else {}  # seconds by part: import, first_call, measure
+
+    def _add(self, part: str, began: float) -> None:
+        self.parts[part] = self.parts.get(part, 0.0) + time.perf_counter() - began
 
     def callable(self) -> tuple[Callable[[dict[str, Any]], Any], Any]:
         """(call taking the inputs, the kernel module or None for the torch reference)."""
@@ -237,7 +233,9 @@ class Measurement:
         from tileiropt.runtime.launches import LaunchRecorder
 
         item = self.item
+        began = time.perf_counter()
         call, module = self.callable()
+        self._add("import", began)
         if item.launch:
             from tileiropt.runtime import replay
 
@@ -245,6 +243,7 @@ class Measurement:
         else:
             inputs = harness.build_inputs(item.shapes, item.dtypes, seed=item.seed, ranges=item.ranges,
                                           device="cuda")
+        warm = module is not None and compiled_before(module)
         tuners = autotuners(module) if module is not None else {}
         for tuner in tuners.values():  # the first call must tune from an empty cache
             tuner.cache = {}
@@ -265,6 +264,7 @@ class Measurement:
             torch.cuda.synchronize()
             launched = set()
         first_call_ms = (time.perf_counter() - started) * 1e3
+        self._add("first_call", started)
 
         autotune = []
         for name, tuner in tuners.items():
@@ -286,12 +286,14 @@ class Measurement:
         sets = [inputs] + [harness.clone_inputs(inputs) for _ in range(count - 1)]
         return Prepared(fn=rotating(sets, call), method=choose_method(item.method, io_bytes, l2_bytes),
                         input_sets=count, provenance=provenance, first_call_ms=first_call_ms, autotune=autotune,
-                        input_bytes=input_bytes, output_bytes=output_bytes, call=call, sets=sets)
+                        input_bytes=input_bytes, output_bytes=output_bytes, call=call, sets=sets, warm=warm)
 
     def run(self) -> BenchRow:
         item = self.item
         prepared = self.prepare()
+        began = time.perf_counter()
         timing = time_prepared(prepared, item.warmup_ms, item.rep_ms)
+        self._add("measure", began)
         autotune = prepared.autotune
         seconds = [a.seconds for a in autotune if a.seconds is not None]
         autotune_ms, source = None, None
@@ -301,9 +303,26 @@ class Measurement:
             autotune_ms, source = max(0.0, prepared.first_call_ms - timing.median_ms), "first call - median"
         row = item.row(PASS, "", prepared.provenance, timing=timing, first_call_ms=prepared.first_call_ms,
                        autotune_ms=autotune_ms, autotune_source=source, autotuners=autotune,
+                       first_call_warm=prepared.warm,
                        input_bytes=prepared.input_bytes, output_bytes=prepared.output_bytes, gpu_state=gpu_state())
         mark_fallback(row)
         return row
+
+
+def compiled_before(module: Any) -> bool:
+    """Whether a kernel of `module` holds compiled code in this process already (a worker that validated the file
+    before timing it): its first call then autotunes without compiling."""
+    for value in list(vars(module).values()):
+        function = value
+        for _ in range(4):  # an autotuner or heuristics wrapper holds the JIT function in `.fn`
+            if hasattr(function, "device_caches") or not hasattr(function, "fn"):
+                break
+            function = function.fn
+        caches = getattr(function, "device_caches", None)
+        if isinstance(caches, dict) and any(entry and entry[0] for entry in caches.values()
+                                            if isinstance(entry, tuple)):
+            return True
+    return False
 
 
 @dataclass
@@ -319,6 +338,7 @@ class Prepared:
     autotune: list[AutotuneInfo]
     input_bytes: int
     output_bytes: int
+    warm: bool = False  # the worker had compiled the file's kernels before (it validated them): no compile here
     call: Callable[[dict[str, Any]], Any] | None = None  # the call on one input set
     sets: list[dict[str, Any]] = field(default_factory=list)  # the input copies it rotates
 
@@ -403,98 +423,58 @@ def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshol
 # --------------------------------------------------------------------------- the job
 
 
-def worker_provenance(backend: str, job: dict[str, Any]) -> Provenance:
-    from tileiropt.runtime.backends import BACKENDS
+def labels(items: list[BenchItem], pairs: list[list[int]]) -> list[str]:
+    """The job's items as the parent's records name them: rows, then pairs."""
+    rows = [f"{item.variant} {item.backend}" + (f" size {item.size}" if item.size is not None else "")
+            for item in items]
+    return rows + [f"paired timing of {rows[b]}" for _, b in pairs]
 
-    return base_provenance(BACKENDS["ptx" if backend == TORCH else backend], job.get("triton_distribution"))
 
-
-def run_bench_job(job: dict[str, Any], emit: Emitter) -> int:
+def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emitter, blocked: str | None) -> bool:
+    """Time the job's items, then its pairs; False when the worker must exit (the CUDA context is unusable)."""
     from tileiropt.runtime import harness
-    from tileiropt.runtime.validate.worker import tileir_not_ready
 
-    backend = job["backend"]
+    ident = job["id"]
     items = [BenchItem.from_json(i) for i in job["items"]]
-    base = worker_provenance(backend, job)
-    emit("hello", provenance=base, pid=os.getpid())
-    blocked = tileir_not_ready() if backend == TILEIR else None
-    if not blocked:
-        import torch
-        import triton
-
-        from tileiropt.runtime import stand_ins
-
-        if hasattr(triton, "set_allocator"):  # device-side TMA descriptors need scratch memory
-            triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
-        stand_ins.skip_module_benchmarks()  # a kernel file's own benchmark sweep never runs at import
-    if job.get("kind") == "pair":
-        return _pairs(job, items, base, emit)
-    passed: set[int] = set()
-    for index, item in enumerate(items):
-        emit("start", item=index)
-        if blocked:
-            emit("row", item=index, row=item.row(NOT_RUN, f"not run: {blocked}", base))
-            continue
-        try:
-            row = Measurement(item, base).run()
-        except Exception as exc:
-            emit("row", item=index, row=item.row(ERROR, harness.describe_exception(exc), base))
-            if POISONED.search(str(exc)):
-                return 0  # the CUDA context is unusable: the parent starts a new worker
-            continue
-        if row.status == PASS:
-            passed.add(index)
-        emit("row", item=index, row=row)
-    # then each original/optimized pair whose rows both timed, in turns, while its compiled kernels are in memory
-    rounds, threshold = int(job.get("rounds", 10)), float(job.get("threshold", 0.05))
-    for a, b in job.get("pairs") or []:
-        if a not in passed or b not in passed:
-            continue
-        emit("pair_start", item=b)
-        try:
-            emit("pair", item=b, paired=run_pair(items[a], items[b], base, rounds, threshold))
-        except Exception as exc:
-            emit("pair", item=b, error=harness.describe_exception(exc))
-            if poisons_worker(str(exc)):
-                return 0
-    emit("done")
-    return 0
-
-
-def _pairs(job: dict[str, Any], items: list[BenchItem], base: Provenance, emit: Emitter) -> int:
-    """items[2i] is an original, items[2i+1] its optimized file: one "pair" event per pair (by its first index)."""
-    from tileiropt.runtime import harness
-
-    rounds, threshold = int(job.get("rounds", 10)), float(job.get("threshold", 0.05))
-    for index in range(0, len(items) - 1, 2):
-        emit("start", item=index)
-        try:
-            paired = run_pair(items[index], items[index + 1], base, rounds, threshold)
-        except Exception as exc:
-            emit("pair", item=index, error=harness.describe_exception(exc))
-            if poisons_worker(str(exc)):
-                return 0
-            continue
-        emit("pair", item=index, paired=paired)
-    emit("done")
-    return 0
-
-
-def run_peaks_job(job: dict[str, Any], emit: Emitter) -> int:
-    from tileiropt.runtime.bench.peaks import measure_peaks
-
-    emit("hello", provenance=worker_provenance("ptx", job), pid=os.getpid())
-    emit("peaks", peaks=measure_peaks())
-    emit("done")
-    return 0
-
-
-def main() -> int:
-    emit, job = start_worker()
-    if job.get("kind") == "peaks":
-        return run_peaks_job(job, emit)
-    return run_bench_job(job, emit)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    pairs = [list(pair) for pair in job.get("pairs") or []]
+    start = int(job.get("start_item") or 0)
+    parts: dict[str, float] = {}
+    emit("plan", id=ident, labels=labels(items, pairs))
+    passed = set(job.get("passed") or [])
+    harness.MODULE_CALLS.skip = True  # the self-test of a script: the capture or the validation ran it
+    try:
+        for index in range(start, len(items)):
+            item = items[index]
+            emit("start", id=ident, item=index)
+            if blocked:
+                emit("row", id=ident, item=index, row=item.row(NOT_RUN, f"not run: {blocked}", base))
+                continue
+            try:
+                row = Measurement(item, base, parts).run()
+            except Exception as exc:
+                emit("row", id=ident, item=index, row=item.row(ERROR, harness.describe_exception(exc), base))
+                if POISONED.search(str(exc)):
+                    return False
+                continue
+            if row.status == PASS:
+                passed.add(index)
+            emit("row", id=ident, item=index, row=row)
+        rounds, threshold = int(job.get("rounds", 10)), float(job.get("threshold", 0.05))
+        for p, (a, b) in enumerate(pairs):
+            index = len(items) + p
+            if index < start or a not in passed or b not in passed:
+                continue
+            emit("start", id=ident, item=index)
+            began = time.perf_counter()
+            try:
+                emit("pair", id=ident, item=index, paired=run_pair(items[a], items[b], base, rounds, threshold))
+            except Exception as exc:
+                emit("pair", id=ident, item=index, error=harness.describe_exception(exc))
+                if poisons_worker(str(exc)):
+                    return False
+            finally:
+                parts["pairs"] = parts.get("pairs", 0.0) + time.perf_counter() - began
+    finally:
+        harness.MODULE_CALLS.skip = False
+    emit("job_done", id=ident, parts=parts)
+    return True

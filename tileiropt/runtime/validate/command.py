@@ -99,7 +99,7 @@ def run_validate_command(
     if variant not in (None, "original", "optimized", "both"):
         raise UserError(f"--variant: unknown value {variant!r}", hint="use original, optimized or both")
     variants = None if variant is None else ["original", "optimized"] if variant == "both" else [variant]
-    machine = Machine.probe()
+    machine = Machine.probe(project.tileir_version)
     project = with_captured_kernels(project, machine, fresh)  # a project that asks for a capture: its launches
     chosen = resolve_executor(project.executor, executor)
     with Progress("validate", "cases", err_console) as progress:

@@ -12,6 +12,7 @@ from typing import Any
 
 from tileiropt.errors import ExitCode
 from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
+from tileiropt.runtime.job_timing import JobTiming, timings_from_list
 from tileiropt.runtime.provenance import Provenance
 from tileiropt.schema import ERROR, FAIL, PASS, SCHEMA_VERSION, count_statuses, read_status
 
@@ -78,6 +79,7 @@ class ValidateRun:
     interrupted: bool = False  # Ctrl-C or SIGTERM: only what finished is here
     slots: int = 0  # workers that could run at once (GPUs x workers per GPU, CPU cores, SLURM steps)
     workers: int = 0  # worker processes started: one per slot and backend served, plus one per restart
+    jobs: list[JobTiming] = field(default_factory=list)  # each job's cost (tileiropt.runtime.engine)
     schema_version: int = SCHEMA_VERSION  # the one schema key of every record and --json output
 
     def counts(self) -> dict[str, int]:
@@ -114,6 +116,7 @@ def record_from_dict(data: dict[str, Any]) -> ValidationRecord:
 
 def run_from_dict(data: dict[str, Any]) -> ValidateRun:
     data = dict(data)
+    data["jobs"] = timings_from_list(data.get("jobs") or [])
     data["records"] = [record_from_dict(r) for r in data.get("records", [])]
     return dataclass_from_dict(ValidateRun, data)
 

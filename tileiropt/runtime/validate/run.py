@@ -1,10 +1,11 @@
 """Phase 4: validate every kernel, variant, dtype set, backend and autotune config.
 
 `validate_project(project, ...)` is the API (`tileiropt validate` and `tileiropt run` call it).
-Each backend runs in its own worker subprocesses (`worker.py`), because the backend is fixed
-when Triton and the kernel module are imported; the slots (`executors.py`) take the cases from one
-pool (`pool.py`). The parent enforces a timeout per record: a hanging or crashing kernel costs its
-own record, and a new worker goes on with the rest.
+Each backend runs in its own worker subprocesses, because the backend is fixed when Triton and the
+kernel module are imported; each case is a job of the engine (`tileiropt.runtime.engine`,
+`case_jobs.py`), and the slots (`executors.py`) take them from one pool. The parent enforces a
+timeout per record: a hanging or crashing kernel costs its own record, and a new worker goes on
+with the rest.
 """
 
 from __future__ import annotations
@@ -23,16 +24,16 @@ from typing import Any
 from tileiropt.errors import UserError, check_seconds
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
 from tileiropt.runtime.backends import BACKENDS, Backend, default_backends
+from tileiropt.runtime.engine import JobPool, RunWorkers, run_jobs
 from tileiropt.runtime.executors import VALIDATE_PER_GPU, Executor
 from tileiropt.runtime.machine import Machine, environment_summary, versions
 from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.provenance import digest_memo, file_digest
 from tileiropt.runtime.resume import Earlier, Journal, input_key, read_journal, tool_digest
 from tileiropt.runtime.scaling import scale_for_interpreter
+from tileiropt.runtime.validate.case_jobs import CaseJobs
 from tileiropt.runtime.validate.cases import Case, record_for
-from tileiropt.runtime.validate.pool import CasePool, ValidationSlots
 from tileiropt.runtime.validate.records import NONE, VARIANTS, ValidateRun, ValidationRecord, record_from_dict
-from tileiropt.runtime.workers import run_in_slots
 from tileiropt.schema import ERROR, NOT_RUN
 
 RecordCallback = Callable[[ValidationRecord], None]
@@ -99,9 +100,9 @@ def case_inputs(case: Case, backend: Backend, best_config: bool, machine: Machin
 
 def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend], machine: Machine,
                variants: list[str] | None, timeout: float | None, best_config: bool = False,
-               earlier: Earlier | None = None) -> Plan:
+               earlier: Earlier | None = None, release: str | None = None) -> Plan:
     plan = Plan(cases={b.name: [] for b in backends})
-    installed = versions()
+    installed = versions(release)
     digest = digest_memo()
     next_id = 0
     for s_index, spec in enumerate(specs):
@@ -222,6 +223,7 @@ def validate_project(
     earlier: Earlier | None = None,
     journal: bool = False,
     progress: Progress | None = None,
+    workers: RunWorkers | None = None,
 ) -> ValidateRun:
     """Validate the project's kernels; every record is returned (validate.json is the caller's to save).
 
@@ -232,13 +234,16 @@ def validate_project(
     `parallel` workers at once (default: the CPU cores). With `journal`, each finished record goes at once
     to the artifacts folder's journal; with `earlier` (`earlier_validation(artifacts)`), a case whose inputs
     did not change reuses its earlier records. Ctrl-C or SIGTERM ends every worker; the run returned then
-    holds what finished (`interrupted`).
+    holds what finished (`interrupted`). `workers`: what the run's workers share (the CUDA Tile IR release, the
+    Triton caches, the workers kept between phases); default: the project's release, fresh caches for this call.
     """
     started = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     if timeout is not None:
         check_seconds("--timeout", timeout)
-    machine = machine or Machine.probe()
+    own_workers = workers is None
+    workers = workers or RunWorkers(project.tileir_version)
+    machine = machine or Machine.probe(workers.release)
     executor = (executor or Executor()).check()
     specs = project.select(kernels)
     chosen = _choose_backends(backends, machine)
@@ -246,7 +251,7 @@ def validate_project(
     if not all_configs and any(b.interpreted for b in chosen):
         notes.append("--best-config needs a GPU to benchmark; interpreter backends validate every config")
     plan = plan_cases(project, specs, chosen, machine, variants, timeout, best_config=not all_configs,
-                      earlier=earlier)
+                      earlier=earlier, release=workers.release)
     if plan.reused:
         notes.append(f"{plan.reused} record(s) reused from the run of {earlier.source if earlier else '?'} "
                      "(inputs unchanged; --fresh redoes them)")
@@ -287,18 +292,16 @@ def validate_project(
     gpu_work = any(b.needs_gpu for b in chosen) and machine.has_gpu
     launchers = executor.slots(gpu_work=gpu_work, per_gpu=VALIDATE_PER_GPU,
                                cpu_slots=parallel or os.cpu_count() or 1)
-    slots = ValidationSlots(CasePool(plan.cases), {b.name: b for b in chosen}, plan.timeouts,
-                            best_config=not all_configs, on_record=report, inputs=plan.inputs,
-                            on_case_done=case_done)
-    interrupted = False
+    cases = CaseJobs(plan.timeouts, best_config=not all_configs, on_record=report, inputs=plan.inputs,
+                     on_case_done=case_done)
+    slots = workers.slots(JobPool(plan.cases), {b.name: b for b in chosen}, cases)
     try:
-        run_in_slots([slots.serve] * min(len(launchers), plan.case_count()), launchers)
-    except KeyboardInterrupt:
-        interrupted = True
-    if not interrupted:
-        slots.leftovers()
+        interrupted = not run_jobs(slots, launchers)
+    finally:
+        if own_workers:
+            workers.close()
     keyed = list(plan.records)
-    for (case_id, item), record in list(slots.records):
+    for (case_id, item), record in list(cases.records):
         keyed.append((plan.keys[case_id] + (item,), record))
     keyed.sort(key=lambda pair: pair[0])
     complete += [r.inputs for _, r in plan.records if r.inputs]
@@ -319,4 +322,5 @@ def validate_project(
         interrupted=interrupted,
         slots=len(launchers),
         workers=slots.workers_started,
+        jobs=list(slots.timings),
     )

@@ -1,62 +1,37 @@
-"""One backend's validation worker: ``python -m tileiropt.runtime.validate.worker``.
+"""The validation of one case in a worker of the job engine (`tileiropt.runtime.job_worker`).
 
-The parent (`run.py`) starts it with the backend's environment (ENABLE_TILE,
-TRITON_INTERPRET, TILEIROPT_FORCE_TILEIR) and writes the job as the first line of its stdin,
-then one case per line as the worker gets through them (the worker starts once and serves
-many cases); closing stdin ends it:
+A case's job, `{"kind": "case", "id": 3, "case": Case, "best_config": false}`, runs every config item of the case
+and answers, besides the engine's own events:
 
-    {"backend": "interpret", "best_config": false, "triton_distribution": {...}}
-    {"case": Case}
-    ...
-
-It answers with one JSON event per line on stdout, flushed as each happens:
-
-    {"event": "hello", "provenance": {...}}           once, after start-up
-    {"event": "case", "id": 3}                          a case begins
     {"event": "plan", "id": 3, "labels": [...]}         its config items, in order
     {"event": "start", "id": 3, "item": 0}              an item begins (the parent times it)
     {"event": "record", "id": 3, "item": 0, "record": {...}}
     {"event": "skip", "id": 3, "item": 2}               an item of an autotuner the entry never launches
-    {"event": "case_done", "id": 3}
-    {"event": "done"}
+    {"event": "job_done", "id": 3, "parts": {"prepare": 0.2, "import": 0.4, "items": 1.3}}
 
-Anything the kernels print goes to stderr (stdout is kept for the events). After an error
-that leaves the CUDA context unusable, the worker exits; the parent starts a new one.
+A failure before the first item (importing, the reference) is one "prepare" record.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
-import os
 import re
-import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tileiropt.runtime import loading, replay, stand_ins
-from tileiropt.runtime.backends import BACKENDS, Backend
+from tileiropt.runtime.backends import Backend
 from tileiropt.runtime.provenance import Provenance, fallback_note
 from tileiropt.runtime.validate.cases import Case, record_for
 from tileiropt.runtime.validate.records import NONE, PREPARE
-from tileiropt.runtime.worker_io import Emitter, base_provenance, more_lines, start_worker
+from tileiropt.runtime.worker_io import Emitter
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 
 _POISONED = re.compile(r"illegal memory access|device-side assert|CUDA error|unspecified launch failure",
                        re.IGNORECASE)
-
-
-def _install_allocator(device: str) -> None:
-    """A default allocator for device-side TMA descriptors (a kernel file may set its own)."""
-    import torch
-    import triton
-
-    if hasattr(triton, "set_allocator"):
-        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=device))
-
 
 
 def uses_atomics(path: str) -> bool:
@@ -84,6 +59,7 @@ class CaseRunner:
         self.case, self.backend, self.best_config, self.base, self.emit = case, backend, best_config, base, emit
         self.not_attached: dict[str, str] = {}  # the gate's account of TileIR code it could not attach
         self.noise_note = ""  # a tolerance widened to the original's own run-to-run difference
+        self.parts: dict[str, float] = {}  # seconds by part of the job: prepare, import, items
         if self._exact_replay():
             case.atol = case.rtol = 0.0
 
@@ -119,16 +95,17 @@ class CaseRunner:
         from tileiropt.runtime.configs import ConfigItem, config_items
 
         case, emit = self.case, self.emit
-        emit("case", id=case.id)
         try:  # the reference first: with reference "original", a package's original is imported, then replaced
-            prepared = self.prepare()
+            with self.part("prepare"):
+                prepared = self.prepare()
         except Exception as exc:
             self.emit_prepare_failure(exc, "reference")
             return not _POISONED.search(str(exc))
         try:
-            module = self.load(case.path)
-            self.not_attached = dict(getattr(module, "_TILEIROPT_NOT_ATTACHED", None) or {})
-            entry = self.entry(module)
+            with self.part("import"):
+                module = self.load(case.path)
+                self.not_attached = dict(getattr(module, "_TILEIROPT_NOT_ATTACHED", None) or {})
+                entry = self.entry(module)
         except Exception as exc:
             self.emit_prepare_failure(exc, "import")
             return not _POISONED.search(str(exc))
@@ -143,7 +120,8 @@ class CaseRunner:
                 emit("skip", id=case.id, item=index)
                 continue
             emit("start", id=case.id, item=index)
-            record, launched, poisoned = self.run_item(module, entry, item, prepared)
+            with self.part("items"):
+                record, launched, poisoned = self.run_item(module, entry, item, prepared)
             if launched is not None:
                 launched_known = launched
             if item.autotuner is not None and launched is not None and item.autotuner not in launched:
@@ -152,14 +130,23 @@ class CaseRunner:
             emit("record", id=case.id, item=index, record=record)
             if poisoned:
                 return False
-        emit("case_done", id=case.id)
+        emit("job_done", id=case.id, parts=self.parts)
         return True
+
+    @contextlib.contextmanager
+    def part(self, name: str) -> Iterator[None]:
+        """Add the seconds spent inside to the job's `name` part (reported with "job_done")."""
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.parts[name] = self.parts.get(name, 0.0) + time.perf_counter() - began
 
     def emit_prepare_failure(self, exc: BaseException, stage: str) -> None:
         """One (prepare) record: not run when the cause is this machine, an error otherwise."""
         status, reason = self.classify_failure(exc, stage)
         self.emit("record", id=self.case.id, item=None, record=self.record(PREPARE, status, reason))
-        self.emit("case_done", id=self.case.id)
+        self.emit("job_done", id=self.case.id, parts=self.parts)
 
     def scopes(self) -> list[str]:
         """The files (and, for a package, its folder) whose skipped and emulated calls this case's records name."""
@@ -328,45 +315,21 @@ class CaseRunner:
         return provenance
 
 
-def tileir_not_ready() -> str | None:
-    """Why TileIR cannot run in this process, or None when it can."""
+def tileir_not_ready(release: str | None = None) -> str | None:
+    """Why TileIR cannot run in this process for the CUDA Tile IR `release`, or None when it can."""
     from tileiropt.environment import check_environment
 
-    report = check_environment()
+    report = check_environment(release=release)
     return None if report.tileir_ready else "; ".join(report.reasons)
 
 
-def run_job(job: dict[str, Any], emit: Emitter, more: Iterable[dict[str, Any]] = ()) -> int:
-    """Run the job's cases (`job["cases"]`, when given), then each `{"case": ...}` of `more` as it comes."""
-    backend = BACKENDS[job["backend"]]
-    cases = (Case.from_json(c) for c in itertools.chain(job.get("cases") or [],
-                                                        (line["case"] for line in more if "case" in line)))
-    base = base_provenance(backend, job.get("triton_distribution"))
-    emit("hello", provenance=base, pid=os.getpid())
-    if backend.name == "tileir":
-        reason = tileir_not_ready()
-        if reason:
-            for case in cases:
-                emit("case", id=case.id)
-                record = record_for(case, backend.name, NONE, NOT_RUN, f"not run: {reason}", base)
-                emit("record", id=case.id, item=None, record=record)
-                emit("case_done", id=case.id)
-            emit("done")
-            return 0
-    _install_allocator(backend.device)
-    stand_ins.skip_module_benchmarks()
-    stand_ins.install_interpreter_device()
-    for case in cases:
-        if not CaseRunner(case, backend, bool(job.get("best_config")), base, emit).run():
-            return 0  # the parent restarts a fresh worker for what is left
-    emit("done")
-    return 0
-
-
-def main() -> int:
-    emit, job = start_worker()
-    return run_job(job, emit, more_lines())
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def run_case_job(job: dict[str, Any], backend: Backend, base: Provenance, emit: Emitter, blocked: str | None) -> bool:
+    """Validate the job's case; False when the worker must exit (the CUDA context is unusable). `blocked`: why
+    the backend cannot run in this process (one "not run" record)."""
+    case = Case.from_json(job["case"])
+    if blocked:
+        record = record_for(case, backend.name, NONE, NOT_RUN, f"not run: {blocked}", base)
+        emit("record", id=case.id, item=None, record=record)
+        emit("job_done", id=case.id, parts={})
+        return True
+    return CaseRunner(case, backend, bool(job.get("best_config")), base, emit).run()
