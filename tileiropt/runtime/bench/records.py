@@ -102,20 +102,23 @@ class PairedTiming:
     method: str = ""  # DO_BENCH or CUDAGRAPH, as the original row chose
     gpu: dict[str, Any] = field(default_factory=dict)  # SM clock, power, throttle reasons before and after
     note: str = ""  # why the verdict is UNCLEAR although the interval is narrow (too short a kernel to judge)
+    planned_rounds: int = 0  # the ceiling; more than `rounds` when an interim look decided (`sequential_looks`)
 
 
-def paired_ratio(a_ms: list[float], b_ms: list[float], threshold: float = THRESHOLD) -> tuple[float, float, float, str]:
+def paired_ratio(a_ms: list[float], b_ms: list[float], threshold: float = THRESHOLD,
+                 k: int | None = None) -> tuple[float, float, float, str]:
     """(ratio, ci_low, ci_high, verdict) of B/A from per-round times: the median of the per-round ratios and a
     distribution-free 95% interval for it (order statistics), so one disturbed round (a clock change) does not
     widen it. A difference is real only when the whole interval lies beyond 1 +- threshold: SLOWER above, FASTER
     below; SAME when it lies within; else UNCLEAR. Kernels faster than MIN_JUDGED_MS per call are UNCLEAR
-    whatever the interval (see `judged`)."""
+    whatever the interval (see `judged`). `k`: the order statistic of the interval (an interim look of
+    `sequential_looks` uses a wider one); default: the 95% one."""
     ratios = sorted(b / a for a, b in zip(a_ms, b_ms) if a > 0 and b > 0)
     if not ratios:
         raise ValueError("no positive paired timing")
     n = len(ratios)
     middle = ratios[n // 2] if n % 2 else math.sqrt(ratios[n // 2 - 1] * ratios[n // 2])
-    k = _order_statistic(n)
+    k = _order_statistic(n) if k is None else k
     low, high = ratios[k - 1], ratios[n - k]
     if not judged(a_ms):
         verdict = UNCLEAR
@@ -139,6 +142,34 @@ def _order_statistic(n: int) -> int:
         if 1 - 2 * below >= 0.95:
             best = k
     return best
+
+
+def _coverage(n: int, k: int) -> float:
+    """P([x_(k), x_(n+1-k)] holds the median) for n draws (binomial, p = 1/2)."""
+    return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
+
+
+def sequential_looks(rounds: int, level: float = 0.95) -> dict[int, int]:
+    """The interim looks of a paired timing of `rounds` rounds: rounds done -> the order statistic k of the interval
+    judged then; the timing stops at a look whose interval decides (SAME, SLOWER or FASTER). The final look keeps
+    its 95% interval; the interim ones share what that leaves of the 5% false-alarm budget (Bonferroni), so the
+    chance that an identical copy is ever called slower or faster stays within 5% however many looks there are.
+    Looks come every ABBA block (2 rounds), from the first count whose interval can meet its share."""
+    if rounds < 4:
+        return {}
+    final = _order_statistic(rounds)
+    spare = (1 - level) - (1 - _coverage(rounds, final))  # the budget the final look does not use
+    candidates = list(range(4, rounds - 1, 2))
+    looks: dict[int, int] = {}
+    while candidates:
+        share = spare / len(candidates)
+        feasible = [n for n in candidates if _coverage(n, 1) >= 1 - share]
+        if feasible == candidates:
+            for n in candidates:
+                looks[n] = max(k for k in range(1, n // 2 + 1) if _coverage(n, k) >= 1 - share)
+            break
+        candidates = candidates[1:]  # the smallest cannot meet its share: drop it, which enlarges the others'
+    return looks
 
 
 def judged(a_ms: list[float]) -> bool:

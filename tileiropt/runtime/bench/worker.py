@@ -32,9 +32,12 @@ from typing import Any
 from tileiropt.runtime.bench.records import (
     CUDAGRAPH,
     DO_BENCH,
+    FASTER,
     MIN_JUDGED_MS,
     QUANTILES,
     REFERENCE,
+    SAME,
+    SLOWER,
     AutotuneInfo,
     BenchRow,
     PairedTiming,
@@ -42,6 +45,7 @@ from tileiropt.runtime.bench.records import (
     judged,
     mark_fallback,
     paired_ratio,
+    sequential_looks,
     summarize,
     summarize_quantiles,
 )
@@ -395,29 +399,36 @@ def gpu_state() -> dict[str, Any]:
 
 
 def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshold: float) -> PairedTiming:
-    """Original (a) and optimized (b) in one process: both prepared, then timed in turns, ABBA, `rounds` times,
-    on the same input tensors; each turn a short benchmark with the original's method."""
+    """Original (a) and optimized (b) in one process: both prepared, then timed in turns, ABBA, at most `rounds`
+    times, on the same input tensors; each turn a short benchmark with the original's method. The rounds stop at
+    an interim look whose interval already decides (`sequential_looks`: the false-alarm rate stays within 5%)."""
     first, second = Measurement(a, base).prepare(), Measurement(b, base).prepare()
     second.method = first.method  # the same timing method for both, or the ratio compares methods
     if second.call is not None and len(second.sets) == len(first.sets):
         # the same tensors for both: placement and alignment of the inputs never differ between A and B
         second.fn, second.input_sets = rotating(first.sets, second.call), first.input_sets
     warmup, rep = max(1.0, a.warmup_ms / 4), max(5.0, a.rep_ms / 4)
+    looks = sequential_looks(rounds)
     before = gpu_state()
     a_ms: list[float] = []
     b_ms: list[float] = []
+    k = None  # the order statistic of the interval reported: the final look's, or the interim look's that decided
     for index in range(rounds):
         turns = ((first, a_ms), (second, b_ms)) if index % 2 == 0 else ((second, b_ms), (first, a_ms))
         for prepared, sink in turns:
             sink.append(time_prepared(prepared, warmup, rep).median_ms)
         if index == 1 and not judged(a_ms):
             break  # launch-bound: no number of rounds makes the ratio judged (one ABBA block is reported)
-    ratio, low, high, verdict = paired_ratio(a_ms, b_ms, threshold)
+        look = looks.get(index + 1)
+        if look is not None and paired_ratio(a_ms, b_ms, threshold, look)[3] in (SAME, SLOWER, FASTER):
+            k = look
+            break
+    ratio, low, high, verdict = paired_ratio(a_ms, b_ms, threshold, k)
     note = "" if judged(a_ms) else (f"{1e3 * sorted(a_ms)[len(a_ms) // 2]:.1f} us per call: launch-bound, below "
                                     f"{1e3 * MIN_JUDGED_MS:g} us a paired ratio is not judged")
     return PairedTiming(rounds=len(a_ms), a_ms=a_ms, b_ms=b_ms, ratio=ratio, ci_low=low, ci_high=high,
                         threshold=threshold, verdict=verdict, method=first.method,
-                        gpu={"before": before, "after": gpu_state()}, note=note)
+                        gpu={"before": before, "after": gpu_state()}, note=note, planned_rounds=rounds)
 
 
 # --------------------------------------------------------------------------- the job
