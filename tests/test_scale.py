@@ -128,6 +128,8 @@ def test_the_case_pool_first_sends_slots_where_most_cases_wait_and_keeps_a_worke
     assert pool.choose("ptx") == "tcop" and pool.serving["tcop"] == 2  # nothing measured: join by count
     assert [case.id for case in pool.drain("tcop")] == [0, 1]
     assert pool.choose() is None
+    single = _pool(tcop=1)
+    assert single.choose() == "tcop" and single.choose() is None  # one job, one worker on its way: no second
 
 
 def test_the_case_pool_moves_a_worker_only_where_the_run_ends_sooner() -> None:

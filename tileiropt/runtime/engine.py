@@ -138,7 +138,8 @@ class JobPool:
             return chosen
 
     def _worth_joining(self) -> str | None:
-        open_ = [name for name, queue in self.waiting.items() if queue]
+        # a backend with no more jobs waiting than workers serving it: another worker would find nothing to take
+        open_ = [name for name, queue in self.waiting.items() if len(queue) > self.serving[name]]
         unserved = [name for name in open_ if not self.serving[name]]
         if unserved:
             return max(unserved, key=lambda name: len(self.waiting[name]))
