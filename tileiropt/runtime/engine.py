@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from tileiropt.environment import triton_distribution
-from tileiropt.runtime.backends import BACKENDS, Backend
+from tileiropt.runtime.backends import Backend
 from tileiropt.runtime.job_timing import JobTiming
 from tileiropt.runtime.provenance import Provenance
 from tileiropt.runtime.workers import (
@@ -457,12 +457,10 @@ def run_jobs(slots: Slots, launchers: list[Launcher]) -> bool:
 
 
 class RunWorkers:
-    """What the workers of one run share: the CUDA Tile IR release they follow, one Triton cache per compiler
-    (a fresh folder, so a first call really compiles; removed by `close()`), and, with `keep`, the idle workers
-    kept between phases. Each kernel's compiled backend is read from its own metadata, and Triton's cache keys
-    hold the source and the target, so a shared cache never hides which backend compiled a kernel. Autotuning
-    results are cached there too (TRITON_CACHE_AUTOTUNING): a script that autotunes at import does it once per run,
-    not once per worker; bench empties them before its timed first call."""
+    """What the workers of one run share: the CUDA Tile IR release they follow, one Triton cache per backend (a
+    fresh folder, so a first call really compiles; removed by `close()`), and, with `keep`, the idle workers kept
+    between phases. Each kernel's compiled backend is read from its own metadata, so a shared cache never hides
+    which backend compiled it."""
 
     def __init__(self, release: str | None = None, keep: bool = False):
         self.release = release
@@ -471,11 +469,10 @@ class RunWorkers:
         self.lock = threading.Lock()
 
     def env(self, backend: str) -> dict[str, str]:
-        compiler = BACKENDS[backend].expected_backend if backend in BACKENDS else backend
         with self.lock:
-            if compiler not in self.caches:
-                self.caches[compiler] = tempfile.mkdtemp(prefix=f"tileiropt-triton-cache-{compiler}-")
-            return {"TRITON_CACHE_DIR": self.caches[compiler], "TRITON_CACHE_AUTOTUNING": "1"}
+            if backend not in self.caches:
+                self.caches[backend] = tempfile.mkdtemp(prefix=f"tileiropt-triton-cache-{backend}-")
+            return {"TRITON_CACHE_DIR": self.caches[backend]}
 
     def slots(self, pool: JobPool, backends: dict[str, Backend], kind: JobKind, isolate: bool = False) -> Slots:
         """The slots serving `pool` with these workers (`isolate`: a fresh worker per job)."""

