@@ -226,8 +226,25 @@ class Pipeline:
         report = check_environment(release=self.release.release.version)
         report.release["origin"] = self.release.origin
         save_record(self.artifacts, CHECK_FILE, report)
+        self.prestart(report.gpu.get("name") not in (None, "cpu"), report.tileir_ready)
         ready = "TileIR ready" if report.tileir_ready else "TileIR not ready: " + "; ".join(report.reasons)
         return PhaseResult("check", PASS, detail=f"{report.gpu.get('name')}; {ready}")
+
+    def prestart(self, has_gpu: bool, tileir_ready: bool) -> None:
+        """Start the validation workers the run will need first, one per backend on the first slot, while the
+        program runs and the original files are validated: their start-up (torch, Triton, CUDA) overlaps that work
+        instead of following it. Not on SLURM (a job step is not started ahead of its work)."""
+        from tileiropt.runtime.backends import BACKENDS, default_backends
+        from tileiropt.runtime.executors import VALIDATE_PER_GPU
+
+        executor = (self.executor or Executor()).check()
+        if executor.kind != "local" or not (self.live or self.project.capture is not None):
+            return
+        first = "ptx" if has_gpu else "interpret"  # the compatibility phase's backend
+        later = [name for name in default_backends(has_gpu, tileir_ready) if name != first
+                 and (name != "tileir" or tileir_ready)]
+        launcher = executor.slots(gpu_work=has_gpu, per_gpu=VALIDATE_PER_GPU, cpu_slots=1)[0]
+        self.workers.prestart(launcher, [BACKENDS[name] for name in [first, *later[:1]]])
 
     def compatibility(self) -> PhaseResult:
         from tileiropt.runtime.machine import Machine

@@ -309,10 +309,9 @@ class Slots:
         key = KeptWorkers.key(launcher, backend.name, env)
         worker = self.kept.take(key) if self.kept is not None and not self.isolate else None
         if worker is None:
-            worker = WorkerProcess(backend, None, module=WORKER_MODULE, extra_env=env, launcher=launcher)
+            worker = start_worker(backend, launcher, env, self.setup.get("release"))
             with self.lock:
                 self.workers_started += 1
-            worker.send({**self.setup, "backend": backend.name, "triton_distribution": triton_distribution()})
         try:
             self._feed_worker(worker, backend.name, launcher, outcome)
         finally:
@@ -430,6 +429,13 @@ class Slots:
             self.timings.append(timing)
 
 
+def start_worker(backend: Backend, launcher: Launcher, env: dict[str, str], release: str | None) -> WorkerProcess:
+    """A new worker of the engine for `backend`, its set-up line sent (it then imports torch and Triton)."""
+    worker = WorkerProcess(backend, None, module=WORKER_MODULE, extra_env=env, launcher=launcher)
+    worker.send({"backend": backend.name, "triton_distribution": triton_distribution(), "release": release})
+    return worker
+
+
 @dataclass
 class WorkerOutcome:
     """How one worker ended, for its slot."""
@@ -473,6 +479,17 @@ class RunWorkers:
             if backend not in self.caches:
                 self.caches[backend] = tempfile.mkdtemp(prefix=f"tileiropt-triton-cache-{backend}-")
             return {"TRITON_CACHE_DIR": self.caches[backend]}
+
+    def prestart(self, launcher: Launcher, backends: list[Backend]) -> None:
+        """Start a worker of each of `backends` on `launcher` now, kept idle for the first phase that needs it: it
+        imports torch and Triton while the tool does something else (runs the user's program, validates the
+        original files). Without kept workers, nothing."""
+        if self.kept is None:
+            return
+        for backend in backends:
+            env = self.env(backend.name)
+            self.kept.keep(KeptWorkers.key(launcher, backend.name, env),
+                           start_worker(backend, launcher, env, self.release))
 
     def slots(self, pool: JobPool, backends: dict[str, Backend], kind: JobKind, isolate: bool = False) -> Slots:
         """The slots serving `pool` with these workers (`isolate`: a fresh worker per job)."""
