@@ -119,6 +119,7 @@ class Pipeline:
         self.workers = RunWorkers(self.release.release.version, keep=True)
         self.validation: ValidateRun | None = None
         self.jobs: list[JobTiming] = []  # the current phase's jobs of the engine
+        self.ready_to_start: tuple[bool, bool] | None = None  # (GPU, TileIR ready), once checked: `prestart`
         self.bench_failed = False
         self.capture_failed = False
         self.in_place = in_place
@@ -226,20 +227,22 @@ class Pipeline:
         report = check_environment(release=self.release.release.version)
         report.release["origin"] = self.release.origin
         save_record(self.artifacts, CHECK_FILE, report)
-        self.prestart(report.gpu.get("name") not in (None, "cpu"), report.tileir_ready)
+        self.ready_to_start = (report.gpu.get("name") not in (None, "cpu"), report.tileir_ready)
         ready = "TileIR ready" if report.tileir_ready else "TileIR not ready: " + "; ".join(report.reasons)
         return PhaseResult("check", PASS, detail=f"{report.gpu.get('name')}; {ready}")
 
-    def prestart(self, has_gpu: bool, tileir_ready: bool) -> None:
-        """Start the validation workers the run will need first, one per backend on the first slot, while the
-        program runs and the original files are validated: their start-up (torch, Triton, CUDA) overlaps that work
-        instead of following it. Not on SLURM (a job step is not started ahead of its work)."""
+    def prestart(self) -> None:
+        """Start the validation workers the run will need first, one per backend on the first slot, as the
+        program starts: their start-up (torch, Triton, CUDA) overlaps the program's run instead of following it.
+        Not on SLURM (a job step is not started ahead of its work), nor before the check said what this machine
+        runs."""
         from tileiropt.runtime.backends import BACKENDS, default_backends
         from tileiropt.runtime.executors import VALIDATE_PER_GPU
 
         executor = (self.executor or Executor()).check()
-        if executor.kind != "local" or not (self.live or self.project.capture is not None):
+        if executor.kind != "local" or self.ready_to_start is None:
             return
+        has_gpu, tileir_ready = self.ready_to_start
         first = "ptx" if has_gpu else "interpret"  # the compatibility phase's backend
         later = [name for name in default_backends(has_gpu, tileir_ready) if name != first
                  and (name != "tileir" or tileir_ready)]
@@ -349,7 +352,8 @@ class Pipeline:
         request = self.project.capture
         assert request is not None
         machine = Machine.probe(self.workers.release)
-        result, specs = add_captured_kernels(self.project, machine, self.timeout, fresh=self.fresh)
+        result, specs = add_captured_kernels(self.project, machine, self.timeout, fresh=self.fresh,
+                                             before_program=self.prestart)
         self.specs += specs
         self.result.kernels += [kernel_info(s, self.bench_settings.sizes) for s in specs]
         kernels = len({((s.launch or {}).get("kernel"), (s.launch or {}).get("file")) for s in specs})

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -380,11 +381,12 @@ def earlier_capture(artifacts: Path, inputs: str) -> CaptureResult | None:
     return result
 
 
-def add_captured_kernels(project: Any, machine: Any, timeout: float | None = None,
-                         fresh: bool = False) -> tuple[CaptureResult, list[Any]]:
+def add_captured_kernels(project: Any, machine: Any, timeout: float | None = None, fresh: bool = False,
+                         before_program: Callable[[], None] | None = None) -> tuple[CaptureResult, list[Any]]:
     """Run the project's capture (`[project] capture = "..."`) and add one kernel spec per distinct launch to
     `project.kernels` (names already taken are kept as they are); saves capture.json. An unchanged re-run
-    (`capture_inputs`) takes the saved launches instead (`fresh`: run the program again). (result, added specs)."""
+    (`capture_inputs`) takes the saved launches instead (`fresh`: run the program again). `before_program`: called
+    just before the program runs (not when its launches are reused). (result, added specs)."""
     from tileiropt.output import save_record_file
 
     request = project.capture
@@ -392,6 +394,8 @@ def add_captured_kernels(project: Any, machine: Any, timeout: float | None = Non
     inputs = capture_inputs(request, cwd, machine.device)
     result = None if fresh else earlier_capture(project.artifacts, inputs)
     if result is None:
+        if before_program is not None:
+            before_program()
         result = capture_program(request.files, request.command, interpret=not machine.has_gpu,
                                  budget=request.budget, cap=request.cap, cwd=project.root)
         result.inputs = inputs
