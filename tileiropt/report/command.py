@@ -12,6 +12,7 @@ from tileiropt.report.artifacts import RECORD_FILES, is_artifacts_folder, load_a
 from tileiropt.report.build import Report, build_report
 from tileiropt.report.markdown import is_report, render_markdown
 from tileiropt.runtime.bench.records import BenchKernel
+from tileiropt.runtime.bench.run import kernel_info
 
 FORMATS = ("md", "json")
 
@@ -19,8 +20,6 @@ FORMATS = ("md", "json")
 def resolve_artifacts(target: Path | None) -> tuple[Path, list[BenchKernel] | None]:
     """(artifacts folder, the project's kernels or None): from a project file, a folder holding
     one, or an artifacts folder itself."""
-    from tileiropt.runtime.bench.run import kernel_info
-
     target = Path(target) if target is not None else Path.cwd()
     if target.is_file() and target.suffix == ".toml":
         project = load_project(target)

@@ -15,16 +15,16 @@ import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
-if TYPE_CHECKING:
-    from tileiropt.analysis.classify import KernelRecord
-
 from tileiropt.analysis.blocks import alternatives_of
+from tileiropt.analysis.classify import TOO_DEEP, KernelRecord, classify_scan
 from tileiropt.analysis.discovery import KernelInfo, ModuleInfo, scan
+from tileiropt.analysis.rules import ALL_RULES
+from tileiropt.analysis.source import read_source
 from tileiropt.errors import UserError
+from tileiropt.output import writable, write_atomic
 from tileiropt.releases import Release, newest
 from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
 from tileiropt.transform.gate import ACTIVE_FLAG, GATE_MARKER, GATE_SOURCE
@@ -444,9 +444,6 @@ def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, S
     """Plan and rewrite one module's source; nothing is written."""
     if GATE_MARKER in source:
         return ApplyResult(path, None, True, [], source, source)
-    from tileiropt.analysis.classify import TOO_DEEP, classify_scan  # noqa: PLC0415 - avoid an import cycle
-    from tileiropt.analysis.rules import ALL_RULES  # noqa: PLC0415 - beside classify's, for the same cycle
-
     ERROR_RULES = [rule for rule in ALL_RULES if rule.code.startswith("TIR0")]  # noqa: N806 - the TIR0xx codes
 
     try:
@@ -482,9 +479,6 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
     `<name>.orig` (or `.orig.N` when that name is taken: an existing file is never replaced). Any other
     output replaces only a file tileiropt wrote (its gate marker); links and devices are refused.
     """
-    from tileiropt.analysis.source import read_source  # noqa: PLC0415 - the same reader as classify
-    from tileiropt.output import writable, write_atomic  # noqa: PLC0415
-
     path = Path(path)
     if not path.exists():
         raise UserError("kernel file not found", file=str(path))

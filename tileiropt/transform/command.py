@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tileiropt.analysis.classify import collect_files
+from tileiropt.environment import choose_release
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
 from tileiropt.releases import Release
@@ -121,8 +122,6 @@ def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_ru
 
 def run_apply(paths: list[Path], *, output: Path | None, in_place: bool, dry_run: bool, diff: bool,
               json_output: bool, spaces_file: Path | None, max_configs: int, tileir_version: str | None = None) -> int:
-    from tileiropt.environment import choose_release
-
     if max_configs < 1:
         raise UserError("--max-configs must be at least 1")
     choice = choose_release(tileir_version)
