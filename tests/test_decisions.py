@@ -25,8 +25,8 @@ import pytest
 from tileiropt.errors import ExitCode, run_exit_code
 from tileiropt.pipeline import Pipeline, RunResult
 from tileiropt.project import KernelSpec
-from tileiropt.report.build import Benchmark, Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.markdown import next_steps_md, summary_md
+from tileiropt.report.model import Benchmark, Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.verdict import ATTENTION, PROVEN, READY, UNPROVEN, kernel_verdict
 from tileiropt.runtime.bench.records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
 from tileiropt.runtime.validate.worker import compared_status

@@ -354,7 +354,7 @@ def test_records_of_the_earlier_schema_still_read_and_unknown_statuses_do_not(ar
 
 
 def test_a_captured_kernel_is_reported_with_the_helpers_it_calls_and_nothing_else() -> None:
-    from tileiropt.report.build import kernels_reached
+    from tileiropt.report.sections import kernels_reached
 
     records = [{"kernel": "_inner", "calls": []}, {"kernel": "_desc", "calls": []},
                {"kernel": "fwd", "calls": ["_desc", "_inner"]}, {"kernel": "bwd", "calls": ["_bwd_dq"]},
@@ -365,7 +365,7 @@ def test_a_captured_kernel_is_reported_with_the_helpers_it_calls_and_nothing_els
 
 
 def test_notes_of_passing_records_are_kept_whole_and_capped() -> None:
-    from tileiropt.report.build import MAX_NOTES, verdict
+    from tileiropt.report.sections import MAX_NOTES, verdict
 
     reasons = ["TileIR code not attached at import: a (why a); b (why b)"] + [
         f"differs from itself by up to {i}e-3 between runs; atol widened to {2 * i}e-3" for i in range(1, 6)]

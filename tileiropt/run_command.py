@@ -12,7 +12,8 @@ from rich.table import Table
 
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
-from tileiropt.pipeline import OPTIONAL_PHASES, PHASES, RunResult, run_pipeline
+from tileiropt.phases import OPTIONAL_PHASES, PHASES
+from tileiropt.pipeline import RunResult, run_pipeline
 from tileiropt.project import resolve_target
 from tileiropt.releases import get_release
 from tileiropt.runtime.bench.run import BenchSettings

@@ -9,8 +9,9 @@ from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import dumps, err_console, write_atomic
 from tileiropt.project import DEFAULT_ARTIFACTS, PROJECT_FILE, load_project
 from tileiropt.report.artifacts import RECORD_FILES, is_artifacts_folder, load_artifacts
-from tileiropt.report.build import Report, build_report
+from tileiropt.report.build import build_report
 from tileiropt.report.markdown import is_report, render_markdown
+from tileiropt.report.model import Report
 from tileiropt.runtime.bench.records import BenchKernel
 from tileiropt.runtime.bench.run import kernel_info
 
