@@ -47,8 +47,8 @@ def classified(kernel: str, cls: str, findings: list | None = None) -> dict:
 
 
 def applied(kernel: str, changes: int) -> dict:
-    return {"file": f"/fixture/{kernel}.py", "output": f"/fixture/{kernel}_tileir.py", "changed": changes > 0,
-            "already_prepared": False,
+    return {"file": f"/fixture/{kernel}.py", "status": "pass", "output": f"/fixture/{kernel}_tileir.py",
+            "changed": changes > 0, "already_prepared": False, "written": [f"/fixture/{kernel}_tileir.py"],
             "kernels": [{"kernel": f"{kernel}_kernel", "line": 12, "class": "dot", "twin": None, "configs_added": 8,
                          "changes": [{"line": 20 + i, "what": f"change {i}", "why": "because"}
                                      for i in range(changes)],
@@ -74,13 +74,13 @@ def artifacts(tmp_path: Path) -> Path:
         record("softmax", "optimized", "tileir-code-on-ptx", "pass", 5e-4),
         record("broken", "original", "ptx", "fail", 1.0, reason="3 of 64 elements differ"),
     ], backends=["ptx", "tileir"]), folder)
-    save_record(folder, CLASSIFY_FILE, {"kernels": [
+    save_record(folder, CLASSIFY_FILE, {"schema_version": 1, "release": None, "files": [], "summary": {}, "kernels": [
         classified("matmul", "dot"),
         classified("softmax", "norm", [{"code": "TIR202", "severity": "perf", "line": 44, "message": "wide rows",
                                         "hint": "cap it"}]),
         classified("broken", "elementwise")]})
-    save_record(folder, APPLY_FILE, {"dry_run": False, "files": [applied("matmul", 3), applied("softmax", 1)],
-                                     "errors": []})
+    save_record(folder, APPLY_FILE, {"schema_version": 1, "dry_run": False, "release": None,
+                                     "files": [applied("matmul", 3), applied("softmax", 1)], "errors": []})
     save_record(folder, CHECK_FILE, {"python": "3.12", "triton": {"name": "nvtriton", "version": "3.6.0",
                                                                   "tileir_backend": True},
                                      "torch": {"version": "2.11.0", "cuda": "13.0"},

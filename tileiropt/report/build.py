@@ -203,9 +203,9 @@ def capture_summary(artifacts: Artifacts) -> list[str]:
         "expected", [])}
     launched = {key.split("@")[0] for key in counts}
     rewritten = []
-    for item in (artifacts.apply or {}).get("files", []):
-        if item.get("file") and os.path.realpath(item["file"]) in captured_files:
-            rewritten += [k["kernel"] for k in item.get("kernels", []) if k.get("changes")]
+    for item in artifacts.apply.files if artifacts.apply is not None else []:
+        if item.file and os.path.realpath(item.file) in captured_files:
+            rewritten += [k.kernel for k in item.kernels if k.changes]
     never = sorted(set(rewritten) - launched)
     if never:
         lines.append(f"Rewritten but never launched by the program (not validated): {', '.join(never)}.")

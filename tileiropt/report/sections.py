@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tileiropt.phase_records import ApplyFile
 from tileiropt.phases import comes_after
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
 from tileiropt.report.model import Classification, Coverage, Section, Verdict
@@ -65,7 +66,8 @@ def format_difference(value: float | None) -> str:
 
 def classify_records(kernel: BenchKernel, artifacts: Artifacts) -> list[dict]:
     """The classify records of the kernel's file (empty without classify.json)."""
-    return [k for k in (artifacts.classify or {}).get("kernels", []) if same_file(k.get("file"), kernel.path)]
+    kernels = artifacts.classify.kernels if artifacts.classify is not None else []
+    return [k for k in kernels if isinstance(k, dict) and same_file(k.get("file"), kernel.path)]
 
 
 def kernels_reached(records: list[dict], entry: str) -> set[str] | None:
@@ -87,11 +89,11 @@ def classification_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[
     if artifacts.classify is None:
         return Classification(False, stop_reason(stopped, "classify") or missing_record(artifacts, CLASSIFY_FILE,
                                                                                     "classify"))
-    files = [f for f in artifacts.classify.get("files", []) if same_file(f.get("file"), kernel.path)]
+    files = [f for f in artifacts.classify.files if same_file(f.file, kernel.path)]
     records = classify_records(kernel, artifacts)
     if not records:
-        if files and files[0].get("message"):
-            return Classification(False, f"not run: {files[0]['message']}")
+        if files and files[0].message:
+            return Classification(False, f"not run: {files[0].message}")
         return Classification(False, stop_reason(stopped, "classify")
                               or f"not run: {Path(kernel.path).name} is not in {CLASSIFY_FILE}")
     reached = kernels_reached(records, kernel.entry)  # a captured launch replays one kernel and its helpers
@@ -209,35 +211,35 @@ def tileir_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str
 # --------------------------------------------------------------------------- transformations and output
 
 
-def _apply_file(kernel: BenchKernel, artifacts: Artifacts) -> dict[str, Any] | None:
+def _apply_file(kernel: BenchKernel, artifacts: Artifacts) -> ApplyFile | None:
     if artifacts.apply is None:
         return None
-    return next((f for f in artifacts.apply.get("files", []) if same_file(f.get("file"), kernel.path)), None)
+    return next((f for f in artifacts.apply.files if same_file(f.file, kernel.path)), None)
 
 
 def transformations_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Section:
     if artifacts.apply is None:
         return Section(False, stop_reason(stopped, "apply") or missing_record(artifacts, APPLY_FILE, "apply"))
-    errors = [e for e in artifacts.apply.get("errors", []) if same_file(e.get("file"), kernel.path)]
+    errors = [e for e in artifacts.apply.errors if same_file(e.file, kernel.path)]
     if errors:
-        return Section(False, f"not run: apply failed: {errors[0].get('error')}")
+        return Section(False, f"not run: apply failed: {errors[0].error}")
     record = _apply_file(kernel, artifacts)
     if record is None:
         return Section(False, stop_reason(stopped, "apply") or f"not run: {Path(kernel.path).name} is not in "
                                                                   f"{APPLY_FILE}")
-    if record.get("already_prepared"):
+    if record.already_prepared:
         return Section(True, lines=["none: the file already holds the TileIR gate (already prepared); unchanged"])
     # a captured launch: its kernel and the helpers it calls
     reached = kernels_reached(classify_records(kernel, artifacts), kernel.entry)
-    kernels = [k for k in record.get("kernels", []) if reached is None or k.get("kernel") in reached]
+    kernels = [k for k in record.kernels if reached is None or k.kernel in reached]
     lines = []
     for k in kernels:
-        for change in k.get("changes", []):
-            lines.append(f"`{k.get('kernel')}` L{change.get('line')}: {change.get('what')} ({change.get('why')})")
-        for skipped in k.get("skipped", []):
-            lines.append(f"`{k.get('kernel')}` left alone: {skipped}")
-    changes = sum(len(k.get("changes", [])) for k in kernels)
-    if not record.get("changed"):
+        for change in k.changes:
+            lines.append(f"`{k.kernel}` L{change.line}: {change.what} ({change.why})")
+        for skipped in k.skipped:
+            lines.append(f"`{k.kernel}` left alone: {skipped}")
+    changes = sum(len(k.changes) for k in kernels)
+    if not record.changed:
         lines.insert(0, "none: nothing to change for TileIR (the optimized file equals the original)")
     return Section(True, lines=lines, count=changes)
 
@@ -245,7 +247,7 @@ def transformations_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict
 def coverage_for(kernel: BenchKernel, artifacts: Artifacts) -> list[Coverage]:
     """Per rewritten kernel of the file: launched by some validation of the optimized file, or not."""
     record = _apply_file(kernel, artifacts)
-    if record is None or not record.get("changed"):
+    if record is None or not record.changed:
         return []
     runs = [r for r in (artifacts.validate.records if artifacts.validate else [])
             if r.variant == "optimized" and same_file(r.path, kernel.optimized_path)]
@@ -256,11 +258,11 @@ def coverage_for(kernel: BenchKernel, artifacts: Artifacts) -> list[Coverage]:
         run_by.append(set().union(*[kernels_reached(classified, base) or {base} for base in bases]))
 
     found = []
-    for k in record.get("kernels", []):
-        if not k.get("changes"):
+    for k in record.kernels:
+        if not k.changes:
             continue
-        name = k.get("kernel")
-        names = {name, k.get("twin") or f"{name}_tileir"}
+        name = k.kernel
+        names = {name, k.twin or f"{name}_tileir"}
         launched = sum(1 for r in runs if names & set(r.provenance.kernels))
         through = sum(1 for r, reached in zip(runs, run_by) if not names & set(r.provenance.kernels)
                       and name in reached)
@@ -288,7 +290,7 @@ def rejected_files(run: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
 
 def output_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Section:
     record = _apply_file(kernel, artifacts)
-    written = record.get("output") if record else None
+    written = record.output if record else None
     set_aside = rejected_files(artifacts.run).get(str(Path(written).resolve())) if written else None
     if set_aside:
         return Section(False, f"set aside: moved to {Path(str(set_aside.get('moved_to'))).name}, not the result "
