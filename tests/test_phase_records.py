@@ -12,6 +12,7 @@ import pytest
 from tileiropt.output import save_record_file
 from tileiropt.phase_records import (
     ApplyKernel,
+    Change,
     apply_from_dict,
     apply_record,
     classify_from_dict,
@@ -21,9 +22,9 @@ from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, load_artifacts
 
 
 def _result(**overrides: object) -> SimpleNamespace:
-    change = SimpleNamespace(line=20, what="TileIR configs added", why="dot kernel")
-    kernel = SimpleNamespace(kernel="k", line=12, kernel_class="dot", twin="k_tileir", configs_added=8,
-                             changes=[change], skipped=["TMA left alone: masked loads"])
+    kernel = ApplyKernel("k", 12, "dot", twin="k_tileir", configs_added=8,
+                         changes=[Change(20, "TileIR configs added", "dot kernel")],
+                         skipped=["TMA left alone: masked loads"])
     fields = {"path": "/p/k.py", "output": "/p/k_tileir.py", "changed": True, "already_prepared": False,
               "written": ["/p/k_tileir.py"], "kernels": [kernel]}
     return SimpleNamespace(**{**fields, **overrides})

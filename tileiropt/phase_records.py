@@ -38,15 +38,16 @@ class Change:
 
 @dataclass
 class ApplyKernel:
-    """What the rewrite did to one kernel of a file, and what it left alone (and why)."""
+    """What the rewrite did to one kernel of a file, and what it left alone (and why); `apply` fills it in as it
+    plans the kernel's rewrite."""
 
     kernel: str
     line: int
     kernel_class: str = field(metadata={JSON_KEY: "class"})
-    twin: str | None
-    configs_added: int
-    changes: list[Change]
-    skipped: list[str]
+    twin: str | None = None
+    configs_added: int = 0
+    changes: list[Change] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # why something was not done
 
 
 @dataclass
@@ -104,15 +105,11 @@ class ClassifyRecord:
 
 
 def apply_record(results: list[Any], errors: list[Any], *, dry_run: bool, release: dict | None) -> ApplyRecord:
-    """apply's record of its results (`transform.apply.ApplyResult`) and of the files it could not rewrite
-    (`transform.command.FileError`)."""
+    """apply's record of its results (`transform.apply.ApplyResult`, whose kernels are `ApplyKernel`s already)
+    and of the files it could not rewrite (`transform.command.FileError`)."""
     files = [ApplyFile(file=r.path, status=NOT_RUN if r.already_prepared else PASS, output=r.output,
                        changed=r.changed, already_prepared=r.already_prepared, written=list(r.written),
-                       kernels=[ApplyKernel(kernel=k.kernel, line=k.line, kernel_class=k.kernel_class, twin=k.twin,
-                                            configs_added=k.configs_added,
-                                            changes=[Change(c.line, c.what, c.why) for c in k.changes],
-                                            skipped=list(k.skipped))
-                                for k in r.kernels])
+                       kernels=list(r.kernels))
              for r in results]
     return ApplyRecord(schema_version=SCHEMA_VERSION, dry_run=dry_run, release=release, files=files,
                        errors=[ApplyError(file=e.path, status=ERROR, error=e.error) for e in errors])

@@ -25,6 +25,7 @@ from tileiropt.analysis.rules import ALL_RULES
 from tileiropt.analysis.source import read_source
 from tileiropt.errors import UserError
 from tileiropt.output import writable, write_atomic
+from tileiropt.phase_records import ApplyKernel, Change
 from tileiropt.releases import Release, newest
 from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
 from tileiropt.transform.gate import ACTIVE_FLAG, GATE_MARKER, GATE_SOURCE
@@ -54,29 +55,11 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
 
 
 @dataclass
-class Change:
-    line: int
-    what: str
-    why: str
-
-
-@dataclass
-class KernelReport:
-    kernel: str
-    line: int
-    kernel_class: str
-    changes: list[Change] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # why something was not done
-    twin: str | None = None
-    configs_added: int = 0
-
-
-@dataclass
 class ApplyResult:
     path: str
     output: str | None
     already_prepared: bool
-    kernels: list[KernelReport]
+    kernels: list[ApplyKernel]
     source: str
     new_source: str
     written: list[str] = field(default_factory=list)  # files written, backups included
@@ -118,7 +101,7 @@ def _config_list(configs: list[TileIRConfig], indent: str) -> str:
 
 @dataclass
 class _Plan:
-    report: KernelReport
+    report: ApplyKernel
     twin: cst.FunctionDef | None = None
     block: list[str] = field(default_factory=list)  # statements inside `if _TILEIR:`
     pointer_twin: cst.FunctionDef | None = None  # the math-only twin beside a TMA twin (defined under the gate)
@@ -300,7 +283,7 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, records: dic
             continue
         record = records[kernel.name]
         kernel_class = classify(info, kernel) if classify else record.kernel_class
-        plan = _Plan(KernelReport(kernel.name, kernel.line, kernel_class))
+        plan = _Plan(ApplyKernel(kernel.name, kernel.line, kernel_class))
         plans[kernel.name] = plan
         node = nodes.get(kernel.name)
         if node is None:
