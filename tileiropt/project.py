@@ -18,7 +18,6 @@ from tileiropt.library import check_library, library_files
 from tileiropt.project_file import load_project, parse_project
 from tileiropt.project_model import (
     DEFAULT_ARTIFACTS,
-    DEFAULT_SIZES,
     DEFAULT_TIMEOUT_S,
     PROJECT_FILE,
     REFERENCE_ORIGINAL,
@@ -28,9 +27,9 @@ from tileiropt.project_model import (
 )
 
 __all__ = [
-    "DEFAULT_ARTIFACTS", "DEFAULT_SIZES", "DEFAULT_TIMEOUT_S", "PROJECT_FILE", "REFERENCE_ORIGINAL", "CaptureRequest",
-    "KernelSpec", "Project", "check_capture_target", "load_project", "parse_project", "project_from_capture",
-    "project_from_flags", "project_from_library", "resolve_target",
+    "DEFAULT_ARTIFACTS", "DEFAULT_TIMEOUT_S", "PROJECT_FILE", "REFERENCE_ORIGINAL", "CaptureRequest", "KernelSpec",
+    "Project", "check_capture_target", "load_project", "parse_project", "project_from_capture", "project_from_flags",
+    "project_from_library", "resolve_target",
 ]
 
 
