@@ -15,6 +15,8 @@ from tileiropt.cache import CACHE_ENV
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
 from tileiropt.project import parse_project
+from tileiropt.runtime import engine
+from tileiropt.runtime.backends import BACKENDS
 from tileiropt.runtime.bench import peaks as peaks_module
 from tileiropt.runtime.bench import run as bench_module
 from tileiropt.runtime.bench.records import (
@@ -34,8 +36,6 @@ from tileiropt.runtime.bench.records import (
     summarize_quantiles,
     within_noise,
 )
-from tileiropt.runtime import engine
-from tileiropt.runtime.backends import BACKENDS
 from tileiropt.runtime.bench.run import (
     BenchJob,
     BenchJobs,
@@ -45,11 +45,11 @@ from tileiropt.runtime.bench.run import (
     obtain_peaks,
     plan_items,
 )
-from tileiropt.runtime.engine import JobPool, RunWorkers, run_jobs
-from tileiropt.runtime.workers import LOCAL
 from tileiropt.runtime.bench.worker import BenchItem, _call_bench, choose_method, input_set_count
+from tileiropt.runtime.engine import JobPool, RunWorkers, run_jobs
 from tileiropt.runtime.machine import Machine
 from tileiropt.runtime.provenance import Provenance
+from tileiropt.runtime.workers import LOCAL
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"

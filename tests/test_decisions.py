@@ -25,8 +25,8 @@ import pytest
 from tileiropt.errors import ExitCode, run_exit_code
 from tileiropt.pipeline import Pipeline, RunResult
 from tileiropt.project import KernelSpec
-from tileiropt.report.build import Benchmark, Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.markdown import next_steps_md, summary_md
+from tileiropt.report.model import Benchmark, Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.verdict import ATTENTION, PROVEN, READY, UNPROVEN, kernel_verdict
 from tileiropt.runtime.bench.records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
 from tileiropt.runtime.validate.worker import compared_status
@@ -705,7 +705,8 @@ def test_a_decided_interim_look_stops_the_rounds_and_an_undecided_one_goes_on(mo
 
     class Prepared:
         def __init__(self, times: list[float]):
-            self.times, self.method, self.call, self.sets, self.input_sets, self.fn = times, "do_bench", None, [], 1, None
+            self.times, self.method, self.call, self.sets = times, "do_bench", None, []
+            self.input_sets, self.fn = 1, None
 
     def fake_time(prepared, warmup, rep):
         return types.SimpleNamespace(median_ms=prepared.times.pop(0))

@@ -8,7 +8,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from tileiropt import project
+from tileiropt import project_file
 from tileiropt.cli import app
 from tileiropt.errors import UserError
 from tileiropt.project import load_project
@@ -85,7 +85,7 @@ def test_template_loads_once_its_kernel_exists(tmp_path):
 
 def test_template_explains_every_key(tmp_path):
     text = project_template_text()
-    keys = project._KERNEL_KEYS | project._DEFAULT_KEYS | project._PROJECT_KEYS
+    keys = project_file.KERNEL_KEYS | project_file.DEFAULT_KEYS | project_file.PROJECT_KEYS
     for key in sorted(keys):
         assert re.search(rf"^(# )?{key} = ", text, re.MULTILINE), f"template does not show `{key}`"
 
@@ -93,7 +93,7 @@ def test_template_explains_every_key(tmp_path):
 def test_commented_examples_are_valid(tmp_path):
     """Uncommenting the optional example lines still gives a project that loads."""
     text = project_template_text()
-    keys = project._KERNEL_KEYS | project._DEFAULT_KEYS | project._PROJECT_KEYS
+    keys = project_file.KERNEL_KEYS | project_file.DEFAULT_KEYS | project_file.PROJECT_KEYS
     uncommented = re.sub(rf"^# (({'|'.join(sorted(keys))}) = )", r"\1", text, flags=re.MULTILINE)
     assert uncommented != text
     (tmp_path / "tileiropt.toml").write_text(uncommented)

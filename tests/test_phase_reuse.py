@@ -14,7 +14,9 @@ def test_classify_is_reused_only_for_the_same_files_release_and_dtypes(tmp_path:
     kernel = tmp_path / "k.py"
     kernel.write_text("import triton\n")
     inputs = classify_inputs([kernel], "13.4", ["fp16"])
-    document = {"inputs": inputs, "files": [{"file": str(kernel), "status": "pass"}], "kernels": []}
+    document = {"schema_version": 1, "release": None, "kernels": [],
+                "files": [{"file": str(kernel), "status": "pass", "message": None, "kernels": 0}], "summary": {},
+                "inputs": inputs}
     (tmp_path / "classify.json").write_text(json.dumps(document))
     assert earlier_classify(tmp_path, inputs) == document
     assert classify_inputs([kernel], "13.5", ["fp16"]) != inputs
@@ -23,6 +25,8 @@ def test_classify_is_reused_only_for_the_same_files_release_and_dtypes(tmp_path:
     assert earlier_classify(tmp_path, classify_inputs([kernel], "13.4", ["fp16"])) is None
     (tmp_path / "classify.json").write_text(json.dumps({**document, "files": [{"status": "pass"}]}))
     assert earlier_classify(tmp_path, inputs) is None  # a record of another shape is never trusted
+    (tmp_path / "classify.json").write_text(json.dumps({**document, "kernels": {}}))
+    assert earlier_classify(tmp_path, inputs) is None
 
 
 def test_apply_is_reused_only_while_its_outputs_are_as_written(tmp_path: Path) -> None:
@@ -30,8 +34,10 @@ def test_apply_is_reused_only_while_its_outputs_are_as_written(tmp_path: Path) -
     kernel.write_text("import triton\n")
     output.write_text("# rewritten\n")
     inputs = apply_inputs([(kernel, output)], 16, "13.4")
-    document = {"inputs": inputs, "dry_run": False, "files": [{"file": str(kernel), "output": str(output)}],
-                "errors": [], "outputs": {str(output): file_digest(output)}}
+    written = {"file": str(kernel), "status": "pass", "output": str(output), "changed": True,
+               "already_prepared": False, "written": [str(output)], "kernels": []}
+    document = {"schema_version": 1, "dry_run": False, "release": None, "files": [written], "errors": [],
+                "inputs": inputs, "outputs": {str(output): file_digest(output)}}
     (tmp_path / "apply.json").write_text(json.dumps(document))
     assert earlier_apply(tmp_path, inputs) == document
     assert apply_inputs([(kernel, output)], 8, "13.4") != inputs  # another config cap
@@ -41,3 +47,5 @@ def test_apply_is_reused_only_while_its_outputs_are_as_written(tmp_path: Path) -
     assert earlier_apply(tmp_path, inputs) is None  # or set aside
     (tmp_path / "apply.json").write_text(json.dumps({**document, "dry_run": True}))
     assert earlier_apply(tmp_path, inputs) is None  # a dry run wrote nothing
+    (tmp_path / "apply.json").write_text(json.dumps({**document, "files": [{**written, "changed": "yes"}]}))
+    assert earlier_apply(tmp_path, inputs) is None  # a record of another shape

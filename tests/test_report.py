@@ -47,8 +47,8 @@ def classified(kernel: str, cls: str, findings: list | None = None) -> dict:
 
 
 def applied(kernel: str, changes: int) -> dict:
-    return {"file": f"/fixture/{kernel}.py", "output": f"/fixture/{kernel}_tileir.py", "changed": changes > 0,
-            "already_prepared": False,
+    return {"file": f"/fixture/{kernel}.py", "status": "pass", "output": f"/fixture/{kernel}_tileir.py",
+            "changed": changes > 0, "already_prepared": False, "written": [f"/fixture/{kernel}_tileir.py"],
             "kernels": [{"kernel": f"{kernel}_kernel", "line": 12, "class": "dot", "twin": None, "configs_added": 8,
                          "changes": [{"line": 20 + i, "what": f"change {i}", "why": "because"}
                                      for i in range(changes)],
@@ -74,13 +74,13 @@ def artifacts(tmp_path: Path) -> Path:
         record("softmax", "optimized", "tileir-code-on-ptx", "pass", 5e-4),
         record("broken", "original", "ptx", "fail", 1.0, reason="3 of 64 elements differ"),
     ], backends=["ptx", "tileir"]), folder)
-    save_record(folder, CLASSIFY_FILE, {"kernels": [
+    save_record(folder, CLASSIFY_FILE, {"schema_version": 1, "release": None, "files": [], "summary": {}, "kernels": [
         classified("matmul", "dot"),
         classified("softmax", "norm", [{"code": "TIR202", "severity": "perf", "line": 44, "message": "wide rows",
                                         "hint": "cap it"}]),
         classified("broken", "elementwise")]})
-    save_record(folder, APPLY_FILE, {"dry_run": False, "files": [applied("matmul", 3), applied("softmax", 1)],
-                                     "errors": []})
+    save_record(folder, APPLY_FILE, {"schema_version": 1, "dry_run": False, "release": None,
+                                     "files": [applied("matmul", 3), applied("softmax", 1)], "errors": []})
     save_record(folder, CHECK_FILE, {"python": "3.12", "triton": {"name": "nvtriton", "version": "3.6.0",
                                                                   "tileir_backend": True},
                                      "torch": {"version": "2.11.0", "cuda": "13.0"},
@@ -354,7 +354,7 @@ def test_records_of_the_earlier_schema_still_read_and_unknown_statuses_do_not(ar
 
 
 def test_a_captured_kernel_is_reported_with_the_helpers_it_calls_and_nothing_else() -> None:
-    from tileiropt.report.build import kernels_reached
+    from tileiropt.report.sections import kernels_reached
 
     records = [{"kernel": "_inner", "calls": []}, {"kernel": "_desc", "calls": []},
                {"kernel": "fwd", "calls": ["_desc", "_inner"]}, {"kernel": "bwd", "calls": ["_bwd_dq"]},
@@ -365,7 +365,7 @@ def test_a_captured_kernel_is_reported_with_the_helpers_it_calls_and_nothing_els
 
 
 def test_notes_of_passing_records_are_kept_whole_and_capped() -> None:
-    from tileiropt.report.build import MAX_NOTES, verdict
+    from tileiropt.report.sections import MAX_NOTES, verdict
 
     reasons = ["TileIR code not attached at import: a (why a); b (why b)"] + [
         f"differs from itself by up to {i}e-3 between runs; atol widened to {2 * i}e-3" for i in range(1, 6)]

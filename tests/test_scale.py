@@ -25,12 +25,12 @@ from tileiropt.project import load_project, parse_project
 from tileiropt.runtime import engine
 from tileiropt.runtime.bench import run as bench_module
 from tileiropt.runtime.bench.run import BenchSettings, bench_project, earlier_bench
+from tileiropt.runtime.engine import JobPool
 from tileiropt.runtime.executors import Executor, resolve_executor
 from tileiropt.runtime.machine import Machine
 from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.resume import journal_path, read_journal
 from tileiropt.runtime.validate.cases import Case
-from tileiropt.runtime.engine import JobPool
 from tileiropt.runtime.validate.run import validate_project
 from tileiropt.schema import PASS
 
@@ -49,7 +49,8 @@ def _fake_gpus(monkeypatch: pytest.MonkeyPatch, log: Path) -> Machine:
     for name, value in {"PYTHONPATH": str(BENCH_FIXTURES), "FAKE_BENCH_LOG": str(log),
                         "FAKE_BENCH_SLEEP": "0.05"}.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(bench_module, "obtain_peaks", lambda machine, remeasure=False, workers=None: (None, "not measured (test)"))
+    monkeypatch.setattr(bench_module, "obtain_peaks",
+                        lambda machine, remeasure=False, workers=None: (None, "not measured (test)"))
     return Machine(device={"name": "FAKE GPU (test fixture)", "capability": "9.0", "sm_count": 132},
                    tileir_blockers=["nvtriton is not installed"])
 

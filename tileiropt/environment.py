@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tileiropt.releases import known_releases, resolve_release
 from tileiropt.schema import SCHEMA_VERSION
 
 NVTRITON = "nvtriton"
@@ -270,8 +271,6 @@ def choose_release(requested: str | None = None, env: Mapping[str, str] | None =
                    tileiras: Mapping[str, str | None] | None = None) -> Any:
     """The release a command follows (`tileiropt.releases.Choice`): `requested` (--tileir-version or a
     project's `tileir_version`), else the detected one, else the newest known."""
-    from tileiropt.releases import resolve_release
-
     if requested:
         return resolve_release(requested)
     detected, via = detect_release(env, tileiras)
@@ -490,8 +489,6 @@ def _warnings(dist: dict[str, Any], env: Mapping[str, str], nvtriton: bool, enab
 
 
 def _known() -> dict[str, Any]:
-    from tileiropt.releases import known_releases
-
     return known_releases()
 
 

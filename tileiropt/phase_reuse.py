@@ -6,13 +6,24 @@ optimized file is still as it wrote it; `--fresh` redoes them."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tileiropt.phase_records import apply_from_dict, classify_from_dict
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE
 from tileiropt.runtime.machine import versions
 from tileiropt.runtime.provenance import file_digest
 from tileiropt.runtime.resume import input_key, tool_digest
+
+
+def _reads_as(read: Callable[[Any], Any], document: dict[str, Any]) -> bool:
+    """The document reads as its typed record (`phase_records`): a record of another shape is never reused."""
+    try:
+        read(document)
+    except (TypeError, ValueError, KeyError, RecursionError):
+        return False
+    return True
 
 
 def classify_inputs(paths: list[Path], release: str, dtypes: list[str] | None) -> str:
@@ -28,10 +39,8 @@ def earlier_classify(artifacts: Path, inputs: str) -> dict[str, Any] | None:
         document = json.loads((Path(artifacts) / CLASSIFY_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
-    if not isinstance(document, dict) or document.get("inputs") != inputs or not isinstance(
-            document.get("files"), list) or not isinstance(document.get("kernels"), list):
-        return None
-    if not all(isinstance(f, dict) and isinstance(f.get("file"), str) and "status" in f for f in document["files"]):
+    if not isinstance(document, dict) or document.get("inputs") != inputs or not _reads_as(classify_from_dict,
+                                                                                          document):
         return None
     return document
 
@@ -50,11 +59,8 @@ def earlier_apply(artifacts: Path, inputs: str) -> dict[str, Any] | None:
         return None
     if not isinstance(document, dict) or document.get("inputs") != inputs or document.get("dry_run") is not False:
         return None
-    outputs, files, errors = document.get("outputs"), document.get("files"), document.get("errors")
-    if not isinstance(outputs, dict) or not isinstance(files, list) or not isinstance(errors, list):
-        return None
-    if not all(isinstance(e, dict) and isinstance(e.get("file"), str) for e in errors) or not all(
-            isinstance(f, dict) for f in files):
+    outputs = document.get("outputs")
+    if not isinstance(outputs, dict) or not _reads_as(apply_from_dict, document):
         return None
     if any(file_digest(Path(path)) != digest for path, digest in outputs.items()):
         return None  # an optimized file changed or went away since: write it again

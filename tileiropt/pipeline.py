@@ -30,6 +30,7 @@ from typing import Any
 from tileiropt.errors import ExitCode, run_exit_code
 from tileiropt.output import to_jsonable
 from tileiropt.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
+from tileiropt.phases import PHASES
 from tileiropt.project import KernelSpec, Project
 from tileiropt.report.artifacts import (
     APPLY_FILE,
@@ -51,8 +52,6 @@ from tileiropt.runtime.validate.records import ValidateRun, save_validate_run
 from tileiropt.runtime.workers import take_worker_starts
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SCHEMA_VERSION
 
-PHASES = ("check", "capture", "compatibility", "classify", "apply", "validate", "bench", "report")
-OPTIONAL_PHASES = ("capture",)  # run only when the project asks for it
 EventCallback = Callable[[str, str], None]  # (phase, message)
 
 

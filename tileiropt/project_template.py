@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import shlex
 from importlib.resources import files
 from pathlib import Path
 
+from tileiropt.capture_project import project_text
 from tileiropt.errors import UserError
+from tileiropt.library import check_library, library_files
 from tileiropt.output import write_atomic
 from tileiropt.project import PROJECT_FILE, check_capture_target
+from tileiropt.runtime.capture import DEFAULT_BUDGET_S, capture_program
+from tileiropt.runtime.machine import Machine
 
 TEMPLATE_NAME = "tileiropt.toml"
 
@@ -35,10 +40,6 @@ def write_captured_project(kernel: Path, command: list[str] | None, path: Path |
                            force: bool = False, budget: float | None = None) -> tuple[Path, str]:
     """Capture `kernel`'s run (or `command`'s) and write the project file it suggests; the kernel file is only
     read. Returns (the file written, a one-line summary of the capture)."""
-    from tileiropt.capture_project import project_text
-    from tileiropt.runtime.capture import DEFAULT_BUDGET_S, capture_program
-    from tileiropt.runtime.machine import Machine
-
     check_capture_target(kernel)
     target = _target(path, force)
     if target.resolve() == kernel.resolve():
@@ -89,10 +90,6 @@ def write_library_project(folder: Path, command: list[str], output: Path | None,
                           include: list[str] | None = None, exclude: list[str] | None = None) -> tuple[Path, str]:
     """`tileiropt init DIR -- COMMAND`: a project file (./tileiropt.toml, or `output`) that captures the command's
     launches of every kernel in the library folder DIR; (path written, what it found)."""
-    import shlex
-
-    from tileiropt.library import check_library, library_files
-
     found = library_files(folder, include, exclude)
     check_library(found)
     target = _target(output, force)

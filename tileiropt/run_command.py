@@ -12,8 +12,10 @@ from rich.table import Table
 
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
-from tileiropt.pipeline import OPTIONAL_PHASES, PHASES, RunResult, run_pipeline
+from tileiropt.phases import OPTIONAL_PHASES, PHASES
+from tileiropt.pipeline import RunResult, run_pipeline
 from tileiropt.project import resolve_target
+from tileiropt.releases import get_release
 from tileiropt.runtime.bench.run import BenchSettings
 from tileiropt.runtime.executors import resolve_executor
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, STATUSES
@@ -73,8 +75,6 @@ def run_run_command(
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                              capture=capture, may_capture=True, include=include, exclude=exclude)
     if tileir_version is not None:
-        from tileiropt.releases import get_release
-
         project.tileir_version = get_release(tileir_version).version  # over the project's own key
     if project.capture is not None and capture_budget is not None:
         project.capture.budget = capture_budget

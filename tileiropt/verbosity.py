@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from tileiropt.errors import UserError
+from tileiropt.output import console
 
 QUIET, NORMAL, VERBOSE = "quiet", "normal", "verbose"
 _state = {"level": NORMAL}
@@ -13,8 +14,6 @@ def set_verbosity(quiet: bool = False, verbose: bool = False, *, reset: bool = F
     """Set the level from the flags (`reset`: start from the default, as each invocation does); both flags
     at once are bad input. Quiet also silences the Rich console on stdout (errors go to stderr; JSON, SARIF
     and annotations are written to stdout directly)."""
-    from tileiropt.output import console
-
     if quiet and verbose:
         raise UserError("-q/--quiet and -v/--verbose exclude each other", hint="give one of them")
     if reset:

@@ -14,16 +14,19 @@ Each file is optional: `report` says which phase did not run, and why when run.j
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tileiropt.errors import UserError
 from tileiropt.output import save_record_file
+from tileiropt.phase_records import ApplyRecord, ClassifyRecord, apply_from_dict, classify_from_dict
 from tileiropt.runtime.bench.records import BENCH_FILE, BenchRun, load_bench_run
 from tileiropt.runtime.capture import CAPTURE_FILE
 from tileiropt.runtime.validate.records import VALIDATE_FILE, ValidateRun, load_validate_run
 
+T = TypeVar("T")
 CHECK_FILE = "check.json"
 CLASSIFY_FILE = "classify.json"
 APPLY_FILE = "apply.json"
@@ -41,8 +44,8 @@ def save_record(artifacts: Path | str, name: str, data: Any) -> Path:
 class Artifacts:
     folder: Path
     check: dict[str, Any] | None = None
-    classify: dict[str, Any] | None = None
-    apply: dict[str, Any] | None = None
+    classify: ClassifyRecord | None = None
+    apply: ApplyRecord | None = None
     validate: ValidateRun | None = None
     bench: BenchRun | None = None
     run: dict[str, Any] | None = None
@@ -68,6 +71,18 @@ def _read_json(path: Path, problems: dict[str, str]) -> dict[str, Any] | None:
     return data
 
 
+def _typed(path: Path, read: Callable[[Any], T], problems: dict[str, str]) -> T | None:
+    """A typed record from its JSON file; a record of the wrong shape is a problem, as an unreadable one."""
+    data = _read_json(path, problems)
+    if data is None:
+        return None
+    try:
+        return read(data)
+    except (TypeError, ValueError, KeyError, RecursionError) as exc:
+        problems[path.name] = f"unreadable record: {type(exc).__name__}: {exc}"
+        return None
+
+
 def is_artifacts_folder(folder: Path) -> bool:
     return folder.is_dir() and any((folder / name).is_file() for name in RECORD_FILES)
 
@@ -80,8 +95,8 @@ def load_artifacts(folder: Path | str) -> Artifacts:
                         hint="run `tileiropt run` first, or pass the folder that holds its JSON records")
     found = Artifacts(folder=folder)
     found.check = _read_json(folder / CHECK_FILE, found.problems)
-    found.classify = _read_json(folder / CLASSIFY_FILE, found.problems)
-    found.apply = _read_json(folder / APPLY_FILE, found.problems)
+    found.classify = _typed(folder / CLASSIFY_FILE, classify_from_dict, found.problems)
+    found.apply = _typed(folder / APPLY_FILE, apply_from_dict, found.problems)
     found.run = _read_json(folder / RUN_FILE, found.problems)
     found.capture = _read_json(folder / CAPTURE_FILE, found.problems)
     for name, loader, attribute in ((VALIDATE_FILE, load_validate_run, "validate"),

@@ -9,9 +9,11 @@ from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import dumps, err_console, write_atomic
 from tileiropt.project import DEFAULT_ARTIFACTS, PROJECT_FILE, load_project
 from tileiropt.report.artifacts import RECORD_FILES, is_artifacts_folder, load_artifacts
-from tileiropt.report.build import Report, build_report
+from tileiropt.report.build import build_report
 from tileiropt.report.markdown import is_report, render_markdown
+from tileiropt.report.model import Report
 from tileiropt.runtime.bench.records import BenchKernel
+from tileiropt.runtime.bench.run import kernel_info
 
 FORMATS = ("md", "json")
 
@@ -19,8 +21,6 @@ FORMATS = ("md", "json")
 def resolve_artifacts(target: Path | None) -> tuple[Path, list[BenchKernel] | None]:
     """(artifacts folder, the project's kernels or None): from a project file, a folder holding
     one, or an artifacts folder itself."""
-    from tileiropt.runtime.bench.run import kernel_info
-
     target = Path(target) if target is not None else Path.cwd()
     if target.is_file() and target.suffix == ".toml":
         project = load_project(target)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tileiropt.phase_records import ClassifyRecord
 from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, PROVEN, READY, UNPROVEN
 
 
@@ -44,7 +45,7 @@ def _real(path: str) -> str:
     return os.path.realpath(path)
 
 
-def library_summary(capture: dict[str, Any] | None, classify: dict[str, Any] | None,
+def library_summary(capture: dict[str, Any] | None, classify: ClassifyRecord | None,
                     sections: list[Any]) -> LibrarySummary | None:
     """The library's kernels from capture.json's targets and counts, classify.json's classes and each report
     section's verdict; None when the run was not a library run."""
@@ -68,7 +69,7 @@ def library_summary(capture: dict[str, Any] | None, classify: dict[str, Any] | N
         if section.verdict.bucket == ATTENTION:
             entry.attention.append(f"{section.name}: {section.verdict.text}")
     classes: Counter[str] = Counter()
-    for kernel in (classify or {}).get("kernels", []) if isinstance(classify, dict) else []:
+    for kernel in classify.kernels if classify is not None else []:
         if isinstance(kernel, dict) and _real(str(kernel.get("file", ""))) in files:
             classes[str(kernel.get("class") or "unknown")] += 1
     return LibrarySummary(folder=folder, files=sorted(files.values(), key=lambda f: f.file), classes=classes)

@@ -14,6 +14,7 @@ interpreter with the tool's stand-ins (module-level benchmarks are not run).
 from __future__ import annotations
 
 import datetime as _dt
+import inspect
 import json
 import os
 import shlex
@@ -28,9 +29,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tileiropt.analysis.classify import classify_file
+from tileiropt.entries import package_name_for
 from tileiropt.errors import UserError
+from tileiropt.library import mirrored_output
+from tileiropt.output import save_record_file
+from tileiropt.project_model import DEFAULT_TIMEOUT_S, KernelSpec
 from tileiropt.runtime import capture_hook as hook
+from tileiropt.runtime import capture_site
+from tileiropt.runtime.machine import versions
 from tileiropt.runtime.program_failure import ProgramFailure, read_failure
+from tileiropt.runtime.provenance import file_digest
+from tileiropt.runtime.resume import input_key, tool_digest
 from tileiropt.runtime.workers import keep_bytecode
 from tileiropt.schema import SCHEMA_VERSION
 
@@ -40,14 +50,6 @@ DEFAULT_CAP = 3  # distinct launches kept per kernel
 DEFAULT_QUIET_S = 10.0  # once every kernel has a launch: stop after this long without a new signature
 _GRACE_S = 20.0  # past the budget, before the program is killed from outside
 _MIN_TESTS_BUDGET_S = 10.0  # what must be left of the budget to try the file's own tests after the script
-_SITECUSTOMIZE = """\
-try:
-    from tileiropt.runtime.capture_hook import install
-    install()
-except Exception as exc:  # never stop the user's program
-    import sys
-    print(f"tileiropt capture: the recorder is not installed ({type(exc).__name__}: {exc})", file=sys.stderr)
-"""
 
 
 @dataclass
@@ -162,8 +164,6 @@ def parse_command(text: str) -> list[str]:
 def target_kernels(targets: list[Path]) -> tuple[list[str], dict[str, bool]]:
     """From one classification of each target: `kernel@file` of every entry kernel (helpers are launched by
     no one), and for every kernel whether it updates memory with atomics."""
-    from tileiropt.analysis.classify import classify_file
-
     expected, atomics = [], {}
     for target in targets:
         real = os.path.realpath(target)
@@ -185,7 +185,7 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
     argv = program_command(targets, command)
     expected, atomics = target_kernels(targets)
     with tempfile.TemporaryDirectory(prefix="tileiropt-capture-") as folder:
-        (Path(folder) / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
+        (Path(folder) / "sitecustomize.py").write_text(inspect.getsource(capture_site), encoding="utf-8")
         out = Path(folder) / "launches.jsonl"
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([folder, *filter(None, [env.get("PYTHONPATH")])])
@@ -263,8 +263,6 @@ def _kill_group(process: subprocess.Popen) -> None:
 
 
 def _read(out: Path, argv: list[str], expected: list[str]) -> CaptureResult:
-    from tileiropt.runtime.provenance import file_digest
-
     result = CaptureResult(command=argv, launches=[], expected=expected)
     if not out.is_file():
         return result
@@ -294,10 +292,6 @@ def capture_specs(result: CaptureResult, root: Path, artifacts: Path, timeout: f
     """One kernel spec per distinct captured launch (`<kernel>#<n>`; `<file stem>.<kernel>` where files share a
     kernel name), validated against the original kernel by replay and benchmarked at the captured shapes. In
     library mode the optimized files mirror the library's layout under the artifacts."""
-    from tileiropt.entries import package_name_for
-    from tileiropt.library import mirrored_output
-    from tileiropt.project import DEFAULT_TIMEOUT_S, KernelSpec
-
     files_of: dict[str, set[str]] = {}
     for launch in result.launches:
         files_of.setdefault(launch["kernel"], set()).add(launch["file"])
@@ -350,10 +344,6 @@ def capture_inputs(request: Any, cwd: Path, device: dict[str, Any]) -> str:
     """The input key of a capture: the command and where it runs, the SHA-256 of the kernel files and of the
     files the command names, the budget and cap, the tool's source, Triton's and torch's versions, the GPU (or
     the interpreter). A re-run with the same key reuses the saved launches instead of running the program."""
-    from tileiropt.runtime.machine import versions
-    from tileiropt.runtime.provenance import file_digest
-    from tileiropt.runtime.resume import input_key, tool_digest
-
     argv = program_command(request.files, request.command)
     return input_key({"command": argv, "cwd": str(cwd.resolve()), "budget": request.budget, "cap": request.cap,
                       "files": {str(p): file_digest(p) for p in request.files},
@@ -365,8 +355,6 @@ def capture_inputs(request: Any, cwd: Path, device: dict[str, Any]) -> str:
 def earlier_capture(artifacts: Path, inputs: str) -> CaptureResult | None:
     """The saved capture when its inputs are `inputs`, every file the program imported is unchanged, and it
     captured something; else None."""
-    from tileiropt.runtime.provenance import file_digest
-
     path = Path(artifacts) / CAPTURE_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -387,8 +375,6 @@ def add_captured_kernels(project: Any, machine: Any, timeout: float | None = Non
     `project.kernels` (names already taken are kept as they are); saves capture.json. An unchanged re-run
     (`capture_inputs`) takes the saved launches instead (`fresh`: run the program again). `before_program`: called
     just before the program runs (not when its launches are reused). (result, added specs)."""
-    from tileiropt.output import save_record_file
-
     request = project.capture
     cwd = Path(project.root) if project.root else Path.cwd()
     inputs = capture_inputs(request, cwd, machine.device)

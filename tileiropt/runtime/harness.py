@@ -25,7 +25,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -35,6 +35,8 @@ import torch
 import torch.nn.functional as F
 
 from tileiropt.runtime import stand_ins
+from tileiropt.runtime.exception_sites import exception_chain
+from tileiropt.runtime.exception_sites import exception_location as exception_location  # for validate's worker
 
 DEFAULT_INT_RANGE = (0, 16)
 REFERENCE_ORIGINAL = "original"
@@ -519,40 +521,6 @@ def describe_exception(exc: BaseException, max_lines: int = 6, max_chars: int = 
     if len(head) > max_chars:
         head = head[:max_chars] + "..."
     return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
-
-
-def _library_folders() -> tuple[str, ...]:
-    folders = [Path(__file__).resolve().parents[1], Path(torch.__file__).resolve().parent]
-    try:
-        import triton
-
-        folders.append(Path(triton.__file__).resolve().parent)
-    except ImportError:  # pragma: no cover - triton is a dependency
-        pass
-    return tuple(str(f) + "/" for f in folders)
-
-
-def exception_chain(exc: BaseException) -> Iterator[BaseException]:
-    """The exception and its causes (``__cause__``, else ``__context__``), each once."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
-def exception_location(exc: BaseException) -> str | None:
-    """``file.py:line`` of the deepest frame in the user's code (not torch, triton or tileiropt),
-    following the exception's causes: the kernel line the interpreter failed on, or the launch."""
-    libraries = _library_folders()
-    found = None
-    for current in exception_chain(exc):
-        for frame in traceback.extract_tb(current.__traceback__):
-            name = str(Path(frame.filename).resolve()) if not frame.filename.startswith("<") else ""
-            if name and not name.startswith(libraries):
-                found = frame
-    return f"{Path(found.filename).name}:{found.lineno}" if found else None
 
 
 def autotuner_skip(exc: BaseException) -> str | None:

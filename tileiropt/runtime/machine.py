@@ -8,6 +8,14 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tileiropt.environment import (
+    check_environment,
+    choose_release,
+    device_description,
+    probe_torch,
+    triton_distribution,
+)
+
 
 @dataclass
 class Machine:
@@ -23,8 +31,6 @@ class Machine:
     @classmethod
     def probe(cls, release: str | None = None) -> Machine:
         """This machine, judged for the CUDA Tile IR `release` (default: detected, else the newest known)."""
-        from tileiropt.environment import choose_release, device_description, triton_distribution
-
         device = device_description()
         chosen = choose_release(release).release
         blockers = []
@@ -46,22 +52,16 @@ def environment_summary() -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=4)
 def _summary(environ: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    from tileiropt.environment import check_environment
-
     return asdict(check_environment(dict(environ)))
 
 
 def versions(release: str | None = None) -> dict[str, Any]:
     """Triton, torch and the CUDA Tile IR `release` the workers follow (part of every input key; None: detected,
     else the newest known)."""
-    from tileiropt.environment import choose_release
-
     return {**_installed(), "release": choose_release(release).release.version}
 
 
 @functools.cache
 def _installed() -> dict[str, Any]:
-    from tileiropt.environment import probe_torch, triton_distribution
-
     dist = triton_distribution()
     return {"triton": [dist.get("name"), dist.get("version")], "torch": probe_torch().get("version")}

@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from tileiropt.runtime.autotuners import autotuners, chain, function_name, own_run, run_at
 from tileiropt.runtime.harness import HarnessError
 
 LaunchCall = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Any]
@@ -132,8 +133,6 @@ def _pinned(tuners: list[Any], kwargs: dict[str, Any]) -> Iterator[dict[str, Any
     """Pin every autotuner to the captured config; yield the keyword arguments left for the call."""
     import triton
 
-    from tileiropt.runtime.autotuners import own_run, run_at
-
     saved = [(tuner, tuner.configs, dict(getattr(tuner, "cache", {})), vars(tuner).get("run")) for tuner in tuners]
     left = dict(kwargs)
     try:
@@ -163,8 +162,6 @@ def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
     """A function of (inputs, args, dims) launching the captured kernel once through `module`'s name for it
     and returning every tensor argument by name (the kernel's outputs are among them)."""
     from triton.runtime.autotuner import Autotuner
-
-    from tileiropt.runtime.autotuners import autotuners, chain, function_name
 
     why = unreplayable(launch)
     if why:

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from tileiropt.runtime.exception_sites import exception_location
+
 # The device the interpreter's stand-in driver describes: an H100 SXM (sm_90), the GPU the PTX path of this
 # tool is proven on. Device properties shape a kernel file's grids and code paths, never its results.
 EMULATED_CAPABILITY = (9, 0)
@@ -74,8 +76,6 @@ def _reached(what: str) -> None:
 def module_call_failed(file: str, line: int, error: BaseException) -> None:
     """A bare call at a script's top level raised while a worker imported it (see `harness._GuardedLoader`);
     ``sys.exit()`` with status 0 or None is a clean end, not a failure."""
-    from tileiropt.runtime.harness import exception_location
-
     if isinstance(error, SystemExit) and error.code in (0, None):
         return
     first = (str(error).strip().splitlines() or [""])[0][:120]
@@ -334,6 +334,7 @@ def _patch_warmup() -> None:
 
 
 def _patch_autotuner(autotuner_class: type) -> None:
+    # autotuners imports Triton, which this module imports only once a stand-in is installed
     from tileiropt.runtime.autotuners import pinned
 
     original = autotuner_class.run

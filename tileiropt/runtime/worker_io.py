@@ -14,6 +14,14 @@ import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
+from tileiropt.environment import (
+    CPU_DEVICE,
+    choose_release,
+    device_description,
+    probe_triton_location,
+    triton_distribution,
+)
+from tileiropt.output import to_jsonable
 from tileiropt.runtime.backends import Backend
 from tileiropt.runtime.provenance import Provenance
 
@@ -25,8 +33,6 @@ class Emitter:
         self.stream = stream
 
     def __call__(self, event: str, **fields: Any) -> None:
-        from tileiropt.output import to_jsonable
-
         self.stream.write(json.dumps(to_jsonable({"event": event, **fields})) + "\n")
         self.stream.flush()
 
@@ -54,8 +60,6 @@ def base_provenance(backend: Backend, known_distribution: dict[str, Any] | None 
     installed package's metadata again costs each worker most of a second where hundreds are installed)."""
     import torch
 
-    from tileiropt.environment import CPU_DEVICE, device_description, probe_triton_location, triton_distribution
-
     same = bool(known_distribution) and known_distribution.get("location") == probe_triton_location()
     dist = known_distribution if same and known_distribution is not None else triton_distribution()
     provenance = Provenance(
@@ -65,8 +69,6 @@ def base_provenance(backend: Backend, known_distribution: dict[str, Any] | None 
         torch_version=str(torch.__version__),
     )
     if backend.expected_backend == "tileir":
-        from tileiropt.environment import choose_release
-
         release = choose_release(release).release
         provenance.tileir_release = release.label()
         provenance.fallback_enabled = bool(release.fallback_variable) and \

@@ -15,16 +15,17 @@ import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
-if TYPE_CHECKING:
-    from tileiropt.analysis.classify import KernelRecord
-
 from tileiropt.analysis.blocks import alternatives_of
+from tileiropt.analysis.classify import TOO_DEEP, KernelRecord, classify_scan
 from tileiropt.analysis.discovery import KernelInfo, ModuleInfo, scan
+from tileiropt.analysis.rules import ALL_RULES
+from tileiropt.analysis.source import read_source
 from tileiropt.errors import UserError
+from tileiropt.output import writable, write_atomic
+from tileiropt.phase_records import ApplyKernel, Change
 from tileiropt.releases import Release, newest
 from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
 from tileiropt.transform.gate import ACTIVE_FLAG, GATE_MARKER, GATE_SOURCE
@@ -54,29 +55,11 @@ LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
 
 
 @dataclass
-class Change:
-    line: int
-    what: str
-    why: str
-
-
-@dataclass
-class KernelReport:
-    kernel: str
-    line: int
-    kernel_class: str
-    changes: list[Change] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # why something was not done
-    twin: str | None = None
-    configs_added: int = 0
-
-
-@dataclass
 class ApplyResult:
     path: str
     output: str | None
     already_prepared: bool
-    kernels: list[KernelReport]
+    kernels: list[ApplyKernel]
     source: str
     new_source: str
     written: list[str] = field(default_factory=list)  # files written, backups included
@@ -118,7 +101,7 @@ def _config_list(configs: list[TileIRConfig], indent: str) -> str:
 
 @dataclass
 class _Plan:
-    report: KernelReport
+    report: ApplyKernel
     twin: cst.FunctionDef | None = None
     block: list[str] = field(default_factory=list)  # statements inside `if _TILEIR:`
     pointer_twin: cst.FunctionDef | None = None  # the math-only twin beside a TMA twin (defined under the gate)
@@ -300,7 +283,7 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, records: dic
             continue
         record = records[kernel.name]
         kernel_class = classify(info, kernel) if classify else record.kernel_class
-        plan = _Plan(KernelReport(kernel.name, kernel.line, kernel_class))
+        plan = _Plan(ApplyKernel(kernel.name, kernel.line, kernel_class))
         plans[kernel.name] = plan
         node = nodes.get(kernel.name)
         if node is None:
@@ -444,9 +427,6 @@ def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, S
     """Plan and rewrite one module's source; nothing is written."""
     if GATE_MARKER in source:
         return ApplyResult(path, None, True, [], source, source)
-    from tileiropt.analysis.classify import TOO_DEEP, classify_scan  # noqa: PLC0415 - avoid an import cycle
-    from tileiropt.analysis.rules import ALL_RULES  # noqa: PLC0415 - beside classify's, for the same cycle
-
     ERROR_RULES = [rule for rule in ALL_RULES if rule.code.startswith("TIR0")]  # noqa: N806 - the TIR0xx codes
 
     try:
@@ -482,9 +462,6 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
     `<name>.orig` (or `.orig.N` when that name is taken: an existing file is never replaced). Any other
     output replaces only a file tileiropt wrote (its gate marker); links and devices are refused.
     """
-    from tileiropt.analysis.source import read_source  # noqa: PLC0415 - the same reader as classify
-    from tileiropt.output import writable, write_atomic  # noqa: PLC0415
-
     path = Path(path)
     if not path.exists():
         raise UserError("kernel file not found", file=str(path))

@@ -11,10 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from tileiropt.analysis.classify import collect_files
+from tileiropt.environment import choose_release
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
+from tileiropt.phase_records import apply_record, record_dict
 from tileiropt.releases import Release
-from tileiropt.schema import ERROR, NOT_RUN, PASS, SCHEMA_VERSION
 from tileiropt.transform.apply import ApplyResult, NoKernelFound, apply_file
 from tileiropt.transform.spaces import DEFAULT_MAX_CONFIGS, load_spaces
 
@@ -72,30 +73,11 @@ def _may_hold_kernels(file: Path) -> bool:
     return "triton" in text and "jit" in text
 
 
-def result_record(result: ApplyResult) -> dict:
-    return {
-        "file": result.path,
-        "status": NOT_RUN if result.already_prepared else PASS,  # not-run: already prepared, left unchanged
-        "output": result.output,
-        "changed": result.changed,
-        "already_prepared": result.already_prepared,
-        "written": result.written,
-        "kernels": [
-            {"kernel": k.kernel, "line": k.line, "class": k.kernel_class, "twin": k.twin,
-             "configs_added": k.configs_added,
-             "changes": [{"line": c.line, "what": c.what, "why": c.why} for c in k.changes],
-             "skipped": k.skipped}
-            for k in result.kernels
-        ],
-    }
-
-
 def apply_document(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool, choice: Any) -> dict:
-    """apply's JSON document (docs/apply.md): `apply --json` prints it, `run` saves it as apply.json."""
-    return {"schema_version": SCHEMA_VERSION, "dry_run": dry_run,
-            "release": {"version": choice.release.version, "origin": choice.origin},
-            "files": [result_record(r) for r in results],
-            "errors": [{"file": e.path, "status": ERROR, "error": e.error} for e in errors]}
+    """apply's JSON document (docs/apply.md, `phase_records.ApplyRecord`): `apply --json` prints it, `run` saves
+    it as apply.json."""
+    release = {"version": choice.release.version, "origin": choice.origin}
+    return record_dict(apply_record(results, errors, dry_run=dry_run, release=release))
 
 
 def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool) -> None:
@@ -121,8 +103,6 @@ def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_ru
 
 def run_apply(paths: list[Path], *, output: Path | None, in_place: bool, dry_run: bool, diff: bool,
               json_output: bool, spaces_file: Path | None, max_configs: int, tileir_version: str | None = None) -> int:
-    from tileiropt.environment import choose_release
-
     if max_configs < 1:
         raise UserError("--max-configs must be at least 1")
     choice = choose_release(tileir_version)

@@ -1,0 +1,49 @@
+"""benchmarks/structure.py on a fixture package: every figure, exactly, and a one-line error on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "structure.py"
+DEMO = ROOT / "tests" / "fixtures" / "structure" / "demo"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, check=False)
+
+
+def test_the_figures_of_the_fixture_package() -> None:
+    done = run(str(DEMO), "--long", "12", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "package": "demo",
+        # the block of code and the f-string template; not prose, bare calls, nor "\n"-escaped pieces
+        "code_in_strings": [{"where": "demo.e:5", "lines": 2}, {"where": "demo.e:12", "lines": 3}],
+        "code_in_strings_lines": 5,
+        # the package's imports inside functions (relative too), not the standard library's
+        "deferred_imports": 2,
+        "deferred_by_module": {"demo.b": 1, "demo.sub.f": 1},
+        "cycles": [["demo.c", "demo.d"]],  # load-time imports, one inside `try`; not TYPE_CHECKING's
+        "cycles_with_deferred": [["demo.a", "demo.b"], ["demo.c", "demo.d"]],
+        "long_bound": 12,
+        "long_modules": {"demo.e": 29, "demo.b": 13},
+        "lines_per_folder": {".": 58, "sub": 13},
+    }
+
+
+def test_the_text_output_lists_each_figure() -> None:
+    done = run(str(DEMO))
+    assert done.returncode == 0, done.stderr
+    assert "code in string literals: 5 lines in 2 strings" in done.stdout
+    assert "demo.a <-> demo.b" in done.stdout
+    assert "modules over 600 lines: 0" in done.stdout
+
+
+def test_a_folder_that_is_not_a_package_is_a_one_line_error(tmp_path: Path) -> None:
+    done = run(str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "not a package folder" in done.stderr
