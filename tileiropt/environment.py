@@ -12,6 +12,8 @@ Nothing here touches CUDA at import time, and no probe raises on a machine witho
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
 import importlib.metadata
 import importlib.util
@@ -20,7 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -280,6 +282,41 @@ def choose_release(requested: str | None = None, env: Mapping[str, str] | None =
 # --------------------------------------------------------------------------- provenance API
 
 
+# Facts adopted from `tileiropt.machine_facts` while a run holds them (None: every probe runs): which Triton, which
+# torch, which GPU, the active backend. The probes themselves never read them (tests replace the probes).
+_ADOPTED: dict[str, Any] | None = None
+
+
+@contextlib.contextmanager
+def adopted_facts(facts: dict[str, Any]) -> Iterator[None]:
+    """While inside, `triton_distribution`, `torch_info`, `device_description` and `check_environment` answer from
+    `facts` ({"triton", "torch", "gpu", "active_backend"}) instead of importing torch and asking CUDA."""
+    global _ADOPTED
+    before = _ADOPTED
+    _ADOPTED = copy.deepcopy(facts)
+    triton_distribution.cache_clear()
+    device_description.cache_clear()
+    try:
+        yield
+    finally:
+        _ADOPTED = before
+        triton_distribution.cache_clear()
+        device_description.cache_clear()
+
+
+def _fact(name: str, probe: Callable[[], Any]) -> Any:
+    """The adopted fact `name`, else what `probe` says now."""
+    if _ADOPTED is not None and name in _ADOPTED:
+        value = copy.deepcopy(_ADOPTED[name])
+        return tuple(value) if name == "active_backend" else value
+    return probe()
+
+
+def torch_info() -> dict[str, str | None]:
+    """torch's version and CUDA runtime (`probe_torch`, or the adopted fact)."""
+    return _fact("torch", probe_torch)
+
+
 def _triton_distribution() -> dict[str, Any]:
     dists = probe_distributions()
     names = [d["name"] for d in dists]
@@ -310,7 +347,7 @@ def triton_distribution() -> dict[str, Any]:
     (name -> version), ``location`` (package folder), ``tileir_backend`` (bool).
     Imports triton (not CUDA); cached -- call ``triton_distribution.cache_clear()`` to re-probe.
     """
-    return _triton_distribution()
+    return _fact("triton", _triton_distribution)
 
 
 @functools.lru_cache(maxsize=1)
@@ -320,7 +357,7 @@ def device_description() -> dict[str, Any]:
     Queries torch.cuda when called (never at import); never raises. Cached -- call
     ``device_description.cache_clear()`` to re-probe.
     """
-    gpu = probe_gpu()
+    gpu = _fact("gpu", probe_gpu)
     return dict(gpu) if gpu else dict(CPU_DEVICE)
 
 
@@ -405,13 +442,13 @@ def check_environment(env: Mapping[str, str] | None = None, release: str | None 
     the one this process sees. `release` names the CUDA Tile IR release to judge by (default: the one
     detected, else the newest known)."""
     env = os.environ if env is None else env
-    dist = _triton_distribution()
-    torch_info = probe_torch()
-    gpu = probe_gpu()
+    dist = _fact("triton", _triton_distribution)
+    torch = _fact("torch", probe_torch)
+    gpu = _fact("gpu", probe_gpu)
     blackwell = bool(gpu) and (capability_major(gpu["capability"]) or 0) >= BLACKWELL_MAJOR
     nvtriton = bool(dist["tileir_backend"])
     enable_tile = env.get("ENABLE_TILE") == "1"
-    backend, backend_error = probe_active_backend() if gpu is not None else (None, None)
+    backend, backend_error = _fact("active_backend", probe_active_backend) if gpu is not None else (None, None)
 
     tileiras_path, found_via = find_tileiras(env)
     tileiras = {"path": tileiras_path, "found_via": found_via,
@@ -442,7 +479,7 @@ def check_environment(env: Mapping[str, str] | None = None, release: str | None 
     return CheckReport(
         python=sys.version.split()[0],
         triton=dist,
-        torch=torch_info,
+        torch=torch,
         gpu=dict(gpu) if gpu else dict(CPU_DEVICE),
         blackwell=blackwell,
         env=variables,

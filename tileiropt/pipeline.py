@@ -17,6 +17,7 @@ for want of a GPU is not a failure), 1 a kernel stopped or a benchmark errored, 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import shlex
 import shutil
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.errors import ExitCode, run_exit_code
+from tileiropt.machine_facts import machine_facts
 from tileiropt.output import to_jsonable
 from tileiropt.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
 from tileiropt.phases import PHASES
@@ -119,6 +121,7 @@ class Pipeline:
         self.validation: ValidateRun | None = None
         self.jobs: list[JobTiming] = []  # the current phase's jobs of the engine
         self.ready_to_start: tuple[bool, bool] | None = None  # (GPU, TileIR ready), once checked: `prestart`
+        self.adopted = contextlib.ExitStack()  # the machine's facts, adopted from the check to the end of the run
         self.bench_failed = False
         self.capture_failed = False
         self.in_place = in_place
@@ -223,12 +226,13 @@ class Pipeline:
     def check(self) -> PhaseResult:
         from tileiropt.environment import check_environment
 
+        origin = self.adopted.enter_context(machine_facts(self.fresh))  # held until the run ends
         report = check_environment(release=self.release.release.version)
         report.release["origin"] = self.release.origin
         save_record(self.artifacts, CHECK_FILE, report)
         self.ready_to_start = (report.gpu.get("name") not in (None, "cpu"), report.tileir_ready)
         ready = "TileIR ready" if report.tileir_ready else "TileIR not ready: " + "; ".join(report.reasons)
-        return PhaseResult("check", PASS, detail=f"{report.gpu.get('name')}; {ready}")
+        return PhaseResult("check", PASS, detail=f"{report.gpu.get('name')}; {ready}; machine {origin}")
 
     def prestart(self) -> None:
         """Start the validation workers the run will need first, one per backend on the first slot, as the
@@ -548,6 +552,7 @@ class Pipeline:
             self.result.phases.append(PhaseResult(name, NOT_RUN, 0.0, "interrupted"))
         finally:
             self.workers.close()  # the workers kept between phases end, the run's Triton caches go
+            self.adopted.close()  # the machine's facts are probed again by whatever runs next
         self.result.exit_code = int(run_exit_code(interrupted=self.interrupted, failed=self.failed(),
                                                   not_run_here=self.not_run_here))
         self.result.seconds = round(time.monotonic() - started, 3)  # every phase but the report's rendering

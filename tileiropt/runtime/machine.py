@@ -12,7 +12,7 @@ from tileiropt.environment import (
     check_environment,
     choose_release,
     device_description,
-    probe_torch,
+    torch_info,
     triton_distribution,
 )
 
@@ -64,4 +64,4 @@ def versions(release: str | None = None) -> dict[str, Any]:
 @functools.cache
 def _installed() -> dict[str, Any]:
     dist = triton_distribution()
-    return {"triton": [dist.get("name"), dist.get("version")], "torch": probe_torch().get("version")}
+    return {"triton": [dist.get("name"), dist.get("version")], "torch": torch_info().get("version")}

@@ -171,11 +171,11 @@ def earlier_bench(artifacts: Any) -> Earlier:
 
 def parent_provenance(machine: Machine) -> Provenance:
     """Device, Triton and torch as this process sees them (for rows that never reach a worker)."""
-    from tileiropt.environment import probe_torch, triton_distribution
+    from tileiropt.environment import torch_info, triton_distribution
 
     dist = triton_distribution()
     return Provenance(device=dict(machine.device), triton_distribution=dist.get("name"),
-                      triton_version=dist.get("version"), torch_version=probe_torch().get("version"))
+                      triton_version=dist.get("version"), torch_version=torch_info().get("version"))
 
 
 def worker_backend(backend: str) -> str:
@@ -355,12 +355,12 @@ class BenchJobs:
 def obtain_peaks(machine: Machine, remeasure: bool = False, workers: RunWorkers | None = None
                  ) -> tuple[dict[str, Any] | None, str]:
     """(peaks, where they came from): the cache, or a fresh measurement in a worker."""
-    from tileiropt.environment import probe_torch
+    from tileiropt.environment import torch_info
     from tileiropt.runtime.bench.peaks import load_cached_peaks, peaks_path, save_peaks
 
     if not machine.has_gpu:
         return None, "not run: no GPU"
-    device, torch_version = str(machine.device.get("name")), str(probe_torch().get("version"))
+    device, torch_version = str(machine.device.get("name")), str(torch_info().get("version"))
     if not remeasure:
         cached = load_cached_peaks(device, torch_version)
         if cached:

@@ -61,10 +61,9 @@ def _variants_for(spec: KernelSpec, variants: list[str] | None) -> list[str]:
 
 
 def _check_reference(spec: KernelSpec, project: Project) -> None:
-    from tileiropt.runtime.harness import HarnessError, Reference
-
-    if spec.reference is None:
-        return
+    if spec.reference is None or spec.reference.strip() == REFERENCE_ORIGINAL:
+        return  # nothing to parse
+    from tileiropt.runtime.harness import HarnessError, Reference  # lazy: the harness imports torch (2-5 s)
     try:
         Reference.parse(spec.reference)
     except HarnessError as exc:

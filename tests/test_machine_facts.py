@@ -1,0 +1,88 @@
+"""The machine's facts, kept between runs: when they are reused, when they are probed again, and what adopts them."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tileiropt import environment, machine_facts
+from tileiropt.cache import CACHE_ENV
+
+FACTS = {"triton": {"name": "triton", "version": "3.6.0", "tileir_backend": False, "all": ["triton"],
+                    "distribution": "triton", "versions": {"triton": "3.6.0"}, "location": "/x/triton"},
+         "torch": {"version": "2.13.0", "cuda": "12.8"},
+         "gpu": {"name": "FAKE H100 (test)", "capability": "9.0", "sm_count": 132},
+         "active_backend": ["cuda", None]}
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(machine_facts, "gpu_listing", lambda: "0, FAKE H100 (test), GPU-1, 570.1")
+    return tmp_path
+
+
+def test_the_fingerprint_follows_what_the_facts_depend_on(cache: Path, tmp_path: Path, monkeypatch) -> None:
+    base = machine_facts.fingerprint({"PATH": "/bin"})
+    assert machine_facts.fingerprint({"PATH": "/bin"}) == base
+    assert machine_facts.fingerprint({"PATH": "/bin", "HOME": "/elsewhere"}) == base  # not a variable it reads
+    assert machine_facts.fingerprint({"PATH": "/bin", "ENABLE_TILE": "1"}) != base
+    assert machine_facts.fingerprint({"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "1"}) != base
+    assert machine_facts.fingerprint({"PATH": "/usr/bin"}) != base
+    folder = tmp_path / "site-packages"
+    folder.mkdir()
+    monkeypatch.setattr(sys, "path", [*sys.path, str(folder)])
+    before = machine_facts.fingerprint({"PATH": "/bin"})
+    (folder / "newly_installed").mkdir()  # installing a package changes its folder's modification time
+    os.utime(folder, ns=(time.time_ns(), time.time_ns() + 10**9))
+    assert machine_facts.fingerprint({"PATH": "/bin"}) != before
+    monkeypatch.setattr(machine_facts, "gpu_listing", lambda: "0, FAKE B200 (test), GPU-2, 580.1")
+    assert machine_facts.fingerprint({"PATH": "/bin"}) != before  # another GPU, or another driver
+
+
+def test_facts_are_reused_only_under_the_same_fingerprint_and_for_a_day(cache: Path) -> None:
+    machine_facts.save("key", FACTS)
+    found = machine_facts.load("key")
+    assert found is not None and found["gpu"] == FACTS["gpu"]
+    assert machine_facts.load("another key") is None
+    assert machine_facts.load("key", now=time.time() + machine_facts.MAX_AGE_S + 1) is None
+    stored = json.loads((cache / machine_facts.FACTS_FILE).read_text())
+    for damaged in ({**stored, "facts": {**FACTS, "gpu": 7}}, {**stored, "probed": "yesterday"}, [1, 2]):
+        (cache / machine_facts.FACTS_FILE).write_text(json.dumps(damaged))
+        assert machine_facts.load("key") is None
+    (cache / machine_facts.FACTS_FILE).write_text("{not json")
+    assert machine_facts.load("key") is None
+
+
+def test_obtain_probes_once_then_reuses_and_fresh_probes_again(cache: Path, monkeypatch) -> None:
+    probes: list[int] = []
+    monkeypatch.setattr(machine_facts, "probe", lambda: probes.append(1) or dict(FACTS))
+    facts, origin = machine_facts.obtain()
+    assert origin == "probed now" and facts == FACTS and len(probes) == 1
+    facts, origin = machine_facts.obtain()
+    assert origin.startswith("probed at ") and "machine unchanged" in origin and len(probes) == 1
+    assert facts == FACTS
+    _, origin = machine_facts.obtain(fresh=True)
+    assert origin == "probed now" and len(probes) == 2
+
+
+def test_adopted_facts_answer_every_probe_without_importing_torch(monkeypatch) -> None:
+    def never() -> None:
+        raise AssertionError("probed although the facts were adopted")
+
+    for name in ("probe_gpu", "probe_torch", "probe_active_backend", "_triton_distribution"):
+        monkeypatch.setattr(environment, name, never)
+    with environment.adopted_facts(FACTS):
+        report = environment.check_environment({"PATH": os.environ.get("PATH", "")}, release="13.4")
+        assert report.gpu["name"] == "FAKE H100 (test)" and report.torch["version"] == "2.13.0"
+        assert report.active_backend == "cuda" and not report.tileir_ready
+        assert environment.device_description()["capability"] == "9.0"
+        assert environment.triton_distribution()["version"] == "3.6.0"
+        assert environment.torch_info() == {"version": "2.13.0", "cuda": "12.8"}
+    with pytest.raises(AssertionError, match="probed although"):  # outside, the probes run again
+        environment.torch_info()
