@@ -19,6 +19,7 @@ from tileiropt.runtime import engine
 from tileiropt.runtime.backends import BACKENDS
 from tileiropt.runtime.bench import peaks as peaks_module
 from tileiropt.runtime.bench import run as bench_module
+from tileiropt.runtime.bench.items import BenchItem
 from tileiropt.runtime.bench.records import (
     CUDAGRAPH,
     DO_BENCH,
@@ -45,7 +46,7 @@ from tileiropt.runtime.bench.run import (
     obtain_peaks,
     plan_items,
 )
-from tileiropt.runtime.bench.worker import BenchItem, _call_bench, choose_method, input_set_count
+from tileiropt.runtime.bench.worker import _call_bench, choose_method, input_set_count
 from tileiropt.runtime.engine import JobPool, RunWorkers, run_jobs
 from tileiropt.runtime.machine import Machine
 from tileiropt.runtime.provenance import Provenance

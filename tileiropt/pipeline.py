@@ -28,9 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tileiropt.errors import ExitCode, run_exit_code
+from tileiropt.analysis.classify import classify_paths
+from tileiropt.analysis.command import classify_json
+from tileiropt.analysis.ir.specialize import ir_dtype
+from tileiropt.environment import check_environment, choose_release
+from tileiropt.errors import ExitCode, check_seconds, run_exit_code
 from tileiropt.machine_facts import machine_facts
-from tileiropt.output import to_jsonable
+from tileiropt.output import to_jsonable, write_atomic
 from tileiropt.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
 from tileiropt.phases import PHASES
 from tileiropt.project import KernelSpec, Project
@@ -43,16 +47,27 @@ from tileiropt.report.artifacts import (
     load_artifacts,
     save_record,
 )
+from tileiropt.report.build import build_report
+from tileiropt.report.markdown import write_markdown
 from tileiropt.report.verdict import ATTENTION
-from tileiropt.runtime.bench.records import BenchKernel
-from tileiropt.runtime.bench.run import BenchSettings
+from tileiropt.runtime.backends import BACKENDS, default_backends
+from tileiropt.runtime.bench.records import ERROR as BENCH_ERROR
+from tileiropt.runtime.bench.records import SLOWER, BenchKernel, save_bench_run
+from tileiropt.runtime.bench.run import BenchSettings, bench_project, earlier_bench, kernel_info
+from tileiropt.runtime.capture import add_captured_kernels
 from tileiropt.runtime.engine import RunWorkers
-from tileiropt.runtime.executors import Executor
+from tileiropt.runtime.executors import VALIDATE_PER_GPU, Executor
 from tileiropt.runtime.job_timing import JobTiming
+from tileiropt.runtime.machine import Machine
+from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.provenance import file_digest
 from tileiropt.runtime.validate.records import ValidateRun, save_validate_run
+from tileiropt.runtime.validate.run import earlier_validation, validate_project
 from tileiropt.runtime.workers import take_worker_starts
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SCHEMA_VERSION
+from tileiropt.transform.apply import free_backup
+from tileiropt.transform.command import apply_document, apply_paths
+from tileiropt.transform.gate import GATE_MARKER
 
 EventCallback = Callable[[str, str], None]  # (phase, message)
 
@@ -101,8 +116,6 @@ class Pipeline:
                  bench_settings: BenchSettings | None, command: list[str], on_event: EventCallback | None,
                  in_place: bool = False, fresh: bool = False, executor: Executor | None = None,
                  console: Any = None):
-        from tileiropt.runtime.bench.run import earlier_bench, kernel_info
-        from tileiropt.runtime.validate.run import earlier_validation
 
         self.project = project
         self.specs = project.select(kernels)
@@ -113,7 +126,6 @@ class Pipeline:
         self.result = RunResult(phases=[], kernels=[kernel_info(s, self.bench_settings.sizes) for s in self.specs],
                                 stopped={}, artifacts=str(self.artifacts), command=command,
                                 project=str(project.file) if project.file else None, cwd=str(Path.cwd()))
-        from tileiropt.environment import choose_release
 
         self.release = choose_release(project.tileir_version)  # every phase follows this CUDA Tile IR release
         # the workers of validate and bench, kept between phases: the PTX worker that validated a kernel times it
@@ -187,7 +199,6 @@ class Pipeline:
             raise KeyboardInterrupt("interrupted")  # the records that finished are saved
 
     def progress(self, phase: str, unit: str) -> Any:
-        from tileiropt.runtime.progress import Progress
 
         if self.console is None:
             return None
@@ -224,7 +235,6 @@ class Pipeline:
     # ------------------------------------------------------------------ phases
 
     def check(self) -> PhaseResult:
-        from tileiropt.environment import check_environment
 
         origin = self.adopted.enter_context(machine_facts(self.fresh))  # held until the run ends
         report = check_environment(release=self.release.release.version)
@@ -239,8 +249,6 @@ class Pipeline:
         program starts: their start-up (torch, Triton, CUDA) overlaps the program's run instead of following it.
         Not on SLURM (a job step is not started ahead of its work), nor before the check said what this machine
         runs."""
-        from tileiropt.runtime.backends import BACKENDS, default_backends
-        from tileiropt.runtime.executors import VALIDATE_PER_GPU
 
         executor = (self.executor or Executor()).check()
         if executor.kind != "local" or self.ready_to_start is None:
@@ -253,8 +261,6 @@ class Pipeline:
         self.workers.prestart(launcher, [BACKENDS[name] for name in [first, *later[:1]]])
 
     def compatibility(self) -> PhaseResult:
-        from tileiropt.runtime.machine import Machine
-        from tileiropt.runtime.validate.run import validate_project
 
         machine = Machine.probe(self.workers.release)
         backend = "ptx" if machine.has_gpu else "interpret"
@@ -274,9 +280,6 @@ class Pipeline:
         return PhaseResult("compatibility", PASS, detail=f"{passed} record(s) passed on {backend}")
 
     def classify(self) -> PhaseResult:
-        from tileiropt.analysis.classify import classify_paths
-        from tileiropt.analysis.command import classify_json
-        from tileiropt.analysis.ir.specialize import ir_dtype
 
         paths = list(dict.fromkeys(s.path for s in self.specs))  # static: even a stopped kernel is classified
         if self.project.capture is not None and self.project.capture.library is not None:
@@ -303,7 +306,6 @@ class Pipeline:
                                                     f"{len(document['files'])} file(s){how}")
 
     def apply(self) -> PhaseResult:
-        from tileiropt.transform.command import apply_document, apply_paths
 
         pairs = list(dict.fromkeys((spec.path.resolve(), spec.optimized_path.resolve()) for spec in self.live))
         inputs = apply_inputs(pairs, self.project.max_configs, self.release.release.version)
@@ -331,7 +333,6 @@ class Pipeline:
         return PhaseResult("apply", PASS, detail=f"{written} optimized file(s) written{how}")
 
     def validate(self) -> PhaseResult:
-        from tileiropt.runtime.validate.run import validate_project
 
         run = validate_project(self.project, kernels=[s.name for s in self.live], variants=["optimized"],
                                timeout=self.timeout, command=self.result.command,
@@ -348,9 +349,6 @@ class Pipeline:
 
     def capture(self) -> PhaseResult:
         """Run the program, keep the distinct launches of the target files' kernels as replay specs."""
-        from tileiropt.runtime.bench.run import kernel_info
-        from tileiropt.runtime.capture import add_captured_kernels
-        from tileiropt.runtime.machine import Machine
 
         request = self.project.capture
         assert request is not None
@@ -391,9 +389,6 @@ class Pipeline:
         return PhaseResult("capture", PASS, detail=detail)
 
     def bench(self) -> PhaseResult:
-        from tileiropt.runtime.bench.records import ERROR as BENCH_ERROR
-        from tileiropt.runtime.bench.records import save_bench_run
-        from tileiropt.runtime.bench.run import bench_project
 
         def on_row(row: Any) -> None:
             if self.console is None:  # else the progress line says more
@@ -424,8 +419,6 @@ class Pipeline:
         run.json already lists the report phase when the report is rendered, so `tileiropt report`
         on the same records renders the same text; only that phase's seconds are filled in after.
         """
-        from tileiropt.report.build import build_report
-        from tileiropt.report.markdown import write_markdown
 
         path = self.artifacts / REPORT_FILE
         phase = PhaseResult("report", PASS, detail=str(path))
@@ -451,7 +444,6 @@ class Pipeline:
     def rejections(self) -> dict[Path, str]:
         """Optimized file -> why it must not be the result: a failed or errored record of it (validation), or
         a paired PTX timing whose whole 95% interval lies above 1 + the threshold (bench)."""
-        from tileiropt.runtime.bench.records import SLOWER
 
         by_kernel = {s.name: s for s in self.specs}
         reasons: dict[Path, str] = {}
@@ -472,9 +464,6 @@ class Pipeline:
     def settle(self) -> None:
         """Set aside every optimized file that failed or regressed (`<stem>.rejected.py`, reason in run.json and
         the report); with --in-place, write each accepted one over the user's file, the original kept beside it."""
-        from tileiropt.output import write_atomic
-        from tileiropt.transform.apply import free_backup
-        from tileiropt.transform.gate import GATE_MARKER
 
         reasons = self.rejections()
         for path, reason in reasons.items():
@@ -566,7 +555,6 @@ def run_pipeline(project: Project, *, kernels: list[str] | None = None, timeout:
                  executor: Executor | None = None, console: Any = None) -> RunResult:
     """Run every phase over `project` (or the named `kernels`); records go to its artifacts folder."""
     if timeout is not None:
-        from tileiropt.errors import check_seconds
 
         check_seconds("--timeout", timeout)
     pipeline = Pipeline(project, kernels, timeout, bench_settings,

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tileiropt.cache import cache_dir
 from tileiropt.runtime.backends import Backend, backend_env
 from tileiropt.runtime.provenance import Provenance
 
@@ -190,7 +191,6 @@ def keep_bytecode(env: dict[str, str]) -> None:
     unless the user set one): every worker imports torch and the user's package anew, and where the installed
     packages have no bytecode (read-only installs, images built with PYTHONDONTWRITEBYTECODE=1) each worker
     would otherwise compile them all again, seconds per worker. Nothing is written next to anyone's sources."""
-    from tileiropt.cache import cache_dir
 
     if env.get("PYTHONPYCACHEPREFIX"):
         return

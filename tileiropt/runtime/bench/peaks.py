@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.cache import cache_dir
+from tileiropt.environment import device_description
 from tileiropt.output import dumps, write_atomic
 from tileiropt.runtime.bench.worker import run_do_bench
 from tileiropt.runtime.provenance import Provenance
@@ -103,7 +104,6 @@ def measure_peaks() -> dict[str, Any]:
     import torch
     import triton
 
-    from tileiropt.environment import device_description
 
     device = device_description()
     return {

@@ -15,8 +15,10 @@ from typing import Any
 
 from tileiropt.errors import ExitCode
 from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
+from tileiropt.runtime.bench.metric_expressions import evaluate
 from tileiropt.runtime.job_timing import JobTiming, timings_from_list
 from tileiropt.runtime.provenance import Provenance, fallback_note
+from tileiropt.runtime.resume import Journal
 from tileiropt.schema import ERROR, PASS, SCHEMA_VERSION, count_statuses, read_status
 
 BENCH_FILE = "bench.json"
@@ -331,7 +333,6 @@ def within_noise(ratio: float, a: Timing, b: Timing, floor: float = NOISE_FLOOR)
 def evaluate_expression(expression: str, dims: dict[str, int], shapes: dict[str, list[int]]) -> float:
     """A project's `flops`/`bytes` expression over the dims (by name) and the input shapes (lists), evaluated
     without `eval` and with bounded cost (see `tileiropt.runtime.bench.metric_expressions`)."""
-    from tileiropt.runtime.bench.metric_expressions import evaluate
 
     return evaluate(expression, dims, shapes)
 
@@ -462,7 +463,6 @@ def run_from_dict(data: dict[str, Any]) -> BenchRun:
 def save_bench_run(run: BenchRun, artifacts: Path | str) -> Path:
     """Write `run` to ``<artifacts>/bench.json`` (atomically) and return the path; the journal of the rows
     as they finished is then superseded (removed)."""
-    from tileiropt.runtime.resume import Journal
 
     path = save_record_file(run, artifacts, BENCH_FILE)
     Journal(artifacts, "bench").clear()

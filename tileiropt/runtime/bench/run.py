@@ -26,11 +26,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tileiropt.environment import triton_distribution
+from tileiropt.environment import torch_info, triton_distribution
 from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
 from tileiropt.output import dataclass_from_dict
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
 from tileiropt.runtime.backends import BACKENDS
+from tileiropt.runtime.bench.items import BenchItem
 from tileiropt.runtime.bench.records import (
     METHODS,
     OPTIMIZED,
@@ -47,10 +48,10 @@ from tileiropt.runtime.bench.records import (
     PairedTiming,
     compare_rows,
     derive_metrics,
+    load_bench_run,
     mark_fallback,
     row_from_dict,
 )
-from tileiropt.runtime.bench.worker import BenchItem
 from tileiropt.runtime.engine import WORKER_MODULE, JobPool, RunWorkers
 from tileiropt.runtime.executors import Executor
 from tileiropt.runtime.machine import Machine, environment_summary, versions
@@ -146,7 +147,6 @@ def item_inputs(item: BenchItem, machine: Machine, versions: dict[str, Any],
 
 def earlier_bench(artifacts: Any) -> Earlier:
     """What a re-run may reuse: the rows of bench.json, then (superseding them) those of a journal."""
-    from tileiropt.runtime.bench.records import load_bench_run
 
     earlier = Earlier()
     try:
@@ -171,7 +171,6 @@ def earlier_bench(artifacts: Any) -> Earlier:
 
 def parent_provenance(machine: Machine) -> Provenance:
     """Device, Triton and torch as this process sees them (for rows that never reach a worker)."""
-    from tileiropt.environment import torch_info, triton_distribution
 
     dist = triton_distribution()
     return Provenance(device=dict(machine.device), triton_distribution=dist.get("name"),
@@ -355,7 +354,7 @@ class BenchJobs:
 def obtain_peaks(machine: Machine, remeasure: bool = False, workers: RunWorkers | None = None
                  ) -> tuple[dict[str, Any] | None, str]:
     """(peaks, where they came from): the cache, or a fresh measurement in a worker."""
-    from tileiropt.environment import torch_info
+    # lazy: peaks imports the bench worker, which imports torch (2-5 s); only a run on a GPU measures peaks
     from tileiropt.runtime.bench.peaks import load_cached_peaks, peaks_path, save_peaks
 
     if not machine.has_gpu:

@@ -26,9 +26,12 @@ import math
 import re
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tileiropt.runtime import harness, loading, replay
+from tileiropt.runtime.autotuners import autotuners, config_label
+from tileiropt.runtime.bench.items import BenchItem
 from tileiropt.runtime.bench.records import (
     CUDAGRAPH,
     DO_BENCH,
@@ -49,6 +52,7 @@ from tileiropt.runtime.bench.records import (
     summarize,
     summarize_quantiles,
 )
+from tileiropt.runtime.launches import LaunchRecorder
 from tileiropt.runtime.provenance import Provenance
 from tileiropt.runtime.worker_io import Emitter
 from tileiropt.schema import ERROR, NOT_RUN, PASS
@@ -63,52 +67,6 @@ CAPTURE_ERROR = re.compile(r"captur|StreamCapture", re.IGNORECASE)  # the graph 
 def poisons_worker(message: str) -> bool:
     """A CUDA error that leaves the context unusable; an invalidated graph capture does not."""
     return bool(POISONED.search(message)) and not CAPTURE_ERROR.search(message)
-
-
-@dataclass
-class BenchItem:
-    """One measurement, as sent to a worker. Every field is a plain JSON value."""
-
-    id: int
-    kernel: str
-    variant: str  # "original" | "optimized" | "reference"
-    backend: str  # "ptx" | "tileir" | "torch"
-    path: str  # the kernel file ("" for reference rows)
-    entry: str
-    reference: str | None
-    size: int | None
-    dims: dict[str, int]
-    shapes: dict[str, list[int]]
-    dtypes: dict[str, str]
-    args: dict[str, Any] = field(default_factory=dict)
-    ranges: dict[str, list[int]] = field(default_factory=dict)
-    seed: int = 0
-    search_paths: list[str] = field(default_factory=list)
-    method: str = "auto"  # "auto" | DO_BENCH | CUDAGRAPH
-    warmup_ms: float = 25.0
-    rep_ms: float = 100.0
-    timeout_s: float = 300.0
-    original_path: str = ""  # the user's file (the optimized file is imported in its place)
-    module: str | None = None
-    call: str | None = None
-    launch: dict[str, Any] | None = None  # a captured launch: timed as replayed (its own shapes and config)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BenchItem:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
-
-    def row(self, status: str, reason: str = "", provenance: Provenance | None = None, **values: Any) -> BenchRow:
-        from tileiropt.runtime.provenance import file_digest
-
-        return BenchRow(kernel=self.kernel, variant=self.variant, backend=self.backend, size=self.size,
-                        status=status, reason=reason, path=self.path or (self.reference or ""),
-                        source_sha256=file_digest(self.path) if self.path else None,
-                        dims=dict(self.dims), shapes=dict(self.shapes), dtypes=dict(self.dtypes),
-                        provenance=provenance or Provenance(), **values)
 
 
 # --------------------------------------------------------------------------- timing (Triton version guards)
@@ -211,7 +169,6 @@ class Measurement:
 
     def callable(self) -> tuple[Callable[[dict[str, Any]], Any], Any]:
         """(call taking the inputs, the kernel module or None for the torch reference)."""
-        from tileiropt.runtime import harness, loading
 
         item = self.item
         if item.variant == REFERENCE:
@@ -220,7 +177,6 @@ class Measurement:
         module = loading.load_kernel_module(item.path, item.original_path or item.path, item.module, item.entry,
                                             item.search_paths)
         if item.launch:
-            from tileiropt.runtime import replay
 
             entry = replay.launcher(module, item.launch)
         else:
@@ -232,16 +188,12 @@ class Measurement:
         time it: everything but the timing."""
         import torch
 
-        from tileiropt.runtime import harness
-        from tileiropt.runtime.autotuners import autotuners, config_label
-        from tileiropt.runtime.launches import LaunchRecorder
 
         item = self.item
         began = time.perf_counter()
         call, module = self.callable()
         self._add("import", began)
         if item.launch:
-            from tileiropt.runtime import replay
 
             inputs = replay.build_inputs(item.launch, item.seed, "cuda")
         else:
@@ -351,7 +303,6 @@ def time_prepared(prepared: Prepared, warmup_ms: float, rep_ms: float) -> Timing
     """Time a prepared call with its method; an invalidated CUDA-graph capture falls back to do_bench."""
     import torch
 
-    from tileiropt.runtime import harness
 
     timing, note = None, ""
     if prepared.method == CUDAGRAPH:
@@ -443,7 +394,6 @@ def labels(items: list[BenchItem], pairs: list[list[int]]) -> list[str]:
 
 def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emitter, blocked: str | None) -> bool:
     """Time the job's items, then its pairs; False when the worker must exit (the CUDA context is unusable)."""
-    from tileiropt.runtime import harness
 
     ident = job["id"]
     items = [BenchItem.from_json(i) for i in job["items"]]

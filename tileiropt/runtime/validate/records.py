@@ -14,6 +14,7 @@ from tileiropt.errors import ExitCode
 from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
 from tileiropt.runtime.job_timing import JobTiming, timings_from_list
 from tileiropt.runtime.provenance import Provenance
+from tileiropt.runtime.resume import Journal
 from tileiropt.schema import ERROR, FAIL, PASS, SCHEMA_VERSION, count_statuses, read_status
 
 VALIDATE_FILE = "validate.json"
@@ -124,7 +125,6 @@ def run_from_dict(data: dict[str, Any]) -> ValidateRun:
 def save_validate_run(run: ValidateRun, artifacts: Path | str) -> Path:
     """Write `run` to ``<artifacts>/validate.json`` (atomically) and return the path; the journal of the
     records as they finished is then superseded (removed)."""
-    from tileiropt.runtime.resume import Journal
 
     path = save_record_file(run, artifacts, VALIDATE_FILE)
     Journal(artifacts, "validate").clear()

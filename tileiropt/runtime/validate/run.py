@@ -33,7 +33,14 @@ from tileiropt.runtime.resume import Earlier, Journal, input_key, read_journal, 
 from tileiropt.runtime.scaling import scale_for_interpreter
 from tileiropt.runtime.validate.case_jobs import CaseJobs
 from tileiropt.runtime.validate.cases import Case, record_for
-from tileiropt.runtime.validate.records import NONE, VARIANTS, ValidateRun, ValidationRecord, record_from_dict
+from tileiropt.runtime.validate.records import (
+    NONE,
+    VARIANTS,
+    ValidateRun,
+    ValidationRecord,
+    load_validate_run,
+    record_from_dict,
+)
 from tileiropt.schema import ERROR, NOT_RUN
 
 RecordCallback = Callable[[ValidationRecord], None]
@@ -154,7 +161,6 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
 def earlier_validation(artifacts: Path | str) -> Earlier:
     """What a re-run may reuse: the records of validate.json, then (superseding them per input key) those of
     an unfinished run's journal."""
-    from tileiropt.runtime.validate.records import load_validate_run
 
     earlier = Earlier()
     try:

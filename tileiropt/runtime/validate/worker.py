@@ -22,8 +22,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tileiropt.runtime import loading, replay, stand_ins
+from tileiropt.environment import check_environment
+from tileiropt.runtime import harness, loading, replay, stand_ins
+from tileiropt.runtime.autotuners import pruned_reason
 from tileiropt.runtime.backends import Backend
+from tileiropt.runtime.configs import ConfigItem, config_items, first_configs, label_after_run, pinned_item
+from tileiropt.runtime.launches import LaunchRecorder
+from tileiropt.runtime.loading import package_folder
 from tileiropt.runtime.provenance import Provenance, fallback_note
 from tileiropt.runtime.validate.cases import Case, record_for
 from tileiropt.runtime.validate.records import NONE, PREPARE
@@ -92,7 +97,6 @@ class CaseRunner:
 
     def run(self) -> bool:
         """Run the case; False when the worker must exit (the CUDA context is unusable)."""
-        from tileiropt.runtime.configs import ConfigItem, config_items
 
         case, emit = self.case, self.emit
         try:  # the reference first: with reference "original", a package's original is imported, then replaced
@@ -150,7 +154,6 @@ class CaseRunner:
 
     def scopes(self) -> list[str]:
         """The files (and, for a package, its folder) whose skipped and emulated calls this case's records name."""
-        from tileiropt.runtime.loading import package_folder
 
         case = self.case
         files = [str(Path(p).resolve()) for p in (case.path, case.original_path) if p]
@@ -173,7 +176,6 @@ class CaseRunner:
     def widen_to_noise(self, function: Any, expected: Any, inputs: dict[str, Any]) -> None:
         """A kernel accumulating with atomics differs from itself between runs (the order of its updates is not
         fixed): run the original once more and widen the tolerance to twice its own run-to-run difference."""
-        from tileiropt.runtime import harness
 
         again, _ = harness.evaluate_reference(function, "original", inputs, self.case.args, self.case.dims)
         spread = harness.compare(again, expected, 0.0, 0.0).max_abs or 0.0
@@ -189,8 +191,6 @@ class CaseRunner:
 
     def prepare(self) -> dict[str, Any]:
         """Inputs, the reference output, and the expected output structure (dtypes, shapes)."""
-        from tileiropt.runtime import harness
-        from tileiropt.runtime.configs import first_configs
 
         case = self.case
         if case.launch:
@@ -225,7 +225,6 @@ class CaseRunner:
     def classify_failure(self, exc: BaseException, stage: str) -> tuple[str, str]:
         """(status, reason) of an exception raised at `stage` ("import", "reference" or "kernel"): NOT_RUN
         when this machine cannot run the code (no GPU, a limit of the interpreter), ERROR otherwise."""
-        from tileiropt.runtime import harness
 
         text = harness.describe_exception(exc)
         location = harness.exception_location(exc)
@@ -250,10 +249,6 @@ class CaseRunner:
     def run_item(self, module: Any, entry: Any, item: Any, prepared: dict[str, Any]
                  ) -> tuple[dict[str, Any], set[str] | None, bool]:
         """(record, autotuners launched or None when the call raised, CUDA context poisoned)."""
-        from tileiropt.runtime import harness
-        from tileiropt.runtime.autotuners import pruned_reason
-        from tileiropt.runtime.configs import label_after_run, pinned_item
-        from tileiropt.runtime.launches import LaunchRecorder
 
         case = self.case
         started = time.perf_counter()
@@ -317,7 +312,6 @@ class CaseRunner:
 
 def tileir_not_ready(release: str | None = None) -> str | None:
     """Why TileIR cannot run in this process for the CUDA Tile IR `release`, or None when it can."""
-    from tileiropt.environment import check_environment
 
     report = check_environment(release=release)
     return None if report.tileir_ready else "; ".join(report.reasons)
