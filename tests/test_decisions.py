@@ -23,11 +23,12 @@ from typing import Any
 import pytest
 
 from tileiropt.errors import ExitCode, run_exit_code
-from tileiropt.pipeline import Pipeline, RunResult
+from tileiropt.pipeline import Pipeline
 from tileiropt.project import KernelSpec
 from tileiropt.report.markdown import next_steps_md, summary_md
 from tileiropt.report.model import Benchmark, Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.verdict import ATTENTION, PROVEN, READY, UNPROVEN, kernel_verdict
+from tileiropt.run_record import RunResult, run_from_dict
 from tileiropt.runtime.bench.records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
 from tileiropt.runtime.validate.worker import compared_status
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
@@ -229,7 +230,8 @@ def _report(*kernels: KernelReport, run: dict[str, Any] | None = None) -> Report
 @pytest.mark.parametrize("state", list(STATES))
 def test_first_lines_state_the_verdict(state: str) -> None:
     changes, bucket, words = STATES[state]
-    text = next_steps_md(_report(_kernel(**changes), run={"command": ["tileiropt", "run", "k.py"], "cwd": "/tmp/p"}))
+    run = run_from_dict({"command": ["tileiropt", "run", "k.py"], "cwd": "/tmp/p"})
+    text = next_steps_md(_report(_kernel(**changes), run=run))
     heading = {ATTENTION: "Needs attention:", READY: "Ready:", PROVEN: "Ready:", UNPROVEN: "Not proven yet:"}[bucket]
     assert heading in text and words in text
     others = {"Needs attention:", "Ready:", "Not proven yet:"} - {heading}
@@ -249,7 +251,8 @@ def test_summary_verdict_column_agrees_with_first_lines() -> None:
 
 
 def test_next_step_reruns_the_same_capture_from_its_folder() -> None:
-    run = {"command": ["tileiropt", "run", "ops.py", "--json", "--", "pytest", "tests/test ops.py"], "cwd": "/w/my lib"}
+    run = run_from_dict({"command": ["tileiropt", "run", "ops.py", "--json", "--", "pytest", "tests/test ops.py"],
+                         "cwd": "/w/my lib"})
     text = next_steps_md(_report(_kernel(), run=run))
     assert "`cd '/w/my lib' && ENABLE_TILE=1 tileiropt run ops.py -- pytest 'tests/test ops.py'`" in text
 

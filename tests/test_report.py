@@ -24,6 +24,7 @@ from tileiropt.report.artifacts import (
 from tileiropt.report.build import build_report
 from tileiropt.report.command import resolve_artifacts
 from tileiropt.report.markdown import render_markdown, split_template
+from tileiropt.run_record import run_from_dict
 from tileiropt.runtime.bench.records import BenchKernel, BenchRun, save_bench_run
 from tileiropt.runtime.provenance import Provenance
 from tileiropt.runtime.validate.records import ValidateRun, ValidationRecord, save_validate_run
@@ -318,10 +319,10 @@ def test_records_of_a_changed_file_and_of_another_run_are_marked(tmp_path: Path)
                               path=str(kernel), source_sha256=file_digest(kernel))
     found = Artifacts(folder=tmp_path, validate=ValidateRun(records=[record], backends=["interpret"],
                                                            started="2026-11-22T10:00:00+00:00"),
-                      run={"started": "2026-11-22T10:00:00+00:00"})
+                      run=run_from_dict({"started": "2026-11-22T10:00:00+00:00"}))
     assert provenance_problems(found) == {}
     kernel.write_text("a = 2\n")
-    found.run = {"started": "2026-11-22T11:00:00+00:00"}
+    found.run = run_from_dict({"started": "2026-11-22T11:00:00+00:00"})
     problems = provenance_problems(found)
     assert "changed since its records were made" in problems["k_tileir.py"]
     assert "from an earlier run" in problems["validate.json"]

@@ -24,7 +24,6 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +49,10 @@ from tileiropt.report.artifacts import (
 from tileiropt.report.build import build_report
 from tileiropt.report.markdown import write_markdown
 from tileiropt.report.verdict import ATTENTION
+from tileiropt.run_record import PhaseResult, RunResult, run_from_dict
 from tileiropt.runtime.backends import BACKENDS, default_backends
 from tileiropt.runtime.bench.records import ERROR as BENCH_ERROR
-from tileiropt.runtime.bench.records import SLOWER, BenchKernel, save_bench_run
+from tileiropt.runtime.bench.records import SLOWER, save_bench_run
 from tileiropt.runtime.bench.run import BenchSettings, bench_project, earlier_bench, kernel_info
 from tileiropt.runtime.capture import add_captured_kernels
 from tileiropt.runtime.engine import RunWorkers
@@ -64,49 +64,12 @@ from tileiropt.runtime.provenance import file_digest
 from tileiropt.runtime.validate.records import ValidateRun, save_validate_run
 from tileiropt.runtime.validate.run import earlier_validation, validate_project
 from tileiropt.runtime.workers import take_worker_starts
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SCHEMA_VERSION
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.transform.apply import free_backup
 from tileiropt.transform.command import apply_document, apply_paths
 from tileiropt.transform.gate import GATE_MARKER
 
 EventCallback = Callable[[str, str], None]  # (phase, message)
-
-
-@dataclass
-class PhaseResult:
-    phase: str
-    status: str  # PASS | FAIL | ERROR | NOT_RUN (tileiropt.schema)
-    seconds: float = 0.0
-    detail: str = ""
-    workers: int = 0  # worker processes the phase started (validate, bench, capture replays)
-    worker_start_s: float = 0.0  # their time from start to ready (Python, torch, Triton, the GPU), summed
-    jobs: list[JobTiming] = field(default_factory=list)  # each job of the engine: worker start, import, compile...
-
-
-@dataclass
-class RunResult:
-    """What `run` did: written to ``<artifacts>/run.json`` and printed with --json."""
-
-    phases: list[PhaseResult]
-    kernels: list[BenchKernel]
-    stopped: dict[str, dict[str, str]]  # kernel -> {"phase", "reason"}
-    artifacts: str
-    report: str | None = None
-    exit_code: int = 0
-    command: list[str] = field(default_factory=list)
-    project: str | None = None
-    started: str = ""
-    seconds: float = 0.0
-    schema_version: int = SCHEMA_VERSION  # the one schema key of every record and --json output
-    # the safe-modification rule: optimized files set aside (path -> {"moved_to", "reason"}) because they failed
-    # validation or are slower on PTX beyond the threshold; files written into the user's own (--in-place)
-    rejected: dict[str, dict[str, str]] = field(default_factory=dict)
-    in_place: dict[str, str] = field(default_factory=dict)  # the user's file -> where its original was kept
-    # the captured program's own failure: command, exit_code, exception, where, output (last lines), summary
-    program: dict[str, Any] | None = None
-    cwd: str = ""  # the folder the run was started in: the report's next-step command starts there
-    verdicts: dict[str, dict[str, str]] = field(default_factory=dict)  # kernel -> its one verdict (report.verdict)
-    in_place_refused: dict[str, str] = field(default_factory=dict)  # the user's file -> why --in-place did not write
 
 
 class Pipeline:
@@ -433,7 +396,7 @@ class Pipeline:
         if any(v["bucket"] == ATTENTION for v in self.result.verdicts.values()) and \
                 self.result.exit_code in (ExitCode.OK, ExitCode.NOT_RUN):
             self.result.exit_code = int(ExitCode.FAILED)  # a kernel that needs attention is not a success
-        report.run = to_jsonable(self.result)  # the report says the verdicts and exit code run.json keeps
+        report.run = run_from_dict(to_jsonable(self.result))  # the verdicts and exit code run.json keeps
         write_markdown(report, path)
         phase.seconds = round(time.monotonic() - started, 3)
         save_record(self.artifacts, RUN_FILE, self.result)

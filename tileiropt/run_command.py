@@ -13,9 +13,10 @@ from rich.table import Table
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
 from tileiropt.phases import OPTIONAL_PHASES, PHASES
-from tileiropt.pipeline import RunResult, run_pipeline
+from tileiropt.pipeline import run_pipeline
 from tileiropt.project import resolve_target
 from tileiropt.releases import get_release
+from tileiropt.run_record import RunResult
 from tileiropt.runtime.bench.run import BenchSettings
 from tileiropt.runtime.executors import resolve_executor
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, STATUSES

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from tileiropt.errors import UserError
 from tileiropt.output import save_record_file
 from tileiropt.phase_records import ApplyRecord, ClassifyRecord, apply_from_dict, classify_from_dict
+from tileiropt.run_record import RunResult, run_from_dict
 from tileiropt.runtime.bench.records import BENCH_FILE, BenchRun, load_bench_run
 from tileiropt.runtime.capture import CAPTURE_FILE
 from tileiropt.runtime.validate.records import VALIDATE_FILE, ValidateRun, load_validate_run
@@ -48,7 +49,7 @@ class Artifacts:
     apply: ApplyRecord | None = None
     validate: ValidateRun | None = None
     bench: BenchRun | None = None
-    run: dict[str, Any] | None = None
+    run: RunResult | None = None
     capture: dict[str, Any] | None = None
     problems: dict[str, str] = field(default_factory=dict)  # record file -> why it could not be read
 
@@ -97,7 +98,7 @@ def load_artifacts(folder: Path | str) -> Artifacts:
     found.check = _read_json(folder / CHECK_FILE, found.problems)
     found.classify = _typed(folder / CLASSIFY_FILE, classify_from_dict, found.problems)
     found.apply = _typed(folder / APPLY_FILE, apply_from_dict, found.problems)
-    found.run = _read_json(folder / RUN_FILE, found.problems)
+    found.run = _typed(folder / RUN_FILE, run_from_dict, found.problems)
     found.capture = _read_json(folder / CAPTURE_FILE, found.problems)
     for name, loader, attribute in ((VALIDATE_FILE, load_validate_run, "validate"),
                                     (BENCH_FILE, load_bench_run, "bench")):

@@ -27,7 +27,7 @@ from tileiropt.report.sections import (
     transformations_for,
 )
 from tileiropt.report.verdict import ATTENTION, KernelVerdict, kernel_verdict
-from tileiropt.runtime.bench.records import BENCH_FILE, OPTIMIZED, ORIGINAL, BenchKernel, kernel_from_dict
+from tileiropt.runtime.bench.records import BENCH_FILE, OPTIMIZED, ORIGINAL, BenchKernel
 from tileiropt.runtime.provenance import file_digest
 from tileiropt.runtime.validate.records import VALIDATE_FILE
 from tileiropt.schema import NOT_RUN
@@ -35,8 +35,8 @@ from tileiropt.schema import NOT_RUN
 
 def kernels_from_records(artifacts: Artifacts) -> list[BenchKernel]:
     """The kernels the records know: run.json, else bench.json, else validate.json."""
-    if artifacts.run and artifacts.run.get("kernels"):
-        return [kernel_from_dict(k) for k in artifacts.run["kernels"]]
+    if artifacts.run and artifacts.run.kernels:
+        return list(artifacts.run.kernels)
     if artifacts.bench and artifacts.bench.kernels:
         return list(artifacts.bench.kernels)
     kernels: dict[str, BenchKernel] = {}
@@ -63,10 +63,7 @@ def build_report(artifacts: Artifacts, kernels: list[BenchKernel] | None = None)
         except Exception as exc:  # a record of the wrong shape: say so, never a traceback
             problems["run.json"] = f"unreadable record: {type(exc).__name__}: {exc}"
             kernels = []
-    stops = (artifacts.run or {}).get("stopped") or {}
-    if not isinstance(stops, dict):
-        problems["run.json"] = "unreadable record: `stopped` is not an object"
-        stops = {}
+    stops = artifacts.run.stopped if artifacts.run else {}  # checked on read: each stop is an object
     sections = []
     rejected = rejected_files(artifacts.run)
     for kernel in kernels:
@@ -144,7 +141,7 @@ def provenance_problems(artifacts: Artifacts) -> dict[str, str]:
         if now is not None and digests != {now}:  # a file not here (records rendered elsewhere) claims nothing
             problems[f"{Path(path).name}"] = ("changed since its records were made (SHA-256 differs): rerun "
                                               "`tileiropt run` before trusting them")
-    started = (artifacts.run or {}).get("started")
+    started = artifacts.run.started if artifacts.run else None
     for name, record in ((VALIDATE_FILE, artifacts.validate), (BENCH_FILE, artifacts.bench)):
         when = getattr(record, "started", None)
         if isinstance(started, str) and isinstance(when, str) and when and when < started:

@@ -22,6 +22,7 @@ from tileiropt.report.markdown_blocks import bullets, cell, one_line, table
 from tileiropt.report.model import Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.sections import format_difference, interrupted_phase
 from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, PROVEN, READY, UNPROVEN, KernelVerdict
+from tileiropt.run_record import RunResult
 from tileiropt.schema import FAIL, PASS
 
 TEMPLATE = "report.md"
@@ -229,28 +230,28 @@ def summary_md(report: Report) -> str:
     return text
 
 
-def rerun_command(run: dict[str, Any], report: Report) -> str:
+def rerun_command(run: RunResult | None, report: Report) -> str:
     """The command of this run again with ENABLE_TILE=1, runnable as printed: from the folder it ran in, the same
     target and capture command (`--json` left out)."""
-    command = [str(c) for c in run.get("command") or [] if str(c) != "--json"]
-    cwd = run.get("cwd")
+    command = [str(c) for c in (run.command if run else []) if str(c) != "--json"]
+    cwd = run.cwd if run else ""
     if command[:1] == ["tileiropt"] and cwd:
         return f"cd {shlex.quote(str(cwd))} && ENABLE_TILE=1 {shlex.join(command)}"
-    project = run.get("project") or str(Path(report.artifacts).parent)
+    project = (run.project if run else None) or str(Path(report.artifacts).parent)
     return f"ENABLE_TILE=1 tileiropt run {shlex.quote(str(project))}"
 
 
 def next_steps_md(report: Report) -> str:
     """What happened to each kernel and what to do next, in one line each: the report's first lines, read from
     each kernel's one verdict (`report.verdict`)."""
-    run = report.run or {}
+    run = report.run
     by_bucket: dict[str, list[tuple[str, KernelVerdict]]] = {bucket: [] for bucket in BUCKETS}
     for k in report.kernels:
         verdict = _verdict_of(k)
         by_bucket.setdefault(verdict.bucket, []).append((f"**{cell(k.name)}**", verdict))
     attention = [f"{name}: {v.text}" for name, v in by_bucket[ATTENTION]]
-    program = run.get("program")
-    if isinstance(program, dict):
+    program = run.program if run else None
+    if program is not None:
         attention.insert(0, f"**the program** (`{shlex.join(str(c) for c in program.get('command') or [])}`) failed: "
                             f"{one_line(program.get('summary'))}")
     ready = [f"{name}: {v.text}" for name, v in by_bucket[READY]]
@@ -282,8 +283,8 @@ def next_steps_md(report: Report) -> str:
     if shared:
         lines.append("Not run on this machine, for every kernel: " + "; ".join(
             f"{SHARED_TEXT[key]} ({reason.removeprefix('not run: ')})" for key, reason in shared.items()) + ".")
-    if run.get("command"):
-        lines.append(f"Command: `{shlex.join(str(c) for c in run['command'])}`")
+    if run is not None and run.command:
+        lines.append(f"Command: `{shlex.join(str(c) for c in run.command)}`")
     return "\n\n".join(lines)
 
 
@@ -292,20 +293,21 @@ def intro_md(report: Report) -> str:
     lines += [_guarded(lambda: next_steps_md(report)), f"Rendered from the records in `{report.artifacts}`."]
     run = report.run
     if run:
-        phases = ", ".join(f"{p.get('phase')} {p.get('status')}" for p in run.get("phases", []))
-        lines.append(f"Run: `{' '.join(run.get('command', []))}` ({run.get('started', '?')}, "
-                     f"{run.get('seconds', 0):.0f}s, exit code {run.get('exit_code')}): {phases}.")
-        program = run.get("program")
-        if isinstance(program, dict) and program.get("output"):
+        phases = ", ".join(f"{p.phase} {p.status}" for p in run.phases)
+        lines.append(f"Run: `{' '.join(run.command)}` ({run.started or '?'}, {run.seconds:.0f}s, exit code "
+                     f"{run.exit_code}): {phases}.")
+        lines.append(tool_cost_md(run))
+        program = run.program
+        if program is not None and isinstance(program.get("output"), list) and program["output"]:
             fence = "````"  # longer than any fence in the program's output
             lines.append(f"The program's last lines:\n\n{fence}text\n" + "\n".join(
                 str(line) for line in program["output"]) + f"\n{fence}")
-        for path, rejected in (run.get("rejected") or {}).items():
+        for path, rejected in run.rejected.items():
             lines.append(f"Set aside: `{Path(path).name}` -> `{Path(str(rejected.get('moved_to'))).name}`: "
                          f"{rejected.get('reason')}")
-        for path, backup in (run.get("in_place") or {}).items():
+        for path, backup in run.in_place.items():
             lines.append(f"Rewritten in place: `{path}` (the original is kept as `{backup}`)")
-        for path, reason in (run.get("in_place_refused") or {}).items():
+        for path, reason in run.in_place_refused.items():
             lines.append(f"Not written in place: `{path}`: {reason}")
     lines += report.capture
     if report.notes:
@@ -313,6 +315,20 @@ def intro_md(report: Report) -> str:
     for name, problem in report.problems.items():
         lines.append(f"Record {name}: {problem}")
     return "\n\n".join(lines)
+
+
+def tool_cost_md(run: RunResult) -> str:
+    """What the run itself cost, by phase: seconds, workers started and their start-up, jobs (run.json has each
+    job's split: import, prepare, first call, measure, pairs)."""
+    parts = []
+    for phase in run.phases:
+        extra = []
+        if phase.workers:
+            extra.append(f"{phase.workers} worker(s) started, {phase.worker_start_s:.1f} s start-up")
+        if phase.jobs:
+            extra.append(f"{len(phase.jobs)} job(s)")
+        parts.append(f"{phase.phase} {phase.seconds:.1f} s" + (f" ({', '.join(extra)})" if extra else ""))
+    return "The tool's own time: " + "; ".join(parts) + "."
 
 
 def kernel_md(k: KernelReport, template: str, shared: dict[str, str] | None = None) -> str:

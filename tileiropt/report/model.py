@@ -11,6 +11,7 @@ from typing import Any
 
 from tileiropt.report.library import LibrarySummary
 from tileiropt.report.verdict import KernelVerdict
+from tileiropt.run_record import RunResult
 from tileiropt.runtime.bench.records import BenchRow
 from tileiropt.schema import SCHEMA_VERSION
 
@@ -117,7 +118,7 @@ class Coverage:
 class Report:
     artifacts: str
     environment: dict[str, Any]
-    run: dict[str, Any] | None
+    run: RunResult | None
     kernels: list[KernelReport]
     problems: dict[str, str]
     capture: list[str] = field(default_factory=list)  # what a capture run saw and what was replayed

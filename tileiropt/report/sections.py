@@ -15,6 +15,7 @@ from tileiropt.phase_records import ApplyFile
 from tileiropt.phases import comes_after
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
 from tileiropt.report.model import Classification, Coverage, Section, Verdict
+from tileiropt.run_record import RunResult
 from tileiropt.runtime.backends import BACKENDS
 from tileiropt.runtime.bench.records import OPTIMIZED, ORIGINAL, BenchKernel, dtype_key
 from tileiropt.runtime.scaling import describe_scaling
@@ -42,12 +43,11 @@ def stop_reason(stopped: dict[str, str] | None, phase: str) -> str | None:
     return f"not run: stopped at {stopped['phase']}: {stopped.get('reason', '')}".rstrip(": ")
 
 
-def interrupted_phase(run: dict[str, Any] | None) -> str | None:
+def interrupted_phase(run: RunResult | None) -> str | None:
     """The phase a run was interrupted in (run.json), or None."""
-    if not isinstance(run, dict) or run.get("exit_code") != 130:
+    if run is None or run.exit_code != 130:
         return None
-    phases = [p for p in run.get("phases") or [] if isinstance(p, dict)]
-    return next((str(p.get("phase")) for p in phases if p.get("detail") == "interrupted"), "an earlier phase")
+    return next((p.phase for p in run.phases if p.detail == "interrupted"), "an earlier phase")
 
 
 def missing_record(artifacts: Artifacts, record: str, command: str) -> str:
@@ -280,12 +280,9 @@ def coverage_for(kernel: BenchKernel, artifacts: Artifacts) -> list[Coverage]:
     return found
 
 
-def rejected_files(run: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+def rejected_files(run: RunResult | None) -> dict[str, dict[str, Any]]:
     """run.json's set-aside optimized files, keyed by resolved path."""
-    rejected = (run or {}).get("rejected") if isinstance(run, dict) else None
-    if not isinstance(rejected, dict):
-        return {}
-    return {str(Path(str(p)).resolve()): r for p, r in rejected.items() if isinstance(r, dict)}
+    return {str(Path(str(p)).resolve()): dict(r) for p, r in run.rejected.items()} if run else {}
 
 
 def output_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Section:

@@ -1,0 +1,60 @@
+"""run.json read back typed: every phase, job and stop checked on read; a damaged record named in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tileiropt.cli import app
+from tileiropt.output import to_jsonable
+from tileiropt.report.markdown import tool_cost_md
+from tileiropt.run_record import PhaseResult, RunResult, run_from_dict
+from tileiropt.runtime.job_timing import JobTiming
+
+
+def _run() -> RunResult:
+    job = JobTiming(phase="validate", kernel="k", backend="ptx", slot="gpu 0", seconds=1.5, worker_start_s=4.25,
+                    parts={"import": 0.5, "items": 1.0})
+    return RunResult(phases=[PhaseResult("check", "pass", 0.012),
+                             PhaseResult("validate", "pass", 6.0, "2 pass", workers=1, worker_start_s=4.25,
+                                         jobs=[job])],
+                     kernels=[], stopped={"k": {"phase": "validate", "reason": "fail"}}, artifacts="/a",
+                     command=["tileiropt", "run", "k.py"], exit_code=1)
+
+
+def test_a_run_reads_back_as_it_was_written() -> None:
+    run = _run()
+    again = run_from_dict(json.loads(json.dumps(to_jsonable(run))))
+    assert again == run
+    assert again.phases[1].jobs[0].parts == {"import": 0.5, "items": 1.0}
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"phases": 7}, "RunResult.phases must be a list"),
+    ({"phases": ["check"]}, "a phase must be an object"),
+    ({"phases": [{"phase": "check", "status": "pass", "seconds": "slow"}]}, "PhaseResult.seconds"),
+    ({"phases": [{"phase": "v", "status": "pass", "jobs": [{"phase": "v"}]}]}, "JobTiming"),
+    ({"stopped": {"k": "validate"}}, "RunResult.stopped['k'] must be an object"),
+    ({"rejected": []}, "RunResult.rejected must be an object"),
+    ({"exit_code": "one"}, "RunResult.exit_code"),
+])
+def test_a_damaged_run_is_refused_naming_the_field(change: dict, named: str) -> None:
+    with pytest.raises(TypeError, match=named.replace("[", r"\[").replace("]", r"\]")):
+        run_from_dict({**json.loads(json.dumps(to_jsonable(_run()))), **change})
+
+
+def test_the_report_names_a_damaged_run_json_in_one_line(tmp_path: Path) -> None:
+    artifacts = tmp_path / ".tileiropt"
+    artifacts.mkdir()
+    (artifacts / "run.json").write_text(json.dumps({**to_jsonable(_run()), "stopped": {"k": 3}}))
+    result = CliRunner().invoke(app, ["report", str(artifacts)])
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert "run.json: unreadable record: TypeError: RunResult.stopped['k'] must be an object, got int" in result.output
+
+
+def test_the_tool_cost_line_gives_each_phase_its_seconds_workers_and_jobs() -> None:
+    assert tool_cost_md(_run()) == ("The tool's own time: check 0.0 s; validate 6.0 s (1 worker(s) started, 4.2 s "
+                                    "start-up, 1 job(s)).")
