@@ -559,3 +559,38 @@ def test_project_refuses_an_unsafe_metric_expression(tmp_path) -> None:
     (tmp_path / "k.py").write_text("def k(x):\n    pass\n")
     with pytest.raises(UserError, match=r"kernel\[0\]\.flops.*exponent beyond 64"):
         parse_project(data, tmp_path / "tileiropt.toml", tmp_path)
+
+
+def test_kept_workers_serve_the_next_phase_and_a_prestarted_one_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_worker(monkeypatch)
+
+    def phase(workers: RunWorkers, names: list[str]) -> tuple[BenchJobs, object]:
+        jobs = BenchJobs(BenchSettings(rounds=0))
+        items = [_item(i, name) for i, name in enumerate(names)]
+        slots = workers.slots(JobPool({"ptx": [BenchJob(0, "k", "ptx", items)]}), {"ptx": BACKENDS["ptx"]}, jobs)
+        assert run_jobs(slots, [LOCAL])
+        return jobs, slots
+
+    with RunWorkers(keep=True) as workers:
+        workers.prestart(LOCAL, [BACKENDS["ptx"]])
+        first, first_slots = phase(workers, ["a", "b"])
+        second, second_slots = phase(workers, ["c"])
+        pids = {row.reason.split()[0] for rows in (first.rows, second.rows) for row in rows.values()}
+        assert len(pids) == 1  # one process served both phases, started before either
+        assert first_slots.workers_started == 0 and second_slots.workers_started == 0
+        assert first_slots.timings[0].worker_start_s is not None  # the first job paid the start-up
+        assert second_slots.timings[0].worker_start_s is None  # the next phase's did not
+        kept = [w for idle in workers.kept.idle.values() for w in idle]
+        assert len(kept) == 1 and kept[0].proc.poll() is None
+    assert kept[0].proc.poll() is not None  # closing the run's workers ends them
+
+
+def test_isolate_gives_each_job_a_fresh_worker_even_with_kept_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_worker(monkeypatch)
+    jobs = BenchJobs(BenchSettings(rounds=0))
+    pool = JobPool({"ptx": [BenchJob(i, "k", "ptx", [_item(i, name)]) for i, name in enumerate("abc")]})
+    with RunWorkers(keep=True) as workers:
+        slots = workers.slots(pool, {"ptx": BACKENDS["ptx"]}, jobs, isolate=True)
+        assert run_jobs(slots, [LOCAL])
+        assert not any(workers.kept.idle.values())
+    assert len({row.reason.split()[0] for row in jobs.rows.values()}) == 3 and slots.workers_started == 3

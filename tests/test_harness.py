@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -405,3 +406,26 @@ def test_tileir_records_flag_kernels_compiled_by_another_backend():
     assert CaseRunner(case, TILEIR, False, Provenance(), None).provenance(fell_back).fallback
     assert not CaseRunner(case, TILEIR, False, Provenance(), None).provenance(native).fallback
     assert not CaseRunner(case, PTX, False, Provenance(), None).provenance(fell_back).fallback
+
+
+def test_a_bench_import_skips_the_scripts_own_self_tests_and_nothing_else(tmp_path: Path) -> None:
+    script = tmp_path / "script_with_self_test.py"
+    script.write_text(
+        "import os\n"
+        "CALLS = []\n"
+        "def selftest(n):\n    CALLS.append(('selftest', n))\n"
+        "def benchmark():\n    CALLS.append('benchmark')\n"
+        "selftest(1)\n"
+        "CALLS.append('kept: not a function of the script')\n"
+        "os.environ.setdefault('SELF_TEST_SEEN', '1')\n"
+        "if True:\n    benchmark()\n"
+        "result = selftest(2)  # an assignment is kept: a later definition may read it\n")
+    harness.MODULE_CALLS.skip = True
+    try:
+        module = harness.import_kernel_module(script)
+    finally:
+        harness.MODULE_CALLS.skip = False
+    assert module.CALLS == ["kept: not a function of the script", ("selftest", 2)]
+    sys.modules.pop(harness.module_name_for(script.resolve()), None)
+    again = harness.import_kernel_module(script)  # the validate import runs them (their failures are compared)
+    assert again.CALLS == [("selftest", 1), "kept: not a function of the script", "benchmark", ("selftest", 2)]
