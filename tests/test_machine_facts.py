@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -28,19 +27,26 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_fingerprint_follows_what_the_facts_depend_on(cache: Path, tmp_path: Path, monkeypatch) -> None:
+    assert machine_facts.package_stamp("torch")[0].endswith("__init__.py")  # found, not imported
+    assert machine_facts.package_stamp("no_such_package_here") is None
     base = machine_facts.fingerprint({"PATH": "/bin"})
     assert machine_facts.fingerprint({"PATH": "/bin"}) == base
     assert machine_facts.fingerprint({"PATH": "/bin", "HOME": "/elsewhere"}) == base  # not a variable it reads
     assert machine_facts.fingerprint({"PATH": "/bin", "ENABLE_TILE": "1"}) != base
     assert machine_facts.fingerprint({"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "1"}) != base
     assert machine_facts.fingerprint({"PATH": "/usr/bin"}) != base
-    folder = tmp_path / "site-packages"
-    folder.mkdir()
-    monkeypatch.setattr(sys, "path", [*sys.path, str(folder)])
     before = machine_facts.fingerprint({"PATH": "/bin"})
-    (folder / "newly_installed").mkdir()  # installing a package changes its folder's modification time
-    os.utime(folder, ns=(time.time_ns(), time.time_ns() + 10**9))
-    assert machine_facts.fingerprint({"PATH": "/bin"}) != before
+    installed = tmp_path / "torch" / "__init__.py"
+    installed.parent.mkdir()
+    installed.write_text("")
+    real = machine_facts.package_stamp
+    monkeypatch.setattr(machine_facts, "package_stamp",
+                        lambda name: [str(installed), installed.stat().st_mtime_ns] if name == "torch" else real(name))
+    moved = machine_facts.fingerprint({"PATH": "/bin"})
+    assert moved != before  # torch imported from elsewhere
+    os.utime(installed, ns=(time.time_ns(), time.time_ns() + 10**9))  # reinstalled there
+    assert machine_facts.fingerprint({"PATH": "/bin"}) != moved
+    before = machine_facts.fingerprint({"PATH": "/bin"})
     monkeypatch.setattr(machine_facts, "gpu_listing", lambda: "0, FAKE B200 (test), GPU-2, 580.1")
     assert machine_facts.fingerprint({"PATH": "/bin"}) != before  # another GPU, or another driver
 

@@ -2,9 +2,10 @@
 
 Probing the machine means importing torch and Triton and asking CUDA for the device: 2 s on a laptop, 4-6 s on a
 GPU server, most of an unchanged re-run. The facts those probes give (which Triton, which torch, which GPU, the
-active Triton backend) change only when something a fingerprint sees changes: the Python and its import path
-(each folder's modification time: installing or removing a package changes it), the variables Triton, CUDA and
-TileIR read, the GPUs `nvidia-smi` lists (name, UUID, driver), and the host. So `run` keeps them in the tool's
+active Triton backend) change only when something a fingerprint sees changes: the Python, where torch and Triton
+are imported from and when they were installed (found without importing them), whether Triton has the TileIR
+backend, the variables Triton, CUDA and TileIR read, the GPUs `nvidia-smi` lists (name, UUID, driver), and the
+host. So `run` keeps them in the tool's
 cache folder under that fingerprint, for a day at most, and adopts them (`environment.adopted_facts`) while it
 runs; any change probes again, and `--fresh` always does.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import platform
@@ -32,6 +34,7 @@ MAX_AGE_S = 24 * 3600.0
 ENV_PREFIXES = ("TRITON_", "CUDA_", "TILEIR", "ENABLE_TILE", "NVIDIA_", "CUTILE_")
 ENV_NAMES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
 FORMAT = 1  # the layout of the stored facts
+PACKAGES = ("torch", "triton")  # where each is imported from, and when that was installed
 
 
 def gpu_listing() -> str:
@@ -44,18 +47,30 @@ def gpu_listing() -> str:
     return f"{done.returncode}:{done.stdout.strip()}"
 
 
+def package_stamp(name: str) -> list[Any] | None:
+    """Where `import name` would load from, and that file's modification time (a reinstall changes it), found
+    without importing it; None when it is not installed."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    try:
+        return [spec.origin, os.stat(spec.origin).st_mtime_ns]
+    except OSError:
+        return [spec.origin, None]
+
+
 def fingerprint(env: dict[str, str] | None = None) -> str:
     """What the facts depend on, hashed (see the module's docstring)."""
     env = dict(os.environ if env is None else env)
-    folders = []
-    for entry in sys.path:
-        try:
-            folders.append([entry, os.stat(entry or ".").st_mtime_ns])
-        except OSError:
-            folders.append([entry, None])
+    packages = {name: package_stamp(name) for name in PACKAGES}
+    triton = packages.get("triton")
+    tileir = bool(triton and triton[0]) and (Path(str(triton[0])).parent / "backends" / "tileir").is_dir()
     shown = {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
-    described = {"format": FORMAT, "python": [sys.executable, sys.version], "path": folders, "env": shown,
-                 "gpus": gpu_listing(), "host": platform.node()}
+    described = {"format": FORMAT, "python": [sys.executable, sys.version], "packages": packages,
+                 "tileir_backend": tileir, "env": shown, "gpus": gpu_listing(), "host": platform.node()}
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
 
