@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -408,24 +409,36 @@ def test_tileir_records_flag_kernels_compiled_by_another_backend():
     assert not CaseRunner(case, PTX, False, Provenance(), None).provenance(fell_back).fallback
 
 
-def test_a_bench_import_skips_the_scripts_own_self_tests_and_nothing_else(tmp_path: Path) -> None:
-    script = tmp_path / "script_with_self_test.py"
+def test_a_replaying_import_keeps_a_scripts_definitions_and_leaves_its_program_out(tmp_path: Path) -> None:
+    script = tmp_path / "script_with_program.py"
     script.write_text(
         "import os\n"
-        "CALLS = []\n"
-        "def selftest(n):\n    CALLS.append(('selftest', n))\n"
-        "def benchmark():\n    CALLS.append('benchmark')\n"
+        "CALLS = []  # read by a definition: kept\n"
+        "WIDTH = 4\n"
+        "LIMIT = WIDTH * 2  # read by a definition through LIMIT: both kept\n"
+        "def selftest(n):\n    CALLS.append(('selftest', n))\n    return LIMIT\n"
+        "x = [1, 2, 3]  # the script's data: left out\n"
         "selftest(1)\n"
-        "CALLS.append('kept: not a function of the script')\n"
-        "os.environ.setdefault('SELF_TEST_SEEN', '1')\n"
-        "if True:\n    benchmark()\n"
-        "result = selftest(2)  # an assignment is kept: a later definition may read it\n")
-    harness.MODULE_CALLS.skip = True
-    try:
+        "print('running the script part')\n"
+        "os.environ.setdefault('TILEIROPT_TEST_SETUP_CALL', '1')  # a call of an import: kept\n"
+        "if True:\n    selftest(2)\n    def late():\n        return x\n"
+        "result = selftest(3)\n"
+        "assert result == 8\n")
+    os.environ.pop("TILEIROPT_TEST_SETUP_CALL", None)
+    with harness.MODULE_CALLS.only_definitions():
         module = harness.import_kernel_module(script)
-    finally:
-        harness.MODULE_CALLS.skip = False
-    assert module.CALLS == ["kept: not a function of the script", ("selftest", 2)]
+    assert module.CALLS == [] and module.selftest(0) == 8 and module.CALLS == [("selftest", 0)]
+    assert not hasattr(module, "result") and callable(module.late)
+    assert os.environ.pop("TILEIROPT_TEST_SETUP_CALL") == "1"
+    assert module.x == [1, 2, 3]  # `late` reads it, so it stays
     sys.modules.pop(harness.module_name_for(script.resolve()), None)
-    again = harness.import_kernel_module(script)  # the validate import runs them (their failures are compared)
-    assert again.CALLS == [("selftest", 1), "kept: not a function of the script", "benchmark", ("selftest", 2)]
+    whole = harness.import_kernel_module(script)  # validation of a project's entry runs the script whole
+    assert whole.CALLS == [("selftest", 1), ("selftest", 2), ("selftest", 3)]
+
+
+def test_definitions_that_do_not_import_alone_are_imported_whole(tmp_path: Path) -> None:
+    script = tmp_path / "script_needing_its_program.py"
+    script.write_text("exec('WIDTH = 4')\nclass Shape:\n    size = WIDTH  # read at import: needs the exec\n")
+    with harness.MODULE_CALLS.only_definitions():
+        module = harness.import_kernel_module(script)
+    assert module.Shape.size == 4

@@ -25,7 +25,7 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from tileiropt.runtime import stand_ins
 from tileiropt.runtime.exception_sites import exception_chain
 from tileiropt.runtime.exception_sites import exception_location as exception_location  # for validate's worker
+from tileiropt.runtime.script_definitions import definitions_only
 
 DEFAULT_INT_RANGE = (0, 16)
 REFERENCE_ORIGINAL = "original"
@@ -74,6 +75,13 @@ def import_kernel_module(path: Path | str, search_paths: Iterable[Path | str] = 
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+    except Exception:
+        del sys.modules[name]
+        if MODULE_CALLS.skip:  # its definitions alone did not import: the whole script, as its users run it
+            with MODULE_CALLS.only_definitions(False):
+                return import_kernel_module(path, search_paths)
+        stand_ins.import_failed(str(path))
+        raise
     except BaseException:
         del sys.modules[name]
         stand_ins.import_failed(str(path))
@@ -82,12 +90,20 @@ def import_kernel_module(path: Path | str, search_paths: Iterable[Path | str] = 
 
 
 class ModuleCalls:
-    """Whether a script imported now has its self-test calls run (`skip` False) or skipped: a bare top-level call
-    of a function the script defines itself (``test_layer_norm(1151, 8192, torch.float16)``). A bench worker
-    skips them: the capture, or the validation, ran them already, and no definition needs their result. Calls of
-    anything else (``torch.manual_seed(0)``, ``triton.set_allocator(...)``) always run."""
+    """Whether a script imported now runs whole (`skip` False) or as its definitions only
+    (`runtime/script_definitions.py`): a worker replaying captured launches, or timing them, skips the script part
+    (``y = softmax(x)``, ``test_layer_norm(...)``, prints), which the capture ran already and no definition needs.
+    A script whose definitions alone do not import is imported whole after all."""
 
     skip = False
+
+    @contextlib.contextmanager
+    def only_definitions(self, skip: bool = True) -> Iterator[None]:
+        before, self.skip = self.skip, skip
+        try:
+            yield
+        finally:
+            self.skip = before
 
 
 MODULE_CALLS = ModuleCalls()
@@ -104,36 +120,11 @@ class _GuardedLoader(importlib.machinery.SourceFileLoader):
         import of the same file shares."""
         tree = ast.parse(self.get_data(self.path), filename=self.path)
         if MODULE_CALLS.skip:
-            tree.body = _without_self_tests(tree.body, _defined_functions(tree.body))
+            tree.body = definitions_only(tree.body)
         else:
             stand_ins.GUARDED_IMPORTS.add(os.path.realpath(self.path))  # its calls' failures can be compared
         tree.body = _guarded_statements(tree.body)
         return compile(tree, self.path, "exec", dont_inherit=True)
-
-
-def _defined_functions(statements: list[ast.stmt]) -> set[str]:
-    """The functions a script defines at its top level, inside module-level `if` arms too."""
-    names: set[str] = set()
-    for statement in statements:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            names.add(statement.name)
-        elif isinstance(statement, ast.If):
-            names |= _defined_functions(statement.body) | _defined_functions(statement.orelse)
-    return names
-
-
-def _without_self_tests(statements: list[ast.stmt], own: set[str]) -> list[ast.stmt]:
-    """The statements without the bare calls of the script's own functions (`MODULE_CALLS`)."""
-    kept: list[ast.stmt] = []
-    for statement in statements:
-        if isinstance(statement, ast.If):
-            statement.body = _without_self_tests(statement.body, own) or [ast.copy_location(ast.Pass(), statement)]
-            statement.orelse = _without_self_tests(statement.orelse, own)
-        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) \
-                and isinstance(statement.value.func, ast.Name) and statement.value.func.id in own:
-            continue
-        kept.append(statement)
-    return kept
 
 
 def _guarded_statements(statements: list[ast.stmt]) -> list[ast.stmt]:

@@ -402,8 +402,7 @@ def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emi
     parts: dict[str, float] = {}
     emit("plan", id=ident, labels=labels(items, pairs))
     passed = set(job.get("passed") or [])
-    harness.MODULE_CALLS.skip = True  # the self-test of a script: the capture or the validation ran it
-    try:
+    with harness.MODULE_CALLS.only_definitions():  # a script's own program: the capture or the validation ran it
         for index in range(start, len(items)):
             item = items[index]
             emit("start", id=ident, item=index)
@@ -435,7 +434,5 @@ def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emi
                     return False
             finally:
                 parts["pairs"] = parts.get("pairs", 0.0) + time.perf_counter() - began
-    finally:
-        harness.MODULE_CALLS.skip = False
     emit("job_done", id=ident, parts=parts)
     return True

@@ -185,9 +185,12 @@ class CaseRunner:
                                f"atol widened to {self.case.atol:.3g}")
 
     def load(self, path: str) -> Any:
+        """The kernel file's module; for a captured launch, a script's definitions only (its program ran in the
+        capture, which recorded every launch it made: `harness.ModuleCalls`)."""
         case = self.case
-        return loading.load_kernel_module(path, case.original_path or case.path, case.module, case.entry,
-                                          case.search_paths)
+        with harness.MODULE_CALLS.only_definitions(bool(case.launch)):
+            return loading.load_kernel_module(path, case.original_path or case.path, case.module, case.entry,
+                                              case.search_paths)
 
     def prepare(self) -> dict[str, Any]:
         """Inputs, the reference output, and the expected output structure (dtypes, shapes)."""

@@ -1,0 +1,158 @@
+"""A script's definitions without its script part: what a worker needs from a file whose program already ran.
+
+A tutorial is a script: it defines its kernels and wrappers, then runs them at module level (``x = torch.rand(...)``,
+``y = softmax(x)``, ``test_layer_norm(1151, 8192, torch.float16)``, ``print(...)``). Once the capture has run the
+program and recorded its launches, a worker replaying them needs only the definitions, and under the interpreter
+the script part costs seconds per import (tutorial 02's module-level softmax: about 3 s, in every worker).
+
+`definitions_only` keeps, at module level and inside module-level `if` / `try` / `with` blocks:
+
+- imports, function and class definitions (with their decorators);
+- assignments of a name some kept code reads (a kernel's global, a wrapper's `NUM_SM`, the configs an autotune
+  decorator takes), found by a fixpoint over the names each statement reads and binds;
+- bare calls of something the script imports (``torch.manual_seed(0)``, ``triton.set_allocator(alloc)``), unless
+  they read a name that is not kept.
+
+It leaves out the rest: other assignments, bare calls of the script's own functions or of builtins
+(``print``), asserts, loops, `del`. The caller falls back to the whole script when the result does not import.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+
+BLOCKS = (ast.If, ast.Try, ast.With)
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+ASSIGNMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign)
+BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def reads(node: ast.AST) -> set[str]:
+    """Every name `node` reads anywhere inside (function bodies, decorators, defaults included)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def binds(statement: ast.stmt) -> set[str]:
+    """The module-level names a statement binds."""
+    if isinstance(statement, DEFINITIONS):
+        return {statement.name}
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".")[0] for alias in statement.names}
+    targets: list[ast.expr] = []
+    if isinstance(statement, ast.Assign):
+        targets = list(statement.targets)
+    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        targets = [statement.target]
+    return {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _flat(statements: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements, with those of module-level blocks in their place."""
+    found: list[ast.stmt] = []
+    for statement in statements:
+        if isinstance(statement, BLOCKS):
+            found.extend(_flat(_arms(statement)))
+        else:
+            found.append(statement)
+    return found
+
+
+def _arms(block: ast.stmt) -> list[ast.stmt]:
+    if isinstance(block, ast.If):
+        return [*block.body, *block.orelse]
+    if isinstance(block, ast.Try):
+        return [*block.body, *(s for handler in block.handlers for s in handler.body), *block.orelse,
+                *block.finalbody]
+    assert isinstance(block, ast.With)
+    return list(block.body)
+
+
+def _imported(statements: list[ast.stmt]) -> set[str]:
+    return {name for s in _flat(statements) if isinstance(s, (ast.Import, ast.ImportFrom)) for name in binds(s)}
+
+
+def needed_names(statements: list[ast.stmt]) -> set[str]:
+    """The names the definitions need, directly or through the assignments that bind them (a fixpoint)."""
+    flat = _flat(statements)
+    imported = _imported(statements)
+    needed: set[str] = set()
+    for statement in flat:
+        if isinstance(statement, DEFINITIONS):
+            needed |= reads(statement)
+        elif _setup_call(statement, imported):
+            needed |= reads(statement)
+    for block in (s for s in statements if isinstance(s, BLOCKS)):
+        needed |= _block_reads(block)
+    while True:
+        more = set()
+        for statement in flat:
+            if isinstance(statement, ASSIGNMENTS) and binds(statement) & needed:
+                more |= reads(statement) - needed
+        if not more:
+            return needed
+        needed |= more
+
+
+def _block_reads(block: ast.stmt) -> set[str]:
+    """What a kept block itself reads: an `if` test, a `with` item, a `try`'s handler types."""
+    if isinstance(block, ast.If):
+        return reads(block.test) | set().union(*(_block_reads(s) for s in block.body + block.orelse
+                                                 if isinstance(s, BLOCKS)))
+    if isinstance(block, ast.With):
+        return set().union(*(reads(item) for item in block.items))
+    assert isinstance(block, ast.Try)
+    return set().union(*(reads(h.type) for h in block.handlers if h.type is not None))
+
+
+def _setup_call(statement: ast.stmt, imported: set[str]) -> bool:
+    """A bare call of something the script imports (``torch.manual_seed(0)``), not of its own or a builtin."""
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return False
+    root = statement.value.func
+    while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    return isinstance(root, ast.Name) and root.id in imported
+
+
+def definitions_only(statements: list[ast.stmt]) -> list[ast.stmt]:
+    """The script's statements, its script part left out (see the module docstring). A copy: the input is kept."""
+    statements = copy.deepcopy(statements)
+    needed = needed_names(statements)
+    imported = _imported(statements)
+    kept_names = needed | imported | {s.name for s in _flat(statements) if isinstance(s, DEFINITIONS)}
+    return _keep(statements, needed, imported, kept_names)
+
+
+def _keep(statements: list[ast.stmt], needed: set[str], imported: set[str], kept_names: set[str]) -> list[ast.stmt]:
+    kept: list[ast.stmt] = []
+    for statement in statements:
+        if isinstance(statement, (ast.Import, ast.ImportFrom, *DEFINITIONS)):
+            kept.append(statement)
+        elif isinstance(statement, ASSIGNMENTS):
+            if binds(statement) & needed:
+                kept.append(statement)
+        elif _setup_call(statement, imported):
+            if reads(statement) <= kept_names | BUILTIN_NAMES:
+                kept.append(statement)
+        elif isinstance(statement, ast.If):
+            statement.body = _keep(statement.body, needed, imported, kept_names)
+            statement.orelse = _keep(statement.orelse, needed, imported, kept_names)
+            if statement.body or statement.orelse:
+                statement.body = statement.body or [ast.copy_location(ast.Pass(), statement)]
+                kept.append(statement)
+        elif isinstance(statement, ast.Try):
+            statement.body = _keep(statement.body, needed, imported, kept_names)
+            for handler in statement.handlers:
+                handler.body = _keep(handler.body, needed, imported, kept_names) or \
+                    [ast.copy_location(ast.Pass(), handler)]
+            statement.orelse = _keep(statement.orelse, needed, imported, kept_names)
+            statement.finalbody = _keep(statement.finalbody, needed, imported, kept_names)
+            if statement.body:
+                kept.append(statement)
+        elif isinstance(statement, ast.With):
+            statement.body = _keep(statement.body, needed, imported, kept_names)
+            if statement.body:
+                kept.append(statement)
+    return kept
