@@ -95,8 +95,7 @@ def main() -> int:
                           "exit_code": result["exit_code"], **cost(folder)})
             print(json.dumps(lines[-1]), flush=True)
     if args.out:
-        with open(args.out, "a", encoding="utf-8") as handle:
-            handle.writelines(json.dumps(line) + "\n" for line in lines)
+        tutorials.append_lines(args.out, lines)
     return 0
 
 

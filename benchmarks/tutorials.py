@@ -32,6 +32,12 @@ def import_cost() -> float:
     return seconds
 
 
+def append_lines(path: Path, lines: list[dict]) -> None:
+    """Append the results as JSON lines to `path`."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(line) + "\n" for line in lines)
+
+
 def run_once(folder: Path, name: str, timeout: float, extra: list[str]) -> dict:
     started = time.monotonic()
     try:
@@ -80,8 +86,7 @@ def main() -> int:
         lines.append(line)
         print(json.dumps(line), flush=True)
     if args.out:
-        with open(args.out, "a", encoding="utf-8") as handle:
-            handle.writelines(json.dumps(line) + "\n" for line in lines)
+        append_lines(args.out, lines)
     return 0
 
 

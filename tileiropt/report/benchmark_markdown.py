@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tileiropt.report.markdown_blocks import bullets, cell, table
 from tileiropt.report.model import Benchmark, BenchTable
-from tileiropt.runtime.bench.records import BenchRow, dtype_key, rate_text
+from tileiropt.runtime.bench.records import BenchRow, dtype_key, peak_text, rate_text
 
 
 def _size_title(t: BenchTable) -> str:
@@ -25,14 +25,6 @@ def _time(row: BenchRow) -> str:
     if t.p20_ms is None or t.p80_ms is None:
         return f"{t.median_ms:.4f}"
     return f"{t.median_ms:.4f} ({t.p20_ms:.4f}-{t.p80_ms:.4f})"
-
-
-def _peak(row: BenchRow) -> str:
-    if row.pct_peak_compute is not None:
-        return f"{row.pct_peak_compute:.0f}% of {row.peak_key} matmul peak"
-    if row.pct_peak_bandwidth is not None:
-        return f"{row.pct_peak_bandwidth:.0f}% of copy bandwidth"
-    return "n/a (no peak measured)"
 
 
 def _first_call(row: BenchRow) -> str:
@@ -180,7 +172,8 @@ def _details(b: Benchmark) -> list[str]:
     parts = []
     if b.details:
         rows = [[r.size if r.size is not None else "-", dtype_key(r.dtypes), r.short_label, _time(r),
-                 rate_text(r, missing="n/a", mark_estimate=True), _peak(r), _first_call(r), _timing(r), _compiled(r)]
+                 rate_text(r, missing="n/a", mark_estimate=True),
+                 peak_text(r, long=True, missing="n/a (no peak measured)"), _first_call(r), _timing(r), _compiled(r)]
                 for r in b.details]
         peaks = f"\n\nPeaks: {b.peaks_note}" if b.peaks_note else ""
         parts.append(f"<details><summary>Details: {len(rows)} timed rows (median with 20th-80th percentiles, rate, "

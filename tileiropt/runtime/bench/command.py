@@ -12,7 +12,15 @@ from rich.table import Table
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
-from tileiropt.runtime.bench.records import CUDAGRAPH, BenchRow, BenchRun, dtype_key, rate_text, save_bench_run
+from tileiropt.runtime.bench.records import (
+    CUDAGRAPH,
+    BenchRow,
+    BenchRun,
+    dtype_key,
+    peak_text,
+    rate_text,
+    save_bench_run,
+)
 from tileiropt.runtime.bench.run import BenchSettings, bench_project, earlier_bench
 from tileiropt.runtime.capture import with_captured_kernels
 from tileiropt.runtime.executors import resolve_executor
@@ -25,14 +33,6 @@ _STYLE = {PASS: "green", ERROR: "bold red", NOT_RUN: "yellow"}
 
 def _ms(value: float | None, digits: int = 4) -> str:
     return "" if value is None else f"{value:.{digits}g}"
-
-
-def percent_of_peak(row: BenchRow) -> str:
-    if row.pct_peak_compute is not None:
-        return f"{row.pct_peak_compute:.0f}% matmul"
-    if row.pct_peak_bandwidth is not None:
-        return f"{row.pct_peak_bandwidth:.0f}% copy"
-    return ""
 
 
 def spread(row: BenchRow) -> str:
@@ -71,7 +71,7 @@ def summary_table(run: BenchRun) -> Table:
         compiled = (r.provenance.compiled_backend or "") + (" [bold red](fallback)[/]" if r.provenance.fallback
                                                              else "")
         table.add_row(r.kernel, dtype_key(r.dtypes), "" if r.size is None else str(r.size), r.short_label, median,
-                      spread(r), rate_text(r), percent_of_peak(r), "" if r.speedup is None else f"{r.speedup:.2f}x",
+                      spread(r), rate_text(r), peak_text(r), "" if r.speedup is None else f"{r.speedup:.2f}x",
                       "" if r.autotune_ms is None else f"{r.autotune_ms:.0f}", compiled, escape(note(r)))
     return table
 

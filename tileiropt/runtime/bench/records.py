@@ -474,6 +474,16 @@ def load_bench_run(path: Path | str) -> BenchRun:
     return load_record_file(path, BENCH_FILE, "rows", "benchmark records", "tileiropt bench", run_from_dict)
 
 
+def peak_text(row: BenchRow, *, long: bool = False, missing: str = "") -> str:
+    """The row's share of the measured peak: of the matmul peak (TFLOP/s) when the project gives FLOPs, else of
+    the copy bandwidth; `long` names the peak in full (the report), else briefly (the terminal table)."""
+    if row.pct_peak_compute is not None:
+        return f"{row.pct_peak_compute:.0f}% " + (f"of {row.peak_key} matmul peak" if long else "matmul")
+    if row.pct_peak_bandwidth is not None:
+        return f"{row.pct_peak_bandwidth:.0f}% " + ("of copy bandwidth" if long else "copy")
+    return missing
+
+
 def rate_text(row: BenchRow, *, missing: str = "", mark_estimate: bool = False) -> str:
     """TFLOP/s when the project gives FLOPs, else GB/s (marked when the bytes are an estimate)."""
     if row.tflops is not None:
