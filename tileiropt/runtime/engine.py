@@ -473,6 +473,7 @@ class RunWorkers:
         self.kept = KeptWorkers() if keep else None
         self.caches: dict[str, str] = {}
         self.lock = threading.Lock()
+        self.scratch = tempfile.mkdtemp(prefix="tileiropt-run-")  # the run's own files (saved references)
 
     def env(self, backend: str) -> dict[str, str]:
         with self.lock:
@@ -499,7 +500,7 @@ class RunWorkers:
     def close(self) -> None:
         if self.kept is not None:
             self.kept.close()
-        for folder in self.caches.values():
+        for folder in [*self.caches.values(), self.scratch]:
             shutil.rmtree(folder, ignore_errors=True)
         self.caches.clear()
 

@@ -28,10 +28,12 @@ class CaseJobs:
     on_case_done: Callable[[Case, bool], None] | None = None  # a case ended (True: finished, False: cut short)
     records: list[tuple[tuple[int, int], ValidationRecord]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    reference_cache: str | None = None  # the run's folder of references computed once (validate.reference_cache)
     phase: str = "validate"
 
     def message(self, case: Case) -> dict[str, Any]:
-        return {"kind": "case", "id": case.id, "case": case.to_json(), "best_config": self.best_config}
+        return {"kind": "case", "id": case.id, "case": case.to_json(), "best_config": self.best_config,
+                "reference_cache": self.reference_cache}
 
     def timeout(self, case: Case, item: int | None) -> float:
         return self.timeouts[case.id]

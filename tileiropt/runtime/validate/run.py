@@ -298,7 +298,7 @@ def validate_project(
     launchers = executor.slots(gpu_work=gpu_work, per_gpu=VALIDATE_PER_GPU,
                                cpu_slots=parallel or os.cpu_count() or 1)
     cases = CaseJobs(plan.timeouts, best_config=not all_configs, on_record=report, inputs=plan.inputs,
-                     on_case_done=case_done)
+                     on_case_done=case_done, reference_cache=workers.scratch)
     slots = workers.slots(JobPool(plan.cases), {b.name: b for b in chosen}, cases)
     try:
         interrupted = not run_jobs(slots, launchers)

@@ -30,6 +30,7 @@ from tileiropt.runtime.configs import ConfigItem, config_items, first_configs, l
 from tileiropt.runtime.launches import LaunchRecorder
 from tileiropt.runtime.loading import package_folder
 from tileiropt.runtime.provenance import Provenance, fallback_note
+from tileiropt.runtime.validate import reference_cache
 from tileiropt.runtime.validate.cases import Case, record_for
 from tileiropt.runtime.validate.records import NONE, PREPARE
 from tileiropt.runtime.worker_io import Emitter
@@ -60,8 +61,10 @@ def compared_status(ok: bool, reason: str, *, interpreted: bool, dtypes: dict[st
 class CaseRunner:
     """Runs every config item of one case and emits a record for each."""
 
-    def __init__(self, case: Case, backend: Backend, best_config: bool, base: Provenance, emit: Emitter):
+    def __init__(self, case: Case, backend: Backend, best_config: bool, base: Provenance, emit: Emitter,
+                 reference_folder: str | None = None):
         self.case, self.backend, self.best_config, self.base, self.emit = case, backend, best_config, base, emit
+        self.reference_folder = reference_folder  # the run's saved references (`reference_cache`)
         self.not_attached: dict[str, str] = {}  # the gate's account of TileIR code it could not attach
         self.noise_note = ""  # a tolerance widened to the original's own run-to-run difference
         self.parts: dict[str, float] = {}  # seconds by part of the job: prepare, import, items
@@ -202,6 +205,13 @@ class CaseRunner:
             inputs = harness.build_inputs(case.shapes, case.dtypes, seed=case.seed, ranges=case.ranges,
                                           device=self.backend.device)
         reference = harness.Reference.parse(case.reference)
+        key = reference_cache.cache_key(case.original_path or "", case.launch, case.seed, self.base.device) \
+            if reference.kind == "original" and case.launch else None
+        saved = reference_cache.load(self.reference_folder, key, self.backend.device)
+        if saved is not None:  # computed by an earlier case of this run on this device
+            expected, used = saved
+            return {"inputs": inputs, "expected": expected, "reference_inputs": used, "structure": expected,
+                    "check_dtype": True}
         if reference.kind == "original":
             if not case.original_path:
                 raise harness.HarnessError('reference "original" needs the untransformed kernel file')
@@ -222,6 +232,8 @@ class CaseRunner:
             if structure is None:
                 structure = expected  # shapes still checked; the dtype is the upcast one
         harness.synchronize(self.backend.device)
+        if key is not None and not (case.launch.get("atomics") and not self.backend.interpreted):
+            reference_cache.save(self.reference_folder, key, expected, used)
         return {"inputs": inputs, "expected": expected, "reference_inputs": used,
                 "structure": structure, "check_dtype": check_dtype}
 
@@ -329,4 +341,4 @@ def run_case_job(job: dict[str, Any], backend: Backend, base: Provenance, emit: 
         emit("record", id=case.id, item=None, record=record)
         emit("job_done", id=case.id, parts={})
         return True
-    return CaseRunner(case, backend, bool(job.get("best_config")), base, emit).run()
+    return CaseRunner(case, backend, bool(job.get("best_config")), base, emit, job.get("reference_cache")).run()

@@ -1,0 +1,41 @@
+"""The original's output on a captured launch, saved once per run and device and loaded by later cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from tileiropt.runtime.validate import reference_cache
+
+CPU = {"name": "cpu", "capability": None}
+LAUNCH = {"kernel": "k", "args": [{"kind": "tensor", "shape": [4]}], "grid": [1]}
+
+
+def test_the_key_names_the_file_the_launch_the_seed_and_the_device(tmp_path: Path) -> None:
+    original = tmp_path / "k.py"
+    original.write_text("x = 1\n")
+    key = reference_cache.cache_key(str(original), LAUNCH, 0, CPU)
+    assert key == reference_cache.cache_key(str(original), dict(LAUNCH), 0, dict(CPU))
+    assert key != reference_cache.cache_key(str(original), LAUNCH, 1, CPU)
+    assert key != reference_cache.cache_key(str(original), {**LAUNCH, "grid": [2]}, 0, CPU)
+    assert key != reference_cache.cache_key(str(original), LAUNCH, 0, {"name": "NVIDIA H100", "capability": "9.0"})
+    original.write_text("x = 2\n")  # the original changed: its outputs are another's
+    assert key != reference_cache.cache_key(str(original), LAUNCH, 0, CPU)
+    assert reference_cache.cache_key(str(original), {**LAUNCH, "atomics": True}, 0, CPU) is None
+    assert reference_cache.cache_key(str(tmp_path / "missing.py"), LAUNCH, 0, CPU) is None
+
+
+def test_a_saved_reference_loads_back_and_a_damaged_or_absent_one_is_computed_again(tmp_path: Path) -> None:
+    expected = (torch.arange(4.0), {"mean": torch.ones(2)})
+    used = {"x": torch.zeros(3)}
+    assert reference_cache.load(str(tmp_path), "k1", "cpu") is None
+    reference_cache.save(str(tmp_path), "k1", expected, used)
+    loaded, inputs = reference_cache.load(str(tmp_path), "k1", "cpu")
+    assert torch.equal(loaded[0], expected[0]) and torch.equal(loaded[1]["mean"], expected[1]["mean"])
+    assert torch.equal(inputs["x"], used["x"])
+    assert not list(tmp_path.glob("*.part"))  # written whole, then renamed
+    (tmp_path / "k2.pt").write_bytes(b"half a file")
+    assert reference_cache.load(str(tmp_path), "k2", "cpu") is None
+    reference_cache.save(str(tmp_path / "gone"), "k3", expected, used)  # the run's folder removed: no error
+    assert reference_cache.load(None, "k1", "cpu") is None and reference_cache.load(str(tmp_path), None, "cpu") is None
