@@ -101,6 +101,7 @@ def test_bench_journals_rows_and_reuses_unchanged_ones(tmp_path, monkeypatch) ->
                           earlier=earlier_bench(project.artifacts), executor=Executor(gpus=["0"]))
     assert len(log.read_text().splitlines()) == measured  # nothing measured again
     assert again.reused == measured and [r.status for r in again.rows] == [r.status for r in first.rows]
+    assert again.peaks_note == "not measured (test)"  # reused rows still get the peaks their % of peak needs
     (tmp_path / "k.py").write_text("def k(x):\n    return x  # changed\n")
     third = bench_project(project, settings=BenchSettings(rounds=0), machine=machine,
                           earlier=earlier_bench(project.artifacts), executor=Executor(gpus=["0"]))

@@ -464,7 +464,8 @@ def bench_project(
         if progress is not None:
             progress.record(row.kernel, row.status)
             progress.finished(row.kernel, reused=True)
-    peaks, peaks_note = obtain_peaks(machine, remeasure_peaks, workers) if plan.jobs else \
+    # reused rows need the peaks too (their % of peak is derived again): from the cache, without a worker
+    peaks, peaks_note = obtain_peaks(machine, remeasure_peaks, workers) if plan.jobs or plan.reused else \
         (None, "not run: nothing to time")
     if not machine.has_gpu:
         peaks_note = "not run: no GPU"
