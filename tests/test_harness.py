@@ -442,3 +442,26 @@ def test_definitions_that_do_not_import_alone_are_imported_whole(tmp_path: Path)
     with harness.MODULE_CALLS.only_definitions():
         module = harness.import_kernel_module(script)
     assert module.Shape.size == 4
+
+
+def test_a_scripts_program_is_left_out_without_falling_back_to_the_whole(tmp_path: Path) -> None:
+    """Like tutorial 03: a function's own locals named like the script's data, an `if` over the script's results."""
+    import ast
+
+    from tileiropt.runtime.script_definitions import definitions_only
+
+    source = ("import math\n"
+              "SCALE = 2\n"
+              "def kernel(a, b):\n    return (a + b) * SCALE\n"
+              "def bench():\n    a = 1\n    b = 2\n    return kernel(a, b)  # its own a and b\n"
+              "a = [1] * 10\nb = [2] * 10\n"
+              "out = kernel(a[0], b[0])\n"
+              "if out == 6:\n    print('the self-check passed')\n"
+              "else:\n    raise SystemExit('the self-check failed')\n"
+              "if math.pi > 3:\n    def helper():\n        return SCALE\n")
+    kept = ast.unparse(ast.Module(body=definitions_only(ast.parse(source).body), type_ignores=[]))
+    assert "a = [1] * 10" not in kept and "out =" not in kept and "print(" not in kept and "SystemExit" not in kept
+    assert "SCALE = 2" in kept and "def helper" in kept and "if math.pi > 3" in kept
+    namespace: dict = {}
+    exec(compile(kept, "<kept>", "exec"), namespace)  # noqa: S102 - the test's own source
+    assert namespace["bench"]() == 6 and namespace["helper"]() == 2

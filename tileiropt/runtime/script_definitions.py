@@ -34,6 +34,29 @@ def reads(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+def free_reads(definition: ast.stmt) -> set[str]:
+    """The names a definition reads from its module: every name it reads, less its own locals (parameters and
+    names it assigns, unless declared `global`). Its decorators, defaults and bases count as read."""
+    loads = reads(definition)
+    stores = {n.id for n in ast.walk(definition) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store,
+                                                                                                 ast.Del))}
+    parameters = {a.arg for n in ast.walk(definition) if isinstance(n, ast.arguments)
+                  for a in [*n.posonlyargs, *n.args, *n.kwonlyargs, *([n.vararg] if n.vararg else []),
+                            *([n.kwarg] if n.kwarg else [])]}
+    declared = {name for n in ast.walk(definition) if isinstance(n, ast.Global) for name in n.names}
+    outside = set()  # what the decorators, defaults and bases read is evaluated in the module
+    if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        for node in definition.decorator_list:
+            outside |= reads(node)
+    if isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        for default in [*definition.args.defaults, *(d for d in definition.args.kw_defaults if d is not None)]:
+            outside |= reads(default)
+    if isinstance(definition, ast.ClassDef):
+        for base in [*definition.bases, *(k.value for k in definition.keywords)]:
+            outside |= reads(base)
+    return (loads - ((stores | parameters) - declared)) | outside
+
+
 def binds(statement: ast.stmt) -> set[str]:
     """The module-level names a statement binds."""
     if isinstance(statement, DEFINITIONS):
@@ -80,11 +103,12 @@ def needed_names(statements: list[ast.stmt]) -> set[str]:
     needed: set[str] = set()
     for statement in flat:
         if isinstance(statement, DEFINITIONS):
-            needed |= reads(statement)
+            needed |= free_reads(statement)
         elif _setup_call(statement, imported):
             needed |= reads(statement)
     for block in (s for s in statements if isinstance(s, BLOCKS)):
-        needed |= _block_reads(block)
+        if any(isinstance(s, (ast.Import, ast.ImportFrom, *DEFINITIONS)) for s in _flat([block])):
+            needed |= _block_reads(block)  # a block holding definitions is kept: what its test reads is needed
     while True:
         more = set()
         for statement in flat:
