@@ -87,6 +87,8 @@ def artifacts(tmp_path: Path) -> Path:
                                      "torch": {"version": "2.11.0", "cuda": "13.0"},
                                      "gpu": {"name": "FAKE GPU (test fixture)", "capability": "10.0",
                                              "sm_count": 148},
+                                     "blackwell": True, "env": {"ENABLE_TILE": "1"}, "active_backend": "tileir",
+                                     "active_backend_error": None, "tileiras": {"path": None},
                                      "tileir_ready": True, "reasons": [], "recommendation": "TileIR ready"})
     save_record(folder, RUN_FILE, {"kernels": [to_jsonable(k) for k in kernels], "command": ["tileiropt", "run"],
                                    "phases": [{"phase": "check", "status": "ok"}], "exit_code": 1,

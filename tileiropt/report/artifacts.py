@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tileiropt.environment import CheckReport, check_from_dict
 from tileiropt.errors import UserError
 from tileiropt.output import save_record_file
 from tileiropt.phase_records import ApplyRecord, ClassifyRecord, apply_from_dict, classify_from_dict
@@ -44,7 +45,7 @@ def save_record(artifacts: Path | str, name: str, data: Any) -> Path:
 @dataclass
 class Artifacts:
     folder: Path
-    check: dict[str, Any] | None = None
+    check: CheckReport | None = None
     classify: ClassifyRecord | None = None
     apply: ApplyRecord | None = None
     validate: ValidateRun | None = None
@@ -95,7 +96,7 @@ def load_artifacts(folder: Path | str) -> Artifacts:
         raise UserError("artifacts folder not found", file=str(folder),
                         hint="run `tileiropt run` first, or pass the folder that holds its JSON records")
     found = Artifacts(folder=folder)
-    found.check = _read_json(folder / CHECK_FILE, found.problems)
+    found.check = _typed(folder / CHECK_FILE, check_from_dict, found.problems)
     found.classify = _typed(folder / CLASSIFY_FILE, classify_from_dict, found.problems)
     found.apply = _typed(folder / APPLY_FILE, apply_from_dict, found.problems)
     found.run = _typed(folder / RUN_FILE, run_from_dict, found.problems)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 
 from tileiropt.report.artifacts import Artifacts
@@ -73,7 +74,7 @@ def build_report(artifacts: Artifacts, kernels: list[BenchKernel] | None = None)
         except Exception as exc:  # one kernel's records have an unexpected shape: its sections say so
             section = _unreadable(kernel, f"not run: unreadable record ({type(exc).__name__}: {exc})")
         sections.append(section)
-    environment = artifacts.check if isinstance(artifacts.check, dict) else {}
+    environment = asdict(artifacts.check) if artifacts.check is not None else {}
     if not environment and artifacts.validate is not None:
         environment = dict(artifacts.validate.environment or {})
     if not environment and artifacts.bench is not None:
