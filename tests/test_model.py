@@ -6,19 +6,23 @@ and classified once however many phases ask."""
 from __future__ import annotations
 
 import ast
+import builtins
+import io
 import textwrap
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
-from tileiropt.analysis.classify import kernel_records
-from tileiropt.analysis.model import FileModel
+from tileiropt.analysis import classify as classify_module
+from tileiropt.analysis.classify import classify_paths, kernel_records
+from tileiropt.analysis.model import FileModel, FileModels
 from tileiropt.analysis.names import callee
 from tileiropt.analysis.rules import ALL_RULES
 from tileiropt.analysis.source import SourceText
 from tileiropt.analysis.syntax import names_assigned, on_header_line, statement_lines
 from tileiropt.releases import get_release
+from tileiropt.transform.command import apply_paths
 from tileiropt.transform.locate import Locator
 
 HEADER = "import triton\nimport triton.language as tl\n\n"
@@ -222,7 +226,59 @@ def test_a_call_that_does_not_match_is_not_found() -> None:
     assert locator.call(call) is None
 
 
-# ----------------------------------------------------------------------------- one classification
+# ----------------------------------------------------------------------------- one read, one parse, one classification
+
+
+class _Counts:
+    """Reads of one file and parses of its text, wherever they happen."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, path: Path):
+        self.path, self.text = path.resolve(), path.read_text()
+        self.reads = self.ast_parses = self.libcst_parses = self.classified = 0
+        real_open, real_read, real_parse, real_module = builtins.open, Path.read_text, ast.parse, cst.parse_module
+        real_records = classify_module._records
+
+        def counted_open(file, *args, **kwargs):
+            if isinstance(file, (str, Path)) and Path(file).resolve() == self.path:
+                self.reads += 1
+            return real_open(file, *args, **kwargs)
+
+        def counted_read(file, *args, **kwargs):
+            if file.resolve() == self.path:
+                self.reads += 1
+            return real_read(file, *args, **kwargs)
+
+        def counted_parse(source, *args, **kwargs):
+            self.ast_parses += source == self.text
+            return real_parse(source, *args, **kwargs)
+
+        def counted_module(source, *args, **kwargs):
+            self.libcst_parses += source == self.text
+            return real_module(source, *args, **kwargs)
+
+        def counted_records(model, release):
+            self.classified += 1
+            return real_records(model, release)
+
+        for target in (builtins, io):
+            monkeypatch.setattr(target, "open", counted_open)
+        monkeypatch.setattr(Path, "read_text", counted_read)
+        monkeypatch.setattr(ast, "parse", counted_parse)
+        monkeypatch.setattr(cst, "parse_module", counted_module)
+        monkeypatch.setattr(classify_module, "_records", counted_records)
+
+
+def test_classify_then_apply_read_parse_and_classify_a_file_once(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel = tmp_path / "gemm.py"
+    kernel.write_text((FIXTURES / "tma" / "gemm.py").read_text())
+    counts = _Counts(monkeypatch, kernel)
+    models = FileModels()
+    release = get_release("13.4")
+    (classified,) = classify_paths([kernel], release=release, ir=False, models=models)
+    results, errors = apply_paths([kernel], dry_run=True, release=release, models=models)
+    assert classified.status == "pass" and results[0].changed and not errors
+    assert (counts.reads, counts.ast_parses, counts.libcst_parses, counts.classified) == (1, 1, 1, 1)
 
 
 def test_records_are_kept_per_release_and_filtered_per_rule() -> None:

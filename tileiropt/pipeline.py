@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tileiropt.analysis.model import FileModels
 from tileiropt.errors import ExitCode, run_exit_code
 from tileiropt.output import to_jsonable
 from tileiropt.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
@@ -125,6 +126,7 @@ class Pipeline:
         self.earlier = None if fresh else earlier_validation(self.artifacts)
         self.earlier_bench = None if fresh else earlier_bench(self.artifacts)
         self.interrupted = False
+        self.models = FileModels()  # each kernel file read, parsed and classified once, by classify and apply
         self.not_run_here = False  # the program needs what this machine lacks (a GPU)
 
     # ------------------------------------------------------------------ helpers
@@ -257,8 +259,8 @@ class Pipeline:
         document = None if self.fresh else earlier_classify(self.artifacts, inputs)
         reused = document is not None
         if document is None:
-            document = {**classify_json(classify_paths(paths, release=self.release.release, dtypes=dtypes),
-                                        self.release), "inputs": inputs}
+            document = {**classify_json(classify_paths(paths, release=self.release.release, dtypes=dtypes,
+                                                       models=self.models), self.release), "inputs": inputs}
         save_record(self.artifacts, CLASSIFY_FILE, document)
         failed = {Path(f["file"]).resolve(): f.get("message") or f["status"] for f in document["files"]
                   if f["status"] == ERROR}
@@ -283,7 +285,7 @@ class Pipeline:
             for path, output in pairs:  # once per (file, optimized path): kernels sharing a file may name their own
                 output.parent.mkdir(parents=True, exist_ok=True)  # outside the project: under artifacts
                 written, problems = apply_paths([path], output=output, max_configs=self.project.max_configs,
-                                                release=self.release.release)
+                                                release=self.release.release, models=self.models)
                 results += written
                 errors += problems
             document = {**apply_document(results, errors, dry_run=False, choice=self.release), "inputs": inputs,
