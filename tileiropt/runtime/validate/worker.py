@@ -37,6 +37,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from tileiropt.analysis.model import FileModel
+from tileiropt.errors import UserError
 from tileiropt.runtime import loading, replay, stand_ins
 from tileiropt.runtime.backends import BACKENDS, Backend
 from tileiropt.runtime.provenance import Provenance, fallback_note
@@ -60,10 +62,11 @@ def _install_allocator(device: str) -> None:
 
 
 def uses_atomics(path: str) -> bool:
-    """Whether a kernel file calls Triton atomics (its results' summation order differs from run to run)."""
+    """Whether a kernel file's JIT functions update memory atomically (its results' summation order differs from
+    run to run)."""
     try:
-        return "atomic_" in Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return FileModel.read(path).uses_atomics()
+    except (UserError, RecursionError):
         return False
 
 
