@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from tileiropt.analysis.discovery import KernelInfo, ModuleInfo, Scan, scan
 from tileiropt.analysis.facts import TL, FactsBuilder, FunctionFacts
 from tileiropt.analysis.names import callee
-from tileiropt.analysis.params import ParamAnalysis, ParamUse
+from tileiropt.analysis.params import ParamAnalysis
 from tileiropt.analysis.source import read_source_file
 from tileiropt.analysis.syntax import is_int
 from tileiropt.analysis.tile_accesses import TileAnalysis
@@ -83,9 +83,6 @@ class FileModel:
     def kernel_facts(self, kernel: KernelInfo) -> FunctionFacts:
         return self.facts.facts(self.node(kernel))
 
-    def param_use(self, kernel: KernelInfo) -> ParamUse:
-        return self.params.use(self.node(kernel))
-
     def callee(self, call: ast.Call) -> str | None:
         """What a call calls, through this file's imports (`tileiropt.analysis.names.callee`)."""
         return callee(call, self.module.aliases)
@@ -102,7 +99,7 @@ class FileModel:
     def persistent_step(self, kernel: KernelInfo) -> str | None:
         """The argument a persistent kernel strides its tile loop by (`NUM_SMS`): the last loop
         `for tile in tl.range(<program id 0>, tiles, STEP)` (or `range`) whose step is a launch argument; its start
-        is `tl.program_id(0)` or a name assigned it before the loop."""
+        is `tl.program_id(0)`, or a name that is assigned `tl.program_id(0)` before the loop."""
         program_ids = self._program_id_names(kernel)
         step = None
         for loop in self.kernel_facts(kernel).range_loops:
