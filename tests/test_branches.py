@@ -188,12 +188,13 @@ def test_sequential_top_level_redefinitions_are_not_branches() -> None:
 def test_a_config_list_assigned_on_two_branches_is_derived_at_import() -> None:
     source = ("import triton\nif A:\n    CONFIGS = [triton.Config({'BLOCK': 64})]\n"
               "else:\n    CONFIGS = [triton.Config({'BLOCK': 32})]\n")
+    configs = ast.parse("CONFIGS", mode="eval").body
     with pytest.raises(Unresolvable) as caught:
-        resolve_configs(source, "CONFIGS", {"triton"})
+        resolve_configs(ast.parse(source), configs, {"triton"})
     assert str(caught.value) == ("CONFIGS is assigned more than once, inside module-level blocks: which one applies "
                                  "depends on the branch taken at import")
     once = "import triton\nif A:\n    CONFIGS = [triton.Config({'BLOCK': 64})]\n"
-    assert [c.kwargs for c in resolve_configs(once, "CONFIGS", {"triton"})] == [{"BLOCK": 64}]
+    assert [c.kwargs for c in resolve_configs(ast.parse(once), configs, {"triton"})] == [{"BLOCK": 64}]
 
 
 # ----------------------------------------------------------------------------- apply

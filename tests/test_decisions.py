@@ -656,7 +656,9 @@ def test_an_optimized_file_whose_own_self_check_raised(tmp_path: Path, monkeypat
     from tileiropt.runtime.validate.worker import CaseRunner
 
     original = tmp_path / "k.py"
-    original.write_text("tl.atomic_add(p, 1)\n" if atomics else "tl.store(p, 1)\n")
+    # a kernel's atomic call decides, not the word
+    update = "tl.atomic_add(p, 1)" if atomics else "tl.store(p, 1)  # no atomic_add here"
+    original.write_text(f"import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(p):\n    {update}\n")
     monkeypatch.setattr(stand_ins, "raised_only_in", lambda path, orig: [("AssertionError", "k_tileir.py:9")])
     case = Case(id=0, kernel="k", variant="optimized", path=str(tmp_path / "k_tileir.py"), entry="k",
                 reference="original", shapes={}, dtypes={}, atol=0.0, rtol=0.0, original_path=str(original))

@@ -30,6 +30,7 @@ from typing import Any
 from tileiropt.analysis.classify import classify_paths
 from tileiropt.analysis.command import classify_json
 from tileiropt.analysis.ir.specialize import ir_dtype
+from tileiropt.analysis.model import FileModels
 from tileiropt.environment import check_environment, choose_release
 from tileiropt.errors import ExitCode, check_seconds, run_exit_code
 from tileiropt.machine_facts import machine_facts
@@ -108,6 +109,7 @@ class Pipeline:
         self.earlier = None if fresh else earlier_validation(self.artifacts)
         self.earlier_bench = None if fresh else earlier_bench(self.artifacts)
         self.interrupted = False
+        self.models = FileModels()  # each kernel file read, parsed and classified once, by classify and apply
         self.not_run_here = False  # the program needs what this machine lacks (a GPU)
 
     # ------------------------------------------------------------------ helpers
@@ -254,8 +256,8 @@ class Pipeline:
         document = None if self.fresh else earlier_classify(self.artifacts, inputs)
         reused = document is not None
         if document is None:
-            document = {**classify_json(classify_paths(paths, release=self.release.release, dtypes=dtypes),
-                                        self.release), "inputs": inputs}
+            document = {**classify_json(classify_paths(paths, release=self.release.release, dtypes=dtypes,
+                                                       models=self.models), self.release), "inputs": inputs}
         save_record(self.artifacts, CLASSIFY_FILE, document)
         failed = {Path(f["file"]).resolve(): f.get("message") or f["status"] for f in document["files"]
                   if f["status"] == ERROR}
@@ -279,7 +281,7 @@ class Pipeline:
             for path, output in pairs:  # once per (file, optimized path): kernels sharing a file may name their own
                 output.parent.mkdir(parents=True, exist_ok=True)  # outside the project: under artifacts
                 written, problems = apply_paths([path], output=output, max_configs=self.project.max_configs,
-                                                release=self.release.release)
+                                                release=self.release.release, models=self.models)
                 results += written
                 errors += problems
             document = {**apply_document(results, errors, dry_run=False, choice=self.release), "inputs": inputs,

@@ -41,7 +41,7 @@ def arms(block: ast.stmt, text: SourceText) -> Iterator[tuple[Arm, list[ast.stmt
         test = _short(text, block.test)
         keyword = "elif" if _starts_elif(block, text) else "if"
         yield Arm(block, "body", f"{keyword} {test}"), block.body
-        if block.orelse and not _is_elif(block, text):
+        if block.orelse and not is_elif(block, text):
             yield Arm(block, "orelse", f"else of {keyword} {test}"), block.orelse
         elif block.orelse:
             yield Arm(block, "orelse", None), block.orelse  # an `elif`: its own arms name the condition
@@ -59,7 +59,8 @@ def arms(block: ast.stmt, text: SourceText) -> Iterator[tuple[Arm, list[ast.stmt
         yield Arm(block, "body", f"with {items}"), block.body
 
 
-def _is_elif(block: ast.If, text: SourceText) -> bool:
+def is_elif(block: ast.If, text: SourceText) -> bool:
+    """The `else` of `block` is an `elif`: its one statement, an `if`, written `elif`."""
     return len(block.orelse) == 1 and isinstance(block.orelse[0], ast.If) and _starts_elif(block.orelse[0], text)
 
 

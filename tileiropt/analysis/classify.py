@@ -11,24 +11,26 @@ The class follows the decision tree of the TileIR workflow, on evidence found in
     across loop iterations)?                   -> reduction  (high occupancy)
     otherwise                                  -> elementwise (occupancy + num_stages)
 
-`classify_paths` is what `run` and `report` call; `classify_file` and `classify_source` do one file.
+`classify_paths` is what `run` and `report` call; `classify_file` and `classify_source` do one file. The
+records of a file are computed once per release and kept on its model (`FileModel.records`); apply reads them
+from there (`syntax_records`), and the IR check works on copies.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tileiropt.analysis.discovery import KernelInfo, Scan, scan
+from tileiropt.analysis.discovery import KernelInfo, Scan
 from tileiropt.analysis.facts import TL, FactsBuilder, FunctionFacts
 from tileiropt.analysis.ir.check import check_file, ir_codes, ir_finding, same_file, source_certain_codes
 from tileiropt.analysis.ir.sandbox import Registry
-from tileiropt.analysis.params import ParamAnalysis, is_size_param
+from tileiropt.analysis.model import FileModel, FileModels
+from tileiropt.analysis.params import is_size_param
 from tileiropt.analysis.rules import ALL_RULES, Finding, KernelContext, Rule, select_rules, suppressed
-from tileiropt.analysis.source import read_source
 from tileiropt.errors import UserError
 from tileiropt.output import to_jsonable
 from tileiropt.releases import Release, newest
@@ -101,16 +103,17 @@ class FileResult:
 
 def classify_paths(paths: Iterable[Path | str], select: list[str] | None = None,
                    ignore: list[str] | None = None, release: Release | None = None, ir: bool = True,
-                   dtypes: list[str] | None = None) -> list[FileResult]:
+                   dtypes: list[str] | None = None, models: FileModels | None = None) -> list[FileResult]:
     """Classify every `*.py` file under `paths` (files or folders, recursive), linting for `release`
-    (default: the newest known).
+    (default: the newest known). `models`: the command's file models, shared with its other phases.
 
     Raises UserError (exit 2) when a path does not exist; a file that does not parse becomes a
     FileResult with status "error" and the others are still processed.
     """
     rules = select_rules(ALL_RULES, select, ignore)
     options = IROptions(registry=Registry(), dtypes=dtypes) if ir else None
-    return [classify_file(path, rules=rules, release=release, ir=options) for path in collect_files(paths)]
+    return [classify_file(path, rules=rules, release=release, ir=options, models=models)
+            for path in collect_files(paths)]
 
 
 def collect_files(paths: Iterable[Path | str]) -> list[Path]:
@@ -146,29 +149,35 @@ def _hidden(path: Path, root: Path) -> bool:
 
 def classify_file(path: Path | str, select: list[str] | None = None, ignore: list[str] | None = None,
                   rules: list[Rule] | None = None, release: Release | None = None,
-                  ir: IROptions | None = None) -> FileResult:
+                  ir: IROptions | None = None, models: FileModels | None = None) -> FileResult:
     """Classify the kernels of one file; problems with the file become a FileResult message."""
-    path = Path(path)
     try:
-        source = read_source(path)
+        model = models.get(path) if models is not None else FileModel.read(path)
     except UserError as exc:
         return FileResult(file=str(path), status=ERROR, kernels=[], message=str(exc))
-    return classify_source(source, str(path), select=select, ignore=ignore, rules=rules, release=release, ir=ir)
+    return classify_model(model, select=select, ignore=ignore, rules=rules, release=release, ir=ir)
 
 
 def classify_source(source: str, path: str = "<string>", select: list[str] | None = None,
                     ignore: list[str] | None = None, rules: list[Rule] | None = None,
                     release: Release | None = None, ir: IROptions | None = None) -> FileResult:
+    return classify_model(FileModel(source, path), select=select, ignore=ignore, rules=rules, release=release, ir=ir)
+
+
+def classify_model(model: FileModel, select: list[str] | None = None, ignore: list[str] | None = None,
+                   rules: list[Rule] | None = None, release: Release | None = None,
+                   ir: IROptions | None = None) -> FileResult:
+    """Classify the kernels of a file's model; a file that does not parse becomes a FileResult message."""
+    path = model.path
     if rules is None:
         rules = select_rules(ALL_RULES, select, ignore)
     # A file without both words cannot define a Triton JIT function: skip the parse (speed only).
-    if "triton" not in source or "jit" not in source:
+    if "triton" not in model.source or "jit" not in model.source:
         return FileResult(file=path, status=NOT_RUN, kernels=[], message="no Triton kernel (no triton import)")
     try:
-        scanned = scan(source, path)
-        if not scanned.module.kernels:
+        if not model.module.kernels:
             return FileResult(file=path, status=NOT_RUN, kernels=[], message="no @triton.jit function")
-        return FileResult(file=path, status=PASS, kernels=classify_scan(scanned, rules, release, ir))
+        return FileResult(file=path, status=PASS, kernels=kernel_records(model, rules, release, ir))
     except UserError as exc:
         return FileResult(file=path, status=ERROR, kernels=[], message=str(exc))
     except (RecursionError, MemoryError):
@@ -190,21 +199,38 @@ class IROptions:
     dtypes: list[str] | None = None
 
 
-def classify_scan(scanned: Scan, rules: list[Rule], release: Release | None = None,
-                  ir: IROptions | None = None) -> list[KernelRecord]:
-    """Classify and lint the kernels of a scanned file for `release`; with `ir`, the IR check decides the
+def kernel_records(model: FileModel, rules: list[Rule], release: Release | None = None,
+                   ir: IROptions | None = None) -> list[KernelRecord]:
+    """Classify and lint the kernels of a file for `release` with `rules`; with `ir`, the IR check decides the
     release-dependent findings on the lines it lowers."""
     release = release or newest()
-    module = scanned.module
+    codes = {rule.code for rule in rules}
+    records = [replace(record, findings=[f for f in record.findings if f.code in codes])
+               for record in syntax_records(model, release)]
+    if ir is not None:
+        _merge_ir(model.scan, records, rules, release, ir, model.facts)
+    return records
+
+
+def syntax_records(model: FileModel, release: Release) -> list[KernelRecord]:
+    """The file's records with every rule's findings at syntax level, computed once per release and kept on the
+    model (a caller filters or copies them, never changes them)."""
+    key = f"{release.version} ({release.path})"
+    if key not in model.records:
+        model.records[key] = _records(model, release)
+    return model.records[key]
+
+
+def _records(model: FileModel, release: Release) -> list[KernelRecord]:
+    scanned = model.scan
+    builder = model.facts
     jit_functions = {node.name: node for node in scanned.kernel_nodes}
-    builder = FactsBuilder(jit_functions, module.aliases, scanned.text)
-    uses = ParamAnalysis(builder)
     records = []
-    for kernel, node in zip(module.kernels, scanned.kernel_nodes, strict=True):
+    for kernel, node in zip(scanned.module.kernels, scanned.kernel_nodes, strict=True):
         own = builder.facts(node)
         everything = _transitive(own, builder, jit_functions)
         record = _classify(kernel, own, everything, scanned)
-        use = uses.use(node)
+        use = model.params.use(node)
         record.pointer_params = [p.name for p in kernel.params if p.name in use.pointers]
         record.size_params = [p.name for p in kernel.params
                               if is_size_param(p.name, p.annotation, p.default, use.pointers)]
@@ -212,10 +238,8 @@ def classify_scan(scanned: Scan, rules: list[Rule], release: Release | None = No
         record.atomic_lines = use.atomic_lines
         context = KernelContext(kernel=kernel, node=node, facts=own, kernel_class=record.kernel_class,
                                 scan=scanned, release=release)
-        record.findings = _lint(context, rules, scanned)
+        record.findings = _lint(context, ALL_RULES, scanned)
         records.append(record)
-    if ir is not None:
-        _merge_ir(scanned, records, rules, release, ir, builder)
     return records
 
 
@@ -429,4 +453,5 @@ def has_errors(results: list[FileResult]) -> bool:
 
 
 __all__ = ["CLASSES", "STRATEGIES", "TL", "Evidence", "FileResult", "IROptions", "KernelRecord", "classify_file",
-           "classify_paths", "classify_scan", "classify_source", "collect_files", "has_errors"]
+           "classify_model", "classify_paths", "classify_source", "collect_files", "has_errors", "kernel_records",
+           "syntax_records"]

@@ -89,6 +89,17 @@ class KernelInfo:
     wrappers: list[str] = field(default_factory=list)  # decorators that are not Triton's (a package's entry object)
     condition: str | None = None  # the module-level block it is defined in ("if HAS_TRITON"); None at the top
 
+    @property
+    def constexprs(self) -> set[str]:
+        """Parameters annotated `tl.constexpr`."""
+        return {p.name for p in self.params if p.is_constexpr}
+
+    @property
+    def launch_arguments(self) -> set[str]:
+        """Parameters whose values the launch passes: set neither by the autotuner's configs nor by heuristics."""
+        config_names = set(self.autotune.config_names) if self.autotune else set()
+        return {p.name for p in self.params} - config_names - set(self.heuristics)
+
 
 @dataclass
 class ModuleInfo:
@@ -116,6 +127,7 @@ class Scan:
     launch_calls: dict[tuple[str, int], ast.Call] = field(default_factory=dict)  # -> the launch call
     constants: dict[str, int] = field(default_factory=dict)  # module-level names bound once to an int literal
     branches: dict[int, Branch] = field(default_factory=dict)  # id(module-level statement) -> its branch
+    configs_nodes: dict[str, ast.expr] = field(default_factory=dict)  # kernel name -> its autotuner's configs=
 
 
 def discover(source: str, path: str = "<string>") -> ModuleInfo:
@@ -264,6 +276,7 @@ class _Builder:
         self.text = text
         self.path = path
         self.aliases = collector.aliases
+        self.configs_nodes: dict[str, ast.expr] = {}
 
     def build(self, tree: ast.Module) -> Scan:
         definitions, branches = module_definitions(tree, self.text, lambda node: self._jit_decorator(node) is not None)
@@ -302,7 +315,8 @@ class _Builder:
         )
         return Scan(module=module, tree=tree, text=self.text, kernel_nodes=kernel_nodes,
                     functions=module_functions, launch_functions=launch_functions,
-                    launch_calls=launch_calls, constants=self._constants(), branches=branches)
+                    launch_calls=launch_calls, constants=self._constants(), branches=branches,
+                    configs_nodes=self.configs_nodes)
 
     @staticmethod
     def _alternative_of_kernel(node: ast.FunctionDef, kernels: list[ast.FunctionDef],
@@ -348,14 +362,14 @@ class _Builder:
         for dec in node.decorator_list:
             name = call_name(dec, self.aliases)
             if name in AUTOTUNE and isinstance(dec, ast.Call):
-                autotune = self._autotune(dec)
+                autotune = self._autotune(dec, node.name)
             elif name in HEURISTICS and isinstance(dec, ast.Call):
                 heuristics.update(self._heuristics(dec))
             elif name in JIT:
                 continue
             elif isinstance(dec, ast.Call) and any(k.arg == "configs" for k in dec.keywords) and autotune is None:
                 # a package's own autotuner (`@libtuner(configs=..., key=...)`): never wrapped in a second one
-                autotune = self._autotune(dec)
+                autotune = self._autotune(dec, node.name)
                 autotune.package = self.text.segment(dec.func)
             else:
                 wrappers.append(self.text.segment(dec))
@@ -408,7 +422,7 @@ class _Builder:
         return call_name(annotation, self.aliases) in CONSTEXPR
 
     # autotune / heuristics ---------------------------------------------------
-    def _autotune(self, dec: ast.Call) -> AutotuneInfo:
+    def _autotune(self, dec: ast.Call, kernel: str) -> AutotuneInfo:
         named: dict[str, ast.expr] = {}
         for index, arg in enumerate(dec.args):
             if index < len(_AUTOTUNE_POSITIONAL):
@@ -417,6 +431,8 @@ class _Builder:
             if keyword.arg is not None:
                 named[keyword.arg] = keyword.value
         configs_node = named.pop("configs", None)
+        if configs_node is not None:
+            self.configs_nodes[kernel] = configs_node
         key_node = named.pop("key", None)
 
         kind = _configs_kind(configs_node)

@@ -15,7 +15,8 @@ parameters it is based on.
 From these the pass records dots, reductions, normalisation evidence (a reduced statistic
 that shifts or scales a loaded tile), accumulations (a zero-initialised block summing loaded data
 across loop iterations: a reduction over the loop's axis without a reduction op), loads, stores,
-atomics, persistent loops and every call (with its qualified Triton name) for the lint rules.
+atomics, loops over a range (persistent ones among them) and every call (with its qualified Triton name) for
+the lint rules and the rewrites.
 Loops are walked twice so that values carried around a loop (online softmax) are seen.
 """
 
@@ -24,9 +25,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from tileiropt.analysis.names import call_name
+from tileiropt.analysis.names import TL, call_name, callee, short_name
 
-TL = "triton.language."
 DOTS = frozenset({TL + "dot", TL + "dot_scaled"})
 REDUCTIONS = frozenset(TL + n for n in ("sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum",
                                         "reduce_or", "prod"))
@@ -111,6 +111,7 @@ class FunctionFacts:
     accumulations: list[tuple[int, str]] = field(default_factory=list)  # zeroed accumulator += loaded data in a loop
     accesses: list[Access] = field(default_factory=list)
     persistent_loops: list[tuple[int, str]] = field(default_factory=list)
+    range_loops: list[ast.For | ast.AsyncFor] = field(default_factory=list)  # `for ... in range(...)`, in order
     descriptors: list[tuple[int, str]] = field(default_factory=list)  # TMA use
     block_pointers: list[tuple[int, str]] = field(default_factory=list)
     returns: Value = EMPTY
@@ -207,7 +208,7 @@ class _FunctionPass:
             self.expr(node.value)
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             iterator = self.expr(node.iter)
-            self.persistent_loop(node)
+            self.range_loop(node)
             self.assign(node.target, None, Value(iterator.flags & {"pid", "nprog"}))
             self._loop_depth += 1
             self.block(node.body)
@@ -256,13 +257,13 @@ class _FunctionPass:
         elif isinstance(target, ast.Starred):
             self.assign(target.value, None, value)
 
-    def persistent_loop(self, node: ast.For | ast.AsyncFor) -> None:
+    def range_loop(self, node: ast.For | ast.AsyncFor) -> None:
+        """A loop over `range` / `tl.range` / `tl.static_range`: recorded, and as evidence when it is persistent
+        (it starts from the program id and steps by the number of programs)."""
         call = node.iter
-        if not isinstance(call, ast.Call):
+        if not isinstance(call, ast.Call) or callee(call, self.aliases) not in RANGES:
             return
-        name = call_name(call, self.aliases) or (call.func.id if isinstance(call.func, ast.Name) else None)
-        if name not in RANGES:
-            return
+        self._record("range_loops", node, node)
         args = list(call.args)
         step = args[2] if len(args) >= 3 else next((k.value for k in call.keywords if k.arg == "step"), None)
         if step is None or not args:
@@ -466,7 +467,7 @@ def _cast(value: Value, dtype: ast.expr, aliases: dict[str, str], line: int) -> 
 
 def _short(name: str | None, method: str | None) -> str:
     if name is not None:
-        return "tl." + name[len(TL):] if name.startswith(TL) else name
+        return short_name(name)
     return f".{method}()" if method else "call"
 
 

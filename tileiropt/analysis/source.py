@@ -30,12 +30,20 @@ class SourceText:
             return self.lines[number - 1].rstrip("\r\n")
         return ""
 
+    def before(self, number: int, column: int) -> str:
+        """Line `number`'s text before `column` (a UTF-8 byte offset, as `ast` counts)."""
+        return _cut(self.line(number), 0, column)
+
     def segment(self, node: ast.AST) -> str:
         """The exact source text of `node` (columns in `ast` are UTF-8 byte offsets)."""
         first, last = node.lineno, node.end_lineno  # type: ignore[attr-defined]
         start, end = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
         if first is None or last is None or end is None:
             return ast.unparse(node)
+        return self.span(first, start, last, end)
+
+    def span(self, first: int, start: int, last: int, end: int) -> str:
+        """The text from line `first`, column `start` to line `last`, column `end` (UTF-8 byte offsets)."""
         if first == last:
             return _cut(self.lines[first - 1], start, end)
         parts = [_cut(self.lines[first - 1], start, None)]
@@ -85,10 +93,16 @@ def read_regular_file(path: Path, what: str = "file", limit: int = MAX_SOURCE_BY
 
 def read_source(path: Path) -> str:
     """Text of a Python file, honouring a PEP 263 encoding line."""
+    return read_source_file(path)[0]
+
+
+def read_source_file(path: Path) -> tuple[str, str]:
+    """Text of a Python file and the encoding it is written in (its PEP 263 line's, else UTF-8), from one read:
+    a rewrite writes its output in the same encoding, so the declaration stays true."""
     data = read_regular_file(Path(path))
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
+        return data.decode(encoding), encoding
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot decode: {exc}", file=str(path),
                         hint="save the file as UTF-8 or declare its encoding") from None

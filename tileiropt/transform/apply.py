@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import difflib
 import shutil
-import textwrap
-import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,16 +17,17 @@ from pathlib import Path
 import libcst as cst
 
 from tileiropt.analysis.blocks import alternatives_of
-from tileiropt.analysis.classify import TOO_DEEP, KernelRecord, classify_scan
-from tileiropt.analysis.discovery import KernelInfo, ModuleInfo, scan
+from tileiropt.analysis.classify import TOO_DEEP, KernelRecord, kernel_records
+from tileiropt.analysis.discovery import KernelInfo, ModuleInfo
+from tileiropt.analysis.model import FileModel
 from tileiropt.analysis.rules import ALL_RULES
-from tileiropt.analysis.source import read_source
 from tileiropt.errors import UserError
 from tileiropt.output import writable, write_atomic
 from tileiropt.phase_records import ApplyKernel, Change
 from tileiropt.releases import Release, newest
 from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
 from tileiropt.transform.gate import ACTIVE_FLAG, GATE_MARKER, GATE_SOURCE
+from tileiropt.transform.locate import Locator
 from tileiropt.transform.math_rewrites import rewrite_math
 from tileiropt.transform.nested import (
     gate_insert_index,
@@ -47,11 +46,12 @@ from tileiropt.transform.spaces import (
     tile_sizes,
     tileir_configs,
 )
-from tileiropt.transform.tma import GUARD, POINTER_SUFFIX, TmaResult, dispatch_statement, persistent_step, plan_tma
+from tileiropt.transform.tma import GUARD, POINTER_SUFFIX, TmaResult, dispatch_statement, plan_tma
 from tileiropt.transform.tma_runtime import RUNTIME_SOURCE
 
 TWIN_SUFFIX = "_tileir"
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
+ERROR_RULES = [rule for rule in ALL_RULES if rule.code.startswith("TIR0")]  # a kernel they flag gets no TileIR code
 
 
 @dataclass
@@ -122,8 +122,8 @@ def _existing_rows(values: list[ConfigValue]) -> tuple[list[tuple[dict, int | No
     return rows, names
 
 
-def _plan_autotuned(kernel: KernelInfo, info: ModuleInfo, source: str, space: Space, cap: int,
-                    target: str, plan: _Plan, cta_guard: bool = False) -> bool:
+def _plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int, target: str, plan: _Plan,
+                    cta_guard: bool = False) -> bool:
     """Add the TileIR configs to `target`'s autotuner; True when some of them use num_ctas > 1.
 
     Configs the file states literally are crossed with the TileIR levers here and written out; configs
@@ -144,7 +144,7 @@ def _plan_autotuned(kernel: KernelInfo, info: ModuleInfo, source: str, space: Sp
     try:
         if autotune.package:
             raise Unresolvable(f"{autotune.package} is a package's own autotuner")
-        values = resolve_configs(source, autotune.configs_source, info.triton_names)
+        values = resolve_configs(model.scan.tree, model.scan.configs_nodes.get(kernel.name), model.module.triton_names)
     except Unresolvable as exc:
         names = [n for n in autotune.config_names if n in params]
         tiles = tile_sizes(space, names)
@@ -220,13 +220,8 @@ def _plan_hint_only(kernel: KernelInfo, record: KernelRecord, space: Space, cap:
         "keys are integer sizes only (a tensor as key would tune again for every new tensor)"))
 
 
-def _function_source(source_lines: list[str], kernel: KernelInfo) -> str:
-    """The kernel's text, decorators included, cut from the file by its lines."""
-    return textwrap.dedent("".join(source_lines[kernel.first_line - 1: kernel.end_line]))
-
-
-def _plan_tma(kernel: KernelInfo, kernel_class: str, function: cst.FunctionDef, info: ModuleInfo,
-              function_source: str, plan: _Plan) -> TmaResult | None:
+def _plan_tma(model: FileModel, kernel: KernelInfo, kernel_class: str, function: cst.FunctionDef,
+              plan: _Plan) -> TmaResult | None:
     """The TMA twin of a dot kernel, set on the plan: the TMA twin becomes `<name>_tileir`, the
     pointer kernel (the math-only twin, or the original) `<name>_tileir_pointer`."""
     if kernel_class != "dot":
@@ -234,7 +229,7 @@ def _plan_tma(kernel: KernelInfo, kernel_class: str, function: cst.FunctionDef, 
     if not kernel.is_entry:
         plan.report.skipped.append("no TMA twin: a device helper (its tiles come from its caller's pointers)")
         return None
-    tma = plan_tma(function, kernel, info, function_source, kernel.first_line)
+    tma = plan_tma(model, kernel, function)
     plan.report.skipped.extend(tma.skipped)
     if tma.twin is None:
         return None
@@ -267,15 +262,16 @@ def _for_each_path(paths: list[str], target: str, lines: list[str]) -> list[str]
             "del _tileiropt_path"]
 
 
-def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, records: dict[str, KernelRecord],
+def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, KernelRecord],
                  spaces: dict[str, Space], cap: int, classify: ClassifyFn | None = None,
                  release: Release | None = None) -> dict[str, _Plan]:
-    """A plan per kernel from the analysis' records (class, pointers, sizes); `classify` overrides the class.
-    `release` (default: the newest known) decides the math rewrites and bounds the occupancy hint."""
+    """A plan per kernel of the file's model (`module`: the file in libcst) from the analysis' records (class,
+    pointers, sizes); `classify` overrides the class. `release` (default: the newest known) decides the math
+    rewrites and bounds the occupancy hint."""
     release = release or newest()
+    info = model.module
     spaces = {name: space_for_release(space, release) for name, space in spaces.items()}
     nodes = kernel_nodes(module, info)
-    source_lines = source.splitlines(keepends=True)
     plans: dict[str, _Plan] = {}
     names = {k.name for k in info.kernels}
     for kernel in info.kernels:
@@ -297,31 +293,32 @@ def plan_kernels(info: ModuleInfo, module: cst.Module, source: str, records: dic
                                        f"-- the TileIR compiler would reject this kernel (fix: {first.hint}; then "
                                        "apply again)")
             continue
-        function_source = _function_source(source_lines, kernel)
-        twin, rewrites = (rewrite_math(node, info.tl_names, function_source, kernel.first_line)
-                          if release.exp_to_exp2 else (node, []))
+        twin, rewrites = rewrite_math(node, info.aliases) if release.exp_to_exp2 else (node, [])
         target = kernel.name
         if rewrites:
             plan.twin = twin.with_changes(name=cst.Name(kernel.name + TWIN_SUFFIX))
             plan.report.twin = kernel.name + TWIN_SUFFIX
             target = plan.report.twin
+            locator = Locator(model.node(kernel), node, info.aliases)
             for rewrite in rewrites:
-                plan.report.changes.append(Change(rewrite.line, f"twin {target}: {rewrite.what}",
+                call = locator.tree_call(rewrite.call)
+                plan.report.changes.append(Change(call.lineno if call is not None else kernel.first_line,
+                                                  f"twin {target}: {rewrite.what}",
                                                   f"{release.label()}'s compiler does not rewrite exp into ex2 + "
                                                   "mul itself"))
         paths = [target]  # the kernels the TileIR configs go to
-        tma = _plan_tma(kernel, kernel_class, twin, info, function_source, plan)
+        tma = _plan_tma(model, kernel, kernel_class, twin, plan)
         if release.num_warps == "hint" and kernel.autotune is not None:
             plan.report.changes.append(Change(kernel.line, f"num_warps kept in the TileIR configs: {release.label()} "
                                               f"takes it as a hint", release.num_warps_note))
         if tma is not None:
             paths = [plan.report.twin, kernel.name + TWIN_SUFFIX + POINTER_SUFFIX]  # type: ignore[list-item]
             target = paths[0]
-        step = persistent_step(node, kernel, info.tl_names)
+        step = model.persistent_step(kernel)
         space = spaces[kernel_class]
         if kernel.autotune is not None:
             before = len(plan.block)
-            two_ctas = _plan_autotuned(kernel, info, source, space, cap, target, plan, cta_guard=step is not None)
+            two_ctas = _plan_autotuned(kernel, model, space, cap, target, plan, cta_guard=step is not None)
             added = plan.block[before:]
             del plan.block[before:]
             if step is not None and two_ctas:
@@ -425,20 +422,26 @@ def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, S
                      max_configs: int = DEFAULT_MAX_CONFIGS, classify: ClassifyFn | None = None,
                      release: Release | None = None) -> ApplyResult:
     """Plan and rewrite one module's source; nothing is written."""
+    return transform_model(FileModel(source, path), spaces=spaces, max_configs=max_configs, classify=classify,
+                           release=release)
+
+
+def transform_model(model: FileModel, *, spaces: dict[str, Space] | None = None,
+                    max_configs: int = DEFAULT_MAX_CONFIGS, classify: ClassifyFn | None = None,
+                    release: Release | None = None) -> ApplyResult:
+    """Plan and rewrite the file of `model` (parsed with libcst here, once); nothing is written."""
+    source, path = model.source, model.path
     if GATE_MARKER in source:
         return ApplyResult(path, None, True, [], source, source)
-    ERROR_RULES = [rule for rule in ALL_RULES if rule.code.startswith("TIR0")]  # noqa: N806 - the TIR0xx codes
-
     try:
-        scanned = scan(source, path)  # one parse: the model classify and the rules use too
-        info = scanned.module
+        info = model.module
         if not info.kernels:
             raise NoKernelFound("no Triton kernel found (no @triton.jit function)", file=path,
                             hint="point apply at a file that defines @triton.jit kernels")
-        # the error rules too: a kernel the release's compiler rejects gets no TileIR code (plan_kernels)
-        records = {record.kernel: record for record in classify_scan(scanned, rules=ERROR_RULES, release=release)}
+        # the error rules: a kernel the release's compiler rejects gets no TileIR code (plan_kernels)
+        records = {record.kernel: record for record in kernel_records(model, ERROR_RULES, release)}
         module = cst.parse_module(source)
-        plans = plan_kernels(info, module, source, records, spaces or load_spaces(), max_configs, classify, release)
+        plans = plan_kernels(model, module, records, spaces or load_spaces(), max_configs, classify, release)
         new_source = rewrite_module(module, plans).code if any(p.block or p.twin for p in plans.values()) else source
     except RecursionError:
         raise TOO_DEEP(path) from None
@@ -455,24 +458,25 @@ def output_path_for(path: Path, output: Path | None, in_place: bool) -> Path:
 
 def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,
                spaces: dict[str, Space] | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
-               classify: ClassifyFn | None = None, release: Release | None = None) -> ApplyResult:
-    """Transform one kernel file and write the result (atomically) unless `dry_run`.
+               classify: ClassifyFn | None = None, release: Release | None = None,
+               model: FileModel | None = None) -> ApplyResult:
+    """Transform one kernel file and write the result (atomically) unless `dry_run`. `model`: the file's model
+    when the command has read it already.
 
     The input is never overwritten unless `in_place`; then the original is kept beside it as
     `<name>.orig` (or `.orig.N` when that name is taken: an existing file is never replaced). Any other
     output replaces only a file tileiropt wrote (its gate marker); links and devices are refused.
     """
     path = Path(path)
-    if not path.exists():
-        raise UserError("kernel file not found", file=str(path))
-    source = read_source(path)  # a folder, pipe or device is refused here, in one line
-    encoding = _declared_encoding(path)
+    if model is None:
+        if not path.exists():
+            raise UserError("kernel file not found", file=str(path))
+        model = FileModel.read(path)  # a folder, pipe or device is refused here, in one line
     target = output_path_for(path, output, in_place)
     if target.resolve() == path.resolve() and not in_place:
         raise UserError("the output would overwrite the input", file=str(path),
                         hint="pass --in-place to rewrite the file itself (a .orig backup is kept)")
-    result = transform_source(source, str(path), spaces=spaces, max_configs=max_configs, classify=classify,
-                              release=release)
+    result = transform_model(model, spaces=spaces, max_configs=max_configs, classify=classify, release=release)
     result.output = str(target)
     if dry_run or result.already_prepared:  # a prepared file is its own output: nothing to write
         return result
@@ -485,11 +489,11 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
             except OSError as exc:
                 raise UserError(f"cannot keep the original: {exc.strerror or exc}", file=str(backup)) from None
             result.written.append(str(backup))
-            write_atomic(path, result.new_source, encoding)
+            write_atomic(path, result.new_source, model.encoding)
             result.written.append(str(path))
     else:
         # only a file tileiropt wrote is replaced: a hand-written <stem>_tileir.py or `optimized = "notes.py"` is not
-        write_atomic(target, result.new_source, encoding, replaces=lambda text: GATE_MARKER in text,
+        write_atomic(target, result.new_source, model.encoding, replaces=lambda text: GATE_MARKER in text,
                      what="file")
         result.written.append(str(target))
     return result
@@ -503,10 +507,3 @@ def free_backup(path: Path, limit: int = 1000) -> Path:
             return candidate
         candidate = path.with_name(f"{path.name}.orig.{number}")
     raise UserError(f"{limit} backups exist already", file=str(path), hint="remove old .orig files")
-
-
-def _declared_encoding(path: Path) -> str:
-    """The file's PEP 263 encoding, so the output's declaration stays true."""
-    with path.open("rb") as handle:
-        encoding, _ = tokenize.detect_encoding(handle.readline)
-    return encoding

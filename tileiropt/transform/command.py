@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tileiropt.analysis.classify import collect_files
+from tileiropt.analysis.model import FileModels
 from tileiropt.environment import choose_release
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
@@ -38,23 +39,33 @@ def kernel_files(paths: list[Path]) -> tuple[list[Path], set[Path]]:
 
 def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,
                 spaces_file: Path | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
-                release: Release | None = None) -> tuple[list[ApplyResult], list[FileError]]:
-    """Transform every file; a file found in a folder that holds no kernel is passed over, not an error."""
+                release: Release | None = None, models: FileModels | None = None
+                ) -> tuple[list[ApplyResult], list[FileError]]:
+    """Transform every file; a file found in a folder that holds no kernel is passed over, not an error.
+    `models`: the command's file models (under `run`, those classify read and classified)."""
     files, found = kernel_files(paths)
     if output is not None and len(files) != 1:
         raise UserError("-o/--output needs exactly one input file",
                         hint="drop -o to write <stem>_tileir.py beside each")
     spaces = load_spaces(spaces_file)
+    models = models if models is not None else FileModels()
     results: list[ApplyResult] = []
     errors: list[FileError] = []
     for file in files:
-        if file.resolve() in found and not _may_hold_kernels(file):
+        named = file.resolve() not in found
+        try:
+            model = models.get(file)
+        except UserError as exc:  # unreadable: an error, unless a file found in a folder shows it holds no kernel
+            if named or _unreadable_may_hold_kernels(file):
+                errors.append(FileError(str(file), str(exc)))
             continue
         try:
+            if not named and not _may_hold_kernels(model.source):
+                continue
             results.append(apply_file(file, output=output, in_place=in_place, dry_run=dry_run,
-                                      spaces=spaces, max_configs=max_configs, release=release))
+                                      spaces=spaces, max_configs=max_configs, release=release, model=model))
         except NoKernelFound as exc:
-            if file.resolve() not in found:
+            if named:
                 errors.append(FileError(str(file), str(exc)))
         except UserError as exc:
             errors.append(FileError(str(file), str(exc)))
@@ -64,13 +75,18 @@ def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool
     return results, errors
 
 
-def _may_hold_kernels(file: Path) -> bool:
+def _may_hold_kernels(text: str) -> bool:
     """Cheap text test (the one classify uses): no "triton" or no "jit", no kernel."""
-    try:
-        text = file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return True  # let apply_file report the error
     return "triton" in text and "jit" in text
+
+
+def _unreadable_may_hold_kernels(file: Path) -> bool:
+    """The text test on a file the model could not read: its bytes, undecodable ones replaced (True when it
+    cannot be read at all, so the error is reported)."""
+    try:
+        return _may_hold_kernels(file.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return True
 
 
 def apply_document(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool, choice: Any) -> dict:

@@ -402,16 +402,15 @@ def _literal_or_opaque(node: ast.expr, namespace: dict[str, Any]) -> Any:
         return _Opaque()
 
 
-def resolve_configs(module_source: str, configs_source: str, triton_names: set[str]) -> list[ConfigValue]:
-    """The literal configs an autotune decorator's `configs=` expression produces.
+def resolve_configs(tree: ast.Module, configs: ast.expr | None, triton_names: set[str]) -> list[ConfigValue]:
+    """The literal configs an autotune decorator's `configs=` expression (`configs`, a node of the module
+    `tree`) produces.
 
     Raises Unresolvable with the reason when they cannot be known without running the module.
     """
-    try:
-        tree = ast.parse(module_source)
-        expr = ast.parse(configs_source.strip(), mode="eval").body
-    except (SyntaxError, RecursionError, MemoryError, ValueError) as exc:
-        raise Unresolvable(f"configs could not be parsed ({type(exc).__name__})") from None
+    if configs is None:
+        raise Unresolvable("the autotuner is given no configs")
+    expr = configs
     namespace: dict[str, Any] = {**_module_constants(tree)}
     for name in triton_names:
         namespace[name] = _FakeTriton
@@ -432,11 +431,11 @@ def resolve_configs(module_source: str, configs_source: str, triton_names: set[s
     value = _evaluate(expr, namespace)
     if not isinstance(value, (list, tuple)):
         raise Unresolvable("configs are not a list")
-    configs = []
+    values = []
     for item in value:
         if not isinstance(item, _FakeConfig):
             raise Unresolvable("configs hold something other than triton.Config")
-        configs.append(item.value)
-    if not configs:
+        values.append(item.value)
+    if not values:
         raise Unresolvable("the config list is empty")
-    return configs
+    return values

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from tileiropt.analysis.discovery import KernelInfo, ModuleInfo
+from tileiropt.analysis.names import dotted_parts
 from tileiropt.transform.gate import ACTIVE_FLAG
 
 _BLOCKS = (cst.If, cst.Try, cst.TryStar, cst.With)
@@ -158,18 +159,18 @@ def _imports_triton(statement: cst.BaseStatement) -> bool:
     if not isinstance(statement, cst.SimpleStatementLine):
         return False
     for small in statement.body:
-        if isinstance(small, cst.Import) and any(_dotted(a.name).split(".")[0] == "triton" for a in small.names):
+        if isinstance(small, cst.Import) and any(_package(a.name) == "triton" for a in small.names):
             return True
         if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative and (
-                _dotted(small.module).split(".")[0] == "triton"):
+                _package(small.module) == "triton"):
             return True
     return False
 
 
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return node.value if isinstance(node, cst.Name) else ""
+def _package(name: cst.BaseExpression) -> str | None:
+    """`triton` for `triton.language`: the top-level package a dotted module name is in."""
+    parts = dotted_parts(name)
+    return parts[0] if parts else None
 
 
 def guarded(statements: list[cst.BaseStatement]) -> list[cst.BaseStatement]:

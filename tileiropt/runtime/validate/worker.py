@@ -22,7 +22,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from tileiropt.analysis.model import FileModel
 from tileiropt.environment import check_environment
+from tileiropt.errors import UserError
 from tileiropt.runtime import harness, loading, replay, stand_ins
 from tileiropt.runtime.autotuners import pruned_reason
 from tileiropt.runtime.backends import Backend
@@ -41,10 +43,11 @@ _POISONED = re.compile(r"illegal memory access|device-side assert|CUDA error|uns
 
 
 def uses_atomics(path: str) -> bool:
-    """Whether a kernel file calls Triton atomics (its results' summation order differs from run to run)."""
+    """Whether a kernel file's JIT functions update memory atomically (its results' summation order differs from
+    run to run)."""
     try:
-        return "atomic_" in Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return FileModel.read(path).uses_atomics()
+    except (UserError, RecursionError):
         return False
 
 

@@ -1,6 +1,6 @@
-"""Symbolic values for the TMA rewrite: integer polynomials over named atoms, index tiles, masks.
+"""Symbolic values of a kernel's tile addresses: integer polynomials over named atoms, index tiles, masks.
 
-A kernel's pointer arithmetic is evaluated into these values (see `tma_analysis`):
+A kernel's pointer arithmetic is evaluated into these values (`tile_flow`) for the TMA rewrite:
 
 - `Poly`: an integer polynomial whose atoms are *versions* of names (`k` after its 2nd
   assignment is a different atom from `k` before it) or opaque sub-expressions
@@ -15,6 +15,7 @@ A kernel's pointer arithmetic is evaluated into these values (see `tma_analysis`
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 # Atom kinds, in printing order inside a monomial: `pid_m * BLOCK_M`, not `BLOCK_M * pid_m`.
@@ -249,15 +250,23 @@ def _align(value: Affine | Mask, rank: int) -> Affine | Mask:
     return Mask(rank, tuple(Cond(rank, c.dim + shift, c.start, c.block, c.bound) for c in value.conds))
 
 
-def add(left: Value, right: Value) -> Value:
-    if isinstance(left, Unknown):
-        return left
-    if isinstance(right, Unknown):
-        return right
+def _scalar_or_tile_first(left: Value, right: Value, scalars: Callable[[Poly, Poly], Poly]
+                          ) -> Value | tuple[Value, Value]:
+    """The result of arithmetic on an unknown operand (unknown) or on two scalars (`scalars` of them); else the
+    operands, a tile first."""
+    for side in (left, right):
+        if isinstance(side, Unknown):
+            return side
     if isinstance(left, Poly) and isinstance(right, Poly):
-        return left + right
-    if isinstance(left, Poly):
-        left, right = right, left
+        return scalars(left, right)
+    return (right, left) if isinstance(left, Poly) else (left, right)
+
+
+def add(left: Value, right: Value) -> Value:
+    operands = _scalar_or_tile_first(left, right, Poly.__add__)
+    if not isinstance(operands, tuple):
+        return operands
+    left, right = operands
     if isinstance(left, Affine) and isinstance(right, Poly):
         if left.is_index():
             ((d, dim),) = left.dims
@@ -284,18 +293,14 @@ def negate(value: Value) -> Value:
 
 
 def multiply(left: Value, right: Value) -> Value:
-    if isinstance(left, Unknown):
-        return left
-    if isinstance(right, Unknown):
-        return right
-    if isinstance(left, Poly) and isinstance(right, Poly):
-        return left * right
-    if isinstance(left, Poly):
-        left, right = right, left
-    if isinstance(left, Affine) and isinstance(right, Poly):
-        return Affine(left.rank, left.scalar * right,
-                      tuple((d, Dim(dim.start, dim.block, dim.stride * right, dim.wrap)) for d, dim in left.dims))
-    return Unknown("product of two tiles")
+    operands = _scalar_or_tile_first(left, right, Poly.__mul__)
+    if isinstance(operands, tuple):
+        tile, factor = operands
+        if not (isinstance(tile, Affine) and isinstance(factor, Poly)):
+            return Unknown("product of two tiles")
+        return Affine(tile.rank, tile.scalar * factor,
+                      tuple((d, Dim(dim.start, dim.block, dim.stride * factor, dim.wrap)) for d, dim in tile.dims))
+    return operands
 
 
 def conjoin(left: Value, right: Value) -> Value:
