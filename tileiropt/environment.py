@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tileiropt.output import dataclass_from_dict
 from tileiropt.releases import known_releases, resolve_release
 from tileiropt.schema import SCHEMA_VERSION
 
@@ -393,11 +392,6 @@ class CheckReport:
     warnings: list[str] = field(default_factory=list)
     recommendation: str = ""
     schema_version: int = SCHEMA_VERSION
-
-
-def check_from_dict(data: Any) -> CheckReport:
-    """A CheckReport read back from check.json, every field's JSON type checked (a damaged one raises TypeError)."""
-    return dataclass_from_dict(CheckReport, data)
 
 
 def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, targeted: bool, release: Any,

@@ -11,10 +11,16 @@ from typing import Any
 
 from rich.table import Table
 
-from tileiropt.analysis.classify import CLASSES, FileResult, has_errors
+from tileiropt.analysis.classify import CLASSES, FileResult, IROptions, classify_file, collect_files, has_errors
+from tileiropt.analysis.ir.sandbox import Registry
+from tileiropt.analysis.lint_config import LintSettings, forget_cached_files
+from tileiropt.analysis.lint_output import github_annotation, located_findings, sarif_document, text_line
+from tileiropt.environment import choose_release
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
+from tileiropt.releases import Choice, get_release
 from tileiropt.schema import ERROR, NOT_RUN, PASS, SCHEMA_VERSION
+from tileiropt.verbosity import QUIET, VERBOSE, verbosity
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "perf": "cyan"}
 
@@ -24,9 +30,6 @@ def run_classify(paths: list[Path], select: list[str] | None = None, ignore: lis
                  ir: bool = True, output_format: str | None = None) -> int:
     """Classify and lint `paths` for a CUDA Tile IR release; print in `output_format` (text, json, sarif,
     github; `json_output`: json); return the exit code. Settings: tileiropt.analysis.lint_config."""
-    from tileiropt.analysis.classify import IROptions, classify_file, collect_files
-    from tileiropt.analysis.ir.sandbox import Registry
-    from tileiropt.analysis.lint_config import LintSettings, forget_cached_files
 
     fmt = output_format or ("json" if json_output else "text")
     forget_cached_files()
@@ -51,8 +54,6 @@ def run_classify(paths: list[Path], select: list[str] | None = None, ignore: lis
 
 def _release_choice(settings: Any, files: list[Path]) -> Any:
     """--tileir-version, else what the files' tileiropt.toml or [tool.tileiropt] name, else the detected one."""
-    from tileiropt.environment import choose_release
-    from tileiropt.releases import Choice, get_release
 
     if settings.tileir_version:
         return choose_release(settings.tileir_version)
@@ -64,8 +65,6 @@ def _release_choice(settings: Any, files: list[Path]) -> Any:
 
 
 def _print(results: list[FileResult], choice: Any, fmt: str, ir: bool, explicit: set[Path]) -> None:
-    from tileiropt.analysis.lint_output import github_annotation, located_findings, sarif_document
-    from tileiropt.verbosity import QUIET, VERBOSE, verbosity
 
     if fmt == "json":
         print_json(classify_json(results, choice))
@@ -171,7 +170,6 @@ def _print_human(results: list[FileResult], explicit: set[Path], verbose: bool =
 
 def _print_findings(results: list[FileResult], plain: bool) -> None:
     """One line per finding, `path:line:col: CODE severity message (fix: hint)`; coloured on a terminal."""
-    from tileiropt.analysis.lint_output import located_findings, text_line
 
     for item in located_findings(results):
         if plain:

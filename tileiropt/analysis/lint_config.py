@@ -28,6 +28,7 @@ from typing import Any
 
 from tileiropt.analysis.rules import ALL_RULES, Rule, select_rules
 from tileiropt.errors import UserError
+from tileiropt.releases import get_release
 
 try:
     import tomllib
@@ -115,7 +116,6 @@ def parse_pyproject(path: Path) -> PyprojectConfig | None:
         raise _error(path, "per-file-ignores", "must be a table of glob = [codes]")
     version = table.get("tileir_version")
     if version is not None:
-        from tileiropt.releases import get_release
 
         if not isinstance(version, str):
             raise _error(path, "tileir_version", f"must be a release string like \"13.4\", got {version!r}")

@@ -17,7 +17,9 @@ from urllib.parse import quote
 
 from tileiropt import __version__
 from tileiropt.analysis.classify import FileResult
+from tileiropt.analysis.rule_pages import rule_page
 from tileiropt.analysis.rules import ALL_RULES, Finding
+from tileiropt.analysis.rules.explain import WHY
 from tileiropt.errors import UserError
 
 OUTPUT_FORMATS = ("text", "json", "sarif", "github")
@@ -130,8 +132,6 @@ def artifact_uri(path: str, base: str | None = None) -> str:
 
 def sarif_rule(rule: Any) -> dict[str, Any]:
     """A reportingDescriptor: the rule's texts and page, from the same metadata as `tileiropt rule`."""
-    from tileiropt.analysis.rule_pages import rule_page
-    from tileiropt.analysis.rules.explain import WHY
 
     return {
         "id": rule.code,

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tileiropt.environment import CheckReport, check_from_dict
+from tileiropt.environment import CheckReport
 from tileiropt.errors import UserError
-from tileiropt.output import save_record_file
+from tileiropt.output import dataclass_from_dict, save_record_file
 from tileiropt.phase_records import ApplyRecord, ClassifyRecord, apply_from_dict, classify_from_dict
 from tileiropt.run_record import RunResult, run_from_dict
 from tileiropt.runtime.bench.records import BENCH_FILE, BenchRun, load_bench_run
@@ -96,7 +96,7 @@ def load_artifacts(folder: Path | str) -> Artifacts:
         raise UserError("artifacts folder not found", file=str(folder),
                         hint="run `tileiropt run` first, or pass the folder that holds its JSON records")
     found = Artifacts(folder=folder)
-    found.check = _typed(folder / CHECK_FILE, check_from_dict, found.problems)
+    found.check = _typed(folder / CHECK_FILE, lambda data: dataclass_from_dict(CheckReport, data), found.problems)
     found.classify = _typed(folder / CLASSIFY_FILE, classify_from_dict, found.problems)
     found.apply = _typed(folder / APPLY_FILE, apply_from_dict, found.problems)
     found.run = _typed(folder / RUN_FILE, run_from_dict, found.problems)
