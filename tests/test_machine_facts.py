@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -92,3 +93,13 @@ def test_adopted_facts_answer_every_probe_without_importing_torch(monkeypatch) -
         assert environment.torch_info() == {"version": "2.13.0", "cuda": "12.8"}
     with pytest.raises(AssertionError, match="probed although"):  # outside, the probes run again
         environment.torch_info()
+
+
+def test_the_run_pipeline_imports_without_torch() -> None:
+    """An unchanged re-run must not pay torch's import (2-5 s): nothing the pipeline loads imports it at start."""
+    import subprocess
+
+    code = ("import sys, tileiropt.pipeline, tileiropt.run_command, tileiropt.runtime.bench.run; "
+            "print(sorted(m for m in ('torch', 'torch.cuda') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

@@ -17,7 +17,6 @@ from typing import Any
 from tileiropt.cache import cache_dir
 from tileiropt.environment import device_description
 from tileiropt.output import dumps, write_atomic
-from tileiropt.runtime.bench.worker import run_do_bench
 from tileiropt.runtime.provenance import Provenance
 from tileiropt.runtime.worker_io import Emitter
 
@@ -62,6 +61,10 @@ def save_peaks(peaks: dict[str, Any], path: Path | None = None) -> Path:
 
 
 def _median_ms(fn: Any) -> float:
+    # lazy: the bench worker imports torch (4-5 s on a GPU host); reading the cached peaks, a re-run's only use of
+    # this module, needs none of it
+    from tileiropt.runtime.bench.worker import run_do_bench
+
     return run_do_bench(fn, warmup_ms=25, rep_ms=200).median_ms
 
 

@@ -32,6 +32,7 @@ from tileiropt.output import dataclass_from_dict
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
 from tileiropt.runtime.backends import BACKENDS
 from tileiropt.runtime.bench.items import BenchItem
+from tileiropt.runtime.bench.peaks import load_cached_peaks, peaks_path, save_peaks
 from tileiropt.runtime.bench.records import (
     METHODS,
     OPTIMIZED,
@@ -354,8 +355,6 @@ class BenchJobs:
 def obtain_peaks(machine: Machine, remeasure: bool = False, workers: RunWorkers | None = None
                  ) -> tuple[dict[str, Any] | None, str]:
     """(peaks, where they came from): the cache, or a fresh measurement in a worker."""
-    # lazy: peaks imports the bench worker, which imports torch (2-5 s); only a run on a GPU measures peaks
-    from tileiropt.runtime.bench.peaks import load_cached_peaks, peaks_path, save_peaks
 
     if not machine.has_gpu:
         return None, "not run: no GPU"
