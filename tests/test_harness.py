@@ -465,3 +465,14 @@ def test_a_scripts_program_is_left_out_without_falling_back_to_the_whole(tmp_pat
     namespace: dict = {}
     exec(compile(kept, "<kept>", "exec"), namespace)  # noqa: S102 - the test's own source
     assert namespace["bench"]() == 6 and namespace["helper"]() == 2
+
+
+def test_an_optimized_file_is_always_imported_whole(tmp_path: Path) -> None:
+    from tileiropt.transform.gate import GATE_MARKER
+
+    script = tmp_path / "k_tileir.py"
+    script.write_text(f"{GATE_MARKER} ---\nATTACHED = []\ndef attach():\n    ATTACHED.append('tileir configs')\n"
+                      "attach()  # the tool's own module-level code: never left out\n")
+    with harness.MODULE_CALLS.only_definitions():
+        module = harness.import_kernel_module(script)
+    assert module.ATTACHED == ["tileir configs"]

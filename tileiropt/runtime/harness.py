@@ -38,6 +38,7 @@ from tileiropt.runtime import stand_ins
 from tileiropt.runtime.exception_sites import exception_chain
 from tileiropt.runtime.exception_sites import exception_location as exception_location  # for validate's worker
 from tileiropt.runtime.script_definitions import definitions_only
+from tileiropt.transform.gate import GATE_MARKER
 
 DEFAULT_INT_RANGE = (0, 16)
 REFERENCE_ORIGINAL = "original"
@@ -93,7 +94,9 @@ class ModuleCalls:
     """Whether a script imported now runs whole (`skip` False) or as its definitions only
     (`runtime/script_definitions.py`): a worker replaying captured launches, or timing them, skips the script part
     (``y = softmax(x)``, ``test_layer_norm(...)``, prints), which the capture ran already and no definition needs.
-    A script whose definitions alone do not import is imported whole after all."""
+    A script whose definitions alone do not import is imported whole after all, and so is always an optimized
+    file: the TileIR code the tool inserted attaches itself at module level (configs, twins, dispatch), and none
+    of it may be left out."""
 
     skip = False
 
@@ -118,8 +121,9 @@ class _GuardedLoader(importlib.machinery.SourceFileLoader):
     def get_code(self, fullname: str) -> Any:
         """Compiled from the source every time: never read from or written to a bytecode cache, which a plain
         import of the same file shares."""
-        tree = ast.parse(self.get_data(self.path), filename=self.path)
-        if MODULE_CALLS.skip:
+        source = self.get_data(self.path)
+        tree = ast.parse(source, filename=self.path)
+        if MODULE_CALLS.skip and GATE_MARKER.encode() not in source:  # the tool's own code always runs whole
             tree.body = definitions_only(tree.body)
         else:
             stand_ins.GUARDED_IMPORTS.add(os.path.realpath(self.path))  # its calls' failures can be compared
