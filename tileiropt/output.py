@@ -156,6 +156,19 @@ def load_record_file(path: Path | str, name: str, key: str, what: str, command: 
                         hint=f"rerun `{command}` with this version of tileiropt") from None
 
 
+class JobMessage:
+    """A dataclass sent to a worker as one JSON object of plain values (a validation case, a bench item)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_json(cls: type[T], data: dict[str, Any]) -> T:
+        """Built from the message; keys this version does not know are left out."""
+        known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
 def dataclass_from_dict(cls: type[T], data: Any) -> T:
     """A record dataclass from its JSON dict; unknown keys are ignored, missing ones raise TypeError."""
     if not isinstance(data, dict):

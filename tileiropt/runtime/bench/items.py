@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
+from tileiropt.output import JobMessage
 from tileiropt.runtime.bench.records import BenchRow
 from tileiropt.runtime.provenance import Provenance, file_digest
 
 
 @dataclass
-class BenchItem:
+class BenchItem(JobMessage):
     """One measurement, as sent to a worker. Every field is a plain JSON value."""
 
     id: int
@@ -36,14 +37,6 @@ class BenchItem:
     module: str | None = None
     call: str | None = None
     launch: dict[str, Any] | None = None  # a captured launch: timed as replayed (its own shapes and config)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BenchItem:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
     def row(self, status: str, reason: str = "", provenance: Provenance | None = None, **values: Any) -> BenchRow:
         return BenchRow(kernel=self.kernel, variant=self.variant, backend=self.backend, size=self.size,

@@ -6,9 +6,10 @@ autotune config of each. Cases travel as JSON, so every field is a plain value.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
+from tileiropt.output import JobMessage
 from tileiropt.runtime.provenance import Provenance, file_digest
 from tileiropt.runtime.scaling import describe_scaling
 from tileiropt.runtime.validate.records import ValidationRecord
@@ -16,7 +17,7 @@ from tileiropt.schema import NOT_RUN
 
 
 @dataclass
-class Case:
+class Case(JobMessage):
     id: int
     kernel: str
     variant: str  # "original" | "optimized"
@@ -38,14 +39,6 @@ class Case:
     module: str | None = None  # the original's dotted module name, when it lives in a package
     call: str | None = None  # the entry's call expression (None: entry(**inputs, **args))
     launch: dict[str, Any] | None = None  # a captured launch, replayed instead of calling an entry
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Case:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def record_for(case: Case, backend: str, config: str, status: str, reason: str = "",
