@@ -476,3 +476,25 @@ def test_an_optimized_file_is_always_imported_whole(tmp_path: Path) -> None:
     with harness.MODULE_CALLS.only_definitions():
         module = harness.import_kernel_module(script)
     assert module.ATTACHED == ["tileir configs"]
+
+
+def test_a_setup_call_reading_the_scripts_data_goes_with_it_and_a_flag_stays_with_its_block() -> None:
+    import ast
+
+    from tileiropt.runtime.script_definitions import definitions_only
+
+    source = ("import torch\nimport os\n"
+              "x = torch.zeros(3)\ny = x + 1\n"
+              "torch.testing.assert_close(y, x + 1)  # reads the script's data: left out with it\n"
+              "for k in range(2):\n    torch.manual_seed(k)\n"
+              "os.environ.setdefault('TILEIROPT_UNUSED_SETUP', '1')  # reads nothing of the script: kept\n"
+              "HAS_TMA = hasattr(torch, 'float8_e5m2')\n"
+              "if HAS_TMA:\n    BLOCK = 128\nelse:\n    BLOCK = 64\n"
+              "def block():\n    return BLOCK\n")
+    kept = ast.unparse(ast.Module(body=definitions_only(ast.parse(source).body), type_ignores=[]))
+    assert "x = torch.zeros" not in kept and "assert_close" not in kept and "manual_seed" not in kept
+    assert "os.environ.setdefault" in kept and "HAS_TMA = " in kept and "BLOCK = 64" in kept
+    namespace: dict = {}
+    exec(compile(kept, "<kept>", "exec"), namespace)  # noqa: S102 - the test's own source
+    assert namespace["block"]() in (64, 128)
+    os.environ.pop("TILEIROPT_UNUSED_SETUP", None)

@@ -15,15 +15,19 @@ LAUNCH = {"kernel": "k", "args": [{"kind": "tensor", "shape": [4]}], "grid": [1]
 def test_the_key_names_the_file_the_launch_the_seed_and_the_device(tmp_path: Path) -> None:
     original = tmp_path / "k.py"
     original.write_text("x = 1\n")
-    key = reference_cache.cache_key(str(original), LAUNCH, 0, CPU)
-    assert key == reference_cache.cache_key(str(original), dict(LAUNCH), 0, dict(CPU))
-    assert key != reference_cache.cache_key(str(original), LAUNCH, 1, CPU)
-    assert key != reference_cache.cache_key(str(original), {**LAUNCH, "grid": [2]}, 0, CPU)
-    assert key != reference_cache.cache_key(str(original), LAUNCH, 0, {"name": "NVIDIA H100", "capability": "9.0"})
+    key = reference_cache.cache_key(str(original), LAUNCH, 0, CPU, "interpreter")
+    assert key == reference_cache.cache_key(str(original), dict(LAUNCH), 0, dict(CPU), "interpreter")
+    assert key != reference_cache.cache_key(str(original), LAUNCH, 1, CPU, "interpreter")
+    assert key != reference_cache.cache_key(str(original), {**LAUNCH, "grid": [2]}, 0, CPU, "interpreter")
+    assert key != reference_cache.cache_key(str(original), LAUNCH, 0, {"name": "NVIDIA H100", "capability": "9.0"},
+                                          "interpreter")
+    gpu = {"name": "NVIDIA B200", "capability": "10.0"}  # PTX (and the TileIR code forced on) vs the TileIR backend
+    assert reference_cache.cache_key(str(original), LAUNCH, 0, gpu, "cuda") != \
+        reference_cache.cache_key(str(original), LAUNCH, 0, gpu, "tileir")
     original.write_text("x = 2\n")  # the original changed: its outputs are another's
-    assert key != reference_cache.cache_key(str(original), LAUNCH, 0, CPU)
-    assert reference_cache.cache_key(str(original), {**LAUNCH, "atomics": True}, 0, CPU) is None
-    assert reference_cache.cache_key(str(tmp_path / "missing.py"), LAUNCH, 0, CPU) is None
+    assert key != reference_cache.cache_key(str(original), LAUNCH, 0, CPU, "interpreter")
+    assert reference_cache.cache_key(str(original), {**LAUNCH, "atomics": True}, 0, CPU, "interpreter") is None
+    assert reference_cache.cache_key(str(tmp_path / "missing.py"), LAUNCH, 0, CPU, "interpreter") is None
 
 
 def test_a_saved_reference_loads_back_and_a_damaged_or_absent_one_is_computed_again(tmp_path: Path) -> None:

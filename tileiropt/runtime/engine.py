@@ -125,21 +125,23 @@ class JobPool:
 
     # ------------------------------------------------------------------ decisions
 
-    def choose(self, current: str | None = None) -> str | None:
+    def choose(self, current: str | None = None, exclude: set[str] | frozenset[str] = frozenset()) -> str | None:
         """The backend a slot starts a worker for (counted as served from now; `release()` when it ends):
-        `current` while jobs wait there, else a backend worth joining; None when none is."""
+        `current` while jobs wait there, else a backend worth joining, never one in `exclude` (the slot gave it
+        up); None when none is."""
         with self.lock:
-            if current is not None and self.waiting.get(current):
+            if current is not None and current not in exclude and self.waiting.get(current):
                 chosen: str | None = current
             else:
-                chosen = self._worth_joining()
+                chosen = self._worth_joining(exclude)
             if chosen is not None:
                 self.serving[chosen] += 1
             return chosen
 
-    def _worth_joining(self) -> str | None:
+    def _worth_joining(self, exclude: set[str] | frozenset[str] = frozenset()) -> str | None:
         # a backend with no more jobs waiting than workers serving it: another worker would find nothing to take
-        open_ = [name for name, queue in self.waiting.items() if len(queue) > self.serving[name]]
+        open_ = [name for name, queue in self.waiting.items()
+                 if len(queue) > self.serving[name] and name not in exclude]
         unserved = [name for name in open_ if not self.serving[name]]
         if unserved:
             return max(unserved, key=lambda name: len(self.waiting[name]))
@@ -263,10 +265,11 @@ class Slots:
     def serve(self, launcher: Launcher = LOCAL) -> None:
         """One slot: start a worker for the backend the pool chooses and feed it while the pool has jobs for
         it (if it dies, a new one goes on), then move where the pool says; until the pool has nothing for it.
-        Two workers in a row that end without taking a job: the slot gives up (and, when no worker of that
-        backend ever took one, so does the backend: its jobs are lost with the cause)."""
+        Two workers in a row that end without taking a job: the slot gives that backend up (and, when no worker
+        of it ever took one, so does the run: its jobs are lost with the cause) and serves the others."""
         backend = self.pool.choose()
         in_a_row = 0  # workers of this slot that ended without beginning a job
+        given_up: set[str] = set()  # backends this slot gave up
         while backend is not None:
             outcome = WorkerOutcome()
             try:
@@ -289,8 +292,10 @@ class Slots:
                         self.kind.lost(job, backend, None, "", outcome.cause, None, launcher, self._base(backend))
                         self.kind.ended(job, False)
                 self.causes[backend] = outcome.cause
-                return
-            backend = self.pool.choose(backend)
+                given_up.add(backend)
+                backend, in_a_row = self.pool.choose(exclude=given_up), 0
+                continue
+            backend = self.pool.choose(backend, exclude=given_up)
 
     def leftovers(self) -> None:
         """Jobs no worker took (every slot gave up on their backend): lost with the cause, never silently."""
@@ -378,7 +383,9 @@ class Slots:
             elif event_kind == "job_done" and ours(event):
                 now = time.monotonic()
                 first = new_worker and not jobs_done
-                self.pool.observe(name, now - (worker.created if first else fed_at), first=first)
+                # a first job costs the worker's start-up, then the job (a worker started early waited between)
+                self.pool.observe(name, (worker.hello_seconds or 0.0) + now - fed_at if first else now - fed_at,
+                                  first=first)
                 self._timed(current, name, launcher, now - fed_at, event.get("parts") or {},
                             round(worker.hello_seconds, 3) if first and worker.hello_seconds is not None else None)
                 jobs_done += 1

@@ -97,24 +97,25 @@ def _imported(statements: list[ast.stmt]) -> set[str]:
 
 
 def needed_names(statements: list[ast.stmt]) -> set[str]:
-    """The names the definitions need, directly or through the assignments that bind them (a fixpoint)."""
+    """The names the definitions need, directly or through the assignments that bind them, and what the tests of
+    the blocks kept around those read (a fixpoint). A setup call adds nothing: it is kept only when what it reads
+    is kept anyway."""
     flat = _flat(statements)
-    imported = _imported(statements)
     needed: set[str] = set()
     for statement in flat:
         if isinstance(statement, DEFINITIONS):
             needed |= free_reads(statement)
-        elif _setup_call(statement, imported):
-            needed |= reads(statement)
-    for block in (s for s in statements if isinstance(s, BLOCKS)):
-        if any(isinstance(s, (ast.Import, ast.ImportFrom, *DEFINITIONS)) for s in _flat([block])):
-            needed |= _block_reads(block)  # a block holding definitions is kept: what its test reads is needed
+    blocks = [s for s in statements if isinstance(s, BLOCKS)]
     while True:
         more = set()
         for statement in flat:
             if isinstance(statement, ASSIGNMENTS) and binds(statement) & needed:
-                more |= reads(statement) - needed
-        if not more:
+                more |= reads(statement)
+        for block in blocks:  # a block holding an import, a definition or a needed assignment is kept: its test too
+            inside = _flat([block])
+            if any(isinstance(s, (ast.Import, ast.ImportFrom, *DEFINITIONS)) or binds(s) & needed for s in inside):
+                more |= _block_reads(block)
+        if more <= needed:
             return needed
         needed |= more
 
@@ -145,7 +146,9 @@ def definitions_only(statements: list[ast.stmt]) -> list[ast.stmt]:
     statements = copy.deepcopy(statements)
     needed = needed_names(statements)
     imported = _imported(statements)
-    kept_names = needed | imported | {s.name for s in _flat(statements) if isinstance(s, DEFINITIONS)}
+    flat = _flat(statements)
+    kept_names = imported | {s.name for s in flat if isinstance(s, DEFINITIONS)} | {
+        name for s in flat if isinstance(s, ASSIGNMENTS) and binds(s) & needed for name in binds(s)}  # bound
     return _keep(statements, needed, imported, kept_names)
 
 

@@ -126,6 +126,8 @@ class WorkerProcess:
                 self.stderr.append(line.rstrip())
                 continue
             if isinstance(event, dict):
+                if event.get("event") == "hello" and self.hello_seconds is None:  # when it came, not when read
+                    self.hello_seconds = time.monotonic() - self.created
                 self.events.put(event)
         self.events.put(None)
 
@@ -273,9 +275,8 @@ class WorkerEvents:
                 return
             kind = event.get("event")
             if kind == "hello":
-                self.worker.hello_seconds = time.monotonic() - self.worker.created
                 with _STARTS_LOCK:
-                    _STARTS.append(self.worker.hello_seconds)
+                    _STARTS.append(self.worker.hello_seconds or 0.0)
                 self.provenance = self.worker.hello = Provenance(**(event.get("provenance") or {}))
                 yield kind, event
             elif kind == "done":

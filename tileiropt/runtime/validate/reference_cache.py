@@ -6,7 +6,8 @@ validate case of the optimized file, on every backend of the same device (under 
 TileIR code forced on under it; on PTX and with the TileIR code forced on under PTX). The original file has no
 gate, so each of those computes the same thing: under the interpreter a kernel replayed costs seconds, on a GPU
 its compilation does. The first case to compute it saves it here (`torch.save`), in the run's own folder; the
-others load it. The key holds the original file's SHA-256, the launch, the seed and the device. A launch that
+others load it. The key holds the original file's SHA-256, the launch, the seed, the device and the compiler (the
+TileIR backend itself computes its own). A launch that
 accumulates with atomics is never cached (its result differs from run to run, and its tolerance is widened by
 running it again).
 """
@@ -25,12 +26,14 @@ import torch
 from tileiropt.runtime.provenance import file_digest
 
 
-def cache_key(original_path: str, launch: dict[str, Any], seed: int, device: dict[str, Any]) -> str | None:
-    """The key of a reference, or None when it must not be cached (atomics, no file)."""
+def cache_key(original_path: str, launch: dict[str, Any], seed: int, device: dict[str, Any],
+              compiler: str) -> str | None:
+    """The key of a reference, or None when it must not be cached (atomics, no file). `compiler`: what compiles
+    the original on that backend ("cuda", "tileir", "interpreter"): the TileIR backend's output is its own."""
     digest = file_digest(original_path)
     if digest is None or launch.get("atomics"):
         return None
-    described = {"file": digest, "launch": launch, "seed": seed,
+    described = {"file": digest, "launch": launch, "seed": seed, "compiler": compiler,
                  "device": [device.get("name"), device.get("capability")]}
     return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()
 

@@ -208,7 +208,8 @@ class CaseRunner:
             inputs = harness.build_inputs(case.shapes, case.dtypes, seed=case.seed, ranges=case.ranges,
                                           device=self.backend.device)
         reference = harness.Reference.parse(case.reference)
-        key = reference_cache.cache_key(case.original_path or "", case.launch, case.seed, self.base.device) \
+        key = reference_cache.cache_key(case.original_path or "", case.launch, case.seed, self.base.device,
+                                        self.backend.expected_backend) \
             if reference.kind == "original" and case.launch else None
         saved = reference_cache.load(self.reference_folder, key, self.backend.device)
         if saved is not None:  # computed by an earlier case of this run on this device
@@ -235,8 +236,7 @@ class CaseRunner:
             if structure is None:
                 structure = expected  # shapes still checked; the dtype is the upcast one
         harness.synchronize(self.backend.device)
-        if key is not None and not (case.launch.get("atomics") and not self.backend.interpreted):
-            reference_cache.save(self.reference_folder, key, expected, used)
+        reference_cache.save(self.reference_folder, key, expected, used)  # no key: not to be cached (atomics)
         return {"inputs": inputs, "expected": expected, "reference_inputs": used,
                 "structure": structure, "check_dtype": check_dtype}
 
