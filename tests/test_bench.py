@@ -401,7 +401,7 @@ def test_obtain_peaks_uses_the_cache_without_a_worker(tmp_path: Path, monkeypatc
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     peaks = {**recorded()["peaks"], "device": HOPPER.device["name"], "torch_version": probe_torch()["version"]}
     peaks_module.save_peaks(peaks)
-    monkeypatch.setattr(bench_module, "WorkerProcess", lambda *a, **k: pytest.fail("no worker may start"))
+    monkeypatch.setattr(bench_module, "start_worker", lambda *a, **k: pytest.fail("no worker may start"))
     found, note = obtain_peaks(HOPPER)
     assert found["matmul"]["float16"]["tflops"] == 600.0 and note.startswith("cached in")
     assert obtain_peaks(NO_GPU) == (None, "not run: no GPU")
@@ -594,3 +594,17 @@ def test_isolate_gives_each_job_a_fresh_worker_even_with_kept_workers(monkeypatc
         assert run_jobs(slots, [LOCAL])
         assert not any(workers.kept.idle.values())
     assert len({row.reason.split()[0] for row in jobs.rows.values()}) == 3 and slots.workers_started == 3
+
+
+def test_a_pair_sent_on_its_own_runs_only_when_both_its_rows_timed() -> None:
+    from tileiropt.runtime.bench.records import BenchRow
+
+    jobs = BenchJobs(BenchSettings())
+    items = [_item(7, "k"), _item(8, "k")]
+    pair = BenchJob(0, "k", "ptx", items, [[0, 1]], start_item=2)
+    assert jobs.message(pair)["passed"] == []  # nothing timed yet: the worker skips the pair
+    jobs.rows[7] = items[0].row(PASS)
+    jobs.rows[8] = items[1].row(ERROR, "timeout after 2s")
+    assert jobs.message(pair)["passed"] == [0]
+    jobs.rows[8] = BenchRow(**{**vars(items[1].row(PASS))})
+    assert jobs.message(pair)["passed"] == [0, 1]

@@ -18,6 +18,7 @@ for want of a GPU is not a failure), 1 a kernel stopped or a benchmark errored, 
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime as _dt
 import shlex
 import shutil
@@ -34,7 +35,7 @@ from tileiropt.analysis.model import FileModels
 from tileiropt.environment import check_environment, choose_release
 from tileiropt.errors import ExitCode, check_seconds, run_exit_code
 from tileiropt.machine_facts import machine_facts
-from tileiropt.output import to_jsonable, write_atomic
+from tileiropt.output import write_atomic
 from tileiropt.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
 from tileiropt.phases import PHASES
 from tileiropt.project import KernelSpec, Project
@@ -50,7 +51,7 @@ from tileiropt.report.artifacts import (
 from tileiropt.report.build import build_report
 from tileiropt.report.markdown import write_markdown
 from tileiropt.report.verdict import ATTENTION
-from tileiropt.run_record import PhaseResult, RunResult, run_from_dict
+from tileiropt.run_record import PhaseResult, RunResult
 from tileiropt.runtime.backends import BACKENDS, default_backends
 from tileiropt.runtime.bench.records import ERROR as BENCH_ERROR
 from tileiropt.runtime.bench.records import SLOWER, save_bench_run
@@ -398,7 +399,7 @@ class Pipeline:
         if any(v["bucket"] == ATTENTION for v in self.result.verdicts.values()) and \
                 self.result.exit_code in (ExitCode.OK, ExitCode.NOT_RUN):
             self.result.exit_code = int(ExitCode.FAILED)  # a kernel that needs attention is not a success
-        report.run = run_from_dict(to_jsonable(self.result))  # the verdicts and exit code run.json keeps
+        report.run = copy.deepcopy(self.result)  # the verdicts and exit code run.json keeps
         write_markdown(report, path)
         phase.seconds = round(time.monotonic() - started, 3)
         save_record(self.artifacts, RUN_FILE, self.result)

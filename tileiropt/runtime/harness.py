@@ -36,7 +36,6 @@ import torch.nn.functional as F
 
 from tileiropt.runtime import stand_ins
 from tileiropt.runtime.exception_sites import exception_chain
-from tileiropt.runtime.exception_sites import exception_location as exception_location  # for validate's worker
 from tileiropt.runtime.script_definitions import definitions_only
 from tileiropt.transform.gate import GATE_MARKER
 

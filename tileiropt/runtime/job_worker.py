@@ -47,6 +47,13 @@ def install_allocator(device: str) -> None:
         triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=device))
 
 
+def release_cached_memory() -> None:
+    """Give the memory torch's caching allocator keeps back to the GPU (the compiled kernels stay)."""
+    import torch  # imported already by the job; here only to name it
+
+    torch.cuda.empty_cache()
+
+
 def serve(setup: dict[str, Any], emit: Emitter, jobs: Any) -> int:
     """Say hello, prepare the process once, then run each job as it comes."""
     backend = BACKENDS[setup["backend"]]
@@ -65,6 +72,8 @@ def serve(setup: dict[str, Any], emit: Emitter, jobs: Any) -> int:
         emit("job", id=job["id"])
         if not JOBS[job["kind"]](job, backend, base, emit, blocked):
             return 0  # the CUDA context is unusable: the parent starts a fresh worker for what is left
+        if backend.device == "cuda" and not blocked:
+            release_cached_memory()  # an idle worker kept for a later phase holds no more than it must
     emit("done")
     return 0
 

@@ -18,6 +18,7 @@ on with the rest of the job.
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as _dt
 import sys
 import threading
@@ -53,13 +54,13 @@ from tileiropt.runtime.bench.records import (
     mark_fallback,
     row_from_dict,
 )
-from tileiropt.runtime.engine import WORKER_MODULE, JobPool, RunWorkers
+from tileiropt.runtime.engine import JobPool, RunWorkers, start_worker
 from tileiropt.runtime.executors import Executor
 from tileiropt.runtime.machine import Machine, environment_summary, versions
 from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.provenance import Provenance, digest_memo, file_digest
 from tileiropt.runtime.resume import Earlier, Journal, input_key, read_journal, tool_digest
-from tileiropt.runtime.workers import Launcher, WorkerEvents, WorkerProcess, run_in_slots
+from tileiropt.runtime.workers import LOCAL, Launcher, WorkerEvents, run_in_slots
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 PEAKS_TIMEOUT_S = 300.0
@@ -235,7 +236,7 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
                 plan.jobs.append(BenchJob(len(plan.jobs), spec.name, backend, [item]))
             for a, b in pairs:
                 plan.jobs.append(BenchJob(len(plan.jobs), spec.name, backend, [items[a], items[b]], [[0, 1]],
-                                          start_item=2, passed=[0, 1]))
+                                          start_item=2))  # its rows' outcomes join when it is sent
     return plan
 
 
@@ -292,9 +293,10 @@ class BenchJobs:
     phase: str = "bench"
 
     def message(self, job: BenchJob) -> dict[str, Any]:
+        timed = {i for i, item in enumerate(job.items) if item.id in self.rows and self.rows[item.id].status == PASS}
         return {"kind": "bench", "id": job.id, "items": [item.to_json() for item in job.items], "pairs": job.pairs,
                 "rounds": self.settings.rounds, "threshold": self.settings.threshold, "start_item": job.start_item,
-                "passed": job.passed}
+                "passed": sorted(set(job.passed) | timed)}  # a pair runs only when both its rows timed
 
     def timeout(self, job: BenchJob, item: int | None) -> float:
         if item is None:
@@ -363,10 +365,8 @@ def obtain_peaks(machine: Machine, remeasure: bool = False, workers: RunWorkers 
         cached = load_cached_peaks(device, torch_version)
         if cached:
             return cached, f"cached in {peaks_path()} (measured {cached.get('measured', '?')})"
-    with RunWorkers() as own:
-        setting = workers or own
-        worker = WorkerProcess(BACKENDS[PTX], None, module=WORKER_MODULE, extra_env=setting.env(PTX))
-        worker.send({"backend": PTX, "triton_distribution": triton_distribution(), "release": setting.release})
+    with contextlib.nullcontext(workers) if workers is not None else RunWorkers() as setting:
+        worker = start_worker(BACKENDS[PTX], LOCAL, setting.env(PTX), setting.release)
         worker.send({"job": {"kind": "peaks", "id": 0}})
         worker.close_input()
         peaks = None

@@ -31,7 +31,7 @@ from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.provenance import digest_memo, file_digest
 from tileiropt.runtime.resume import Earlier, Journal, input_key, read_journal, tool_digest
 from tileiropt.runtime.scaling import scale_for_interpreter
-from tileiropt.runtime.validate.case_jobs import CaseJobs
+from tileiropt.runtime.validate.case_jobs import CaseJobs, RecordCallback
 from tileiropt.runtime.validate.cases import Case, record_for
 from tileiropt.runtime.validate.records import (
     NONE,
@@ -42,9 +42,6 @@ from tileiropt.runtime.validate.records import (
     record_from_dict,
 )
 from tileiropt.schema import ERROR, NOT_RUN
-
-RecordCallback = Callable[[ValidationRecord], None]
-
 
 # --------------------------------------------------------------------------- planning
 

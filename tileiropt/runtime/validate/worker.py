@@ -29,6 +29,7 @@ from tileiropt.runtime import harness, loading, replay, stand_ins
 from tileiropt.runtime.autotuners import pruned_reason
 from tileiropt.runtime.backends import Backend
 from tileiropt.runtime.configs import ConfigItem, config_items, first_configs, label_after_run, pinned_item
+from tileiropt.runtime.exception_sites import exception_location
 from tileiropt.runtime.launches import LaunchRecorder
 from tileiropt.runtime.loading import package_folder
 from tileiropt.runtime.provenance import Provenance, fallback_note
@@ -245,7 +246,7 @@ class CaseRunner:
         when this machine cannot run the code (no GPU, a limit of the interpreter), ERROR otherwise."""
 
         text = harness.describe_exception(exc)
-        location = harness.exception_location(exc)
+        location = exception_location(exc)
         if location:
             text = f"{text} (at {location})"
         if harness.needs_cuda(exc):
