@@ -215,7 +215,6 @@ class Pipeline:
         program starts: their start-up (torch, Triton, CUDA) overlaps the program's run instead of following it.
         Not on SLURM (a job step is not started ahead of its work), nor before the check said what this machine
         runs."""
-
         executor = (self.executor or Executor()).check()
         if executor.kind != "local" or self.ready_to_start is None:
             return
@@ -315,7 +314,6 @@ class Pipeline:
 
     def capture(self) -> PhaseResult:
         """Run the program, keep the distinct launches of the target files' kernels as replay specs."""
-
         request = self.project.capture
         assert request is not None
         machine = Machine.probe(self.workers.release)
@@ -385,7 +383,6 @@ class Pipeline:
         run.json already lists the report phase when the report is rendered, so `tileiropt report`
         on the same records renders the same text; only that phase's seconds are filled in after.
         """
-
         path = self.artifacts / REPORT_FILE
         phase = PhaseResult("report", PASS, detail=str(path))
         self.result.phases.append(phase)
@@ -410,7 +407,6 @@ class Pipeline:
     def rejections(self) -> dict[Path, str]:
         """Optimized file -> why it must not be the result: a failed or errored record of it (validation), or
         a paired PTX timing whose whole 95% interval lies above 1 + the threshold (bench)."""
-
         by_kernel = {s.name: s for s in self.specs}
         reasons: dict[Path, str] = {}
         for record in (self.validation.records if self.validation else []):
@@ -430,7 +426,6 @@ class Pipeline:
     def settle(self) -> None:
         """Set aside every optimized file that failed or regressed (`<stem>.rejected.py`, reason in run.json and
         the report); with --in-place, write each accepted one over the user's file, the original kept beside it."""
-
         reasons = self.rejections()
         for path, reason in reasons.items():
             if not path.is_file() or GATE_MARKER not in path.read_text(encoding="utf-8", errors="replace"):

@@ -30,7 +30,6 @@ def run_classify(paths: list[Path], select: list[str] | None = None, ignore: lis
                  ir: bool = True, output_format: str | None = None) -> int:
     """Classify and lint `paths` for a CUDA Tile IR release; print in `output_format` (text, json, sarif,
     github; `json_output`: json); return the exit code. Settings: tileiropt.analysis.lint_config."""
-
     fmt = output_format or ("json" if json_output else "text")
     forget_cached_files()
     settings = LintSettings(select=select, ignore=ignore, tileir_version=tileir_version)
@@ -54,7 +53,6 @@ def run_classify(paths: list[Path], select: list[str] | None = None, ignore: lis
 
 def _release_choice(settings: Any, files: list[Path]) -> Any:
     """--tileir-version, else what the files' tileiropt.toml or [tool.tileiropt] name, else the detected one."""
-
     if settings.tileir_version:
         return choose_release(settings.tileir_version)
     asked = settings.release_for(files)
@@ -170,7 +168,6 @@ def _print_human(results: list[FileResult], explicit: set[Path], verbose: bool =
 
 def _print_findings(results: list[FileResult], plain: bool) -> None:
     """One line per finding, `path:line:col: CODE severity message (fix: hint)`; coloured on a terminal."""
-
     for item in located_findings(results):
         if plain:
             sys.stdout.write(text_line(item) + "\n")

@@ -132,7 +132,6 @@ def artifact_uri(path: str, base: str | None = None) -> str:
 
 def sarif_rule(rule: Any) -> dict[str, Any]:
     """A reportingDescriptor: the rule's texts and page, from the same metadata as `tileiropt rule`."""
-
     return {
         "id": rule.code,
         "name": rule.name,

@@ -193,7 +193,6 @@ def keep_bytecode(env: dict[str, str]) -> None:
     unless the user set one): every worker imports torch and the user's package anew, and where the installed
     packages have no bytecode (read-only installs, images built with PYTHONDONTWRITEBYTECODE=1) each worker
     would otherwise compile them all again, seconds per worker. Nothing is written next to anyone's sources."""
-
     if env.get("PYTHONPYCACHEPREFIX"):
         return
     env["PYTHONPYCACHEPREFIX"] = str(cache_dir() / "bytecode")

@@ -333,7 +333,6 @@ def within_noise(ratio: float, a: Timing, b: Timing, floor: float = NOISE_FLOOR)
 def evaluate_expression(expression: str, dims: dict[str, int], shapes: dict[str, list[int]]) -> float:
     """A project's `flops`/`bytes` expression over the dims (by name) and the input shapes (lists), evaluated
     without `eval` and with bounded cost (see `tileiropt.runtime.bench.metric_expressions`)."""
-
     return evaluate(expression, dims, shapes)
 
 
@@ -463,7 +462,6 @@ def run_from_dict(data: dict[str, Any]) -> BenchRun:
 def save_bench_run(run: BenchRun, artifacts: Path | str) -> Path:
     """Write `run` to ``<artifacts>/bench.json`` (atomically) and return the path; the journal of the rows
     as they finished is then superseded (removed)."""
-
     path = save_record_file(run, artifacts, BENCH_FILE)
     Journal(artifacts, "bench").clear()
     return path

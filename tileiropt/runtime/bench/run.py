@@ -149,7 +149,6 @@ def item_inputs(item: BenchItem, machine: Machine, versions: dict[str, Any],
 
 def earlier_bench(artifacts: Any) -> Earlier:
     """What a re-run may reuse: the rows of bench.json, then (superseding them) those of a journal."""
-
     earlier = Earlier()
     try:
         run = load_bench_run(artifacts)
@@ -173,7 +172,6 @@ def earlier_bench(artifacts: Any) -> Earlier:
 
 def parent_provenance(machine: Machine) -> Provenance:
     """Device, Triton and torch as this process sees them (for rows that never reach a worker)."""
-
     dist = triton_distribution()
     return Provenance(device=dict(machine.device), triton_distribution=dist.get("name"),
                       triton_version=dist.get("version"), torch_version=torch_info().get("version"))
@@ -357,7 +355,6 @@ class BenchJobs:
 def obtain_peaks(machine: Machine, remeasure: bool = False, workers: RunWorkers | None = None
                  ) -> tuple[dict[str, Any] | None, str]:
     """(peaks, where they came from): the cache, or a fresh measurement in a worker."""
-
     if not machine.has_gpu:
         return None, "not run: no GPU"
     device, torch_version = str(machine.device.get("name")), str(torch_info().get("version"))

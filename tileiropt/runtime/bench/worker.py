@@ -169,7 +169,6 @@ class Measurement:
 
     def callable(self) -> tuple[Callable[[dict[str, Any]], Any], Any]:
         """(call taking the inputs, the kernel module or None for the torch reference)."""
-
         item = self.item
         if item.variant == REFERENCE:
             reference = harness.Reference.parse(item.reference or "").resolve()
@@ -394,7 +393,6 @@ def labels(items: list[BenchItem], pairs: list[list[int]]) -> list[str]:
 
 def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emitter, blocked: str | None) -> bool:
     """Time the job's items, then its pairs; False when the worker must exit (the CUDA context is unusable)."""
-
     ident = job["id"]
     items = [BenchItem.from_json(i) for i in job["items"]]
     pairs = [list(pair) for pair in job.get("pairs") or []]

@@ -125,7 +125,6 @@ def run_from_dict(data: dict[str, Any]) -> ValidateRun:
 def save_validate_run(run: ValidateRun, artifacts: Path | str) -> Path:
     """Write `run` to ``<artifacts>/validate.json`` (atomically) and return the path; the journal of the
     records as they finished is then superseded (removed)."""
-
     path = save_record_file(run, artifacts, VALIDATE_FILE)
     Journal(artifacts, "validate").clear()
     return path

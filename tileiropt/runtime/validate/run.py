@@ -158,7 +158,6 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
 def earlier_validation(artifacts: Path | str) -> Earlier:
     """What a re-run may reuse: the records of validate.json, then (superseding them per input key) those of
     an unfinished run's journal."""
-
     earlier = Earlier()
     try:
         run = load_validate_run(Path(artifacts))

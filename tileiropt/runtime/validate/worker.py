@@ -104,7 +104,6 @@ class CaseRunner:
 
     def run(self) -> bool:
         """Run the case; False when the worker must exit (the CUDA context is unusable)."""
-
         case, emit = self.case, self.emit
         try:  # the reference first: with reference "original", a package's original is imported, then replaced
             with self.part("prepare"):
@@ -161,7 +160,6 @@ class CaseRunner:
 
     def scopes(self) -> list[str]:
         """The files (and, for a package, its folder) whose skipped and emulated calls this case's records name."""
-
         case = self.case
         files = [str(Path(p).resolve()) for p in (case.path, case.original_path) if p]
         folder = package_folder(Path(case.original_path or case.path), case.module)
@@ -183,7 +181,6 @@ class CaseRunner:
     def widen_to_noise(self, function: Any, expected: Any, inputs: dict[str, Any]) -> None:
         """A kernel accumulating with atomics differs from itself between runs (the order of its updates is not
         fixed): run the original once more and widen the tolerance to twice its own run-to-run difference."""
-
         again, _ = harness.evaluate_reference(function, "original", inputs, self.case.args, self.case.dims)
         spread = harness.compare(again, expected, 0.0, 0.0).max_abs or 0.0
         if spread > 0 and 2 * spread > self.case.atol:
@@ -201,7 +198,6 @@ class CaseRunner:
 
     def prepare(self) -> dict[str, Any]:
         """Inputs, the reference output, and the expected output structure (dtypes, shapes)."""
-
         case = self.case
         if case.launch:
             inputs = replay.build_inputs(case.launch, case.seed, self.backend.device)
@@ -244,7 +240,6 @@ class CaseRunner:
     def classify_failure(self, exc: BaseException, stage: str) -> tuple[str, str]:
         """(status, reason) of an exception raised at `stage` ("import", "reference" or "kernel"): NOT_RUN
         when this machine cannot run the code (no GPU, a limit of the interpreter), ERROR otherwise."""
-
         text = harness.describe_exception(exc)
         location = exception_location(exc)
         if location:
@@ -268,7 +263,6 @@ class CaseRunner:
     def run_item(self, module: Any, entry: Any, item: Any, prepared: dict[str, Any]
                  ) -> tuple[dict[str, Any], set[str] | None, bool]:
         """(record, autotuners launched or None when the call raised, CUDA context poisoned)."""
-
         case = self.case
         started = time.perf_counter()
         inputs = harness.clone_inputs(prepared["inputs"])
@@ -331,7 +325,6 @@ class CaseRunner:
 
 def tileir_not_ready(release: str | None = None) -> str | None:
     """Why TileIR cannot run in this process for the CUDA Tile IR `release`, or None when it can."""
-
     report = check_environment(release=release)
     return None if report.tileir_ready else "; ".join(report.reasons)
 
