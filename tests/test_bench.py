@@ -608,3 +608,18 @@ def test_a_pair_sent_on_its_own_runs_only_when_both_its_rows_timed() -> None:
     assert jobs.message(pair)["passed"] == [0]
     jobs.rows[8] = BenchRow(**{**vars(items[1].row(PASS))})
     assert jobs.message(pair)["passed"] == [0, 1]
+
+
+def test_a_slot_that_gives_up_one_backend_still_serves_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_worker(monkeypatch)
+    monkeypatch.setenv("FAKE_TILEIR_DIES", "1")
+    jobs = BenchJobs(BenchSettings(rounds=0))
+    tileir = [BenchJob(i, f"t{i}", "tileir", [_item(i, f"t{i}")]) for i in range(3)]  # most waiting: chosen first
+    ptx = [BenchJob(9, "p", "ptx", [_item(9, "p")])]
+    with RunWorkers() as workers:
+        slots = workers.slots(JobPool({"tileir": tileir, "ptx": ptx}), {"tileir": BACKENDS["tileir"],
+                                                                        "ptx": BACKENDS["ptx"]}, jobs)
+        assert run_jobs(slots, [LOCAL])
+    assert jobs.rows[9].status == PASS  # the PTX job ran on the same slot after TileIR was given up
+    assert {jobs.rows[i].status for i in range(3)} == {ERROR}
+    assert all("did not start" in jobs.rows[i].reason for i in range(3))
