@@ -407,6 +407,21 @@ def test_obtain_peaks_uses_the_cache_without_a_worker(tmp_path: Path, monkeypatc
     assert obtain_peaks(NO_GPU) == (None, "not run: no GPU")
 
 
+def test_peaks_are_measured_by_the_runs_idle_worker_which_goes_back_to_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No worker started for the peaks when the run keeps a PTX worker idle on the first slot: it measures them
+    and is kept again for the timing jobs."""
+    _fake_worker(monkeypatch)
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    with RunWorkers(keep=True) as workers:
+        workers.prestart(LOCAL, [BACKENDS["ptx"]])
+        (kept,) = [w for idle in workers.kept.idle.values() for w in idle]
+        monkeypatch.setattr(bench_module, "start_worker", lambda *a, **k: pytest.fail("no worker may start"))
+        found, note = obtain_peaks(HOPPER, remeasure=True, workers=workers, launcher=LOCAL)
+        assert found["device"] == "FAKE GPU" and note.startswith("measured now")  # by `kept`: none could start
+        assert [w for idle in workers.kept.idle.values() for w in idle] == [kept] and kept.proc.poll() is None
+
+
 # --------------------------------------------------------------------------- command line
 
 

@@ -15,6 +15,7 @@ from tileiropt.pipeline import run_pipeline
 from tileiropt.project import CaptureRequest, Project
 from tileiropt.report.artifacts import load_artifacts
 from tileiropt.runtime.capture import run_capture
+from tileiropt.runtime.validate.worker import OWN_RUN_REASON
 from tileiropt.schema import PASS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "capture"
@@ -77,6 +78,9 @@ def test_capture_from_pytest_then_replay_on_original_and_optimized(folder: Path)
         exact = [r for r in records if r.backend == "interpret"]
         assert {r.variant for r in exact} == {"original", "optimized"}
         assert all(r.status == PASS and r.atol == 0 and r.rtol == 0 for r in exact), exact
+        # the original ran once: its run is the reference the optimized file's records compared with
+        assert [OWN_RUN_REASON in r.reason for r in exact if r.variant == "original"] == [True]
+        assert all(r.elements for r in exact if r.variant == "optimized")
         forced = [r for r in records if r.backend == "tileir-code-on-interpret"]
         assert forced and all(r.status == PASS for r in forced)
         assert all(r.config.startswith("captured: grid (") for r in exact)

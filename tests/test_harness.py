@@ -467,15 +467,28 @@ def test_a_scripts_program_is_left_out_without_falling_back_to_the_whole(tmp_pat
     assert namespace["bench"]() == 6 and namespace["helper"]() == 2
 
 
-def test_an_optimized_file_is_always_imported_whole(tmp_path: Path) -> None:
+def test_an_optimized_file_keeps_the_tools_code_whole_and_leaves_the_script_part_out(tmp_path: Path) -> None:
+    """The gate's flags and every `if _TILEIR:` block stay (with what they read), even for a kernel that only the
+    script part launches; the script's own program is left out as in its original."""
     from tileiropt.transform.gate import GATE_MARKER
 
     script = tmp_path / "k_tileir.py"
-    script.write_text(f"{GATE_MARKER} ---\nATTACHED = []\ndef attach():\n    ATTACHED.append('tileir configs')\n"
-                      "attach()  # the tool's own module-level code: never left out\n")
+    script.write_text(f"{GATE_MARKER} ---\n"
+                      "RAN = []\n"
+                      "def ran():\n    return RAN\n"
+                      "def _tileiropt_attach(kernel, configs):\n    return (kernel, configs)\n"
+                      "_TILEIR = True\n"
+                      "_TILEIROPT_NOT_ATTACHED = {}\n"
+                      "CONFIGS = [1, 2]  # read only by the tool's block: kept with it\n"
+                      "def kernel():\n    return 'k'\n"
+                      "if _TILEIR:\n    kernel = _tileiropt_attach(kernel, CONFIGS)\n"
+                      "_tileiropt_attach(kernel, None)  # a bare call of the tool's: kept\n"
+                      "RAN.append('the script part')  # the program: left out\n"
+                      "kernel()\n")
     with harness.MODULE_CALLS.only_definitions():
         module = harness.import_kernel_module(script)
-    assert module.ATTACHED == ["tileir configs"]
+    assert module.ran() == [] and module._TILEIROPT_NOT_ATTACHED == {}
+    assert module.kernel[1] == [1, 2] and module.kernel[0]() == "k"
 
 
 def test_a_setup_call_reading_the_scripts_data_goes_with_it_and_a_flag_stays_with_its_block() -> None:

@@ -26,7 +26,8 @@ def test_the_key_names_the_file_the_launch_the_seed_and_the_device(tmp_path: Pat
         reference_cache.cache_key(str(original), LAUNCH, 0, gpu, "tileir")
     original.write_text("x = 2\n")  # the original changed: its outputs are another's
     assert key != reference_cache.cache_key(str(original), LAUNCH, 0, CPU, "interpreter")
-    assert reference_cache.cache_key(str(original), {**LAUNCH, "atomics": True}, 0, CPU, "interpreter") is None
+    assert reference_cache.cache_key(str(original), {**LAUNCH, "atomics": True}, 0, gpu, "cuda") is None
+    assert reference_cache.cache_key(str(original), {**LAUNCH, "atomics": True}, 0, CPU, "interpreter") is not None
     assert reference_cache.cache_key(str(tmp_path / "missing.py"), LAUNCH, 0, CPU, "interpreter") is None
 
 

@@ -37,7 +37,6 @@ import torch.nn.functional as F
 from tileiropt.runtime import stand_ins
 from tileiropt.runtime.exception_sites import exception_chain
 from tileiropt.runtime.script_definitions import definitions_only
-from tileiropt.transform.gate import GATE_MARKER
 
 DEFAULT_INT_RANGE = (0, 16)
 REFERENCE_ORIGINAL = "original"
@@ -93,9 +92,10 @@ class ModuleCalls:
     """Whether a script imported now runs whole (`skip` False) or as its definitions only
     (`runtime/script_definitions.py`): a worker replaying captured launches, or timing them, skips the script part
     (``y = softmax(x)``, ``test_layer_norm(...)``, prints), which the capture ran already and no definition needs.
-    A script whose definitions alone do not import is imported whole after all, and so is always an optimized
-    file: the TileIR code the tool inserted attaches itself at module level (configs, twins, dispatch), and none
-    of it may be left out."""
+    A script whose definitions alone do not import is imported whole after all. An optimized file keeps the
+    TileIR code the tool inserted whole (it attaches configs, twins and dispatch at module level), and leaves out
+    the same script part as its original: the program ran in the capture, and its own self-check is compared only
+    where the original ran whole beside it (`stand_ins.raised_only_in`)."""
 
     skip = False
 
@@ -122,7 +122,7 @@ class _GuardedLoader(importlib.machinery.SourceFileLoader):
         import of the same file shares."""
         source = self.get_data(self.path)
         tree = ast.parse(source, filename=self.path)
-        if MODULE_CALLS.skip and GATE_MARKER.encode() not in source:  # the tool's own code always runs whole
+        if MODULE_CALLS.skip:  # an optimized file's own code stays whole (`script_definitions.tool_code`)
             tree.body = definitions_only(tree.body)
         else:
             stand_ins.GUARDED_IMPORTS.add(os.path.realpath(self.path))  # its calls' failures can be compared

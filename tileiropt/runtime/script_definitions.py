@@ -15,6 +15,11 @@ the script part costs seconds per import (tutorial 02's module-level softmax: ab
 
 It leaves out the rest: other assignments, bare calls of the script's own functions or of builtins
 (``print``), asserts, loops, `del`. The caller falls back to the whole script when the result does not import.
+
+An optimized file's own code is never left out: every statement that reads or binds a name of the tool's
+(``_tileiropt_*``, ``_TILEIR*``) stays whole -- the gate's flags, ``if _TILEIR:`` blocks attaching TileIR configs,
+twins and dispatch to a kernel -- with what it reads. A kernel launched only by the script part keeps its TileIR
+code too, so a replay of it runs what the TileIR backend would.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ BLOCKS = (ast.If, ast.Try, ast.With)
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 ASSIGNMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign)
 BUILTIN_NAMES = frozenset(dir(builtins))
+TOOL_PREFIXES = ("_tileiropt", "_TILEIR")  # the names of the code `apply` inserts (transform/gate.py)
 
 
 def reads(node: ast.AST) -> set[str]:
@@ -71,6 +77,18 @@ def binds(statement: ast.stmt) -> set[str]:
     return {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
 
 
+def tool_code(statement: ast.stmt) -> bool:
+    """A statement the tool inserted: it reads or binds one of the tool's names (an `if` by its test alone; a
+    user's block holding the tool's code is looked into instead)."""
+    if isinstance(statement, ast.If):
+        names = reads(statement.test)
+    elif isinstance(statement, BLOCKS):
+        return False
+    else:
+        names = reads(statement) | binds(statement)
+    return any(name.startswith(TOOL_PREFIXES) for name in names)
+
+
 def _flat(statements: list[ast.stmt]) -> list[ast.stmt]:
     """The statements, with those of module-level blocks in their place."""
     found: list[ast.stmt] = []
@@ -105,6 +123,8 @@ def needed_names(statements: list[ast.stmt]) -> set[str]:
     for statement in flat:
         if isinstance(statement, DEFINITIONS):
             needed |= free_reads(statement)
+    for statement in _tool_statements(statements):
+        needed |= reads(statement)
     blocks = [s for s in statements if isinstance(s, BLOCKS)]
     while True:
         more = set()
@@ -113,11 +133,23 @@ def needed_names(statements: list[ast.stmt]) -> set[str]:
                 more |= reads(statement)
         for block in blocks:  # a block holding an import, a definition or a needed assignment is kept: its test too
             inside = _flat([block])
-            if any(isinstance(s, (ast.Import, ast.ImportFrom, *DEFINITIONS)) or binds(s) & needed for s in inside):
+            if any(isinstance(s, (ast.Import, ast.ImportFrom, *DEFINITIONS)) or binds(s) & needed or tool_code(s)
+               for s in inside) or _tool_statements([block]):
                 more |= _block_reads(block)
         if more <= needed:
             return needed
         needed |= more
+
+
+def _tool_statements(statements: list[ast.stmt]) -> list[ast.stmt]:
+    """The tool's own statements (`tool_code`), inside module-level blocks too."""
+    found: list[ast.stmt] = []
+    for statement in statements:
+        if tool_code(statement):
+            found.append(statement)
+        elif isinstance(statement, BLOCKS):
+            found.extend(_tool_statements(_arms(statement)))
+    return found
 
 
 def _block_reads(block: ast.stmt) -> set[str]:
@@ -148,15 +180,23 @@ def definitions_only(statements: list[ast.stmt]) -> list[ast.stmt]:
     imported = _imported(statements)
     flat = _flat(statements)
     kept_names = imported | {s.name for s in flat if isinstance(s, DEFINITIONS)} | {
-        name for s in flat if isinstance(s, ASSIGNMENTS) and binds(s) & needed for name in binds(s)}  # bound
+        name for s in flat if isinstance(s, ASSIGNMENTS) and binds(s) & needed for name in binds(s)} | {
+        name for s in _tool_statements(statements) for name in _all_binds(s)}  # bound
     return _keep(statements, needed, imported, kept_names)
+
+
+def _all_binds(statement: ast.stmt) -> set[str]:
+    """The names a statement binds, inside a block it heads too."""
+    if isinstance(statement, BLOCKS):
+        return set().union(*(_all_binds(s) for s in _flat([statement])))
+    return binds(statement)
 
 
 def _keep(statements: list[ast.stmt], needed: set[str], imported: set[str], kept_names: set[str]) -> list[ast.stmt]:
     kept: list[ast.stmt] = []
     for statement in statements:
-        if isinstance(statement, (ast.Import, ast.ImportFrom, *DEFINITIONS)):
-            kept.append(statement)
+        if isinstance(statement, (ast.Import, ast.ImportFrom, *DEFINITIONS)) or tool_code(statement):
+            kept.append(statement)  # the tool's own code whole, an `if _TILEIR:` block with all it holds
         elif isinstance(statement, ASSIGNMENTS):
             if binds(statement) & needed:
                 kept.append(statement)

@@ -54,7 +54,7 @@ from tileiropt.runtime.bench.records import (
     mark_fallback,
     row_from_dict,
 )
-from tileiropt.runtime.engine import JobPool, RunWorkers, start_worker
+from tileiropt.runtime.engine import JobPool, KeptWorkers, RunWorkers, start_worker
 from tileiropt.runtime.executors import Executor
 from tileiropt.runtime.machine import Machine, environment_summary, versions
 from tileiropt.runtime.progress import Progress
@@ -352,9 +352,10 @@ class BenchJobs:
 # --------------------------------------------------------------------------- peaks
 
 
-def obtain_peaks(machine: Machine, remeasure: bool = False, workers: RunWorkers | None = None
-                 ) -> tuple[dict[str, Any] | None, str]:
-    """(peaks, where they came from): the cache, or a fresh measurement in a worker."""
+def obtain_peaks(machine: Machine, remeasure: bool = False, workers: RunWorkers | None = None,
+                 launcher: Launcher = LOCAL) -> tuple[dict[str, Any] | None, str]:
+    """(peaks, where they came from): the cache, or a fresh measurement in a PTX worker on `launcher`: one the run
+    keeps idle there when it has one (it goes back to the run after), else one started for it."""
     if not machine.has_gpu:
         return None, "not run: no GPU"
     device, torch_version = str(machine.device.get("name")), str(torch_info().get("version"))
@@ -363,14 +364,21 @@ def obtain_peaks(machine: Machine, remeasure: bool = False, workers: RunWorkers 
         if cached:
             return cached, f"cached in {peaks_path()} (measured {cached.get('measured', '?')})"
     with contextlib.nullcontext(workers) if workers is not None else RunWorkers() as setting:
-        worker = start_worker(BACKENDS[PTX], LOCAL, setting.env(PTX), setting.release)
+        key = KeptWorkers.key(launcher, PTX, setting.env(PTX))
+        worker = setting.kept.take(key) if setting.kept is not None else None
+        kept = worker is not None
+        worker = worker or start_worker(BACKENDS[PTX], launcher, setting.env(PTX), setting.release)
         worker.send({"job": {"kind": "peaks", "id": 0}})
-        worker.close_input()
+        if not kept:
+            worker.close_input()  # it answers "done" after the job
         peaks = None
         events = WorkerEvents(worker, lambda: PEAKS_TIMEOUT_S)
         for kind, event in events:
             if kind == "peaks":
                 peaks = event.get("peaks")
+            elif kind == "job_done" and kept:
+                setting.kept.keep(key, worker)  # idle again, for the run's timing jobs
+                break
         cause = events.cause
     if not peaks:
         return None, f"peaks not measured: {cause or 'no answer from the worker'}"
@@ -461,12 +469,12 @@ def bench_project(
             progress.record(row.kernel, row.status)
             progress.finished(row.kernel, reused=True)
     # reused rows need the peaks too (their % of peak is derived again): from the cache, without a worker
-    peaks, peaks_note = obtain_peaks(machine, remeasure_peaks, workers) if plan.jobs or plan.reused else \
-        (None, "not run: nothing to time")
+    slots = executor.slots(gpu_work=True, per_gpu=1, cpu_slots=1)
+    peaks, peaks_note = obtain_peaks(machine, remeasure_peaks, workers, slots[0]) if plan.jobs or plan.reused \
+        else (None, "not run: nothing to time")
     if not machine.has_gpu:
         peaks_note = "not run: no GPU"
     jobs = BenchJobs(settings, on_row=row_done, inputs=plan.inputs)
-    slots = executor.slots(gpu_work=True, per_gpu=1, cpu_slots=1)
     order = list(dict.fromkeys(job.kernel for job in plan.jobs))
     share = {kernel: index % len(slots) for index, kernel in enumerate(order)}  # a kernel's jobs on one slot
     served = []
