@@ -1,8 +1,8 @@
 """What the tool itself costs: time per phase and per job of `tileiropt run`, for tutorials and a library run.
 
-Runs `tileiropt run` on each tutorial given (each in a folder of its own, no arguments, first run then an unchanged
-re-run) and, with --library, on liger-kernel's `ops/` folder driven by `liger_ops_exercise.py`; then reads each
-run's `run.json` and prints, as JSON lines:
+Runs `tileiropt run` on each tutorial given (each in a folder of its own with a Triton cache of its own, cold for
+the first run; no arguments; first run then an unchanged re-run) and, with --library, on liger-kernel's `ops/`
+folder driven by `liger_ops_exercise.py`; then reads each run's `run.json` and prints, as JSON lines:
 
 - per run: wall time, the unit `python -c "import torch, triton"`, and per phase its seconds, the workers it
   started and their start-up seconds;
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -80,7 +81,9 @@ def main() -> int:
         folder.mkdir(parents=True)
         shutil.copy(file, folder / file.name)
         for index in range(args.runs):
-            result = tutorials.run_once(folder, file.name, args.timeout, [])
+            # the program's own Triton cache: fresh for the first run (a cold cache), kept for the re-run
+            env = {**os.environ, "TRITON_CACHE_DIR": str(folder / "triton-cache")}
+            result = tutorials.run_once(folder, file.name, args.timeout, [], env)
             found = cost(folder) if (folder / ".tileiropt" / "run.json").is_file() else {}
             lines.append({"tutorial": file.name, "run": index + 1, "wall_s": result["seconds"],
                           "exit_code": result["exit_code"], **found})

@@ -38,11 +38,12 @@ def append_lines(path: Path, lines: list[dict]) -> None:
         handle.writelines(json.dumps(line) + "\n" for line in lines)
 
 
-def run_once(folder: Path, name: str, timeout: float, extra: list[str]) -> dict:
+def run_once(folder: Path, name: str, timeout: float, extra: list[str], env: dict[str, str] | None = None) -> dict:
+    """One `tileiropt run NAME --json` in `folder` (`env`: the variables it runs with; default this process's)."""
     started = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-m", "tileiropt", "run", name, "--json", *extra], cwd=folder,
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return {"exit_code": None, "seconds": round(time.monotonic() - started, 1), "why": f"timeout {timeout:g} s"}
     seconds = round(time.monotonic() - started, 1)

@@ -482,6 +482,9 @@ def test_an_optimized_file_keeps_the_tools_code_whole_and_leaves_the_script_part
                       "CONFIGS = [1, 2]  # read only by the tool's block: kept with it\n"
                       "def kernel():\n    return 'k'\n"
                       "if _TILEIR:\n    kernel = _tileiropt_attach(kernel, CONFIGS)\n"
+                      "    def twin():\n        data = 1  # its own local, named like the script's data\n"
+                      "        return data\n"
+                      "data = [0] * 10  # the script's data: left out\n"
                       "_tileiropt_attach(kernel, None)  # a bare call of the tool's: kept\n"
                       "RAN.append('the script part')  # the program: left out\n"
                       "kernel()\n")
@@ -489,6 +492,7 @@ def test_an_optimized_file_keeps_the_tools_code_whole_and_leaves_the_script_part
         module = harness.import_kernel_module(script)
     assert module.ran() == [] and module._TILEIROPT_NOT_ATTACHED == {}
     assert module.kernel[1] == [1, 2] and module.kernel[0]() == "k"
+    assert module.twin() == 1 and not hasattr(module, "data")
 
 
 def test_a_setup_call_reading_the_scripts_data_goes_with_it_and_a_flag_stays_with_its_block() -> None:

@@ -35,6 +35,7 @@ def test_the_fingerprint_follows_what_the_facts_depend_on(cache: Path, tmp_path:
     assert machine_facts.fingerprint({"PATH": "/bin", "HOME": "/elsewhere"}) == base  # not a variable it reads
     assert machine_facts.fingerprint({"PATH": "/bin", "ENABLE_TILE": "1"}) != base
     assert machine_facts.fingerprint({"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "1"}) != base
+    assert machine_facts.fingerprint({"PATH": "/bin", "TRITON_CACHE_DIR": "/tmp/c"}) == base  # where files go
     assert machine_facts.fingerprint({"PATH": "/usr/bin"}) != base
     before = machine_facts.fingerprint({"PATH": "/bin"})
     installed = tmp_path / "torch" / "__init__.py"

@@ -33,6 +33,7 @@ FACTS_FILE = "machine-facts.json"
 MAX_AGE_S = 24 * 3600.0
 ENV_PREFIXES = ("TRITON_", "CUDA_", "TILEIR", "ENABLE_TILE", "NVIDIA_", "CUTILE_")
 ENV_NAMES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
+ENV_IGNORED = ("TRITON_CACHE_DIR", "TRITON_DUMP_DIR")  # where Triton keeps files: no fact depends on them
 FORMAT = 1  # the layout of the stored facts
 PACKAGES = ("torch", "triton")  # where each is imported from, and when that was installed
 
@@ -68,7 +69,8 @@ def fingerprint(env: dict[str, str] | None = None) -> str:
     packages = {name: package_stamp(name) for name in PACKAGES}
     triton = packages.get("triton")
     tileir = bool(triton and triton[0]) and (Path(str(triton[0])).parent / "backends" / "tileir").is_dir()
-    shown = {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
+    shown = {k: v for k, v in sorted(env.items())
+             if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in ENV_IGNORED}
     described = {"format": FORMAT, "python": [sys.executable, sys.version], "packages": packages,
                  "tileir_backend": tileir, "env": shown, "gpus": gpu_listing(), "host": platform.node()}
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()

@@ -124,7 +124,7 @@ def needed_names(statements: list[ast.stmt]) -> set[str]:
         if isinstance(statement, DEFINITIONS):
             needed |= free_reads(statement)
     for statement in _tool_statements(statements):
-        needed |= reads(statement)
+        needed |= _module_reads(statement)
     blocks = [s for s in statements if isinstance(s, BLOCKS)]
     while True:
         more = set()
@@ -139,6 +139,16 @@ def needed_names(statements: list[ast.stmt]) -> set[str]:
         if more <= needed:
             return needed
         needed |= more
+
+
+def _module_reads(statement: ast.stmt) -> set[str]:
+    """What a statement reads from its module: a definition its free names, a block its test and what its
+    statements read so (not the locals of the functions it defines)."""
+    if isinstance(statement, DEFINITIONS):
+        return free_reads(statement)
+    if isinstance(statement, BLOCKS):
+        return _block_reads(statement) | set().union(*(_module_reads(s) for s in _arms(statement)))
+    return reads(statement)
 
 
 def _tool_statements(statements: list[ast.stmt]) -> list[ast.stmt]:

@@ -31,6 +31,7 @@ from typing import Any
 
 from tileiropt.runtime import harness, loading, replay
 from tileiropt.runtime.autotuners import autotuners, config_label
+from tileiropt.runtime.bench.gpu_state import gpu_state
 from tileiropt.runtime.bench.items import BenchItem
 from tileiropt.runtime.bench.records import (
     CUDAGRAPH,
@@ -319,33 +320,6 @@ def time_prepared(prepared: Prepared, warmup_ms: float, rep_ms: float) -> Timing
     timing.input_sets = prepared.input_sets
     timing.note = "; ".join(n for n in (timing.note, note) if n)
     return timing
-
-
-def gpu_state() -> dict[str, Any]:
-    """SM clock (MHz), its maximum, power (W), temperature and the active throttle reasons of this process's GPU,
-    from nvidia-smi; {} when it cannot be read."""
-    import subprocess
-
-    import torch
-
-    fields = ("clocks.sm", "clocks.max.sm", "power.draw", "temperature.gpu", "clocks_throttle_reasons.active")
-    try:
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        uuid = getattr(props, "uuid", None)
-        target = f"GPU-{uuid}" if uuid is not None else str(torch.cuda.current_device())
-        result = subprocess.run(["nvidia-smi", "-i", target, f"--query-gpu={','.join(fields)}",
-                                 "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
-        values = [v.strip() for v in result.stdout.strip().splitlines()[0].split(",")]
-    except Exception:  # no nvidia-smi, another driver: the row simply has no GPU state
-        return {}
-    names = ("sm_clock_mhz", "max_sm_clock_mhz", "power_w", "temperature_c", "throttle_reasons")
-    state: dict[str, Any] = {}
-    for name, value in zip(names, values):
-        try:
-            state[name] = float(value) if name != "throttle_reasons" else value
-        except ValueError:
-            state[name] = value
-    return state
 
 
 def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshold: float) -> PairedTiming:
