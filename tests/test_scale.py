@@ -50,7 +50,7 @@ def _fake_gpus(monkeypatch: pytest.MonkeyPatch, log: Path) -> Machine:
                         "FAKE_BENCH_SLEEP": "0.05"}.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(bench_module, "obtain_peaks",
-                        lambda machine, remeasure=False, workers=None: (None, "not measured (test)"))
+                        lambda machine, remeasure=False, workers=None, launcher=None: (None, "not measured (test)"))
     return Machine(device={"name": "FAKE GPU (test fixture)", "capability": "9.0", "sm_count": 132},
                    tileir_blockers=["nvtriton is not installed"])
 
@@ -455,3 +455,16 @@ def test_workers_that_never_start_give_every_case_one_error_with_the_cause(tmp_p
     assert all("the worker did not start: crashed (exit code 3)" in r.reason for r in run.records), \
         [r.reason for r in run.records]
     assert run.workers <= 4  # two tries per slot, then the backend's cases are given the cause
+
+
+def test_validation_workers_per_gpu_follow_the_cores_and_the_gpus_memory() -> None:
+    from tileiropt.runtime.executors import validate_per_gpu
+
+    assert validate_per_gpu(cpus=2, memory_gib=80.0) == 2  # never fewer than two
+    assert validate_per_gpu(cpus=8, memory_gib=80.0) == 2
+    assert validate_per_gpu(cpus=12, memory_gib=80.0) == 3
+    assert validate_per_gpu(cpus=16, memory_gib=80.0) == 4
+    assert validate_per_gpu(cpus=128, memory_gib=141.0) == 4  # never more than four
+    assert validate_per_gpu(cpus=16, memory_gib=60.0) == 3  # one per 20 GiB
+    assert validate_per_gpu(cpus=16, memory_gib=24.0) == 2
+    assert validate_per_gpu(cpus=16, memory_gib=None) == 2  # memory unknown

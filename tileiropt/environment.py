@@ -135,7 +135,7 @@ def probe_torch() -> dict[str, str | None]:
 
 
 def probe_gpu() -> dict[str, Any] | None:
-    """Name, capability and SM count of the current CUDA device; None without a usable GPU."""
+    """Name, capability, SM count and memory (GiB) of the current CUDA device; None without a usable GPU."""
     try:
         import torch
 
@@ -149,6 +149,7 @@ def probe_gpu() -> dict[str, Any] | None:
         "name": str(props.name),
         "capability": f"{props.major}.{props.minor}",
         "sm_count": int(props.multi_processor_count),
+        "memory_gib": round(int(props.total_memory) / 2**30, 1),
     }
 
 
@@ -352,7 +353,7 @@ def triton_distribution() -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def device_description() -> dict[str, Any]:
-    """The current GPU as ``{"name", "capability" ("9.0"), "sm_count"}``, else `CPU_DEVICE`.
+    """The current GPU as ``{"name", "capability" ("9.0"), "sm_count", "memory_gib"}``, else `CPU_DEVICE`.
 
     Queries torch.cuda when called (never at import); never raises. Cached -- call
     ``device_description.cache_clear()`` to re-probe.

@@ -34,7 +34,7 @@ MAX_AGE_S = 24 * 3600.0
 ENV_PREFIXES = ("TRITON_", "CUDA_", "TILEIR", "ENABLE_TILE", "NVIDIA_", "CUTILE_")
 ENV_NAMES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
 ENV_IGNORED = ("TRITON_CACHE_DIR", "TRITON_DUMP_DIR")  # where Triton keeps files: no fact depends on them
-FORMAT = 1  # the layout of the stored facts
+FORMAT = 2  # the layout of the stored facts (2: the GPU's memory)
 PACKAGES = ("torch", "triton")  # where each is imported from, and when that was installed
 
 

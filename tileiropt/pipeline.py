@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime as _dt
+import os
 import shlex
 import shutil
 import sys
@@ -58,7 +59,7 @@ from tileiropt.runtime.bench.records import SLOWER, save_bench_run
 from tileiropt.runtime.bench.run import BenchSettings, bench_project, earlier_bench, kernel_info
 from tileiropt.runtime.capture import add_captured_kernels
 from tileiropt.runtime.engine import RunWorkers
-from tileiropt.runtime.executors import VALIDATE_PER_GPU, Executor
+from tileiropt.runtime.executors import Executor, validate_per_gpu
 from tileiropt.runtime.job_timing import JobTiming
 from tileiropt.runtime.machine import Machine
 from tileiropt.runtime.progress import Progress
@@ -97,7 +98,8 @@ class Pipeline:
         self.workers = RunWorkers(self.release.release.version, keep=True)
         self.validation: ValidateRun | None = None
         self.jobs: list[JobTiming] = []  # the current phase's jobs of the engine
-        self.ready_to_start: tuple[bool, bool] | None = None  # (GPU, TileIR ready), once checked: `prestart`
+        # (GPU, TileIR ready, the GPU's memory in GiB), once checked: `prestart`
+        self.ready_to_start: tuple[bool, bool, float | None] | None = None
         self.adopted = contextlib.ExitStack()  # the machine's facts, adopted from the check to the end of the run
         self.bench_failed = False
         self.capture_failed = False
@@ -206,24 +208,28 @@ class Pipeline:
         report = check_environment(release=self.release.release.version)
         report.release["origin"] = self.release.origin
         save_record(self.artifacts, CHECK_FILE, report)
-        self.ready_to_start = (report.gpu.get("name") not in (None, "cpu"), report.tileir_ready)
+        self.ready_to_start = (report.gpu.get("name") not in (None, "cpu"), report.tileir_ready,
+                               report.gpu.get("memory_gib"))
         ready = "TileIR ready" if report.tileir_ready else "TileIR not ready: " + "; ".join(report.reasons)
         return PhaseResult("check", PASS, detail=f"{report.gpu.get('name')}; {ready}; machine {origin}")
 
     def prestart(self) -> None:
-        """Start the validation workers the run will need first, one per backend on the first slot, as the
-        program starts: their start-up (torch, Triton, CUDA) overlaps the program's run instead of following it.
-        Not on SLURM (a job step is not started ahead of its work), nor before the check said what this machine
-        runs."""
+        """Start the validation workers the run will need first as the program starts: their start-up (torch,
+        Triton, CUDA) overlaps the program's run instead of following it. One per slot of the compatibility
+        phase's backend, then one per slot of the next backend validate runs, up to half the host's cores (they
+        import torch while the program runs). Not on SLURM (a job step is not started ahead of its work), nor
+        before the check said what this machine runs."""
         executor = (self.executor or Executor()).check()
         if executor.kind != "local" or self.ready_to_start is None:
             return
-        has_gpu, tileir_ready = self.ready_to_start
+        has_gpu, tileir_ready, memory_gib = self.ready_to_start
         first = "ptx" if has_gpu else "interpret"  # the compatibility phase's backend
         later = [name for name in default_backends(has_gpu, tileir_ready) if name != first
                  and (name != "tileir" or tileir_ready)]
-        launcher = executor.slots(gpu_work=has_gpu, per_gpu=VALIDATE_PER_GPU, cpu_slots=1)[0]
-        self.workers.prestart(launcher, [BACKENDS[name] for name in [first, *later[:1]]])
+        launchers = executor.slots(gpu_work=has_gpu, per_gpu=validate_per_gpu(memory_gib=memory_gib), cpu_slots=1)
+        wanted = [(launcher, BACKENDS[name]) for name in [first, *later[:1]] for launcher in launchers]
+        for launcher, backend in wanted[:max(2, (os.cpu_count() or 1) // 2)]:
+            self.workers.prestart(launcher, [backend])
 
     def compatibility(self) -> PhaseResult:
 

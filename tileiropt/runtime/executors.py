@@ -5,7 +5,8 @@ thread that runs one worker at a time. Validate and bench ask for their slots he
 changes for them:
 
 - **local** on a GPU host: one slot per visible GPU for bench (never two measurements on one GPU),
-  `VALIDATE_PER_GPU` slots per GPU for validate; each worker is pinned with ``CUDA_VISIBLE_DEVICES``.
+  `validate_per_gpu()` slots per GPU for validate (2 to 4, by cores and GPU memory); each worker is pinned with
+  ``CUDA_VISIBLE_DEVICES``.
   Without a GPU: one slot per CPU core (the interpreter backends).
 - **slurm**: each worker is a job step, ``srun --ntasks=1 [--gpus-per-task=N] [--partition=P]
   [--time=T] python -m <worker>``: its job and events travel over the step's stdin and stdout as they
@@ -26,7 +27,19 @@ from tileiropt.runtime.workers import Launcher
 
 LOCAL, SLURM = "local", "slurm"
 EXECUTORS = (LOCAL, SLURM)
-VALIDATE_PER_GPU = 2  # validation is compile-bound: two workers share a GPU; bench never does
+VALIDATE_PER_GPU = 2  # validation is compile-bound: at least two workers share a GPU; bench never does
+MAX_VALIDATE_PER_GPU = 4
+CORES_PER_VALIDATE_WORKER = 4
+GIB_PER_VALIDATE_WORKER = 20  # a CUDA context and a launch's tensors (liger's largest take several GiB)
+
+
+def validate_per_gpu(cpus: int | None = None, memory_gib: float | None = None) -> int:
+    """How many validation workers share one GPU. Validation is compile-bound (Triton compiles on the CPU), so a
+    host with cores to spare runs more: one per 4 cores, 2 at least and 4 at most, and no more than one per 20 GiB
+    of the GPU's memory (2 when its memory is not known)."""
+    cpus = cpus or os.cpu_count() or 1
+    by_memory = int(memory_gib // GIB_PER_VALIDATE_WORKER) if memory_gib else VALIDATE_PER_GPU
+    return max(VALIDATE_PER_GPU, min(MAX_VALIDATE_PER_GPU, cpus // CORES_PER_VALIDATE_WORKER, by_memory))
 
 
 def visible_gpus() -> list[str]:

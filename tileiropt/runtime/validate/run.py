@@ -25,7 +25,7 @@ from tileiropt.errors import UserError, check_seconds
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
 from tileiropt.runtime.backends import BACKENDS, Backend, default_backends
 from tileiropt.runtime.engine import JobPool, RunWorkers, run_jobs
-from tileiropt.runtime.executors import VALIDATE_PER_GPU, Executor
+from tileiropt.runtime.executors import Executor, validate_per_gpu
 from tileiropt.runtime.machine import Machine, environment_summary, versions
 from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.provenance import digest_memo, file_digest
@@ -291,7 +291,8 @@ def validate_project(
         for kernel in plan.instant:
             progress.finished(kernel, reused=True)
     gpu_work = any(b.needs_gpu for b in chosen) and machine.has_gpu
-    launchers = executor.slots(gpu_work=gpu_work, per_gpu=VALIDATE_PER_GPU,
+    per_gpu = validate_per_gpu(memory_gib=machine.device.get("memory_gib"))
+    launchers = executor.slots(gpu_work=gpu_work, per_gpu=per_gpu,
                                cpu_slots=parallel or os.cpu_count() or 1)
     cases = CaseJobs(plan.timeouts, best_config=not all_configs, on_record=report, inputs=plan.inputs,
                      on_case_done=case_done, reference_cache=workers.scratch)
