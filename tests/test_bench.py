@@ -367,7 +367,7 @@ def test_timeouts_and_crashes_cost_one_row_each(monkeypatch: pytest.MonkeyPatch)
         slots = workers.slots(JobPool({"ptx": [BenchJob(0, "k", "ptx", items)]}), {"ptx": BACKENDS["ptx"]}, jobs)
         assert run_jobs(slots, [LOCAL])
         caches = [jobs.rows[i].reason.split("cache=")[1] for i in (0, 2, 5)]
-        assert len(set(caches)) == 1 and Path(caches[0]).is_dir()  # one Triton cache per run and backend
+        assert len(set(caches)) == 1 and Path(caches[0]).is_dir()  # one Triton cache per run and compiler
     assert not Path(caches[0]).exists()  # removed with the run
     rows = jobs.rows
     status = {items[i].kernel: rows[i].status for i in rows}
@@ -420,6 +420,14 @@ def test_peaks_are_measured_by_the_runs_idle_worker_which_goes_back_to_the_run(
         found, note = obtain_peaks(HOPPER, remeasure=True, workers=workers, launcher=LOCAL)
         assert found["device"] == "FAKE GPU" and note.startswith("measured now")  # by `kept`: none could start
         assert [w for idle in workers.kept.idle.values() for w in idle] == [kept] and kept.proc.poll() is None
+
+
+def test_one_triton_cache_per_compiler_ptx_and_the_tileir_code_on_it_share_one() -> None:
+    with RunWorkers() as workers:
+        ptx, forced, tileir = (workers.env(name)["TRITON_CACHE_DIR"] for name in ("ptx", "tileir-code-on-ptx",
+                                                                                   "tileir"))
+        assert ptx == forced and tileir != ptx and Path(ptx).is_dir() and Path(tileir).is_dir()
+    assert not Path(ptx).exists() and not Path(tileir).exists()  # removed with the run
 
 
 # --------------------------------------------------------------------------- command line
@@ -638,3 +646,31 @@ def test_a_slot_that_gives_up_one_backend_still_serves_the_others(monkeypatch: p
     assert jobs.rows[9].status == PASS  # the PTX job ran on the same slot after TileIR was given up
     assert {jobs.rows[i].status for i in range(3)} == {ERROR}
     assert all("did not start" in jobs.rows[i].reason for i in range(3))
+
+
+def test_a_pair_times_the_measurements_its_rows_prepared_and_a_sweep_keeps_only_what_fits(monkeypatch) -> None:
+    """The rows' first calls (compile, autotune, inputs) are not made again for their pair; past KEEP_BYTES a
+    pair prepares its own."""
+    from types import SimpleNamespace
+
+    from tileiropt.runtime.bench import worker
+
+    def prepared(megabytes: int) -> worker.Prepared:
+        return worker.Prepared(fn=lambda: None, method="do_bench", input_sets=1, provenance=Provenance(),
+                               first_call_ms=1.0, autotune=[], input_bytes=megabytes * 2**20, output_bytes=0)
+
+    monkeypatch.setattr(worker.KeptPrepared, "KEEP_BYTES", 100 * 2**20)
+    kept = worker.KeptPrepared()
+    small_a, small_b, large = prepared(30), prepared(30), prepared(60)
+    kept.add(0, small_a)
+    kept.add(1, small_b)
+    kept.add(2, large)  # 120 MiB in all: over the cap, not kept
+    assert kept.pair(0, 1) == (small_a, small_b) and kept.bytes == 0
+    assert kept.pair(0, 1) is None and kept.pair(2, 3) is None
+    monkeypatch.setattr(worker.Measurement, "prepare", lambda self: pytest.fail("prepared again"))
+    monkeypatch.setattr(worker, "time_prepared", lambda p, warmup, rep: SimpleNamespace(median_ms=1.0))
+    monkeypatch.setattr(worker, "gpu_state", lambda: {})
+    item = BenchItem(id=0, kernel="k", variant="original", backend="ptx", path="", entry="k", reference=None,
+                     size=None, dims={}, shapes={}, dtypes={})
+    paired = worker.run_pair(item, item, Provenance(), 10, 0.05, (small_a, small_b))
+    assert paired.verdict == "same" and paired.rounds == 8

@@ -242,12 +242,11 @@ def test_a_failing_module_level_self_check_is_the_programs_failure_not_the_repla
     assert f"failed: {result.program['summary']}" in report and "The program's last lines:" in report
     records = [r for r in artifacts.validate.records if r.backend != "tileir"]
     assert records and all(r.status == PASS for r in records)
+    # the optimized file too is imported as its definitions (and the TileIR code the tool put in it): the program
+    # is not run again in a worker, so no record says that its own call raised
     originals = [r for r in records if r.variant == "original"]
-    assert originals and not any("own call" in r.reason for r in originals), originals[0].reason
-    # the optimized file is imported whole (the TileIR code it holds attaches itself at module level), so its
-    # records say that its own call raised; the kernels' comparison on the captured launch decides
     optimized = [r for r in records if r.variant == "optimized"]
-    assert optimized and all("own call at failing_self_check_tileir.py" in r.reason for r in optimized)
+    assert originals and optimized and not any("own call" in r.reason for r in originals + optimized)
 
 
 def test_init_of_a_file_that_only_benchmarks_as_a_script_captures_its_own_tests(folder: Path,

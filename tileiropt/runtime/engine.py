@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from tileiropt.environment import triton_distribution
-from tileiropt.runtime.backends import Backend
+from tileiropt.runtime.backends import BACKENDS, Backend
 from tileiropt.runtime.job_timing import JobTiming
 from tileiropt.runtime.provenance import Provenance
 from tileiropt.runtime.workers import (
@@ -470,7 +470,7 @@ def run_jobs(slots: Slots, launchers: list[Launcher]) -> bool:
 
 
 class RunWorkers:
-    """What the workers of one run share: the CUDA Tile IR release they follow, one Triton cache per backend (a
+    """What the workers of one run share: the CUDA Tile IR release they follow, one Triton cache per compiler (a
     fresh folder, so a first call really compiles; removed by `close()`), and, with `keep`, the idle workers kept
     between phases. Each kernel's compiled backend is read from its own metadata, so a shared cache never hides
     which backend compiled it."""
@@ -483,10 +483,15 @@ class RunWorkers:
         self.scratch = tempfile.mkdtemp(prefix="tileiropt-run-")  # the run's own files (saved references)
 
     def env(self, backend: str) -> dict[str, str]:
+        """A backend's workers' variables: the Triton cache of its compiler. PTX and the TileIR code forced on
+        under PTX share one ("cuda": the same compiler, whose cache keys hold the kernel's source, so the
+        original's kernels compile once for both); the TileIR backend has its own."""
+        known = BACKENDS.get(backend)
+        compiler = known.expected_backend if known is not None else backend
         with self.lock:
-            if backend not in self.caches:
-                self.caches[backend] = tempfile.mkdtemp(prefix=f"tileiropt-triton-cache-{backend}-")
-            return {"TRITON_CACHE_DIR": self.caches[backend]}
+            if compiler not in self.caches:
+                self.caches[compiler] = tempfile.mkdtemp(prefix=f"tileiropt-triton-cache-{compiler}-")
+            return {"TRITON_CACHE_DIR": self.caches[compiler]}
 
     def prestart(self, launcher: Launcher, backends: list[Backend]) -> None:
         """Start a worker of each of `backends` on `launcher` now, kept idle for the first phase that needs it: it

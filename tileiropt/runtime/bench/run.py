@@ -520,7 +520,7 @@ def bench_project(
         kernels=[kernel_info(spec, settings.sizes) for spec in specs],
         peaks=peaks,
         peaks_note=peaks_note,
-        settings={**asdict(settings), "triton_cache": "one fresh TRITON_CACHE_DIR per run and backend, shared by "
+        settings={**asdict(settings), "triton_cache": "one fresh TRITON_CACHE_DIR per run and compiler, shared by "
                   "its workers (each kernel's compiled backend is read from its own metadata)",
                   "workers": "kept from validation" if workers.kept is not None else "started for this phase",
                   "rotation": "input copies rotated when inputs + outputs fit in L2",

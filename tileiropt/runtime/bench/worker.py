@@ -164,6 +164,7 @@ class Measurement:
     def __init__(self, item: BenchItem, base: Provenance, parts: dict[str, float] | None = None):
         self.item, self.base = item, base
         self.parts = parts if parts is not None else {}  # seconds by part: import, first_call, measure
+        self.prepared: Prepared | None = None  # once `run` prepared it: a pair of this item reuses it
 
     def _add(self, part: str, began: float) -> None:
         self.parts[part] = self.parts.get(part, 0.0) + time.perf_counter() - began
@@ -246,7 +247,7 @@ class Measurement:
 
     def run(self) -> BenchRow:
         item = self.item
-        prepared = self.prepare()
+        prepared = self.prepared = self.prepare()
         began = time.perf_counter()
         timing = time_prepared(prepared, item.warmup_ms, item.rep_ms)
         self._add("measure", began)
@@ -322,16 +323,19 @@ def time_prepared(prepared: Prepared, warmup_ms: float, rep_ms: float) -> Timing
     return timing
 
 
-def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshold: float) -> PairedTiming:
-    """Original (a) and optimized (b) in one process: both prepared, then timed in turns, ABBA, at most `rounds`
-    times, on the same input tensors; each turn a short benchmark with the original's method. The rounds stop at
-    an interim look whose interval already decides (`sequential_looks`: the false-alarm rate stays within 5%)."""
-    first, second = Measurement(a, base).prepare(), Measurement(b, base).prepare()
+def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshold: float,
+             prepared: tuple[Prepared, Prepared] | None = None) -> PairedTiming:
+    """Original (a) and optimized (b) in one process: both prepared (or as their rows prepared them: compiled,
+    autotuned, inputs built), then timed in turns, ABBA, at most `rounds` times, on the same input tensors; each
+    turn a short benchmark with the original's method. The rounds stop at an interim look whose interval already
+    decides (`sequential_looks`: the false-alarm rate stays within 5%)."""
+    first, second = prepared or (Measurement(a, base).prepare(), Measurement(b, base).prepare())
     second.method = first.method  # the same timing method for both, or the ratio compares methods
     if second.call is not None and len(second.sets) == len(first.sets):
         # the same tensors for both: placement and alignment of the inputs never differ between A and B
         second.fn, second.input_sets = rotating(first.sets, second.call), first.input_sets
-    warmup, rep = max(1.0, a.warmup_ms / 4), max(5.0, a.rep_ms / 4)
+    # each turn follows a turn of the other file on the same GPU, clocks up: a short warm-up, a fifth of the rows' rep
+    warmup, rep = max(1.0, a.warmup_ms / 25), max(5.0, a.rep_ms / 5)
     looks = sequential_looks(rounds)
     before = gpu_state()
     a_ms: list[float] = []
@@ -358,6 +362,34 @@ def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshol
 # --------------------------------------------------------------------------- the job
 
 
+class KeptPrepared:
+    """The prepared measurements of a job's rows that a pair will time again, up to `KEEP_BYTES` of tensors (a
+    sweep's largest sizes are prepared again by their pair instead of all staying in memory at once)."""
+
+    KEEP_BYTES = 2 * 2**30
+
+    def __init__(self) -> None:
+        self.prepared: dict[int, Prepared] = {}
+        self.bytes = 0
+
+    @staticmethod
+    def size(prepared: Prepared) -> int:
+        return (prepared.input_bytes + prepared.output_bytes) * max(1, prepared.input_sets)
+
+    def add(self, index: int, prepared: Prepared) -> None:
+        if self.bytes + self.size(prepared) <= self.KEEP_BYTES:
+            self.prepared[index] = prepared
+            self.bytes += self.size(prepared)
+
+    def pair(self, a: int, b: int) -> tuple[Prepared, Prepared] | None:
+        """Both prepared measurements of a pair (given back: the pair is their last use), or None."""
+        first, second = self.prepared.pop(a, None), self.prepared.pop(b, None)
+        for done in (first, second):
+            if done is not None:
+                self.bytes -= self.size(done)
+        return (first, second) if first is not None and second is not None else None
+
+
 def labels(items: list[BenchItem], pairs: list[list[int]]) -> list[str]:
     """The job's items as the parent's records name them: rows, then pairs."""
     rows = [f"{item.variant} {item.backend}" + (f" size {item.size}" if item.size is not None else "")
@@ -374,6 +406,8 @@ def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emi
     parts: dict[str, float] = {}
     emit("plan", id=ident, labels=labels(items, pairs))
     passed = set(job.get("passed") or [])
+    paired = {index for pair in pairs for index in pair}
+    kept = KeptPrepared()  # the rows' prepared measurements, for their pairs
     with harness.MODULE_CALLS.only_definitions():  # a script's own program: the capture or the validation ran it
         for index in range(start, len(items)):
             item = items[index]
@@ -381,8 +415,9 @@ def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emi
             if blocked:
                 emit("row", id=ident, item=index, row=item.row(NOT_RUN, f"not run: {blocked}", base))
                 continue
+            measurement = Measurement(item, base, parts)
             try:
-                row = Measurement(item, base, parts).run()
+                row = measurement.run()
             except Exception as exc:
                 emit("row", id=ident, item=index, row=item.row(ERROR, harness.describe_exception(exc), base))
                 if POISONED.search(str(exc)):
@@ -390,6 +425,8 @@ def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emi
                 continue
             if row.status == PASS:
                 passed.add(index)
+                if index in paired and measurement.prepared is not None:
+                    kept.add(index, measurement.prepared)
             emit("row", id=ident, item=index, row=row)
         rounds, threshold = int(job.get("rounds", 10)), float(job.get("threshold", 0.05))
         for p, (a, b) in enumerate(pairs):
@@ -399,7 +436,8 @@ def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emi
             emit("start", id=ident, item=index)
             began = time.perf_counter()
             try:
-                emit("pair", id=ident, item=index, paired=run_pair(items[a], items[b], base, rounds, threshold))
+                emit("pair", id=ident, item=index, paired=run_pair(items[a], items[b], base, rounds, threshold,
+                                                                    kept.pair(a, b)))
             except Exception as exc:
                 emit("pair", id=ident, item=index, error=harness.describe_exception(exc))
                 if poisons_worker(str(exc)):
