@@ -7,7 +7,7 @@ folder driven by `liger_ops_exercise.py`; then reads each run's `run.json` and p
 - per run: wall time, the unit `python -c "import torch, triton"`, and per phase its seconds, the workers it
   started and their start-up seconds;
 - per phase, its jobs of the engine summed: how many, their seconds, the worker start-ups they paid, and the
-  workers' own split (import, prepare, items, first_call = compile + autotune, measure, pairs);
+  workers' own split (import, prepare, items, inputs, first_call = compile + autotune, measure, pairs);
 - bench seconds per captured launch.
 
     python benchmarks/tool_cost.py [TUTORIAL.py ...] [--library] [--work DIR] [--timeout S] [--out FILE]

@@ -9,7 +9,7 @@ are numbered rows first, then pairs: the item of pair p is `len(items) + p`. Bes
     {"event": "start", "id": 7, "item": 0}              an item begins (the parent times it out)
     {"event": "row", "id": 7, "item": 0, "row": {...}}  its BenchRow
     {"event": "pair", "id": 7, "item": 3, "paired": {...}}   a pair's PairedTiming (or "error": "...")
-    {"event": "job_done", "id": 7, "parts": {"import": ..., "first_call": ..., "measure": ..., "pairs": ...}}
+    {"event": "job_done", "id": 7, "parts": {"import": ..., "inputs": ..., "first_call": ..., "measure": ..., "pairs": ...}}
 
 Each item: import the file (or resolve the torch reference), build seeded inputs on the GPU, make one first call
 with every autotuner's cache emptied (compile + autotune, timed apart), then time the steady state with
@@ -163,7 +163,7 @@ class Measurement:
 
     def __init__(self, item: BenchItem, base: Provenance, parts: dict[str, float] | None = None):
         self.item, self.base = item, base
-        self.parts = parts if parts is not None else {}  # seconds by part: import, first_call, measure
+        self.parts = parts if parts is not None else {}  # seconds by part: import, inputs, first_call, measure
         self.prepared: Prepared | None = None  # once `run` prepared it: a pair of this item reuses it
 
     def _add(self, part: str, began: float) -> None:
@@ -189,17 +189,17 @@ class Measurement:
         time it: everything but the timing."""
         import torch
 
-
         item = self.item
         began = time.perf_counter()
         call, module = self.callable()
         self._add("import", began)
+        began = time.perf_counter()
         if item.launch:
-
             inputs = replay.build_inputs(item.launch, item.seed, "cuda")
         else:
             inputs = harness.build_inputs(item.shapes, item.dtypes, seed=item.seed, ranges=item.ranges,
                                           device="cuda")
+        self._add("inputs", began)
         warm = module is not None and compiled_before(module)
         tuners = autotuners(module) if module is not None else {}
         for tuner in tuners.values():  # the first call must tune from an empty cache
@@ -240,7 +240,9 @@ class Measurement:
         l2_bytes = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
         io_bytes = input_bytes + output_bytes
         count = input_set_count(io_bytes, l2_bytes)
+        began = time.perf_counter()
         sets = [inputs] + [harness.clone_inputs(inputs) for _ in range(count - 1)]
+        self._add("inputs", began)
         return Prepared(fn=rotating(sets, call), method=choose_method(item.method, io_bytes, l2_bytes),
                         input_sets=count, provenance=provenance, first_call_ms=first_call_ms, autotune=autotune,
                         input_bytes=input_bytes, output_bytes=output_bytes, call=call, sets=sets, warm=warm)
