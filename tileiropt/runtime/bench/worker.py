@@ -9,7 +9,8 @@ are numbered rows first, then pairs: the item of pair p is `len(items) + p`. Bes
     {"event": "start", "id": 7, "item": 0}              an item begins (the parent times it out)
     {"event": "row", "id": 7, "item": 0, "row": {...}}  its BenchRow
     {"event": "pair", "id": 7, "item": 3, "paired": {...}}   a pair's PairedTiming (or "error": "...")
-    {"event": "job_done", "id": 7, "parts": {"import": ..., "inputs": ..., "first_call": ..., "measure": ..., "pairs": ...}}
+    {"event": "job_done", "id": 7, "parts": {"import": ..., "inputs": ..., "first_call": ..., "measure": ...,
+                                             "pairs": ...}}
 
 Each item: import the file (or resolve the torch reference), build seeded inputs on the GPU, make one first call
 with every autotuner's cache emptied (compile + autotune, timed apart), then time the steady state with
