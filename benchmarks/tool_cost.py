@@ -79,7 +79,7 @@ def main() -> int:
         folder = work / file.stem
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
-        shutil.copy(file, folder / file.name)
+        tutorials.copy_tutorial(file, folder)
         for index in range(args.runs):
             # the program's own Triton cache: fresh for the first run (a cold cache), kept for the re-run
             env = {**os.environ, "TRITON_CACHE_DIR": str(folder / "triton-cache")}

@@ -32,6 +32,17 @@ def import_cost() -> float:
     return seconds
 
 
+def copy_tutorial(file: Path, folder: Path) -> None:
+    """The tutorial into `folder`, with the folders beside it that its source names (the Triton-to-tile-IR fork's
+    06 puts its `tileir/` companion on sys.path)."""
+    shutil.copy(file, folder / file.name)
+    source = file.read_text(encoding="utf-8", errors="replace")
+    for sibling in sorted(file.parent.iterdir()):
+        if sibling.is_dir() and not sibling.name.startswith((".", "_")) and \
+                (f'"{sibling.name}"' in source or f"'{sibling.name}'" in source):
+            shutil.copytree(sibling, folder / sibling.name, dirs_exist_ok=True)
+
+
 def append_lines(path: Path, lines: list[dict]) -> None:
     """Append the results as JSON lines to `path`."""
     with open(path, "a", encoding="utf-8") as handle:
@@ -78,7 +89,7 @@ def main() -> int:
         if args.work is not None:
             args.work.mkdir(parents=True, exist_ok=True)
         folder = Path(tempfile.mkdtemp(prefix=f"tutorial-{file.stem}-", dir=args.work))
-        shutil.copy(file, folder / file.name)
+        copy_tutorial(file, folder)
         runs = [run_once(folder, file.name, args.timeout, args.extra)]
         if args.runs > 1 and runs[0].get("exit_code") is not None:
             runs.append(run_once(folder, file.name, args.timeout, args.extra))

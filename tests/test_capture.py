@@ -4,6 +4,7 @@ on the original and the optimized kernel (bit-exact on the unchanged path), back
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -247,6 +248,25 @@ def test_a_failing_module_level_self_check_is_the_programs_failure_not_the_repla
     originals = [r for r in records if r.variant == "original"]
     optimized = [r for r in records if r.variant == "optimized"]
     assert originals and optimized and not any("own call" in r.reason for r in originals + optimized)
+
+
+def test_a_program_that_fails_before_any_launch_still_has_its_file_classified(tmp_path: Path) -> None:
+    """Like the Triton-to-tile-IR fork's tutorial 09, which calls a helper it never defines before its first launch:
+    the program's failure is the run's, said with file:line, and the file's kernels are still classified."""
+    script = tmp_path / "fails_first.py"
+    script.write_text("import triton\nimport triton.language as tl\n\n\n"
+                      "@triton.jit\ndef copy_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):\n"
+                      "    offs = tl.arange(0, BLOCK)\n    tl.store(y_ptr + offs, tl.load(x_ptr + offs))\n\n\n"
+                      "CONFIGS = configs_for_this_backend()\n")
+    project = Project(file=None, root=tmp_path, kernels=[], artifacts=tmp_path / ".tileiropt",
+                      capture=CaptureRequest(files=[script], command=None, budget=60))
+    result = run_pipeline(project, command=["tileiropt", "run"])
+    assert result.exit_code == 1 and result.program["summary"].startswith("NameError"), result.program
+    assert "fails_first.py:11" in result.program["summary"]
+    phases = {p.phase: p for p in result.phases}
+    assert phases["capture"].status == "error" and "before launching a kernel" in phases["capture"].detail
+    classified = json.loads((tmp_path / ".tileiropt" / "classify.json").read_text())
+    assert [k["kernel"] for k in classified["kernels"]] == ["copy_kernel"], classified["kernels"]
 
 
 def test_init_of_a_file_that_only_benchmarks_as_a_script_captures_its_own_tests(folder: Path,

@@ -253,8 +253,8 @@ class Pipeline:
     def classify(self) -> PhaseResult:
 
         paths = list(dict.fromkeys(s.path for s in self.specs))  # static: even a stopped kernel is classified
-        if self.project.capture is not None and self.project.capture.library is not None:
-            paths = list(dict.fromkeys([*paths, *self.project.capture.files]))  # the whole library, launched or not
+        if self.project.capture is not None:  # every target file (a whole library), launched or not
+            paths = list(dict.fromkeys([*paths, *self.project.capture.files]))
         # the IR check lowers with the float dtypes the project (or a capture) uses: exact, not assumed
         dtypes = sorted({ir_dtype(d) for s in self.specs for variant in s.dtypes for d in variant.values()
                          if ir_dtype(d)}) or None
