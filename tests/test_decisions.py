@@ -603,8 +603,10 @@ E   ModuleNotFoundError: No module named 'missing_pkg'
     ("", -9, "killed by SIGKILL (no output)", False),
     ("", -11, "killed by SIGSEGV (no output)", False),
     ("", None, "no exit status (no output)", False),
-    (PYTEST_OUTPUT, 2, "ModuleNotFoundError: No module named 'missing_pkg' at tests/test_ops.py:3 (exit status 2)",
-     False),
+    (PYTEST_OUTPUT, 2, "ModuleNotFoundError: No module named 'missing_pkg' at tests/test_ops.py:3 (exit status 2; "
+     "the program needs it: pip install missing_pkg)", False),
+    ("ModuleNotFoundError: No module named 'pkg.sub'\n", 1,
+     "ModuleNotFoundError: No module named 'pkg.sub' (exit status 1; the program needs it: pip install pkg)", False),
     ("RuntimeError: Found no NVIDIA driver on your system\n", 1,
      "RuntimeError: Found no NVIDIA driver on your system (exit status 1)", True),
     ("AssertionError: Torch not compiled with CUDA enabled\n", 1,

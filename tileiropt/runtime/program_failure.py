@@ -27,6 +27,9 @@ NEEDS_GPU = ("Torch not compiled with CUDA enabled", "Found no NVIDIA driver", "
              "no CUDA-capable device", "libcuda.so cannot found", "0 active drivers", "cuInit")
 
 
+MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+
+
 @dataclass
 class ProgramFailure:
     exit_code: int | None
@@ -36,11 +39,14 @@ class ProgramFailure:
     needs_gpu: bool = False  # it failed for want of a GPU (or its driver)
 
     def summary(self) -> str:
-        """One line: the exception and where, else the exit status and the output's last line."""
+        """One line: the exception and where (with the fix for a module that is not installed), else the exit
+        status and the output's last line."""
         status = exit_status(self.exit_code)
         if self.exception:
             where = f" at {self.where}" if self.where else ""
-            return f"{self.exception[:300]}{where} ({status})"
+            missing = MISSING_MODULE.match(self.exception)
+            fix = f"; the program needs it: pip install {missing.group(1).split('.')[0]}" if missing else ""
+            return f"{self.exception[:300]}{where} ({status}{fix})"
         last = next((line for line in reversed(self.output) if line.strip()), "no output")
         return f"{status} ({last.strip()[:200]})"
 
