@@ -515,3 +515,33 @@ def test_a_setup_call_reading_the_scripts_data_goes_with_it_and_a_flag_stays_wit
     exec(compile(kept, "<kept>", "exec"), namespace)  # noqa: S102 - the test's own source
     assert namespace["block"]() in (64, 128)
     os.environ.pop("TILEIROPT_UNUSED_SETUP", None)
+
+
+def test_a_launchs_inputs_are_drawn_once_per_worker_and_every_build_gets_its_own_copy(monkeypatch) -> None:
+    """The next case or row of the same launch copies the kept storages: the same values, never the same memory (a
+    kernel writes into its inputs), values from `spec["values"]` laid over, and at most `KEPT` launches kept."""
+    from tileiropt.runtime import replay
+
+    launch = {"kernel": "k", "args": [
+        {"name": "x", "tensor": {"shape": [4, 3], "stride": [3, 1], "extent": 12, "dtype": "float16"}},
+        {"name": "idx", "tensor": {"shape": [2], "stride": [1], "extent": 2, "dtype": "int32", "values": [5, 7]}}],
+        "grid": [1, 1, 1]}
+    drawn: list[int] = []
+    real_draw = replay.draw
+    monkeypatch.setattr(replay, "draw", lambda launch, seed: drawn.append(seed) or real_draw(launch, seed))
+    monkeypatch.setattr(replay, "DRAWN", replay.DrawnStorages())
+    first = replay.build_inputs(launch, 0, "cpu")
+    first["x"].fill_(0)  # the kernel wrote into its input
+    second = replay.build_inputs(launch, 0, "cpu")
+    assert drawn == [0] and second["x"].abs().sum() > 0 and second["x"].dtype == torch.float16
+    assert second["idx"].tolist() == [5, 7] and second["x"].stride() == (3, 1)
+    again = real_draw(launch, 0)  # the values a fresh draw gives
+    assert torch.equal(second["x"], torch.as_strided(again[0][2], [4, 3], [3, 1]))
+    for seed in (1, 2):
+        replay.build_inputs(launch, seed, "cpu")
+    replay.build_inputs(launch, 0, "cpu")  # pushed out by seeds 1 and 2: drawn again
+    assert drawn == [0, 1, 2, 0] and len(replay.DRAWN.kept) == replay.DrawnStorages.KEPT
+    monkeypatch.setattr(replay.DrawnStorages, "MAX_BYTES", 8)  # larger than this: drawn each time, not kept
+    replay.build_inputs(launch, 3, "cpu")
+    replay.build_inputs(launch, 3, "cpu")
+    assert drawn[-2:] == [3, 3]
