@@ -85,7 +85,7 @@ def gpu_state() -> dict[str, Any]:
     if library is not None and target.startswith("GPU-"):
         try:
             return library.state(target)
-        except OSError:
+        except (OSError, AttributeError):  # a driver without one of the calls: nvidia-smi instead
             pass
     return smi_state(target)
 

@@ -431,6 +431,7 @@ def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emi
                 if index in paired and measurement.prepared is not None:
                     kept.add(index, measurement.prepared)
             emit("row", id=ident, item=index, row=row)
+            measurement = None  # its tensors live on only in `kept`, for a pair
         rounds, threshold = int(job.get("rounds", 10)), float(job.get("threshold", 0.05))
         for p, (a, b) in enumerate(pairs):
             index = len(items) + p
