@@ -133,8 +133,8 @@ def needed_names(statements: list[ast.stmt]) -> set[str]:
                 more |= reads(statement)
         for block in blocks:  # a block holding an import, a definition or a needed assignment is kept: its test too
             inside = _flat([block])
-            if any(isinstance(s, (ast.Import, ast.ImportFrom, *DEFINITIONS)) or binds(s) & needed or tool_code(s)
-               for s in inside) or _tool_statements([block]):
+            if any(isinstance(s, (ast.Import, ast.ImportFrom, *DEFINITIONS)) or binds(s) & needed for s in inside) \
+                    or _tool_statements([block]):
                 more |= _block_reads(block)
         if more <= needed:
             return needed

@@ -364,10 +364,11 @@ def obtain_peaks(machine: Machine, remeasure: bool = False, workers: RunWorkers 
         if cached:
             return cached, f"cached in {peaks_path()} (measured {cached.get('measured', '?')})"
     with contextlib.nullcontext(workers) if workers is not None else RunWorkers() as setting:
-        key = KeptWorkers.key(launcher, PTX, setting.env(PTX))
+        env = setting.env(PTX)
+        key = KeptWorkers.key(launcher, PTX, env)
         worker = setting.kept.take(key) if setting.kept is not None else None
         kept = worker is not None
-        worker = worker or start_worker(BACKENDS[PTX], launcher, setting.env(PTX), setting.release)
+        worker = worker or start_worker(BACKENDS[PTX], launcher, env, setting.release)
         worker.send({"job": {"kind": "peaks", "id": 0}})
         if not kept:
             worker.close_input()  # it answers "done" after the job
