@@ -42,19 +42,23 @@ def test_script_capture_stops_once_every_kernel_has_its_fill(folder: Path) -> No
     assert bwd["caller"]["function"] == "Square.backward"
 
 
-def test_budget_cuts_an_endless_sweep_and_a_hang_leaves_no_process(folder: Path) -> None:
-    # budgets leave a loaded machine time to import torch and reach the loop; the quiet rule is kept out of it
+def test_budget_cuts_an_endless_sweep_and_a_stuck_program_shows_where_and_leaves_no_process(folder: Path) -> None:
+    # a budget leaves a loaded machine time to import torch and reach the loop; the quiet rule is kept out of it
     sweep = run_capture([folder / "ops.py"], interpret=True, cap=50, budget=15, quiet=10**6, cwd=folder)
-    assert sweep.ended == "stopped: time budget spent", (sweep.ended, sweep.stderr_tail)
+    assert sweep.cut == "the capture budget of 15 s was spent", (sweep.ended, sweep.stderr_tail)
+    assert sweep.ended.startswith("cut: ") and sweep.exit_code is None and sweep.failure is None
     assert len([x for x in sweep.launches if x["kernel"] == "scale_kernel"]) > 1
+    assert sweep.stacks and sweep.where  # where it was when cut: its stacks, read before it was ended
     pid_file = folder / "pid"
     os.environ["FIXTURE_PID_FILE"] = str(pid_file)
-    try:
+    try:  # no output and no launch for 4 s: stuck (the budget only guards the test)
         hang = run_capture([folder / "ops.py"], [sys.executable, str(folder / "ops.py"), "--sleep"],
-                           interpret=True, cap=50, budget=20, grace=1, cwd=folder)
+                           interpret=True, cap=50, budget=120, stall=4, cwd=folder)
     finally:
         del os.environ["FIXTURE_PID_FILE"]
-    assert hang.ended.startswith("killed after the time budget")
+    assert hang.cut == "no progress for 4 s (no output, no launch)", hang.ended
+    assert hang.where.startswith("ops.py:85 in <module>"), (hang.where, hang.stacks)
+    assert "time.sleep" not in hang.where and "ops.py\", line 85" in next(iter(hang.stacks.values()))
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)

@@ -109,7 +109,7 @@ def test_commented_examples_are_valid(tmp_path):
     assert kernel.bytes == "4 * M * N"
     assert kernel.optimized == (tmp_path / "kernels" / "layer_norm_tileir.py").resolve()
     capture = load_project(tmp_path).capture
-    assert capture.command == ["pytest", "tests/test_layer_norm.py"] and capture.budget == 120
+    assert capture.command == ["pytest", "tests/test_layer_norm.py"] and capture.budget == 3600 and capture.stall == 300
     assert capture.files == [(tmp_path / "kernels" / "layer_norm.py").resolve(),
                              (tmp_path / "src" / "mypkg" / "ops" / "norm.py").resolve()]
     assert capture.library == (tmp_path / "src" / "mypkg").resolve()

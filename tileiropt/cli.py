@@ -87,8 +87,14 @@ ExcludeOpt = Annotated[list[str] | None, typer.Option(
     "--exclude", help="Library folder: leave out files matching this glob (repeatable).", show_default=False)]
 
 CaptureBudgetOpt = Annotated[
-    float | None, typer.Option("--capture-budget", help="Seconds the captured program may run (default 120).",
+    float | None, typer.Option("--capture-budget", help="Seconds the captured program may run (default: to its "
+                                                        "end; a program cut by it is not a pass).",
                                show_default=False)
+]
+CaptureStallOpt = Annotated[
+    float | None, typer.Option("--capture-stall", help="Seconds without output and without a launch after which "
+                                                       "the captured program is stuck: its stacks are saved and it is "
+                                                       "cut (default 300).", show_default=False)
 ]
 
 FreshOpt = Annotated[
@@ -124,8 +130,8 @@ TileirVersionOpt = Annotated[
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _budget(value: float | None) -> float | None:
-    return None if value is None else check_seconds("--capture-budget", value)
+def _budget(value: float | None, flag: str = "--capture-budget") -> float | None:
+    return None if value is None else check_seconds(flag, value)
 
 
 def user_errors(func: F) -> F:
@@ -446,6 +452,7 @@ def run(
     sizes: SizesOpt = None,
     timeout: TimeoutOpt = None,
     capture_budget: CaptureBudgetOpt = None,
+    capture_stall: CaptureStallOpt = None,
     include: IncludeOpt = None,
     exclude: ExcludeOpt = None,
     tileir_version: TileirVersionOpt = None,
@@ -472,7 +479,8 @@ def run(
     command = list(ctx.args) or None
     code = run_run_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                            kernels=kernel, timeout=timeout, sizes=sizes, as_json=json_output, capture=command,
-                           capture_budget=_budget(capture_budget), tileir_version=tileir_version,
+                           capture_budget=_budget(capture_budget),
+                           capture_stall=_budget(capture_stall, "--capture-stall"), tileir_version=tileir_version,
                            include=include, exclude=exclude,
                            in_place=in_place, fresh=fresh,
                            executor=_executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task,

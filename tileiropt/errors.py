@@ -58,3 +58,8 @@ def check_seconds(name: str, value: float, limit: float = MAX_SECONDS, unit: str
             or not 0 < value <= limit:
         raise UserError(f"{name} must be a number of {unit} in (0, {limit:g}], got {value!r}")
     return float(value)
+
+
+# The start of the reason of a record whose original could not run because the tool's own pinning of an autotuner
+# failed (replay.PinningError): the verdict says it is the tool's error, never "the original fails its own check".
+PINNING_ERROR = "an error of tileiropt, not of the kernel: it could not pin"

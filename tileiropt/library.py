@@ -14,10 +14,11 @@ import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tileiropt.analysis.names import collect_import, dotted_parts, qualified
+from tileiropt.analysis.reexports import collect_reexports
 from tileiropt.errors import UserError
 
 SKIPPED_FOLDERS = {"__pycache__", "site-packages", "node_modules", "build", "dist"}  # besides hidden ones
-MAX_FILES = 5000  # a folder this large is not a library of kernels: the user narrows it with --include
 
 
 @dataclass
@@ -49,20 +50,24 @@ def python_files(folder: Path, include: list[str] | None = None, exclude: list[s
         if exclude and _matches(relative, exclude):
             continue
         found.append(path)
-        if len(found) > MAX_FILES:
-            raise UserError(f"more than {MAX_FILES} Python files under the folder", file=str(folder),
-                            hint="narrow it with --include 'ops/*.py' or give the package's own folder")
     return found
 
 
-def defines_kernel(tree: ast.Module) -> bool:
+def defines_kernel(tree: ast.Module, path: str = "<string>") -> bool:
     """Whether a module defines a Triton kernel at module level or under a module-level `if`/`try`/`with`
-    (functions and classes are not looked into: a kernel made by a call is not the library's source)."""
+    (functions and classes are not looked into: a kernel made by a call is not the library's source). Triton may
+    come through a module of the package (`from ._triton import triton as tr`: `@tr.jit`)."""
+    aliases: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            collect_import(node, aliases)
+            if isinstance(node, ast.ImportFrom):
+                collect_reexports(node, path, aliases)
     pending: list[ast.stmt] = list(tree.body)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any(_is_triton_decorator(d) for d in node.decorator_list):
+            if any(_is_triton_decorator(d, aliases) for d in node.decorator_list):
                 return True
         elif isinstance(node, ast.If):
             pending += node.body + node.orelse
@@ -73,10 +78,12 @@ def defines_kernel(tree: ast.Module) -> bool:
     return False
 
 
-def _is_triton_decorator(decorator: ast.expr) -> bool:
+def _is_triton_decorator(decorator: ast.expr, aliases: dict[str, str] | None = None) -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     text = ast.unparse(target)
-    return text.rsplit(".", 1)[-1] in ("jit", "autotune", "heuristics") and ("triton" in text or "." not in text)
+    if text.rsplit(".", 1)[-1] not in ("jit", "autotune", "heuristics"):
+        return False
+    return "triton" in text or "." not in text or qualified(dotted_parts(target), aliases or {}) is not None
 
 
 def library_files(folder: Path, include: list[str] | None = None,
@@ -92,7 +99,7 @@ def library_files(folder: Path, include: list[str] | None = None,
         except (OSError, UnicodeDecodeError) as exc:
             found.unreadable[path] = f"cannot read: {exc}"
             continue
-        if "triton" not in text:
+        if "triton" not in text and "jit" not in text:
             found.without_kernels += 1
             continue
         try:
@@ -103,7 +110,7 @@ def library_files(folder: Path, include: list[str] | None = None,
         except (RecursionError, MemoryError, ValueError):
             found.unreadable[path] = "nested too deeply to parse"
             continue
-        if defines_kernel(tree):
+        if defines_kernel(tree, str(path)):
             found.kernel_files.append(path.resolve())
         else:
             found.without_kernels += 1

@@ -57,7 +57,7 @@ from tileiropt.runtime.backends import BACKENDS, default_backends
 from tileiropt.runtime.bench.records import ERROR as BENCH_ERROR
 from tileiropt.runtime.bench.records import SLOWER, save_bench_run
 from tileiropt.runtime.bench.run import BenchSettings, bench_project, earlier_bench, kernel_info
-from tileiropt.runtime.capture import add_captured_kernels
+from tileiropt.runtime.capture import add_captured_kernels, cut_summary
 from tileiropt.runtime.engine import RunWorkers
 from tileiropt.runtime.executors import Executor, validate_per_gpu
 from tileiropt.runtime.job_timing import JobTiming
@@ -127,7 +127,8 @@ class Pipeline:
 
     def phase(self, name: str, action: Callable[[], PhaseResult]) -> None:
         if not self.live and name not in ("check", "capture", "classify", "report"):
-            self.result.phases.append(PhaseResult(name, NOT_RUN, 0.0, "no kernel left: every kernel stopped"))
+            why = "no kernel left: every kernel stopped" if self.specs else "no kernel: the capture launched none"
+            self.result.phases.append(PhaseResult(name, NOT_RUN, 0.0, why))
             self.on_event(name, NOT_RUN)
             return
         self.on_event(name, "start")
@@ -324,7 +325,7 @@ class Pipeline:
         assert request is not None
         machine = Machine.probe(self.workers.release)
         result, specs = add_captured_kernels(self.project, machine, self.timeout, fresh=self.fresh,
-                                             before_program=self.prestart)
+                                             before_program=self.prestart, on_progress=self.capture_progress())
         self.specs += specs
         self.result.kernels += [kernel_info(s, self.bench_settings.sizes) for s in specs]
         kernels = len({((s.launch or {}).get("kernel"), (s.launch or {}).get("file")) for s in specs})
@@ -334,9 +335,16 @@ class Pipeline:
             f"in {result.seconds:.1f} s" + ("" if result.failure else f"; {result.ended}")  # the failure says it
         detail = (f"{len(specs)} distinct launch(es) of {kernels} kernel(s) {how}"
                   + (f"; never launched: {', '.join(never)}" if never else ""))
+        if result.outside:
+            detail += f"; {len(result.outside)} kernel(s) launched from outside the targets"
         failure = result.failure
         if failure is not None:
             self.result.program = {"command": result.command, **failure.to_json(), "summary": failure.summary()}
+        if result.cut:  # never a pass: what it launched before is still replayed, the coverage is partial
+            self.capture_failed = True
+            self.result.program = {"command": result.command, "cut": result.cut, "where": result.where,
+                                   "summary": cut_summary(result.cut, result.where)}
+            return PhaseResult("capture", FAIL, detail=f"{detail}; {cut_summary(result.cut, result.where)}")
         if not specs:
             files = ", ".join(p.name for p in request.files) if request.library is None else \
                 f"the {len(request.files)} kernel file(s) under {request.library.name}/"
@@ -357,6 +365,19 @@ class Pipeline:
             self.capture_failed = True
             return PhaseResult("capture", FAIL, detail=f"{detail}; the program failed: {failure.summary()}")
         return PhaseResult("capture", PASS, detail=detail)
+
+    def capture_progress(self) -> Callable[[str], None]:
+        """Where the capture's progress line goes: the phase's line on a terminal; in a pipe, a line every 30 s."""
+        printed = [time.monotonic()]
+
+        def show(text: str) -> None:
+            self.on_event("capture", text)
+            console = self.console
+            if console is not None and not console.is_terminal and time.monotonic() - printed[0] >= 30:
+                printed[0] = time.monotonic()
+                console.print(f"capture: {text}", markup=False, highlight=False, soft_wrap=True)
+
+        return show
 
     def bench(self) -> PhaseResult:
 

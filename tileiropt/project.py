@@ -92,7 +92,7 @@ def project_from_flags(
 
 
 def project_from_capture(kernel: Path, command: list[str] | None, *, artifacts: Path | str | None = None,
-                         budget: float = 120.0) -> Project:
+                         budget: float | None = None) -> Project:
     """`tileiropt run kernel.py [-- command]`: no project, no shapes; the kernels' launches are captured
     from the program (the file itself as a script, or the command) and replayed against the original."""
     check_capture_target(kernel)
@@ -103,7 +103,7 @@ def project_from_capture(kernel: Path, command: list[str] | None, *, artifacts: 
 
 def project_from_library(folder: Path, command: list[str] | None, *, include: list[str] | None = None,
                          exclude: list[str] | None = None, artifacts: Path | str | None = None,
-                         budget: float = 120.0) -> Project:
+                         budget: float | None = None) -> Project:
     """`tileiropt run DIR -- COMMAND` on a folder without a project file: every kernel file under DIR (see
     `tileiropt/library.py`) is a capture target of the command."""
     found = library_files(folder, include, exclude)

@@ -23,6 +23,7 @@ from tileiropt.library import library_files
 from tileiropt.project_model import (
     DEFAULT_ARTIFACTS,
     DEFAULT_SIZES,
+    DEFAULT_STALL_S,
     DEFAULT_TIMEOUT_S,
     PROJECT_FILE,
     CaptureRequest,
@@ -48,8 +49,8 @@ _CALL_SCOPE = {"torch", "F", "math"}  # besides inputs, dims, args and the modul
 DEFAULT_KEYS = {"sizes", "dtypes", "atol", "rtol", "timeout", "seed"}
 _TOP_KEYS = {"project", "defaults", "kernel", "executor"}
 _EXECUTOR_KEYS = {"kind", "gpus", "partition", "time", "gpus_per_task", "tasks", "srun_args"}
-PROJECT_KEYS = {"artifacts", "max_configs", "capture", "capture_files", "capture_budget", "capture_cap",
-                "library", "include", "exclude", "tileir_version"}
+PROJECT_KEYS = {"artifacts", "max_configs", "capture", "capture_files", "capture_budget", "capture_stall",
+                "capture_cap", "library", "include", "exclude", "tileir_version"}
 
 
 class _Where:
@@ -419,7 +420,8 @@ def _executor(table: Any, where: _Where) -> Any:
 def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest | None:
     """`[project] capture = "pytest tests/test_ops.py"` (+ `capture_files`, `capture_budget`, `capture_cap`)."""
     if "capture" not in project:
-        for key in ("capture_files", "capture_budget", "capture_cap", "library", "include", "exclude"):
+        for key in ("capture_files", "capture_budget", "capture_stall", "capture_cap", "library", "include",
+                    "exclude"):
             if key in project:
                 raise where.error(f"project.{key}", "needs `capture`", "add capture = \"<command>\"")
         return None
@@ -437,17 +439,21 @@ def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest
     library = _library(project, root, where)
     if library is not None:
         paths += [p for p in library.kernel_files if p not in paths]
-    budget = project.get("capture_budget", 120.0)
-    try:
-        check_seconds("capture_budget", budget)
-    except UserError:
-        raise where.error("project.capture_budget", f"must be seconds in (0, {MAX_SECONDS:g}], got {budget!r}") \
-            from None
+    budget = project.get("capture_budget")
+    stall = project.get("capture_stall", DEFAULT_STALL_S)
+    for key, value in (("capture_budget", budget), ("capture_stall", stall)):
+        try:
+            if value is not None:
+                check_seconds(key, value)
+        except UserError:
+            raise where.error(f"project.{key}", f"must be seconds in (0, {MAX_SECONDS:g}], got {value!r}") \
+                from None
     cap = project.get("capture_cap", 3)
     if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= 1000:
         raise where.error("project.capture_cap", f"must be an integer in [1, 1000], got {cap!r}",
                           "the distinct launches kept per kernel, e.g. capture_cap = 6")
-    return CaptureRequest(files=paths, command=parse_command(command), budget=float(budget), cap=cap,
+    return CaptureRequest(files=paths, command=parse_command(command), cap=cap, stall=float(stall),
+                          budget=float(budget) if budget is not None else None,
                           library=library.folder if library is not None else None)
 
 

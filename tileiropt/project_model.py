@@ -74,14 +74,18 @@ class KernelSpec:
         return tolerances(dtypes, self.atol, self.rtol)
 
 
+DEFAULT_STALL_S = 300.0  # a captured program without output and without a launch this long is stuck
+
+
 @dataclass
 class CaptureRequest:
     """Run a program and replay the launches it makes of the kernels in `files` (see runtime/capture.py)."""
 
     files: list[Path]
     command: list[str] | None = None  # None: the first file as a script
-    budget: float = 120.0  # seconds the program may run
+    budget: float | None = None  # seconds the program may run (None: to its end)
     cap: int = 3  # distinct launches kept per kernel
+    stall: float | None = DEFAULT_STALL_S  # seconds without output and without a launch: the program is stuck
     library: Path | None = None  # library mode: `files` are the kernel files under this folder (tileiropt/library.py)
 
 

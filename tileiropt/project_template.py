@@ -11,7 +11,7 @@ from tileiropt.errors import UserError
 from tileiropt.library import check_library, library_files
 from tileiropt.output import write_atomic
 from tileiropt.project import PROJECT_FILE, check_capture_target
-from tileiropt.runtime.capture import DEFAULT_BUDGET_S, capture_program
+from tileiropt.runtime.capture import capture_program
 from tileiropt.runtime.machine import Machine
 
 TEMPLATE_NAME = "tileiropt.toml"
@@ -46,7 +46,7 @@ def write_captured_project(kernel: Path, command: list[str] | None, path: Path |
         raise UserError("the project file would overwrite the kernel file", file=str(kernel),
                         hint="give -o tileiropt.toml")
     result = capture_program([kernel], command, interpret=not Machine.probe().has_gpu, cwd=Path.cwd(),
-                             budget=budget or DEFAULT_BUDGET_S)
+                             budget=budget)
     if not result.launches:
         why = f"the program failed: {result.failure.summary()}" if result.failure else result.ended
         raise UserError(f"no launch of a kernel in {kernel.name} was captured; {why}", file=str(kernel),

@@ -66,6 +66,7 @@ def run_run_command(
     as_json: bool = False,
     capture: list[str] | None = None,
     capture_budget: float | None = None,
+    capture_stall: float | None = None,
     tileir_version: str | None = None,
     in_place: bool = False,
     fresh: bool = False,
@@ -79,6 +80,8 @@ def run_run_command(
         project.tileir_version = get_release(tileir_version).version  # over the project's own key
     if project.capture is not None and capture_budget is not None:
         project.capture.budget = capture_budget
+    if project.capture is not None and capture_stall is not None:
+        project.capture.stall = capture_stall
     settings = BenchSettings(timeout=timeout, sizes=sizes or None)
     settings.check()
     command = ["tileiropt", *sys.argv[1:]]
@@ -92,7 +95,9 @@ def run_run_command(
     with Progress(*columns, console=err_console, transient=True) as progress:
         result = run_pipeline(project, on_event=PhaseProgress(progress), console=err_console, **options)
     console.print(outcome_table(result))
-    if result.program:
+    if result.program and result.program.get("cut"):
+        err_console.print(f"[bold red]cut[/]: {escape(result.program['summary'])}", soft_wrap=True)
+    elif result.program:
         tail = "; its last lines:" if result.program.get("output") else ""
         err_console.print(f"[bold red]the program failed[/]: {escape(result.program['summary'])}{tail}",
                           soft_wrap=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tileiropt.analysis.blocks import Branch, Definition, alternatives, condition, module_definitions
 from tileiropt.analysis.names import AUTOTUNE, CONFIG, CONSTEXPR, HEURISTICS, JIT, call_name, collect_import
+from tileiropt.analysis.reexports import collect_reexports
 from tileiropt.analysis.source import SourceText, parse_source, read_source
 
 # Positional parameters of triton.Config(kwargs, num_warps, num_stages, num_ctas, maxnreg, pre_hook, ...).
@@ -147,7 +148,7 @@ def scan_file(path: Path) -> Scan:
 def scan(source: str, path: str = "<string>") -> Scan:
     tree = parse_source(source, path)
     text = SourceText(source)
-    collector = _Collector()
+    collector = _Collector(path)
     collector.visit(tree)
     return _Builder(collector, text, path).build(tree)
 
@@ -158,7 +159,8 @@ def scan(source: str, path: str = "<string>") -> Scan:
 class _Collector(ast.NodeVisitor):
     """One walk: imports, defs, module-level values, subscript calls, calls made inside defs."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: str = "<string>") -> None:
+        self.path = path
         self.aliases: dict[str, str] = {}
         self.defs: list[ast.FunctionDef] = []  # every def, in source order
         self.module_functions: dict[str, ast.FunctionDef] = {}
@@ -195,6 +197,7 @@ class _Collector(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         collect_import(node, self.aliases)
+        collect_reexports(node, self.path, self.aliases)  # `from pkg._triton import triton, tl`
 
     # scopes ------------------------------------------------------------------
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:

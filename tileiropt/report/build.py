@@ -12,6 +12,7 @@ import os
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from tileiropt.report.artifacts import Artifacts
 from tileiropt.report.benchmark import benchmark_for
@@ -29,6 +30,7 @@ from tileiropt.report.sections import (
 )
 from tileiropt.report.verdict import ATTENTION, KernelVerdict, kernel_verdict
 from tileiropt.runtime.bench.records import BENCH_FILE, OPTIMIZED, ORIGINAL, BenchKernel
+from tileiropt.runtime.capture import cut_summary
 from tileiropt.runtime.provenance import file_digest
 from tileiropt.runtime.validate.records import VALIDATE_FILE
 from tileiropt.schema import NOT_RUN
@@ -90,6 +92,7 @@ def build_report(artifacts: Artifacts, kernels: list[BenchKernel] | None = None)
         capture = []
     return Report(artifacts=str(artifacts.folder), environment=dict(environment), run=artifacts.run,
                   kernels=sections, problems=problems, capture=capture, notes=lift_shared_notes(sections),
+                  cut=cut_md(artifacts.capture),
                   library=library_summary(artifacts.capture, artifacts.classify, sections))
 
 
@@ -174,6 +177,13 @@ def _kernel_report(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str,
     )
 
 
+def cut_md(capture: dict[str, Any] | None) -> str:
+    """The first line of a report whose captured command was cut (budget, no progress), else ""."""
+    if not isinstance(capture, dict) or not capture.get("cut"):
+        return ""
+    return f"**Cut**: {cut_summary(str(capture['cut']), str(capture.get('where') or ''))}."
+
+
 def capture_summary(artifacts: Artifacts) -> list[str]:
     """Kernels captured, distinct launches, launches replayed, rewritten kernels the program never launched."""
     capture = artifacts.capture
@@ -207,4 +217,15 @@ def capture_summary(artifacts: Artifacts) -> list[str]:
     never = sorted(set(rewritten) - launched)
     if never:
         lines.append(f"Rewritten but never launched by the program (not validated): {', '.join(never)}.")
+    outside = capture.get("outside") or {}
+    if outside:
+        rows = [f"- `{item.get('kernel')}` ({item.get('launches', 0)} launch(es)), defined in `{item.get('file')}`"
+                + (f" line {item['line']}" if item.get("line") else "") for item in outside.values()]
+        lines.append(f"Launched from outside the targets: {len(outside)} kernel(s) that no target file defines "
+                     "(generated code, other packages), not validated:\n\n" + "\n".join(rows))
+    stacks = capture.get("stacks") or {}
+    if stacks:
+        fence = "````"
+        lines.append("Where the cut program was (every thread's stack, process by process):\n\n" + "\n\n".join(
+            f"{fence}text\nprocess {pid}\n{text}\n{fence}" for pid, text in stacks.items()))
     return lines

@@ -31,6 +31,7 @@ class LibrarySummary:
     folder: str
     files: list[LibraryFile]
     classes: Counter[str]  # kernel class -> kernels of the library (launched or not)
+    cut: bool = False  # the command did not finish: the coverage is partial
 
     @property
     def defined(self) -> int:
@@ -72,7 +73,8 @@ def library_summary(capture: dict[str, Any] | None, classify: ClassifyRecord | N
     for kernel in classify.kernels if classify is not None else []:
         if isinstance(kernel, dict) and _real(str(kernel.get("file", ""))) in files:
             classes[str(kernel.get("class") or "unknown")] += 1
-    return LibrarySummary(folder=folder, files=sorted(files.values(), key=lambda f: f.file), classes=classes)
+    return LibrarySummary(folder=folder, files=sorted(files.values(), key=lambda f: f.file), classes=classes,
+                          cut=bool(capture.get("cut")))
 
 
 def library_md(summary: LibrarySummary) -> str:
@@ -82,6 +84,8 @@ def library_md(summary: LibrarySummary) -> str:
     for f in summary.files:
         verdicts.update(f.verdicts)
     coverage = f"{100 * summary.launched / summary.defined:.0f}%" if summary.defined else "n/a"
+    if summary.cut:
+        coverage += ", partial: the command was cut before its end"
     lines = [f"**Library `{name}/`**: {summary.defined} kernel(s) in {len(summary.files)} file(s); the command "
              f"launched {summary.launched} of them ({coverage} of the library)."]
     if verdicts:

@@ -289,7 +289,8 @@ def next_steps_md(report: Report) -> str:
 
 
 def intro_md(report: Report) -> str:
-    lines = [_guarded(lambda: library_md(report.library))] if report.library is not None else []
+    lines = [report.cut] if report.cut else []
+    lines += [_guarded(lambda: library_md(report.library))] if report.library is not None else []
     lines += [_guarded(lambda: next_steps_md(report)), f"Rendered from the records in `{report.artifacts}`."]
     run = report.run
     if run:

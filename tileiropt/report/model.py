@@ -122,6 +122,7 @@ class Report:
     kernels: list[KernelReport]
     problems: dict[str, str]
     capture: list[str] = field(default_factory=list)  # what a capture run saw and what was replayed
+    cut: str = ""  # the captured command did not finish: the report's first line says so
     notes: list[str] = field(default_factory=list)  # record notes shared by several sections: said once, at the top
     library: LibrarySummary | None = None  # a library run: its kernels by verdict, class and file
     schema_version: int = SCHEMA_VERSION

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tileiropt.errors import PINNING_ERROR
 from tileiropt.schema import ERROR, FAIL, PASS
 
 ATTENTION, READY, PROVEN, UNPROVEN = "attention", "ready", "proven", "unproven"
@@ -59,7 +60,10 @@ def kernel_verdict(k: Any, rejected: dict[str, dict[str, Any]] | None = None,
     if set_aside:
         return KernelVerdict(ATTENTION, f"its optimized file was set aside: {_short(set_aside.get('reason'))}")
     if k.compatibility.status in (FAIL, ERROR):
-        return KernelVerdict(ATTENTION, f"the original fails its own check: {_short(_first_failure(k.compatibility))}")
+        failure = _first_failure(k.compatibility)
+        if PINNING_ERROR in str(failure):  # the tool's own error: never the user's kernel failing
+            return KernelVerdict(ATTENTION, f"tileiropt could not run the original: {_short(failure)}")
+        return KernelVerdict(ATTENTION, f"the original fails its own check: {_short(failure)}")
     if any((r.get("paired") or {}).get("verdict") == SLOWER for r in k.benchmark.ptx_ratios):
         return KernelVerdict(ATTENTION, "its optimized file is slower than the original on PTX beyond the threshold "
                                         "(see its benchmark): it is not kept")

@@ -34,22 +34,24 @@ from tileiropt.entries import package_name_for
 from tileiropt.errors import UserError
 from tileiropt.library import mirrored_output
 from tileiropt.output import save_record_file
-from tileiropt.project_model import DEFAULT_TIMEOUT_S, KernelSpec
+from tileiropt.project_model import DEFAULT_STALL_S, DEFAULT_TIMEOUT_S, KernelSpec
 from tileiropt.runtime import capture_hook as hook
 from tileiropt.runtime import capture_site
+from tileiropt.runtime.capture_watch import ProgramWatch, last_line, stuck_at
 from tileiropt.runtime.machine import versions
 from tileiropt.runtime.program_failure import ProgramFailure, read_failure
+from tileiropt.runtime.progress import duration
 from tileiropt.runtime.provenance import file_digest
 from tileiropt.runtime.resume import input_key, tool_digest
 from tileiropt.runtime.workers import keep_bytecode
 from tileiropt.schema import SCHEMA_VERSION
 
 CAPTURE_FILE = "capture.json"
-DEFAULT_BUDGET_S = 120.0
 DEFAULT_CAP = 3  # distinct launches kept per kernel
-DEFAULT_QUIET_S = 10.0  # once every kernel has a launch: stop after this long without a new signature
-_GRACE_S = 20.0  # past the budget, before the program is killed from outside
-_MIN_TESTS_BUDGET_S = 10.0  # what must be left of the budget to try the file's own tests after the script
+DEFAULT_QUIET_S = 10.0  # a kernel file's own run, every kernel launched: stop after this long without a new one
+LONG_QUIET_S = 60.0  # a kernel file's own run: stop after this long without a new launch signature
+POLL_S = 0.25  # how often the tool reads what the program recorded
+PROGRESS_EVERY_S = 1.0
 
 
 @dataclass
@@ -71,6 +73,12 @@ class CaptureResult:
     reused: bool = False  # taken from the artifacts' capture.json: the same inputs, not run again
     failure: ProgramFailure | None = None  # the program failed on its own (not ended by the capture)
     library: str | None = None  # library mode: the folder whose kernel files were the targets
+    cut: str = ""  # why the tool ended a program that had not finished (budget, no progress); "" when it finished
+    where: str = ""  # where a cut program was (`file:line in function`, from its stacks)
+    stacks: dict[str, str] = field(default_factory=dict)  # pid -> every thread's stack, when cut
+    outside: dict[str, dict[str, Any]] = field(default_factory=dict)  # kernels launched that the targets do not define
+    processes: int = 0  # processes of the program that loaded the recorder (pytest-xdist workers too)
+    last_output: str = ""  # the program's last output line
 
     def kernels(self) -> dict[str, list[dict[str, Any]]]:
         found: dict[str, list[dict[str, Any]]] = {}
@@ -87,7 +95,9 @@ class CaptureResult:
                 "inputs": self.inputs, "reused": self.reused, "sources": self.sources, "counts": self.counts,
                 "expected": self.expected,
                 "atomics": self.atomics, "launches": self.launches, "never_launched": self.never_launched(),
-                "failure": self.failure.to_json() if self.failure else None, "library": self.library}
+                "failure": self.failure.to_json() if self.failure else None, "library": self.library,
+                "cut": self.cut, "where": self.where, "stacks": self.stacks, "outside": self.outside,
+                "processes": self.processes, "last_output": self.last_output}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CaptureResult:
@@ -97,7 +107,10 @@ class CaptureResult:
                    started=str(data.get("started", "")), inputs=data.get("inputs"),
                    sources=dict(data.get("sources") or {}),
                    failure=ProgramFailure.from_json(data.get("failure")),
-                   library=data["library"] if isinstance(data.get("library"), str) else None)
+                   library=data["library"] if isinstance(data.get("library"), str) else None,
+                   cut=str(data.get("cut") or ""), where=str(data.get("where") or ""),
+                   stacks=dict(data.get("stacks") or {}), outside=dict(data.get("outside") or {}),
+                   processes=int(data.get("processes") or 0), last_output=str(data.get("last_output") or ""))
 
 
 def program_command(targets: list[Path], command: list[str] | None) -> list[str]:
@@ -137,16 +150,20 @@ def own_tests_command(file: Path) -> list[str] | None:
 
 
 def capture_program(targets: list[Path], command: list[str] | None, *, interpret: bool,
-                    budget: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, cwd: Path | None = None) -> CaptureResult:
+                    budget: float | None = None, cap: int = DEFAULT_CAP, cwd: Path | None = None,
+                    stall: float | None = DEFAULT_STALL_S, stop_when_captured: bool = True,
+                    on_progress: Callable[[str], None] | None = None) -> CaptureResult:
     """`run_capture` of the command, or of the first target as a script; when that script launches none of the
     targets' kernels and the file has tests of its own (`own_tests_command`), of those tests, within what is left
     of the budget. The result's `ended` says which ran."""
-    result = run_capture(targets, command, interpret=interpret, budget=budget, cap=cap, cwd=cwd)
-    tests = own_tests_command(targets[0]) if command is None and not result.launches else None
-    if tests is None or budget - result.seconds < _MIN_TESTS_BUDGET_S:
+    options = {"interpret": interpret, "cap": cap, "cwd": cwd, "stall": stall,
+               "stop_when_captured": stop_when_captured, "on_progress": on_progress}
+    result = run_capture(targets, command, budget=budget, **options)
+    tests = own_tests_command(targets[0]) if command is None and not result.launches and not result.cut else None
+    if tests is None:
         return result
     first, spent, failed = result.ended, result.seconds, result.failure
-    result = run_capture(targets, tests, interpret=interpret, budget=budget - spent, cap=cap, cwd=cwd)
+    result = run_capture(targets, tests, budget=None if budget is None else max(budget - spent, 1.0), **options)
     result.ended = f"run as a script it launched no kernel ({first}), so its own tests ran: {result.ended}"
     result.seconds += spent
     result.failure = result.failure or failed  # the script's own failure is still the program's
@@ -176,9 +193,16 @@ def target_kernels(targets: list[Path]) -> tuple[list[str], dict[str, bool]]:
 
 
 def run_capture(targets: list[Path], command: list[str] | None = None, *, interpret: bool,
-                budget: float = DEFAULT_BUDGET_S, cap: int = DEFAULT_CAP, cwd: Path | None = None,
-                grace: float = _GRACE_S, quiet: float = DEFAULT_QUIET_S) -> CaptureResult:
-    """Run the program with the recorder and collect the distinct launches of the targets' kernels."""
+                budget: float | None = None, cap: int = DEFAULT_CAP, cwd: Path | None = None,
+                quiet: float = DEFAULT_QUIET_S, stall: float | None = DEFAULT_STALL_S,
+                stop_when_captured: bool = True,
+                on_progress: Callable[[str], None] | None = None) -> CaptureResult:
+    """Run the program with the recorder and collect the distinct launches of the targets' kernels.
+
+    `stop_when_captured`: a kernel file's own run, ended once every kernel has its fill (a library's command runs
+    to its end). `budget`: seconds the program may run (None: no limit). `stall`: seconds without output and
+    without a launch after which the program is stuck (None: never). A program ended by either is cut: the
+    result's `cut` says why and `where` where it was (from every thread's stack, kept in `stacks`)."""
     for target in targets:
         if not target.is_file():
             raise UserError("kernel file not found", file=str(target))
@@ -186,51 +210,104 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
     expected, atomics = target_kernels(targets)
     with tempfile.TemporaryDirectory(prefix="tileiropt-capture-") as folder:
         (Path(folder) / "sitecustomize.py").write_text(inspect.getsource(capture_site), encoding="utf-8")
-        out = Path(folder) / "launches.jsonl"
+        settings = Path(folder) / "settings.json"  # a file, not the environment: no limit on the targets' number
+        settings.write_text(json.dumps({
+            "folder": folder, "files": [os.path.realpath(t) for t in targets], "cap": cap, "expected": expected,
+            "stop_when_captured": stop_when_captured, "quiet": quiet, "long_quiet": LONG_QUIET_S,
+            "stand_ins": interpret}), encoding="utf-8")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([folder, *filter(None, [env.get("PYTHONPATH")])])
-        env.update({hook.OUT_ENV: str(out), hook.FILES_ENV: os.pathsep.join(str(t.resolve()) for t in targets),
-                    hook.CAP_ENV: str(cap), hook.KERNELS_ENV: os.pathsep.join(expected),
-                    hook.BUDGET_ENV: str(budget), hook.QUIET_ENV: str(quiet), "MPLBACKEND": "Agg",
-                    "PYTHONUNBUFFERED": "1"})
+        env.update({hook.SETTINGS_ENV: str(settings), "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1"})
         if interpret:
-            env.update({"TRITON_INTERPRET": "1", hook.STAND_INS_ENV: "1"})
+            env["TRITON_INTERPRET"] = "1"
         keep_bytecode(env)
         started = time.monotonic()
         started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        stderr_path = Path(folder) / "output.txt"  # stdout and stderr: the tail says why a program ended
-        with open(stderr_path, "wb") as stderr:
+        output_path = Path(folder) / "output.txt"  # stdout and stderr: the tail says why a program ended
+        watch = ProgramWatch(Path(folder), cap)
+        with open(output_path, "wb") as output:
             try:
                 process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                           stdout=stderr, stderr=stderr, start_new_session=True)
+                                           stdout=output, stderr=output, start_new_session=True)
             except OSError as exc:
                 raise UserError(f"cannot start the capture command: {exc.strerror or exc}",
                                 hint=f"check the command: {shlex.join(argv)}") from None
-            killed = False
             previous = _on_sigterm_raise()
             try:
-                process.wait(timeout=budget + grace)
-            except subprocess.TimeoutExpired:
-                killed = True
+                cut, stacks = _follow(process, watch, output_path, expected, started, budget, stall, on_progress)
             finally:  # also on Ctrl-C or SIGTERM of this process: the program's whole group goes too
                 _kill_group(process)
                 if previous is not None:
                     signal.signal(signal.SIGTERM, previous)
-        result = _read(out, argv, expected)
-        result.atomics = atomics
+        watch.poll()
+        result = CaptureResult(command=argv, launches=watch.launches, counts=watch.counts(), expected=expected,
+                               atomics=atomics, outside=watch.outside(), processes=len(watch.pids))
+        result.sources = {path: file_digest(path) for path in sorted(watch.sources)}
         result.seconds = time.monotonic() - started
         result.started = started_at
-        result.exit_code = None if killed else process.returncode
-        if killed:
-            result.ended = f"killed after the time budget ({budget:g} s)"
-        elif not result.ended:
+        output_text = output_path.read_text(encoding="utf-8", errors="replace")
+        result.stderr_tail = output_text[-2000:]
+        result.last_output = last_line(output_path)
+        if cut:
+            result.cut, result.stacks = cut, stacks
+            result.where = stuck_at(stacks, str(cwd or Path.cwd())) or (
+                f"its last output line: {result.last_output}" if result.last_output else "")
+            result.ended = f"cut: {cut}"
+            return result
+        result.exit_code = process.returncode
+        if watch.stopped:
+            result.ended = f"stopped: {watch.stopped}"
+        else:
             result.ended = "the program finished" if process.returncode == 0 else \
                 f"the program exited with status {process.returncode}"
-        output = stderr_path.read_text(encoding="utf-8", errors="replace")
-        result.stderr_tail = output[-2000:]
-        if not killed and not result.ended.startswith("stopped") and process.returncode != 0:
-            result.failure = read_failure(output[-200_000:], process.returncode, str(cwd or Path.cwd()))
+            if process.returncode != 0:
+                result.failure = read_failure(output_text[-200_000:], process.returncode, str(cwd or Path.cwd()))
     return result
+
+
+def _follow(process: subprocess.Popen, watch: ProgramWatch, output: Path, expected: list[str], started: float,
+            budget: float | None, stall: float | None,
+            on_progress: Callable[[str], None] | None) -> tuple[str, dict[str, str]]:
+    """Wait for the program while reading what it records: (why it was cut, or "", and its stacks when cut)."""
+    last_progress, size, shown = started, 0, 0.0
+    while True:
+        try:
+            process.wait(timeout=POLL_S)
+            return "", {}
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        grew = watch.poll()
+        if watch.stopped:  # a process of a kernel file's own run has every kernel: the rest of the group goes
+            return "", {}
+        try:
+            new_size = output.stat().st_size
+        except OSError:
+            new_size = size
+        if grew or new_size != size:
+            last_progress, size = now, new_size
+        if on_progress is not None and now - shown >= PROGRESS_EVERY_S:
+            shown = now
+            on_progress(progress_line(watch, expected, now - started, last_line(output)))
+        if budget is not None and now - started > budget:
+            return f"the capture budget of {budget:g} s was spent", watch.stacks(process.pid)
+        if stall is not None and now - last_progress > stall:
+            return f"no progress for {stall:g} s (no output, no launch)", watch.stacks(process.pid)
+
+
+def cut_summary(cut: str, where: str) -> str:
+    """One line on a program the tool cut: why, where it was, and what that means for the run."""
+    place = f", at {where}" if where else ""
+    return (f"the command did not finish: {cut}{place}; the coverage is partial (kernels it had not launched yet "
+            "are not covered) and the run is not a pass")
+
+
+def progress_line(watch: ProgramWatch, expected: list[str], elapsed: float, last: str) -> str:
+    """"1m12s, 3,456 launches, 12/320 kernels captured | <the program's last output line>"."""
+    counts = watch.counts()
+    captured = len({f"{launch['kernel']}@{launch['file']}" for launch in watch.launches})
+    text = (f"{duration(elapsed)}, {sum(counts.values()):,} launches, {captured}/{len(expected)} kernels captured")
+    return f"{text} | {last}" if last else text
 
 
 def _on_sigterm_raise() -> Any:
@@ -260,31 +337,6 @@ def _kill_group(process: subprocess.Popen) -> None:
     if process.poll() is None:
         process.kill()
         process.wait()
-
-
-def _read(out: Path, argv: list[str], expected: list[str]) -> CaptureResult:
-    result = CaptureResult(command=argv, launches=[], expected=expected)
-    if not out.is_file():
-        return result
-    sources: set[str] = set()  # every process of the program that loaded the recorder lists its own
-    for line in out.read_text(encoding="utf-8").splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
-            continue  # a line cut by the program's end
-        if "kernel" in item:
-            result.launches.append(item)
-        else:
-            result.counts.update(item.get("launches", {}))
-            sources.update(item.get("sources") or [])
-            if "stopped" in item:
-                result.ended = f"stopped: {item['stopped']}"
-    result.sources = {path: file_digest(path) for path in sorted(sources)}
-    for launch in result.launches:
-        result.counts.setdefault(f"{launch['kernel']}@{launch['file']}", 1)
-    return result
-
-
 
 
 def capture_specs(result: CaptureResult, root: Path, artifacts: Path, timeout: float | None = None,
@@ -336,7 +388,7 @@ def _named_files(argv: list[str], cwd: Path) -> list[Path]:
             found.append(path)
         elif path.is_dir():
             found += sorted(p for p in path.rglob("*.py")
-                            if not any(part.startswith(".") or part == "__pycache__" for part in p.parts))[:5000]
+                            if not any(part.startswith(".") or part == "__pycache__" for part in p.parts))
     return found
 
 
@@ -346,6 +398,7 @@ def capture_inputs(request: Any, cwd: Path, device: dict[str, Any]) -> str:
     the interpreter). A re-run with the same key reuses the saved launches instead of running the program."""
     argv = program_command(request.files, request.command)
     return input_key({"command": argv, "cwd": str(cwd.resolve()), "budget": request.budget, "cap": request.cap,
+                      "stall": request.stall,
                       "files": {str(p): file_digest(p) for p in request.files},
                       "named": {str(p): file_digest(p) for p in _named_files(argv, cwd)},
                       "tool": tool_digest(), "versions": versions(),
@@ -358,8 +411,8 @@ def earlier_capture(artifacts: Path, inputs: str) -> CaptureResult | None:
     path = Path(artifacts) / CAPTURE_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("inputs") != inputs or not data.get("launches") or not data.get("sources"):
-            return None  # no list of what it imported (it was killed from outside): run it again
+        if data.get("inputs") != inputs or not data.get("launches") or not data.get("sources") or data.get("cut"):
+            return None  # cut, or no list of what it imported (it was killed from outside): run it again
         result = CaptureResult.from_json(data)
         if any(file_digest(path) != digest for path, digest in result.sources.items()):
             return None
@@ -370,7 +423,8 @@ def earlier_capture(artifacts: Path, inputs: str) -> CaptureResult | None:
 
 
 def add_captured_kernels(project: Any, machine: Any, timeout: float | None = None, fresh: bool = False,
-                         before_program: Callable[[], None] | None = None) -> tuple[CaptureResult, list[Any]]:
+                         before_program: Callable[[], None] | None = None,
+                         on_progress: Callable[[str], None] | None = None) -> tuple[CaptureResult, list[Any]]:
     """Run the project's capture (`[project] capture = "..."`) and add one kernel spec per distinct launch to
     `project.kernels` (names already taken are kept as they are); saves capture.json. An unchanged re-run
     (`capture_inputs`) takes the saved launches instead (`fresh`: run the program again). `before_program`: called
@@ -383,7 +437,8 @@ def add_captured_kernels(project: Any, machine: Any, timeout: float | None = Non
         if before_program is not None:
             before_program()
         result = capture_program(request.files, request.command, interpret=not machine.has_gpu,
-                                 budget=request.budget, cap=request.cap, cwd=project.root)
+                                 budget=request.budget, cap=request.cap, cwd=project.root, stall=request.stall,
+                                 stop_when_captured=request.command is None, on_progress=on_progress)
         result.inputs = inputs
     result.library = str(request.library) if request.library is not None else None
     save_record_file(result.to_json(), project.artifacts, CAPTURE_FILE)

@@ -5,123 +5,205 @@ launch reaches, through `kernel[grid](...)`, an autotuner, heuristics or a packa
 for each launch of a kernel *defined in a target file* writes one JSON line: the kernel, every
 argument (tensors as shape, strides, dtype, storage extent and, for small integer tensors, their
 values; scalars and constexprs as values; host tensor descriptors with their base tensor), the launch
-options and the config values the autotuner chose (they arrive as keyword arguments), the grid as
-launched, and the wrapper in the target file that made the launch. Launches are deduplicated by
-signature and capped per kernel; when every kernel of the targets has its fill, or the time budget
-is spent, the program is ended (os._exit) so a benchmark sweep never runs on for minutes.
+options and the config values the autotuner chose (they arrive as keyword arguments), the grid Triton
+launched, and the wrapper in the target file that made the launch. Launches of kernels defined elsewhere
+(generated code, other packages) are counted, with where they were defined.
 
-Configured by environment variables (see `capture.py`); nothing happens without them.
+The program never notices it:
+- nothing it does inside a launch calls user code or a torch operator (a library may implement `aten::min` or
+  `aten::copy_` with its own Triton kernels, behind locks): tensor metadata is read from the tensor itself,
+  values are copied from its memory (`ctypes` on the CPU, the CUDA driver's `cuMemcpyDtoH` on a GPU) and
+  summarised with numpy; the grid is the one Triton itself computed (the recorder never calls the grid function);
+- a launch made while the recorder works (on the same thread) is never recorded and never waits on it;
+- once a kernel has its fill of distinct launches, a later launch costs a dictionary update.
+
+Every process of the program that starts Python (pytest-xdist workers, subprocesses) records into a file of its
+own (`launches-<pid>.jsonl` in the run's folder); the tool merges them. On SIGUSR1 a process writes every
+thread's stack to `stacks-<pid>.txt` (faulthandler): how the tool shows where a stuck program was.
+
+Configured by one settings file (JSON, its path in TILEIROPT_CAPTURE_SETTINGS): no size limit on the targets.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import inspect
 import json
 import os
+import signal
 import sys
 import threading
 import time
 from typing import Any
 
-OUT_ENV = "TILEIROPT_CAPTURE_OUT"
-FILES_ENV = "TILEIROPT_CAPTURE_FILES"
-CAP_ENV = "TILEIROPT_CAPTURE_CAP"
-KERNELS_ENV = "TILEIROPT_CAPTURE_KERNELS"  # kernels expected (name@file), to know when the fill is complete
-BUDGET_ENV = "TILEIROPT_CAPTURE_BUDGET"
-STAND_INS_ENV = "TILEIROPT_CAPTURE_STAND_INS"
-QUIET_ENV = "TILEIROPT_CAPTURE_QUIET"  # seconds without a new signature, once every kernel has one
+SETTINGS_ENV = "TILEIROPT_CAPTURE_SETTINGS"
+STACKS_SIGNAL = signal.SIGUSR1
 SMALL_VALUES = 4096  # integer tensors up to this many elements keep their values
+READ_LIMIT = 256 << 20  # bytes: larger tensors are not read (their range or sign is not known)
+STATUS_EVERY_S = 0.5  # at most this often, a process writes its launch counts (the tool's progress line)
 OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "occupancy", "enable_fp_fusion",
            "launch_cooperative_grid", "launch_pdl", "debug")
 
 
+def launches_file(folder: str, pid: int) -> str:
+    return os.path.join(folder, f"launches-{pid}.jsonl")
+
+
+def stacks_file(folder: str, pid: int) -> str:
+    return os.path.join(folder, f"stacks-{pid}.txt")
+
+
 class Recorder:
-    def __init__(self, out: str, files: set[str], cap: int, expected: set[str], budget: float, quiet: float = 10.0):
-        self.out = open(out, "a", encoding="utf-8")  # noqa: SIM115 - open for the life of the program
+    """One per process. `before` a launch (its arguments, read before an in-place kernel changes them) and
+    `after` it (the grid Triton computed, then the line is written)."""
+
+    def __init__(self, folder: str, files: set[str], cap: int, expected: set[str], stop_when_captured: bool = False,
+                 quiet: float = 10.0, long_quiet: float = 60.0):
+        self.folder = folder
+        self.out = open(launches_file(folder, os.getpid()), "a", encoding="utf-8")  # noqa: SIM115 - for the run
         self.files = files
         self.cap = cap
         self.expected = expected
-        self.deadline = time.monotonic() + budget
+        self.stop_when_captured = stop_when_captured  # a kernel file's own run: end once every kernel has its fill
         self.quiet = quiet
-        self.last_new = time.monotonic()
-        self.signatures: dict[str, set[str]] = {}
-        self.launches: dict[str, int] = {}
+        self.long_quiet = long_quiet
+        self.kernels: dict[int, tuple[str, bool, Any]] = {}  # id(JIT function) -> (key, a target's?, the function)
+        self.signatures: dict[str, set[Any]] = {}
+        self.full: set[str] = set()  # keys with their fill of distinct launches
+        self.launches: dict[str, int] = {}  # key -> launches seen (targets)
+        self.outside: dict[str, dict[str, Any]] = {}  # key -> {kernel, file, line, launches} (defined elsewhere)
         self.lock = threading.Lock()
+        self.local = threading.local()
+        self.last_new = time.monotonic()
+        self.last_status = 0.0
 
     # which launches count --------------------------------------------------------------------
-    def target(self, jit: Any) -> tuple[str, str] | None:
+    def kernel(self, jit: Any) -> tuple[str, bool]:
+        """(`name@file`, defined in a target file) of a JIT function, looked up once per function."""
+        known = self.kernels.get(id(jit))
+        if known is not None:
+            return known[0], known[1]
         fn = getattr(jit, "fn", None)
         code = getattr(fn, "__code__", None)
-        if code is None:
-            return None
-        path = os.path.realpath(code.co_filename)
-        return (fn.__name__, path) if path in self.files else None
-
-    def record(self, jit: Any, args: tuple, kwargs: dict, grid: Any) -> dict[str, Any] | None:
-        """The launch's line (taken before it runs: an in-place kernel changes its inputs), or None."""
-        found = self.target(jit)
-        if found is None:
-            return None
-        name, path = found
+        name = getattr(fn, "__name__", "?")
+        filename = code.co_filename if code is not None else "?"
+        path = filename if filename.startswith("<") else os.path.realpath(filename)
         key = f"{name}@{path}"
+        inside = path in self.files
+        with self.lock:
+            self.kernels[id(jit)] = (key, inside, jit)  # the function is kept: its id stays its own
+            if not inside:
+                self.outside.setdefault(key, {"kernel": name, "file": path, "launches": 0,
+                                              "line": code.co_firstlineno if code is not None else None})
+        return key, inside
+
+    def target(self, jit: Any) -> tuple[str, str] | None:
+        key, inside = self.kernel(jit)
+        return tuple(key.rsplit("@", 1)) if inside else None  # type: ignore[return-value]
+
+    def busy(self) -> bool:
+        return getattr(self.local, "busy", False)
+
+    def before(self, jit: Any, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+        """The launch's line when it is a new distinct launch of a target kernel (None otherwise): the counts
+        first, cheaply; the arguments only for a launch not seen yet."""
+        key, inside = self.kernel(jit)
+        with self.lock:
+            if not inside:
+                self.outside[key]["launches"] += 1
+                return None
+            self.launches[key] = self.launches.get(key, 0) + 1
+            if key in self.full:
+                return None
+        self.local.busy = True
+        try:
+            with _no_torch_function():
+                return self._new_launch(jit, key, args, kwargs)
+        finally:
+            self.local.busy = False
+
+    def _new_launch(self, jit: Any, key: str, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+        name, path = key.rsplit("@", 1)
         names = _arg_names(jit)
         bound = dict(zip(names, args))
         options = {k: _plain(v) for k, v in kwargs.items() if k in OPTIONS}
         others = {k: v for k, v in kwargs.items() if k not in OPTIONS}
-        try:
-            launched_grid = grid({**bound, **kwargs}) if callable(grid) else grid
-            launched_grid = [int(g) for g in (tuple(launched_grid) + (1, 1, 1))[:3]]
-        except Exception as exc:  # noqa: BLE001 - a grid we cannot evaluate makes the launch unreplayable
-            launched_grid = None
-            options["_grid_error"] = f"{type(exc).__name__}: {exc}"
-        # the signature reads metadata only: a sweep's repeated launches never pay for encoding tensor values
-        signature = json.dumps([_signature(v) for v in args] + sorted((k, _signature(v)) for k, v in others.items())
-                               + [sorted(options.items()), launched_grid], sort_keys=True, default=str)
+        # the signature reads metadata only: a sweep's repeated launches never pay for reading tensor values
+        signature = (tuple(_signature(v) for v in args), tuple(sorted((k, _signature(v)) for k, v in others.items())),
+                     tuple(sorted(options.items())))
         with self.lock:
-            self.launches[key] = self.launches.get(key, 0) + 1
             seen = self.signatures.setdefault(key, set())
             if signature in seen or len(seen) >= self.cap:
-                return {"skip": True}
+                return None
             seen.add(signature)
+            if len(seen) >= self.cap:
+                self.full.add(key)
             self.last_new = time.monotonic()
         aliases: dict[int, str] = {}
         arguments = [{"name": arg_name, **_encode(value, aliases, arg_name)} for arg_name, value in bound.items()]
         constexprs = {k: _encode(v, aliases, k) for k, v in others.items()}
         return {"kernel": name, "file": path, "module": getattr(jit.fn, "__module__", None), "args": arguments,
-                "constexprs": constexprs, "options": options, "grid": launched_grid,
+                "constexprs": constexprs, "options": options, "grid": None, "signature": repr(signature),
                 "caller": _caller(path), "launch": self.launches[key]}
 
-    def commit(self, line: dict[str, Any] | None) -> None:
-        """Write a launch that ran; end the program when the fill is complete or the budget spent."""
-        if line is None:
-            return
-        with self.lock:
-            if not line.get("skip"):
-                self.out.write(json.dumps(line, default=str) + "\n")
-                self.out.flush()
-            self._maybe_stop()
-
-    def _maybe_stop(self) -> None:
-        """Stop when every kernel of the targets has its fill; or has at least one launch and no launch has
-        brought a new signature for `quiet` seconds (a sweep that only repeats itself); or at the budget."""
+    def after(self, line: dict[str, Any] | None, grid: Any) -> None:
+        """Write a launch that ran, with the grid Triton launched; now and then the counts; in a kernel file's own
+        run, end the program once every kernel has its fill."""
         now = time.monotonic()
+        if line is None and now - self.last_status < STATUS_EVERY_S and not self.stop_when_captured:
+            return
+        self.local.busy = True
+        try:
+            with self.lock:
+                if line is not None:
+                    line["grid"] = _grid(grid)
+                    self.out.write(json.dumps(line, default=str) + "\n")
+                if now - self.last_status >= STATUS_EVERY_S:
+                    self.last_status = now
+                    self.out.write(json.dumps({"status": self._counts()}) + "\n")
+                self.out.flush()
+                if self.stop_when_captured:
+                    self._maybe_stop(now)
+        finally:
+            self.local.busy = False
+
+    def _counts(self) -> dict[str, Any]:
+        return {"launches": dict(self.launches), "outside": {k: dict(v) for k, v in self.outside.items()}}
+
+    def _maybe_stop(self, now: float) -> None:
+        """Stop when every kernel of the targets has its fill; or has at least one launch and no launch has
+        brought a new signature for `quiet` seconds (a sweep that only repeats itself); or something was launched
+        and nothing new came for `long_quiet` seconds (a benchmark repeating what it launched)."""
         counts = [len(self.signatures.get(k, ())) for k in self.expected]
         full = bool(counts) and all(c >= self.cap for c in counts)
         settled = bool(counts) and all(counts) and now - self.last_new > self.quiet
-        if full or settled or now > self.deadline:
+        repeating = bool(self.signatures) and now - self.last_new > self.long_quiet
+        if full or settled or repeating:
             why = "every kernel captured" if full else (
                 f"every kernel captured, no new launch signature for {self.quiet:g} s" if settled
-                else "time budget spent")
-            self.out.write(json.dumps({"stopped": why, "launches": self.launches,
-                                        "sources": program_sources()}) + "\n")
+                else f"no new launch signature for {self.long_quiet:g} s")
+            self.out.write(json.dumps({"stopped": why, **self._counts(), "sources": program_sources()}) + "\n")
             self.out.flush()
             os._exit(0)
 
     def finish(self) -> None:
         with self.lock:
-            self.out.write(json.dumps({"finished": True, "launches": self.launches,
-                                       "sources": program_sources()}) + "\n")
+            self.out.write(json.dumps({"finished": True, **self._counts(), "sources": program_sources()}) + "\n")
             self.out.flush()
+
+
+@contextlib.contextmanager
+def _no_torch_function() -> Any:
+    """Tensor subclasses' `__torch_function__` off while the recorder reads tensors: reading a shape never runs
+    user code."""
+    torch = sys.modules.get("torch")
+    disable = getattr(getattr(torch, "_C", None), "DisableTorchFunctionSubclass", None)
+    if disable is None:
+        yield
+        return
+    with disable():
+        yield
 
 
 _VERSIONED = ("torch", "triton", "tileiropt")  # their versions (and the tool's source) are in the capture's key
@@ -130,14 +212,19 @@ _VERSIONED = ("torch", "triton", "tileiropt")  # their versions (and the tool's 
 def program_sources() -> list[str]:
     """Every Python file the program has imported, but the interpreter's own library and the packages whose
     versions the capture's key holds: its scripts, its tests and conftest, the user's packages, installed
-    or not. A re-run reuses the capture only while none of them changed."""
+    or not. A re-run reuses the capture only while none of them changed. Read from each module's own
+    dictionary: a module's `__getattr__` is never called."""
     import sysconfig
 
     library = {os.path.realpath(sysconfig.get_paths()[key]) + os.sep for key in ("stdlib", "platstdlib")}
     found = set()
     for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None)
-        if not path or name.split(".")[0] in _VERSIONED or name == "sitecustomize" or not path.endswith(".py"):
+        try:
+            path = vars(module).get("__file__")
+        except TypeError:  # not a module (a package may put any object in sys.modules)
+            continue
+        if not isinstance(path, str) or name.split(".")[0] in _VERSIONED or name == "sitecustomize" \
+                or not path.endswith(".py"):
             continue  # (the recorder's own sitecustomize lives in a folder removed after the run)
         real = os.path.realpath(path)
         if any(real.startswith(root) and "site-packages" not in real[len(root):] for root in library):
@@ -156,13 +243,31 @@ def _arg_names(jit: Any) -> list[str]:
 def _plain(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    return str(value)
+    return _opaque(value)
+
+
+def _opaque(value: Any) -> str:
+    """A value's description without calling its `__str__`/`__repr__` (user code), but for Triton's own types."""
+    kind = type(value)
+    if kind.__module__.startswith("triton"):
+        return str(value)
+    return f"<{kind.__module__}.{kind.__qualname__}>"
+
+
+def _grid(grid: Any) -> list[int] | None:
+    try:
+        return [int(g) for g in (tuple(grid) + (1, 1, 1))[:3]]
+    except Exception:  # noqa: BLE001 - a grid that is not a tuple of ints: the launch is not replayable
+        return None
+
+
+def _is_tensor(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def _encode(value: Any, aliases: dict[int, str], name: str) -> dict[str, Any]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
+    if _is_tensor(value):
         return {"tensor": _tensor(value, aliases, name)}
     if type(value).__name__ == "TensorDescriptor" and hasattr(value, "base") and hasattr(value, "block_shape"):
         return {"descriptor": {"base": _tensor(value.base, aliases, name), "shape": [int(s) for s in value.shape],
@@ -173,39 +278,122 @@ def _encode(value: Any, aliases: dict[int, str], name: str) -> dict[str, Any]:
         return {"value": value}
     if type(value).__module__.startswith("triton.language") and hasattr(value, "name"):
         return {"tl_dtype": str(value.name)}
-    if isinstance(value, torch.dtype):
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.dtype):
         return {"torch_dtype": str(value).removeprefix("torch.")}
-    return {"opaque": f"{type(value).__name__}: {str(value)[:80]}"}
+    return {"opaque": _opaque(value)}
 
 
 def _tensor(value: Any, aliases: dict[int, str], name: str) -> dict[str, Any]:
-    import torch
-
     shape, stride = list(value.shape), list(value.stride())
-    extent = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if value.numel() else 0
-    data: dict[str, Any] = {"shape": shape, "stride": stride, "dtype": str(value.dtype).removeprefix("torch."),
+    numel = 1
+    for size in shape:
+        numel *= size
+    extent = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if numel else 0
+    dtype = str(value.dtype).removeprefix("torch.")
+    data: dict[str, Any] = {"shape": shape, "stride": stride, "dtype": dtype,
                             "offset": 0, "extent": extent, "device": value.device.type}
     pointer = value.data_ptr()
-    if pointer in aliases and value.numel():
+    if pointer in aliases and numel:
         data["alias"] = aliases[pointer]
-    elif value.numel():
+    elif numel:
         aliases[pointer] = name
-    if not value.is_floating_point() and not value.is_complex() and value.numel():
-        flat = value.detach()
-        if flat.numel() <= SMALL_VALUES:
-            values = flat.cpu().reshape(-1).tolist()  # read once: for the addresses test and as the values
-            addresses = device_addresses(flat, values)
+    if not numel:
+        return data
+    if dtype in _INTEGERS:
+        array = tensor_array(value)
+        if array is None:
+            data["unread"] = True  # too large, or on a device the recorder cannot read: no range known
+        elif array.size <= SMALL_VALUES:
+            values = [int(v) for v in array.reshape(-1).tolist()]  # read once: for the addresses test and the values
+            addresses = device_addresses(value, values)
             if addresses is not None:
                 data["addresses"] = addresses
             else:
                 data["values"] = values
         else:
-            data["range"] = [int(flat.min().item()), int(flat.max().item())]
-    elif value.is_floating_point() and value.numel():
-        finite = torch.isfinite(value.detach()).all().item()
-        low = float(value.detach().float().min().item()) if finite else None
-        data["nonnegative"] = bool(finite and low is not None and low >= 0)
+            data["range"] = [int(array.min()), int(array.max())]
+    elif dtype in _FLOATS:
+        data["nonnegative"] = nonnegative(value)
     return data
+
+
+# Reading a tensor's memory without torch operators ---------------------------------------------------------------
+_INTEGERS = {"bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
+             "uint16": "uint16", "uint32": "uint32", "uint64": "uint64"}
+# float dtype -> (bytes, exponent bits, mantissa bits, NaN/inf rule): "ieee" (exponent all ones), "fn" (e4m3fn:
+# only exponent and mantissa all ones), "fnuz" (only the pattern of a negative zero)
+_FLOATS = {"float64": (8, 11, 52, "ieee"), "float32": (4, 8, 23, "ieee"), "float16": (2, 5, 10, "ieee"),
+           "bfloat16": (2, 8, 7, "ieee"), "float8_e5m2": (1, 5, 2, "ieee"), "float8_e4m3fn": (1, 4, 3, "fn"),
+           "float8_e4m3fnuz": (1, 4, 3, "fnuz"), "float8_e5m2fnuz": (1, 5, 2, "fnuz")}
+_UNSIGNED = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
+_LIBCUDA: Any = None
+
+
+def read_memory(value: Any, nbytes: int) -> bytes | None:
+    """`nbytes` of the tensor's memory from its first element, copied without a torch operator; None when the
+    device is neither the CPU nor a CUDA GPU, or the copy fails."""
+    pointer = value.data_ptr()
+    device = value.device
+    if device.type == "cpu":
+        return ctypes.string_at(pointer, nbytes)
+    if device.type != "cuda":
+        return None
+    global _LIBCUDA
+    try:
+        if _LIBCUDA is None:
+            _LIBCUDA = ctypes.CDLL("libcuda.so.1")
+        torch = sys.modules["torch"]
+        torch.cuda.synchronize(device)  # the work queued on any stream has written the memory
+        buffer = ctypes.create_string_buffer(nbytes)
+        code = _LIBCUDA.cuMemcpyDtoH_v2(buffer, ctypes.c_uint64(pointer), ctypes.c_size_t(nbytes))
+    except Exception:  # noqa: BLE001 - no driver library, no context: the values are not read
+        return None
+    return buffer.raw if code == 0 else None
+
+
+def tensor_array(value: Any, as_bits: bool = False) -> Any:
+    """The tensor's elements as a numpy array of its shape (`as_bits`: a float tensor as unsigned integers of its
+    width), read from its memory; None when it cannot be read or is over READ_LIMIT bytes."""
+    import numpy as np
+
+    dtype = str(value.dtype).removeprefix("torch.")
+    width = _FLOATS[dtype][0] if dtype in _FLOATS else None
+    numpy_dtype = _UNSIGNED[width] if as_bits and width else _INTEGERS.get(dtype)
+    if numpy_dtype is None:
+        return None
+    itemsize = np.dtype(numpy_dtype).itemsize
+    shape, stride = tuple(value.shape), tuple(value.stride())
+    extent = 1 + sum((s - 1) * st for s, st in zip(shape, stride))
+    if extent * itemsize > READ_LIMIT:
+        return None
+    raw = read_memory(value, extent * itemsize)
+    if raw is None:
+        return None
+    flat = np.frombuffer(raw, dtype=numpy_dtype)
+    return np.lib.stride_tricks.as_strided(flat, shape=shape, strides=[s * itemsize for s in stride],
+                                           writeable=False)
+
+
+def nonnegative(value: Any) -> bool:
+    """Every element finite and >= 0 (a negative zero counts as 0), read from the bits; False when unread."""
+    dtype = str(value.dtype).removeprefix("torch.")
+    if dtype not in _FLOATS:
+        return False
+    bits = tensor_array(value, as_bits=True)
+    if bits is None:
+        return False
+    width, exponent, mantissa, rule = _FLOATS[dtype]
+    bits = bits.reshape(-1)
+    sign = bits >> (8 * width - 1)
+    magnitude = bits & ((1 << (8 * width - 1)) - 1)
+    if rule == "ieee":
+        finite = ((magnitude >> mantissa) != (1 << exponent) - 1).all()
+    elif rule == "fn":
+        finite = (magnitude != (1 << (8 * width - 1)) - 1).all()
+    else:  # fnuz: the one NaN is the negative zero pattern
+        finite = not ((sign == 1) & (magnitude == 0)).any()
+    return bool(finite and not ((sign == 1) & (magnitude != 0)).any())
 
 
 ADDRESS_FLOOR = 1 << 32  # heap and device addresses lie above 4 GiB; indices and sizes below
@@ -216,11 +404,14 @@ def device_addresses(values: Any, listed: list[int] | None = None) -> dict[str, 
     buffers they point into (dtype, elements) and, per value, (buffer, byte offset); a replay rebuilds the
     addresses into buffers of its own. None when the values are not all addresses (or zero) of live tensors.
     `listed`: the tensor's values, when the caller has read them already."""
-    import torch
-
-    if values.dtype not in (torch.int64, getattr(torch, "uint64", torch.int64)):
+    if str(values.dtype).removeprefix("torch.") not in ("int64", "uint64"):
         return None
-    flat = [int(v) for v in (listed if listed is not None else values.cpu().reshape(-1).tolist())]
+    if listed is None:
+        array = tensor_array(values)
+        if array is None:
+            return None
+        listed = array.reshape(-1).tolist()
+    flat = [int(v) for v in listed]
     if not any(flat) or any(v and v < ADDRESS_FLOOR for v in flat):
         return None
     storages = _live_storages(values.device)
@@ -238,10 +429,8 @@ def device_addresses(values: Any, listed: list[int] | None = None) -> dict[str, 
         if start not in index:
             index[start] = len(buffers)
             elements = tensor.untyped_storage().nbytes() // tensor.element_size()
-            floating = tensor.is_floating_point()
             buffers.append({"dtype": str(tensor.dtype).removeprefix("torch."), "elements": elements,
-                            "nonnegative": bool(floating and torch.isfinite(tensor).all().item()
-                                                and tensor.detach().float().min().item() >= 0)})
+                            "nonnegative": tensor.is_floating_point() and nonnegative(tensor)})
         targets.append([index[start], value - start])
     return {"buffers": buffers, "targets": targets}
 
@@ -251,8 +440,7 @@ def _live_storages(device: Any) -> list[tuple[int, int, Any]]:
     import gc
     import warnings
 
-    import torch
-
+    torch = sys.modules["torch"]
     found: dict[int, tuple[int, int, Any]] = {}
     with warnings.catch_warnings():  # asking some objects their class warns (torch.distributed.reduce_op)
         warnings.simplefilter("ignore")
@@ -270,21 +458,21 @@ def _live_storages(device: Any) -> list[tuple[int, int, Any]]:
 
 def _signature(value: Any) -> Any:
     """What makes two launches different: a tensor's shape, strides and dtype (a descriptor's too, with its
-    block shape), any other value itself."""
+    block shape), any other value itself (hashable)."""
     base = getattr(value, "base", None) if type(value).__name__ == "TensorDescriptor" else None
     if base is not None:
-        return [_signature(base), list(value.block_shape)]
-    if hasattr(value, "shape") and hasattr(value, "stride") and hasattr(value, "dtype"):
-        return [list(value.shape), list(value.stride()), str(value.dtype)]
-    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
+        return (_signature(base), tuple(value.block_shape))
+    if _is_tensor(value):
+        return (tuple(value.shape), tuple(value.stride()), str(value.dtype))
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return _opaque(value)
 
 
 def _caller(path: str) -> dict[str, Any] | None:
     """The innermost function of the target file on the stack that is not a JIT function: the wrapper
     that launched the kernel, with its tensor arguments' shapes and dtypes and its other arguments."""
-    import torch
-
-    frame = sys._getframe(3)
+    frame = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if os.path.realpath(code.co_filename) == path and code.co_name != "<module>" and code.co_name != "<lambda>":
@@ -293,7 +481,7 @@ def _caller(path: str) -> dict[str, Any] | None:
             tensors, others = {}, {}
             for param in params:
                 value = frame.f_locals.get(param)
-                if isinstance(value, torch.Tensor):
+                if _is_tensor(value):
                     tensors[param] = {"shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch.")}
                 elif value is None or isinstance(value, (bool, int, float, str)):
                     others[param] = value
@@ -312,6 +500,37 @@ def _caller(path: str) -> dict[str, Any] | None:
 _RECORDER: Recorder | None = None
 
 
+class _GridSpy:
+    """The launch's grid function, called by Triton as always; keeps what it returned (the recorder never calls
+    the user's grid function itself)."""
+
+    __slots__ = ("grid", "seen")
+
+    def __init__(self, grid: Any):
+        self.grid, self.seen = grid, None
+
+    def __call__(self, meta: Any) -> Any:
+        self.seen = self.grid(meta)
+        return self.seen
+
+
+def _recorded(recorder: Recorder, jit: Any, args: tuple, kwargs: dict, grid: Any,
+              launch: Any) -> Any:
+    """Run `launch(grid)` with the recorder around it: never raising from the recorder's own work."""
+    try:
+        line = recorder.before(jit, args, kwargs)
+    except Exception:  # noqa: BLE001 - the recorder must never break the user's program
+        recorder.local.busy = False
+        line = None
+    spy = _GridSpy(grid) if line is not None and callable(grid) else None
+    result = launch(spy if spy is not None else grid)
+    try:
+        recorder.after(line, spy.seen if spy is not None else grid)
+    except Exception:  # noqa: BLE001
+        recorder.local.busy = False
+    return result
+
+
 def _hook_compiled_kernels() -> None:
     """Launches of a precompiled kernel (`kernel = fn.warmup(...)`, then `kernel[grid](*args)`) bypass
     `JITFunction.run`: record them from `CompiledKernel.__getitem__` with the JIT function of its source."""
@@ -324,30 +543,25 @@ def _hook_compiled_kernels() -> None:
     def getitem(self: Any, grid: Any) -> Any:
         runner = original(self, grid)
         jit = getattr(getattr(self, "src", None), "fn", None)
-        if _RECORDER is None or jit is None or _RECORDER.target(jit) is None:
+        recorder = _RECORDER
+        if recorder is None or jit is None or recorder.busy():
             return runner
 
         def recording(*args: Any, **kwargs: Any) -> Any:
-            line = None
-            try:
-                names = _arg_names(jit)
-                positional = list(args)
-                if len(args) < len(names):  # constexprs were left out: take them from the source
-                    constexprs = {}
-                    for key, value in (getattr(self.src, "constexprs", None) or {}).items():
-                        index = key[0] if isinstance(key, tuple) else names.index(key) if key in names else key
-                        constexprs[index] = value
-                    values = iter(args)
-                    positional = [constexprs[i] if i in constexprs else next(values) for i in range(len(names))]
-                metadata = self.metadata
-                options = {k: getattr(metadata, k) for k in ("num_warps", "num_stages", "num_ctas")
-                           if hasattr(metadata, k) and k not in names}  # a parameter of that name is the kernel's
-                line = _RECORDER.record(jit, tuple(positional), options, tuple(grid))
-            except Exception:  # noqa: BLE001 - the recorder must never break the user's program
-                line = None
-            result = runner(*args, **kwargs)
-            _RECORDER.commit(line)
-            return result
+            names = _arg_names(jit)
+            positional = list(args)
+            if len(args) < len(names):  # constexprs were left out: take them from the source
+                constexprs = {}
+                for key, value in (getattr(self.src, "constexprs", None) or {}).items():
+                    index = key[0] if isinstance(key, tuple) else names.index(key) if key in names else key
+                    constexprs[index] = value
+                values = iter(args)
+                positional = [constexprs[i] if i in constexprs else next(values) for i in range(len(names))]
+            metadata = self.metadata
+            options = {k: getattr(metadata, k) for k in ("num_warps", "num_stages", "num_ctas")
+                       if hasattr(metadata, k) and k not in names}  # a parameter of that name is the kernel's
+            return _recorded(recorder, jit, tuple(positional), options, tuple(grid),
+                             lambda _grid: runner(*args, **kwargs))
 
         return recording
 
@@ -357,14 +571,19 @@ def _hook_compiled_kernels() -> None:
 def install() -> None:
     """Wrap Triton's launch path (called from the generated sitecustomize)."""
     global _RECORDER
-    out = os.environ.get(OUT_ENV)
-    if not out or _RECORDER is not None:
+    path = os.environ.get(SETTINGS_ENV)
+    if not path or _RECORDER is not None:
         return
-    files = {os.path.realpath(p) for p in os.environ.get(FILES_ENV, "").split(os.pathsep) if p}
-    expected = {k for k in os.environ.get(KERNELS_ENV, "").split(os.pathsep) if k}
-    _RECORDER = Recorder(out, files, int(os.environ.get(CAP_ENV, "3")), expected,
-                         float(os.environ.get(BUDGET_ENV, "120")), float(os.environ.get(QUIET_ENV, "10")))
-    if os.environ.get(STAND_INS_ENV) == "1":
+    with open(path, encoding="utf-8") as handle:
+        settings = json.load(handle)
+    _RECORDER = Recorder(settings["folder"], set(settings["files"]), int(settings["cap"]), set(settings["expected"]),
+                         bool(settings["stop_when_captured"]), float(settings["quiet"]),
+                         float(settings["long_quiet"]))
+    import faulthandler
+
+    stacks = open(stacks_file(settings["folder"], os.getpid()), "w", encoding="utf-8")  # noqa: SIM115
+    faulthandler.register(STACKS_SIGNAL, file=stacks, all_threads=True, chain=False)
+    if settings.get("stand_ins"):
         # numpy, which the stand-ins import, costs the program's start-up 0.13 s: only interpreter runs need them
         from tileiropt.runtime import stand_ins
 
@@ -383,16 +602,11 @@ def install() -> None:
         original = cls.run
 
         def run(self: Any, *args: Any, grid: Any, warmup: Any, _original: Any = original, **kwargs: Any) -> Any:
-            line = None
-            if not warmup and _RECORDER is not None:
-                try:
-                    line = _RECORDER.record(self, args, kwargs, grid)
-                except Exception:  # noqa: BLE001 - the recorder must never break the user's program
-                    line = None
-            result = _original(self, *args, grid=grid, warmup=warmup, **kwargs)
-            if _RECORDER is not None:
-                _RECORDER.commit(line)
-            return result
+            recorder = _RECORDER
+            if warmup or recorder is None or recorder.busy():
+                return _original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            return _recorded(recorder, self, args, kwargs, grid,
+                             lambda launched: _original(self, *args, grid=launched, warmup=warmup, **kwargs))
 
         cls.run = run
     _hook_compiled_kernels()

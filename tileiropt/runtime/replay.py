@@ -16,7 +16,8 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from tileiropt.runtime.autotuners import autotuners, chain, function_name, own_run, run_at
+from tileiropt.errors import PINNING_ERROR
+from tileiropt.runtime.autotuners import autotuners, chain, function_name, innermost, own_run, run_at
 from tileiropt.runtime.harness import HarnessError
 
 LaunchCall = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Any]
@@ -201,6 +202,23 @@ def _pinned(tuners: list[Any], kwargs: dict[str, Any]) -> Iterator[dict[str, Any
                 tuner.run = run
 
 
+class PinningError(HarnessError):
+    """The tool's own pinning of an autotuner failed (not the user's kernel): said as the tool's error."""
+
+
+def reached_a_kernel(exc: BaseException) -> bool:
+    """Whether the exception went through Triton's launch of a JIT function (compiling or running a kernel), not
+    only through the tool's and the autotuner's own code."""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "run" and code.co_filename.replace("\\", "/").endswith(
+                ("triton/runtime/jit.py", "triton/runtime/interpreter.py")):
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
     """A function of (inputs, args, dims) launching the captured kernel once through `module`'s name for it
     and returning every tensor argument by name (the kernel's outputs are among them)."""
@@ -229,8 +247,21 @@ def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
         kwargs = {k: _value({"name": k, **v}, inputs) for k, v in launch.get("constexprs", {}).items()
                   if k not in bound}
         kwargs.update({k: v for k, v in launch.get("options", {}).items() if not k.startswith("_") and k not in bound})
-        with _pinned(tuners, kwargs) as left:
-            kernel[grid](*positional, **left)
+        try:
+            with _pinned(tuners, kwargs) as left:
+                kernel[grid](*positional, **left)
+        except Exception as exc:
+            if not tuners or reached_a_kernel(exc):
+                raise  # the kernel's own failure (or its wrapper's): the user's to see
+            # the tool's pinning of a package's autotuner failed before any kernel ran: launch the JIT function at
+            # the config the package's autotuner chose in the captured launch (its values are the launch's own)
+            try:
+                innermost(kernel)[grid](*positional, **kwargs)
+            except Exception as again:
+                if reached_a_kernel(again):
+                    raise
+                raise PinningError(f"{PINNING_ERROR} {type(tuners[0]).__name__} at the captured config: "
+                                   f"{type(exc).__name__}: {exc}") from exc
         return {output: inputs[output] for output in outputs}
 
     return call

@@ -77,7 +77,11 @@ def _tileiropt_add_configs(kernel, configs):
         if key not in seen:
             seen.add(key)
             own.append(config)
-    autotuner.configs = own
+    try:  # a package's autotuner may keep its list fixed: the kernel then runs as it is, never a failed import
+        autotuner.configs = own
+    except (AttributeError, TypeError) as error:
+        _TILEIROPT_NOT_ATTACHED[_tileiropt_name(kernel)] = (
+            f"its autotuner ({type(autotuner).__name__}) does not take new configs: {error}")
     return kernel
 
 

@@ -1,0 +1,184 @@
+"""A library's own test suite, captured as it is (`tileiropt run pkg -- pytest tests/`): a recorder the program
+never notices (an operator library implementing torch's own operators with Triton kernels behind locks that are not
+reentrant), pytest-xdist workers, no size limit, the whole run (and a cut run never a pass), Triton imported through a
+module of the package, a package's own autotuner, kernels defined outside the library, a package that needs a GPU."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tileiropt.pipeline import run_pipeline
+from tileiropt.project import project_from_library
+from tileiropt.report.artifacts import load_artifacts
+from tileiropt.runtime.capture import run_capture
+from tileiropt.schema import FAIL, NOT_RUN, PASS
+
+SUITES = Path(__file__).parent / "fixtures" / "suites"
+OPLIB_KERNELS = {"min_kernel", "max_kernel", "all_kernel", "add_kernel"}
+PYTEST = ["pytest", "-q", "-p", "no:cacheprovider", "tests"]
+
+
+def _suite(tmp_path: Path, name: str) -> Path:
+    target = tmp_path / name
+    shutil.copytree(SUITES / name, target)
+    return target
+
+
+def _capture(folder: Path, target: str, command: list[str], **options) -> object:
+    """A library's capture: the command runs to its end; a stall or the budget only guard the test itself."""
+    options = {"stall": 60, "budget": 300, **options}
+    return run_capture([folder / target], command, interpret=True, cwd=folder, stop_when_captured=False, **options)
+
+
+def test_an_operator_library_that_implements_torch_operators_is_captured_without_a_deadlock(tmp_path: Path,
+                                                                                              monkeypatch) -> None:
+    # every kernel's launch runs under a lock that is not reentrant, and aten::min/max/all are the library's kernels:
+    # a recorder calling tensor.min() (or isfinite().all()) inside the hook would wait on itself forever
+    folder = _suite(tmp_path, "oplib")
+    monkeypatch.setenv("OPLIB_CACHE", str(tmp_path / "generated"))
+    result = _capture(folder, "oplib/__init__.py", PYTEST)
+    assert not result.cut and result.ended == "the program finished", (result.ended, result.stderr_tail)
+    assert {launch["kernel"] for launch in result.launches} == OPLIB_KERNELS
+    ints = next(launch for launch in result.launches if launch["kernel"] == "min_kernel"
+                and launch["args"][0]["tensor"]["dtype"] == "int64")
+    assert ints["args"][0]["tensor"]["values"] == list(range(10, 40))  # read from memory, not through torch.min
+    floats = next(launch for launch in result.launches if launch["kernel"] == "add_kernel")
+    assert floats["args"][0]["tensor"]["nonnegative"] is True  # torch.rand: read from the bits
+    assert floats["grid"] == [8, 1, 1]  # the grid Triton launched (cdiv(1000, 128))
+    # the kernel the library wrote into its cache folder at run time: named, with where it was defined
+    generated = str((tmp_path / "generated" / "generated_fill.py").resolve())
+    assert result.outside == {f"generated_fill_kernel@{generated}": {
+        "kernel": "generated_fill_kernel", "file": generated, "line": 6, "launches": 1}}
+
+
+def test_pytest_xdist_workers_are_captured(tmp_path: Path, monkeypatch) -> None:
+    folder = _suite(tmp_path, "oplib")
+    monkeypatch.setenv("OPLIB_CACHE", str(tmp_path / "generated"))
+    result = _capture(folder, "oplib/__init__.py", [*PYTEST[:-1], "-n", "2", "tests"])
+    assert not result.cut and result.exit_code == 0, (result.ended, result.stderr_tail)
+    assert result.processes == 3  # pytest and its two workers, each with a launch file of its own
+    assert {launch["kernel"] for launch in result.launches} == OPLIB_KERNELS
+    assert sum(result.counts.values()) == 7  # min 2, max 2, all 2, add 1: over both workers
+
+
+def test_no_size_limit_a_package_of_a_thousand_files(tmp_path: Path) -> None:
+    # 1,800 kernels in 300 files among 1,001: their names alone pass the 128 KiB an environment variable may hold
+    package = tmp_path / "a_package_with_a_rather_long_name" / "bigpkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    kernel = ("\n@triton.jit\ndef add_{j}_kernel_with_a_descriptive_name(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+              "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+              "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + {j}, mask=offs < n)\n")
+    for i in range(300):
+        (package / f"ops_{i:04d}.py").write_text("import triton\nimport triton.language as tl\n"
+                                                 + "".join(kernel.format(j=j) for j in range(6)))
+    for i in range(700):
+        (package / f"util_{i:04d}.py").write_text(f"VALUE = {i}\n")
+    (package.parent / "drive.py").write_text(
+        "import torch\nfrom bigpkg.ops_0007 import add_3_kernel_with_a_descriptive_name as k\n"
+        "x = torch.rand(100)\nout = torch.empty_like(x)\nk[(1,)](x, out, 100, BLOCK=128)\n"
+        "assert torch.allclose(out, x + 3)\n")
+    project = project_from_library(package, ["python", "drive.py"])
+    assert len(project.capture.files) == 300
+    expected = sum(len(str(f.resolve())) + 40 for f in project.capture.files) * 6
+    assert expected > 128 * 1024
+    result = run_capture(project.capture.files, ["python", "drive.py"], interpret=True, cwd=package.parent,
+                         stop_when_captured=False, stall=120)
+    assert result.exit_code == 0, (result.ended, result.stderr_tail)
+    assert len(result.expected) == 1800
+    assert [launch["kernel"] for launch in result.launches] == ["add_3_kernel_with_a_descriptive_name"]
+
+
+def test_a_cut_library_run_is_never_a_pass_and_says_where_it_was(tmp_path: Path, monkeypatch) -> None:
+    folder = _suite(tmp_path, "oplib")
+    monkeypatch.setenv("OPLIB_CACHE", str(tmp_path / "generated"))
+    monkeypatch.setenv("OPLIB_HANG", "1")
+    monkeypatch.chdir(folder)
+    project = project_from_library(folder / "oplib", PYTEST)
+    project.capture.stall = 6  # no output, no launch for 6 s: stuck
+    result = run_pipeline(project, command=["tileiropt", "run"])
+    capture = next(p for p in result.phases if p.phase == "capture")
+    assert capture.status == FAIL and "did not finish: no progress for 6 s" in capture.detail, capture.detail
+    assert result.exit_code == 1
+    record = load_artifacts(result.artifacts).capture
+    assert record["cut"] and record["where"].startswith("tests/test_oplib.py:38 in test_waits_forever_when_asked")
+    report = Path(result.report).read_text()
+    first = report.split("\n\n")[1]  # after the title
+    assert first.startswith("**Cut**: the command did not finish: no progress for 6 s"), first
+    assert "partial: the command was cut before its end" in report
+    assert "Where the cut program was" in report and "test_oplib.py" in report
+
+
+def test_triton_imported_through_a_module_of_the_package(tmp_path: Path, monkeypatch) -> None:
+    from tileiropt.analysis.classify import classify_file
+    from tileiropt.library import library_files
+
+    folder = _suite(tmp_path, "shimpkg")
+    ops = folder / "shimpkg" / "ops"
+    # `from shimpkg.ops._triton import triton, tl` and `from ._triton import triton as tr`
+    assert [k.kernel for k in classify_file(ops / "scale.py", rules=[]).kernels] == ["scale_kernel"]
+    assert [k.kernel for k in classify_file(ops / "square.py", rules=[]).kernels] == ["square_kernel"]
+    assert [p.name for p in library_files(folder / "shimpkg").kernel_files] == ["scale.py", "square.py"]
+    monkeypatch.chdir(folder)
+    result = run_pipeline(project_from_library(folder / "shimpkg", PYTEST), command=["tileiropt", "run"])
+    statuses = {p.phase: p.status for p in result.phases}
+    assert result.exit_code == 0 and statuses["apply"] == PASS and statuses["validate"] == PASS, result.phases
+    assert not result.stopped
+
+
+def test_a_package_autotuner_subclass_is_pinned_or_launched_at_its_own_choice(tmp_path: Path, monkeypatch) -> None:
+    folder = _suite(tmp_path, "tunerpkg")
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("TUNERPKG_CACHE", str(tmp_path / "tuner-cache.json"))
+    result = run_pipeline(project_from_library(folder / "tunerpkg", PYTEST), command=["tileiropt", "run"])
+    artifacts = load_artifacts(result.artifacts)
+    assert result.exit_code == 0, [(r.kernel, r.variant, r.backend, r.status, r.reason)
+                                   for r in artifacts.validate.records]
+    negate = [r for r in artifacts.validate.records if r.kernel == "negate_kernel" and r.backend == "interpret"]
+    assert {r.status for r in negate} == {PASS}  # its list cannot be swapped: launched at the config it chose
+    assert any("BLOCK=512" in r.config for r in negate)  # the package's choice for 600 elements, read from the launch
+    report = Path(result.report).read_text()
+    assert "FixedConfigsTuner) does not take new configs" in report  # its TileIR configs: not attached, said so
+
+
+def test_the_tool_s_own_pinning_failure_is_never_the_original_failing() -> None:
+    from types import SimpleNamespace
+
+    from tileiropt.errors import PINNING_ERROR
+    from tileiropt.report.verdict import ATTENTION, kernel_verdict
+
+    reason = f"{PINNING_ERROR} FixedConfigsTuner at the captured config: AttributeError: x"
+    failed = SimpleNamespace(status="error", failures=[reason], reason=reason)
+    kernel = SimpleNamespace(optimized_path="", tileir_code=None, stopped=None, compatibility=failed)
+    verdict = kernel_verdict(kernel)
+    assert verdict.bucket == ATTENTION and verdict.text.startswith("tileiropt could not run the original"), verdict
+
+
+def test_a_package_that_needs_a_gpu_to_import_is_not_run_here(tmp_path: Path, monkeypatch) -> None:
+    folder = _suite(tmp_path, "gpupkg")
+    monkeypatch.chdir(folder)
+    result = run_pipeline(project_from_library(folder / "gpupkg", PYTEST), command=["tileiropt", "run"])
+    capture = next(p for p in result.phases if p.phase == "capture")
+    assert capture.status == NOT_RUN and "needs a GPU" in capture.detail, capture.detail
+    assert result.exit_code == 3
+    assert "no kernel: the capture launched none" in next(p.detail for p in result.phases if p.phase == "apply")
+
+
+@pytest.mark.gpu
+def test_the_operator_library_on_the_gpu(tmp_path: Path, monkeypatch) -> None:
+    folder = _suite(tmp_path, "oplib")
+    monkeypatch.setenv("OPLIB_CACHE", str(tmp_path / "generated"))
+    result = run_capture([folder / "oplib/__init__.py"], PYTEST, interpret=False, cwd=folder,
+                         stop_when_captured=False, stall=120, budget=300)
+    assert not result.cut and result.exit_code == 0, (result.ended, result.stderr_tail)
+    assert {launch["kernel"] for launch in result.launches} == OPLIB_KERNELS
+    ints = next(launch for launch in result.launches if launch["kernel"] == "min_kernel"
+                and launch["args"][0]["tensor"]["dtype"] == "int64")
+    assert ints["args"][0]["tensor"]["device"] == "cuda"
+    assert ints["args"][0]["tensor"]["values"] == list(range(10, 40))  # copied by the CUDA driver, not torch
+    assert len(result.outside) == 1
+    assert os.path.basename(next(iter(result.outside.values()))["file"]) == "generated_fill.py"
