@@ -68,38 +68,35 @@ class Recorder:
         self.stop_when_captured = stop_when_captured  # a kernel file's own run: end once every kernel has its fill
         self.quiet = quiet
         self.long_quiet = long_quiet
-        self.kernels: dict[int, tuple[str, bool, Any]] = {}  # id(JIT function) -> (key, a target's?, the function)
+        # id(JIT function) -> [key, a target's?, only counted (full, or defined elsewhere), launches, the function
+        # (kept: its id stays its own), the line it was defined at]. Counts are bumped without a lock: two threads
+        # launching one kernel at the same instant may count a launch short (they are what the progress line shows)
+        self.entries: dict[int, list[Any]] = {}
         self.signatures: dict[str, set[Any]] = {}
         self.full: set[str] = set()  # keys with their fill of distinct launches
-        self.launches: dict[str, int] = {}  # key -> launches seen (targets)
-        self.outside: dict[str, dict[str, Any]] = {}  # key -> {kernel, file, line, launches} (defined elsewhere)
         self.lock = threading.Lock()
         self.local = threading.local()
         self.last_new = time.monotonic()
         self.last_status = 0.0
 
     # which launches count --------------------------------------------------------------------
-    def kernel(self, jit: Any) -> tuple[str, bool]:
-        """(`name@file`, defined in a target file) of a JIT function, looked up once per function."""
-        known = self.kernels.get(id(jit))
+    def entry(self, jit: Any) -> list[Any]:
+        """The JIT function's entry (see `entries`), made on its first launch."""
+        known = self.entries.get(id(jit))
         if known is not None:
-            return known[0], known[1]
+            return known
         fn = getattr(jit, "fn", None)
         code = getattr(fn, "__code__", None)
         name = getattr(fn, "__name__", "?")
         filename = code.co_filename if code is not None else "?"
         path = filename if filename.startswith("<") else os.path.realpath(filename)
-        key = f"{name}@{path}"
         inside = path in self.files
+        made = [f"{name}@{path}", inside, not inside, 0, jit, code.co_firstlineno if code is not None else None]
         with self.lock:
-            self.kernels[id(jit)] = (key, inside, jit)  # the function is kept: its id stays its own
-            if not inside:
-                self.outside.setdefault(key, {"kernel": name, "file": path, "launches": 0,
-                                              "line": code.co_firstlineno if code is not None else None})
-        return key, inside
+            return self.entries.setdefault(id(jit), made)
 
     def target(self, jit: Any) -> tuple[str, str] | None:
-        key, inside = self.kernel(jit)
+        key, inside = self.entry(jit)[:2]
         return tuple(key.rsplit("@", 1)) if inside else None  # type: ignore[return-value]
 
     def busy(self) -> bool:
@@ -108,22 +105,22 @@ class Recorder:
     def before(self, jit: Any, args: tuple, kwargs: dict) -> dict[str, Any] | None:
         """The launch's line when it is a new distinct launch of a target kernel (None otherwise): the counts
         first, cheaply; the arguments only for a launch not seen yet."""
-        key, inside = self.kernel(jit)
-        with self.lock:
-            if not inside:
-                self.outside[key]["launches"] += 1
-                return None
-            self.launches[key] = self.launches.get(key, 0) + 1
-            if key in self.full:
-                return None
+        entry = self.entry(jit)
+        entry[3] += 1
+        if entry[2]:
+            return None
+        if entry[0] in self.full:  # another function object of the same kernel filled it
+            entry[2] = True
+            return None
         self.local.busy = True
         try:
             with _no_torch_function():
-                return self._new_launch(jit, key, args, kwargs)
+                return self._new_launch(jit, entry, args, kwargs)
         finally:
             self.local.busy = False
 
-    def _new_launch(self, jit: Any, key: str, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+    def _new_launch(self, jit: Any, entry: list[Any], args: tuple, kwargs: dict) -> dict[str, Any] | None:
+        key = entry[0]
         name, path = key.rsplit("@", 1)
         names = _arg_names(jit)
         bound = dict(zip(names, args))
@@ -139,13 +136,14 @@ class Recorder:
             seen.add(signature)
             if len(seen) >= self.cap:
                 self.full.add(key)
+                entry[2] = True
             self.last_new = time.monotonic()
         aliases: dict[int, str] = {}
         arguments = [{"name": arg_name, **_encode(value, aliases, arg_name)} for arg_name, value in bound.items()]
         constexprs = {k: _encode(v, aliases, k) for k, v in others.items()}
         return {"kernel": name, "file": path, "module": getattr(jit.fn, "__module__", None), "args": arguments,
                 "constexprs": constexprs, "options": options, "grid": None, "signature": repr(signature),
-                "caller": _caller(path), "launch": self.launches[key]}
+                "caller": _caller(path), "launch": entry[3]}
 
     def after(self, line: dict[str, Any] | None, grid: Any) -> None:
         """Write a launch that ran, with the grid Triton launched; now and then the counts; in a kernel file's own
@@ -169,7 +167,17 @@ class Recorder:
             self.local.busy = False
 
     def _counts(self) -> dict[str, Any]:
-        return {"launches": dict(self.launches), "outside": {k: dict(v) for k, v in self.outside.items()}}
+        """Launches of the targets' kernels by key; kernels defined elsewhere with where and their launches."""
+        launches: dict[str, int] = {}
+        outside: dict[str, dict[str, Any]] = {}
+        for key, inside, _, count, _, line in list(self.entries.values()):
+            if inside:
+                launches[key] = launches.get(key, 0) + count
+            else:
+                name, path = key.rsplit("@", 1)
+                item = outside.setdefault(key, {"kernel": name, "file": path, "line": line, "launches": 0})
+                item["launches"] += count
+        return {"launches": launches, "outside": outside}
 
     def _maybe_stop(self, now: float) -> None:
         """Stop when every kernel of the targets has its fill; or has at least one launch and no launch has
@@ -604,6 +612,12 @@ def install() -> None:
         def run(self: Any, *args: Any, grid: Any, warmup: Any, _original: Any = original, **kwargs: Any) -> Any:
             recorder = _RECORDER
             if warmup or recorder is None or recorder.busy():
+                return _original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            entry = recorder.entries.get(id(self))
+            if entry is not None and entry[2]:  # a kernel with its launches (or defined elsewhere): counted, no more
+                entry[3] += 1
+                if time.monotonic() - recorder.last_status >= STATUS_EVERY_S:
+                    recorder.after(None, None)
                 return _original(self, *args, grid=grid, warmup=warmup, **kwargs)
             return _recorded(recorder, self, args, kwargs, grid,
                              lambda launched: _original(self, *args, grid=launched, warmup=warmup, **kwargs))
