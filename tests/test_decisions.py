@@ -298,8 +298,11 @@ class _Paired:
 
 
 class _Row:
-    def __init__(self, kernel: str, paired: _Paired | None, reason: str = ""):
+    def __init__(self, kernel: str, paired: _Paired | None, reason: str = "", variant: str = "optimized",
+                 launched: dict | None = None):
         self.kernel, self.paired, self.reason, self.size = kernel, paired, reason, 1024
+        self.variant, self.backend, self.dtypes = variant, "ptx", {}
+        self.provenance = types.SimpleNamespace(launched=launched or {})
 
 
 @pytest.mark.parametrize(("pairs", "slower"), [
@@ -311,6 +314,28 @@ def test_a_slower_optimized_file_is_set_aside(pairs: list[tuple[str, float, floa
     pipeline = _pipeline(specs=[spec], validation=None,
                          bench_run=types.SimpleNamespace(rows=[_Row("k", _Paired(*p)) for p in pairs]))
     assert (spec.optimized_path in pipeline.rejections()) is slower
+
+
+_RAN = {"k": {"config": "BLOCK=128, num_warps=4", "code": "c1"}}
+
+
+@pytest.mark.parametrize(("original", "optimized", "cause"), [
+    (_RAN, {"k": {"config": "BLOCK=128, num_warps=8", "code": "c2"}},
+     "the configs differ (original k: BLOCK=128, num_warps=4; optimized k: BLOCK=128, num_warps=8)"),
+    (_RAN, {"k": {"config": "BLOCK=128, num_warps=4", "code": "c2"}}, "same config, the compiled code differs: k"),
+    (_RAN, {}, "which kernels and configs ran is not known for both rows"),
+    (_RAN, _RAN, None),  # the same code at the same config: the machine, never a set-aside
+])
+def test_a_set_aside_names_its_cause(original: dict, optimized: dict, cause: str | None) -> None:
+    spec = KernelSpec(name="k", path=Path("/tmp/k.py"), entry="k", reference="original", inputs={}, dtypes=[{}])
+    rows = [_Row("k", None, variant="original", launched=original),
+            _Row("k", _Paired(SLOWER, 1.06, 1.2), launched=optimized)]
+    pipeline = _pipeline(specs=[spec], validation=None, bench_run=types.SimpleNamespace(rows=rows))
+    reasons = pipeline.rejections()
+    if cause is None:
+        assert reasons == {}
+    else:
+        assert reasons[spec.optimized_path].endswith(f"; {cause}"), reasons
 
 
 @pytest.mark.parametrize(("pairs", "proven"), [
@@ -713,7 +738,8 @@ def test_a_decided_interim_look_stops_the_rounds_and_an_undecided_one_goes_on(mo
     class Prepared:
         def __init__(self, times: list[float]):
             self.times, self.method, self.call, self.sets = times, "do_bench", None, []
-            self.input_sets, self.fn = 1, None
+            self.input_sets, self.fn, self.tuned = 1, None, {}
+            self.provenance = types.SimpleNamespace(launched={})  # no compiled code to compare: timed
 
     def fake_time(prepared, warmup, rep):
         return types.SimpleNamespace(median_ms=prepared.times.pop(0))

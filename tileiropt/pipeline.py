@@ -55,7 +55,15 @@ from tileiropt.report.verdict import ATTENTION
 from tileiropt.run_record import PhaseResult, RunResult
 from tileiropt.runtime.backends import BACKENDS, default_backends
 from tileiropt.runtime.bench.records import ERROR as BENCH_ERROR
-from tileiropt.runtime.bench.records import SLOWER, save_bench_run
+from tileiropt.runtime.bench.records import (
+    ORIGINAL,
+    SLOWER,
+    THE_MACHINE,
+    code_proof,
+    group_key,
+    save_bench_run,
+    slower_cause,
+)
 from tileiropt.runtime.bench.run import BenchSettings, bench_project, earlier_bench, kernel_info
 from tileiropt.runtime.capture import add_captured_kernels, cut_summary
 from tileiropt.runtime.engine import RunWorkers
@@ -396,6 +404,9 @@ class Pipeline:
             raise KeyboardInterrupt("interrupted")  # the rows that finished are saved
         counts = run.counts()
         detail = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
+        proof = code_proof(run.rows)
+        if proof:
+            detail += f"; {proof}"
         if counts[BENCH_ERROR]:
             self.bench_failed = True
             return PhaseResult("bench", ERROR, detail=detail)
@@ -441,13 +452,20 @@ class Pipeline:
             if spec is not None and record.variant == "optimized" and record.status in (FAIL, ERROR):
                 reasons.setdefault(spec.optimized_path, f"{record.kernel}: validation {record.status} on "
                                                         f"{record.backend} ({record.config}): {record.reason}")
-        for row in (self.bench_run.rows if self.bench_run is not None else []):
+        rows = self.bench_run.rows if self.bench_run is not None else []
+        for row in rows:
             spec = by_kernel.get(row.kernel)
             paired = row.paired
             if spec is not None and paired is not None and paired.verdict == SLOWER:
+                original = next((r for r in rows if r.variant == ORIGINAL and r.backend == row.backend
+                                 and group_key(r) == group_key(row)), None)
+                cause = slower_cause(original, row)
+                if cause == THE_MACHINE:
+                    continue  # the same code at the same config: a slower turn is the machine's, not the file's
                 reasons.setdefault(spec.optimized_path, f"{row.kernel}: {paired.ratio:.3f}x the original's time on "
                                                         f"PTX at size {row.size} (95% interval {paired.ci_low:.3f}-"
-                                                        f"{paired.ci_high:.3f}, above 1+{paired.threshold:g})")
+                                                        f"{paired.ci_high:.3f}, above 1+{paired.threshold:g}); "
+                                                        f"{cause}")
         return reasons
 
     def settle(self) -> None:

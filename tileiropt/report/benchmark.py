@@ -84,6 +84,7 @@ def benchmark_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, 
                                           "paired": None if paired is None else {
                                               "ci_low": paired.ci_low, "ci_high": paired.ci_high,
                                               "verdict": paired.verdict, "rounds": paired.rounds,
+                                              "note": paired.note,
                                               "threshold": paired.threshold}})
             if (row.variant, row.backend) == (OPTIMIZED, TILEIR) and row.speedup is not None:
                 result.tileir_speedups.append(row.speedup)

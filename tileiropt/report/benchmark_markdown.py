@@ -109,18 +109,25 @@ def benchmark_md(b: Benchmark) -> str:
     if same_everywhere:
         parts.append("At every size:\n\n" + bullets([f"{label}: {text}" for label, text in same_everywhere.items()]))
     parts += _sweep_tables(b.tables, same_everywhere)
-    if b.ptx_ratios:
+    same_code = [r for r in b.ptx_ratios if (r.get("paired") or {}).get("verdict") == "same code"]
+    if same_code:
+        parts.append(f"PTX code identical at {len(same_code)} of {len(b.ptx_ratios)} size(s): the original and the "
+                     "optimized file compiled to the same PTX at the same config, proven by the compiled code and not "
+                     "timed (" + "; ".join(dict.fromkeys(str(r["paired"].get("note") or "").removeprefix(
+                         "PTX code identical ").removesuffix(": not timed") for r in same_code)) + ")")
+    ptx_ratios = [r for r in b.ptx_ratios if r not in same_code]
+    if ptx_ratios:
         ratios = ", ".join(f"{r['ratio']:.3f}" + (f" [{r['paired']['ci_low']:.3f}-{r['paired']['ci_high']:.3f}, "
                                                   f"{r['paired']['verdict']}]" if r.get("paired") else "")
-                           + f" ({r['size']}, {r['dtypes']})" for r in b.ptx_ratios)
-        slower = [r for r in b.ptx_ratios if (r.get("paired") or {}).get("verdict") == "slower"]
+                           + f" ({r['size']}, {r['dtypes']})" for r in ptx_ratios)
+        slower = [r for r in ptx_ratios if (r.get("paired") or {}).get("verdict") == "slower"]
         if slower:
             threshold = slower[0]["paired"]["threshold"]
             parts.append(f"Optimized/original PTX time ratio{_paired_label(b)}: {ratios} -- {len(slower)} slower than "
                          "the original "
                          f"beyond {threshold:.0%} (the whole 95% interval): the optimized file is not kept")
             return "\n\n".join(parts + _details(b))
-        outside = [r for r in b.ptx_ratios if not r["within_noise"]]
+        outside = [r for r in ptx_ratios if not r["within_noise"]]
         differing = [r for r in outside if not r.get("same_config", True)]
         verdict = ("all within noise: the PTX path is unchanged" if not outside
                    else f"{len(outside)} outside the noise -- rerun; diff the files if it persists")

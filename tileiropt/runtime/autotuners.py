@@ -98,7 +98,7 @@ def pruned_reason(exc: BaseException) -> str | None:
     return str(exc) if isinstance(exc, PrunedByKernel) else None
 
 
-def _same_config(a: Any, b: Any) -> bool:
+def same_config(a: Any, b: Any) -> bool:
     if a is b:
         return True
     return all(getattr(a, k, None) == getattr(b, k, None)
@@ -145,7 +145,7 @@ def pinned(autotuner: Autotuner, config: Any) -> Iterator[Autotuner]:
 
         def run(*args: Any, **kwargs: Any) -> Any:
             kept = prune(list(saved_configs), dict(zip(autotuner.arg_names, args)), **kwargs)
-            if not any(_same_config(c, config) for c in kept or ()):
+            if not any(same_config(c, config) for c in kept or ()):
                 raise PrunedByKernel(f"pruned by the kernel's own early_config_prune "
                                      f"({getattr(prune, '__name__', 'pruner')})")
             return launch(*args, **kwargs)

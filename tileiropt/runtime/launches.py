@@ -9,7 +9,9 @@ autotuner or a heuristics wrapper is seen. The backend comes from the compiled k
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -93,6 +95,37 @@ def cached_backends(jit_function: Any) -> set[str]:
     return found
 
 
+_NOT_CONFIG = frozenset({"grid", "warmup"})
+_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "occupancy")
+
+
+def launch_config(kwargs: dict[str, Any], compiled: Any) -> str:
+    """The config a launch ran: its meta-parameters (keyword arguments: an autotuner's choice, a caller's constants)
+    and the options the compiled kernel was built with (`BLOCK=128, num_warps=4, num_stages=3, num_ctas=1`)."""
+    metadata = getattr(compiled, "metadata", None)
+    options = {k: getattr(metadata, k) for k in _OPTIONS if getattr(metadata, k, None) is not None}
+    meta = {k: v for k, v in kwargs.items() if k not in _NOT_CONFIG and k not in _OPTIONS
+            and (v is None or isinstance(v, (bool, int, float, str)))}
+    options.update({k: v for k, v in kwargs.items() if k in _OPTIONS and v is not None and k not in options})
+    return ", ".join([f"{k}={v}" for k, v in sorted(meta.items())] + [f"{k}={options[k]}" for k in _OPTIONS
+                                                                       if k in options])
+
+
+_DEBUG = re.compile(r"^\s*(\.loc|\.file|//)")
+
+
+def code_digest(compiled: Any) -> str | None:
+    """SHA-256 of a compiled kernel's PTX without what names its source file or lines (`.loc`, `.file`, comments,
+    debug sections): the same kernel compiled from two files at other lines digests alike. None without PTX."""
+    asm = getattr(compiled, "asm", None)
+    ptx = asm.get("ptx") if isinstance(asm, dict) else None
+    if not isinstance(ptx, str):
+        return None
+    ptx = ptx.split("\t.section\t.debug", 1)[0]
+    lines = [line for line in ptx.splitlines() if line.strip() and not _DEBUG.match(line)]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
 def _chain(obj: Any) -> list[Any]:
     """The object and every wrapper below it (autotuner -> heuristics -> JIT function, package wrappers)."""
     return chain(obj)
@@ -106,6 +139,7 @@ class LaunchRecorder:
         self.module = module
         self.autotuners: set[str] = set()  # module attribute names of autotuners that ran
         self.kernels: dict[str, str] = {}  # kernel function name -> backend
+        self.launched: dict[str, dict[str, Any]] = {}  # kernel function name -> {"config", "code"} (Provenance)
         self._wrapped: list[tuple[Any, Any]] = []
 
     def __enter__(self) -> LaunchRecorder:
@@ -139,7 +173,9 @@ class LaunchRecorder:
                 self.autotuners.add(attribute)
             result = original(*args, **kwargs)
             if isinstance(item, JIT_TYPES):  # wrappers' results are not compiled kernels
-                self.kernels[function_name(item)] = self._backend(item, result)
+                name = function_name(item)
+                self.kernels[name] = self._backend(item, result)
+                self.launched[name] = {"config": launch_config(kwargs, result), "code": code_digest(result)}
             return result
 
         try:

@@ -16,6 +16,10 @@ class Provenance:
     compiled_backend: str | None = None  # "cuda", "tileir", "interpreter"; several joined by ","
     fallback: bool = False  # a tileir run whose kernels were compiled by another backend
     kernels: dict[str, str] = field(default_factory=dict)  # launched kernel -> backend that compiled it
+    # launched kernel -> what ran, read from the launch itself: {"config": its meta-parameters and options,
+    # "code": the SHA-256 of its compiled PTX with names of files and debug locations left out (None where nothing
+    # was compiled: the interpreter)}
+    launched: dict[str, dict[str, Any]] = field(default_factory=dict)
     device: dict[str, Any] = field(default_factory=dict)  # {name, capability, sm_count}
     triton_distribution: str | None = None
     triton_version: str | None = None

@@ -14,6 +14,7 @@ from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
 from tileiropt.runtime.bench.records import (
     CUDAGRAPH,
+    SAME_CODE,
     BenchRow,
     BenchRun,
     dtype_key,
@@ -46,7 +47,11 @@ def note(row: BenchRow) -> str:
     parts = [row.reason] if row.reason else []
     if row.paired is not None:
         p = row.paired
-        parts.append(f"opt/orig {p.ratio:.3f} [{p.ci_low:.3f}-{p.ci_high:.3f}] {p.verdict} ({p.rounds} paired rounds)")
+        if p.verdict == SAME_CODE:
+            parts.append(f"opt/orig: {p.note}")
+        else:
+            parts.append(f"opt/orig {p.ratio:.3f} [{p.ci_low:.3f}-{p.ci_high:.3f}] {p.verdict} ({p.rounds} paired "
+                         "rounds)")
     elif row.ratio_to_original is not None:
         parts.append(f"opt/orig {row.ratio_to_original:.3f}" + ("" if row.within_noise else " OUTSIDE NOISE"))
     if row.timing is not None:

@@ -42,6 +42,7 @@ MIN_JUDGED_MS = 0.010
 
 # Paired verdicts: the 95% interval of the optimized/original time ratio against 1 +- the threshold.
 SLOWER, FASTER, SAME, UNCLEAR = "slower", "faster", "same", "unclear"
+SAME_CODE = "same code"  # both sides compiled to the same PTX at the same config: proven, not timed
 
 # (variant, backend) in the order rows are run and shown.
 ROW_KINDS = ((ORIGINAL, PTX), (OPTIMIZED, PTX), (ORIGINAL, TILEIR), (OPTIMIZED, TILEIR), (REFERENCE, TORCH))
@@ -395,6 +396,40 @@ def group_key(row: BenchRow) -> tuple[str, str, int | None]:
     return (row.kernel, dtype_key(row.dtypes), row.size)
 
 
+def code_proof(rows: list[BenchRow]) -> str:
+    """"PTX code identical: N kernel(s), M config(s) (not timed); P pair(s) timed where the code differs", or ""
+    when no pair was proven by its compiled code."""
+    same = [r for r in rows if r.paired is not None and r.paired.verdict == SAME_CODE]
+    if not same:
+        return ""
+    kernels = {k for r in same for k in r.provenance.launched}
+    configs = {(k, v.get("config")) for r in same for k, v in r.provenance.launched.items()}
+    timed = sum(r.paired is not None and r.paired.verdict != SAME_CODE for r in rows)
+    return (f"PTX code identical: {len(kernels)} kernel(s), {len(configs)} config(s) (not timed)"
+            + (f"; {timed} pair(s) timed where the code differs" if timed else ""))
+
+
+def slower_cause(original: BenchRow | None, optimized: BenchRow) -> str:
+    """Why an optimized row timed slower, from what each row's launches ran: the configs, else the compiled code."""
+    mine = optimized.provenance.launched
+    theirs = original.provenance.launched if original is not None else {}
+    if not mine or not theirs:
+        return "which kernels and configs ran is not known for both rows"
+    configs = {k: v.get("config") for k, v in theirs.items()}, {k: v.get("config") for k, v in mine.items()}
+    if configs[0] != configs[1]:
+        def said(found: dict[str, Any]) -> str:
+            return "; ".join(f"{k}: {v}" for k, v in found.items())
+
+        return f"the configs differ (original {said(configs[0])}; optimized {said(configs[1])})"
+    differs = [k for k in mine if mine[k].get("code") != theirs[k].get("code")]
+    if differs:
+        return f"same config, the compiled code differs: {', '.join(differs)}"
+    return THE_MACHINE
+
+
+THE_MACHINE = "same config and the same compiled code: the difference is the machine"
+
+
 def compare_rows(rows: list[BenchRow]) -> list[str]:
     """Speedups against the original PTX row of the same kernel, dtypes and size; the
     optimized/original PTX ratio and whether it is 1.00 within noise. Returns warnings."""
@@ -412,7 +447,8 @@ def compare_rows(rows: list[BenchRow]) -> list[str]:
             if row.paired is not None:  # the paired measurement decides
                 p = row.paired
                 row.ratio_to_original = p.ratio
-                row.within_noise = p.verdict in (SAME, UNCLEAR) and p.ci_low <= 1 + p.threshold
+                row.within_noise = p.verdict == SAME_CODE or (p.verdict in (SAME, UNCLEAR)
+                                                               and p.ci_low <= 1 + p.threshold)
                 if p.verdict == SLOWER:
                     warnings.append(f"{where}: the optimized file is slower on PTX: {p.ratio:.3f}x the original "
                                     f"(95% interval {p.ci_low:.3f}-{p.ci_high:.3f}, above 1+{p.threshold:g})")

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tileiropt.runtime import harness, loading, replay
-from tileiropt.runtime.autotuners import autotuners, config_label
+from tileiropt.runtime.autotuners import autotuners, config_label, same_config
 from tileiropt.runtime.bench.gpu_state import gpu_state
 from tileiropt.runtime.bench.items import BenchItem
 from tileiropt.runtime.bench.records import (
@@ -42,6 +42,7 @@ from tileiropt.runtime.bench.records import (
     QUANTILES,
     REFERENCE,
     SAME,
+    SAME_CODE,
     SLOWER,
     AutotuneInfo,
     BenchRow,
@@ -162,8 +163,12 @@ def rotating(sets: list[dict[str, Any]], call: Callable[[dict[str, Any]], Any]) 
 class Measurement:
     """Times one item in this process."""
 
-    def __init__(self, item: BenchItem, base: Provenance, parts: dict[str, float] | None = None):
+    def __init__(self, item: BenchItem, base: Provenance, parts: dict[str, float] | None = None,
+                 tuned: dict[str, dict[Any, Any]] | None = None):
+        """`tuned`: the autotuners' caches (attribute name -> key -> config) the original's row left in this worker:
+        the optimized file's autotuners start from them, so both sides run the config the original chose."""
         self.item, self.base = item, base
+        self.tuned = tuned
         self.parts = parts if parts is not None else {}  # seconds by part: import, inputs, first_call, measure
         self.prepared: Prepared | None = None  # once `run` prepared it: a pair of this item reuses it
 
@@ -207,6 +212,7 @@ class Measurement:
             tuner.cache = {}
             for attribute in ("bench_time", "configs_timings"):
                 vars(tuner).pop(attribute, None)
+        pinned_to = start_from(tuners, self.tuned) if self.tuned else {}
         provenance = Provenance(**asdict(self.base))
         torch.cuda.synchronize()
         started = time.perf_counter()
@@ -215,6 +221,7 @@ class Measurement:
                 output = call(inputs)
                 torch.cuda.synchronize()
             provenance.kernels = dict(launches.kernels)
+            provenance.launched = dict(launches.launched)
             provenance.compiled_backend = launches.backend_summary()
             launched = launches.autotuners
         else:
@@ -226,7 +233,7 @@ class Measurement:
 
         autotune = []
         for name, tuner in tuners.items():
-            if name not in launched:
+            if name not in launched or name in pinned_to:  # pinned: it did not tune (the original's row did)
                 continue
             timings = getattr(tuner, "configs_timings", None)
             best = getattr(tuner, "best_config", None)
@@ -246,7 +253,8 @@ class Measurement:
         self._add("inputs", began)
         return Prepared(fn=rotating(sets, call), method=choose_method(item.method, io_bytes, l2_bytes),
                         input_sets=count, provenance=provenance, first_call_ms=first_call_ms, autotune=autotune,
-                        input_bytes=input_bytes, output_bytes=output_bytes, call=call, sets=sets, warm=warm)
+                        input_bytes=input_bytes, output_bytes=output_bytes, call=call, sets=sets, warm=warm,
+                        tuned={name: dict(getattr(tuner, "cache", {}) or {}) for name, tuner in tuners.items()})
 
     def run(self) -> BenchRow:
         item = self.item
@@ -301,6 +309,28 @@ class Prepared:
     warm: bool = False  # the worker had compiled the file's kernels before (it validated them): no compile here
     call: Callable[[dict[str, Any]], Any] | None = None  # the call on one input set
     sets: list[dict[str, Any]] = field(default_factory=list)  # the input copies it rotates
+    tuned: dict[str, dict[Any, Any]] = field(default_factory=dict)  # its autotuners' caches after the first call
+
+
+def start_from(tuners: dict[str, Any], tuned: dict[str, dict[Any, Any]]) -> dict[str, int]:
+    """Give each autotuner the cache of the original's autotuner of the same name (key -> the equal config of its
+    own list): it runs the original's choice without tuning. Name -> entries given; a config it does not hold
+    (it was not kept for PTX) leaves that autotuner to tune as usual."""
+    given = {}
+    for name, cache in tuned.items():
+        tuner = tuners.get(name)
+        if tuner is None or not cache:
+            continue
+        mapped = {}
+        for key, config in cache.items():
+            own = next((c for c in tuner.configs if same_config(c, config)), None)
+            if own is None:
+                break
+            mapped[key] = own
+        else:
+            tuner.cache = mapped
+            given[name] = len(mapped)
+    return given
 
 
 def time_prepared(prepared: Prepared, warmup_ms: float, rep_ms: float) -> Timing:
@@ -332,7 +362,15 @@ def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshol
     autotuned, inputs built), then timed in turns, ABBA, at most `rounds` times, on the same input tensors; each
     turn a short benchmark with the original's method. The rounds stop at an interim look whose interval already
     decides (`sequential_looks`: the false-alarm rate stays within 5%)."""
-    first, second = prepared or (Measurement(a, base).prepare(), Measurement(b, base).prepare())
+    if prepared is None:
+        first = Measurement(a, base).prepare()
+        second = Measurement(b, base, tuned=first.tuned).prepare()
+    else:
+        first, second = prepared
+    same = same_code(first.provenance, second.provenance)
+    if same is not None:  # the compiler produced the same code at the same config: there is nothing to time
+        return PairedTiming(rounds=0, a_ms=[], b_ms=[], ratio=1.0, ci_low=1.0, ci_high=1.0, threshold=threshold,
+                            verdict=SAME_CODE, note=same, planned_rounds=rounds)
     second.method = first.method  # the same timing method for both, or the ratio compares methods
     if second.call is not None and len(second.sets) == len(first.sets):
         # the same tensors for both: placement and alignment of the inputs never differ between A and B
@@ -360,6 +398,19 @@ def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshol
     return PairedTiming(rounds=len(a_ms), a_ms=a_ms, b_ms=b_ms, ratio=ratio, ci_low=low, ci_high=high,
                         threshold=threshold, verdict=verdict, method=first.method,
                         gpu={"before": before, "after": gpu_state()}, note=note, planned_rounds=rounds)
+
+
+def same_code(a: Provenance, b: Provenance) -> str | None:
+    """"PTX code identical: ..." when both sides launched the same kernels at the same configs and each compiled to
+    the same PTX (debug locations aside); None when that cannot be said (a difference, or no code to compare)."""
+    if not a.launched or a.launched.keys() != b.launched.keys():
+        return None
+    for name, ran in a.launched.items():
+        other = b.launched[name]
+        if not ran.get("code") or ran.get("code") != other.get("code") or ran.get("config") != other.get("config"):
+            return None
+    configs = "; ".join(f"{name}: {ran.get('config') or 'no meta-parameters'}" for name, ran in a.launched.items())
+    return f"PTX code identical ({len(a.launched)} kernel(s) at the same config: {configs}): not timed"
 
 
 # --------------------------------------------------------------------------- the job
@@ -411,6 +462,8 @@ def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emi
     passed = set(job.get("passed") or [])
     paired = {index for pair in pairs for index in pair}
     kept = KeptPrepared()  # the rows' prepared measurements, for their pairs
+    tuned: dict[int, dict[str, dict[Any, Any]]] = {}  # an original row's autotuner caches, for its optimized row
+    original_of = {b: a for a, b in pairs}
     with harness.MODULE_CALLS.only_definitions():  # a script's own program: the capture or the validation ran it
         for index in range(start, len(items)):
             item = items[index]
@@ -418,7 +471,7 @@ def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emi
             if blocked:
                 emit("row", id=ident, item=index, row=item.row(NOT_RUN, f"not run: {blocked}", base))
                 continue
-            measurement = Measurement(item, base, parts)
+            measurement = Measurement(item, base, parts, tuned=tuned.get(original_of.get(index, -1)))
             try:
                 row = measurement.run()
             except Exception as exc:
@@ -428,6 +481,8 @@ def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emi
                 continue
             if row.status == PASS:
                 passed.add(index)
+                if measurement.prepared is not None and index in original_of.values():
+                    tuned[index] = measurement.prepared.tuned
                 if index in paired and measurement.prepared is not None:
                     kept.add(index, measurement.prepared)
             emit("row", id=ident, item=index, row=row)

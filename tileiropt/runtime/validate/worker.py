@@ -334,6 +334,7 @@ class CaseRunner:
     def provenance(self, launches: Any) -> Provenance:
         provenance = Provenance(**asdict(self.base))
         provenance.kernels = dict(launches.kernels)
+        provenance.launched = dict(launches.launched)
         provenance.compiled_backend = launches.backend_summary()
         if self.backend.name == "tileir" and provenance.compiled_backend:
             provenance.fallback = fallback_note(provenance.compiled_backend, "tileir", provenance) is not None
