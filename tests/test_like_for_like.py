@@ -127,3 +127,46 @@ def test_an_autotuner_keyed_on_part_of_the_shape_is_compared_like_for_like(tmp_p
     for r in rows:
         if r.variant in ("original", "optimized") and r.status == "pass":
             assert r.provenance.launched["rowwise_kernel"]["config"].startswith("BLOCK_N=")
+
+
+def _swept() -> object:
+    from tileiropt.report.model import BenchLine, Benchmark, BenchTable
+
+    def table(size: int, original: float, optimized: float) -> BenchTable:
+        return BenchTable(dtypes="x=bfloat16", size=size, dims={"M": size}, lines=[
+            BenchLine("PTX (ENABLE_TILE=0), original", "original", "ptx", f"{original}", "1.00x", original, 1.0),
+            BenchLine("PTX (ENABLE_TILE=0), optimized", "optimized", "ptx", f"{optimized}", "1.00x", optimized, 1.0),
+            BenchLine("TileIR (ENABLE_TILE=1), optimized", "optimized", "tileir", "not run: nvtriton is not "
+                      "installed", "—")])
+
+    ratios = [{"size": 1024, "dtypes": "x=bfloat16", "ratio": 1.0, "within_noise": True,
+               "paired": {"verdict": "same code", "ci_low": 1.0, "ci_high": 1.0, "threshold": 0.05, "rounds": 0}},
+              {"size": 4096, "dtypes": "x=bfloat16", "ratio": 1.02, "within_noise": True,
+               "paired": {"verdict": "same", "ci_low": 0.99, "ci_high": 1.04, "threshold": 0.05, "rounds": 6}}]
+    return Benchmark(ran=True, tables=[table(1024, 0.01, 0.01), table(4096, 0.04, 0.041)], ptx_ratios=ratios)
+
+
+def test_a_sweep_is_drawn_beside_the_report_with_its_paired_intervals(tmp_path: Path) -> None:
+    from tileiropt.report.benchmark_markdown import benchmark_md
+    from tileiropt.report.plots import draw
+
+    b = _swept()
+    relative = draw(b, "rms_norm#1", tmp_path)
+    assert relative == "report/rms_norm_1.svg"
+    svg = (tmp_path / relative).read_text()
+    assert svg.startswith("<?xml") and "same code, not timed" in svg and "paired ratio, 95% interval" in svg
+    assert "TileIR" not in svg  # a row that did not run is not drawn
+    assert draw(b, "rms_norm#1", tmp_path) == relative and (tmp_path / relative).read_text() == svg  # repeatable
+    b.plot = relative
+    assert f"![time over the sweep and the paired PTX ratio]({relative})" in benchmark_md(b)
+
+
+def test_without_matplotlib_the_report_says_how_to_get_the_pictures(monkeypatch) -> None:
+    from tileiropt.report import plots
+    from tileiropt.report.benchmark_markdown import benchmark_md
+
+    monkeypatch.setattr(plots, "matplotlib_missing", lambda: plots.INSTALL_HINT)
+    b = _swept()
+    assert plots.draw(b, "k", Path("/nonexistent")) is None
+    b.plot = plots.matplotlib_missing()
+    assert "No picture of the sweep: pip install 'tileiropt[plot]'" in benchmark_md(b)

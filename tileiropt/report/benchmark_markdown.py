@@ -97,6 +97,10 @@ def benchmark_md(b: Benchmark) -> str:
     if len(texts) == 1 and next(iter(texts)).startswith("not run") and not b.details:
         sizes = ", ".join(str(s) for t in b.tables for s in (t.sizes or [t.size]) if s is not None)
         return f"{next(iter(texts))} (every row{', sizes ' + sizes if sizes else ''})"
+    if b.plot.endswith(".svg"):
+        parts.append(f"![time over the sweep and the paired PTX ratio]({b.plot})")
+    elif b.plot:
+        parts.append(f"No picture of the sweep: {b.plot}.")
     parts += sweep_charts_md(b)
     # a row that did not run for the same reason at every size is said once, not once per size
     same_everywhere = {}

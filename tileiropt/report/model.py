@@ -84,6 +84,7 @@ class Benchmark:
     ptx_ratios: list[dict[str, Any]] = field(default_factory=list)  # size, dtypes, ratio, within_noise
     tileir_speedups: list[float] = field(default_factory=list)
     peaks_note: str = ""
+    plot: str = ""  # its sweep drawn beside the report (`report/<kernel>.svg`, relative to it), or why not
 
 
 @dataclass

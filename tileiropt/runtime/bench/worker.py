@@ -224,6 +224,12 @@ class Measurement:
             provenance.launched = dict(launches.launched)
             provenance.compiled_backend = launches.backend_summary()
             launched = launches.autotuners
+            name = item.launch["kernel"] if item.launch else None
+            if name and not any(k == name or k.startswith(f"{name}_tileir") for k in launches.launched):
+                # a replay launches the kernel (or its TileIR twin) by name: not seeing it is the tool's fault
+                raise harness.HarnessError(f"an error of tileiropt: its launch recorder did not see "
+                                           f"{item.launch['kernel']} run, so the row cannot say which kernel and "
+                                           "config ran")
         else:
             output = call(inputs)
             torch.cuda.synchronize()
