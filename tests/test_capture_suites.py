@@ -182,3 +182,18 @@ def test_the_operator_library_on_the_gpu(tmp_path: Path, monkeypatch) -> None:
     assert ints["args"][0]["tensor"]["values"] == list(range(10, 40))  # copied by the CUDA driver, not torch
     assert len(result.outside) == 1
     assert os.path.basename(next(iter(result.outside.values()))["file"]) == "generated_fill.py"
+
+
+def test_the_program_s_own_sitecustomize_still_runs_under_the_recorder(tmp_path: Path, monkeypatch) -> None:
+    # Python runs the first sitecustomize on the path only: the recorder's runs the program's own after itself
+    folder = _suite(tmp_path, "oplib")
+    own = tmp_path / "site"
+    own.mkdir()
+    marker = tmp_path / "marker"
+    (own / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'a').write('ran\\n')\n")
+    monkeypatch.setenv("PYTHONPATH", str(own))
+    monkeypatch.setenv("OPLIB_CACHE", str(tmp_path / "generated"))
+    result = _capture(folder, "oplib/__init__.py", [*PYTEST[:-1], "tests/test_oplib.py::test_add"])
+    assert result.exit_code == 0, result.stderr_tail
+    assert [launch["kernel"] for launch in result.launches] == ["add_kernel"]
+    assert marker.read_text() == "ran\n"  # once: pytest's own process
