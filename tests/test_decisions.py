@@ -760,3 +760,60 @@ def test_a_decided_interim_look_stops_the_rounds_and_an_undecided_one_goes_on(mo
     wobbly = [1.0, 1.10, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 1.0, 1.0]  # one round outside: [min, max] undecided
     late = run([1.0] * 10, wobbly)
     assert (late.verdict, late.rounds) == ("same", 10)  # the final 95% interval drops the one round
+
+
+# --------------------------------------------------------------------------- found on the way
+
+
+def test_validate_json_keeps_every_phase_s_jobs_workers_and_slots(tmp_path: Path) -> None:
+    from tileiropt.runtime.job_timing import JobTiming
+    from tileiropt.runtime.validate.records import ValidateRun
+
+    def run(jobs: int, workers: int, slots: int) -> ValidateRun:
+        return ValidateRun(records=[], backends=["ptx"], workers=workers, slots=slots,
+                           jobs=[JobTiming("validate", f"k{i}", "ptx", "local", 1.0) for i in range(jobs)])
+
+    pipeline = _pipeline(validation=None, artifacts=tmp_path)
+    pipeline.save_validation(run(2, 1, 2))  # compatibility
+    pipeline.save_validation(run(3, 2, 4))  # validate
+    merged = pipeline.validation
+    assert (len(merged.jobs), merged.workers, merged.slots) == (5, 3, 4)
+
+
+def test_in_place_writes_the_optimized_file_in_the_source_s_own_encoding(tmp_path: Path) -> None:
+    from tileiropt.runtime.bench.records import SAME_CODE
+    from tileiropt.runtime.validate.records import ValidationRecord
+    from tileiropt.transform.gate import GATE_MARKER
+
+    source = tmp_path / "k.py"
+    text = "# -*- coding: latin-1 -*-\n# poids: 2 µs, café\nVALUE = 1\n"
+    source.write_bytes(text.encode("latin-1"))
+    spec = KernelSpec(name="k", path=source, entry="k", reference="original", inputs={}, dtypes=[{}])
+    optimized_text = text + f"{GATE_MARKER} ---\n# é\n"
+    spec.optimized_path.write_bytes(optimized_text.encode("latin-1"))
+    validation = types.SimpleNamespace(records=[ValidationRecord("k", "optimized", "ptx", "c", PASS)])
+    row = _Row("k", _Paired(SAME_CODE, 1.0, 1.0))
+    pipeline = _pipeline(specs=[spec], validation=validation, in_place=True, on_event=lambda *a: None,
+                         bench_run=types.SimpleNamespace(rows=[row], exit_code=lambda: 0))
+    pipeline.settle()
+    assert pipeline.result.in_place == {str(source): str(source) + ".orig"}
+    assert source.read_bytes() == optimized_text.encode("latin-1")  # the declaration stays true
+    assert (tmp_path / "k.py.orig").read_bytes() == text.encode("latin-1")
+
+
+@pytest.mark.parametrize(("header", "kernel"), [
+    ("from numba import jit\n", False), ("import numba\n", False),
+    ("from triton import jit\n", True), ("import triton as tr\n", True),
+])
+def test_only_triton_s_decorators_make_a_kernel_file(tmp_path: Path, header: str, kernel: bool) -> None:
+    from tileiropt.errors import UserError
+    from tileiropt.project import check_capture_target
+
+    decorator = {"import numba\n": "@numba.jit", "import triton as tr\n": "@tr.jit"}.get(header, "@jit")
+    path = tmp_path / "k.py"
+    path.write_text(f"{header}\n\n{decorator}\ndef f(x):\n    return x\n")
+    if kernel:
+        check_capture_target(path)
+    else:
+        with pytest.raises(UserError, match="no Triton kernel"):
+            check_capture_target(path)

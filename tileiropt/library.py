@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tileiropt.analysis.names import collect_import, dotted_parts, qualified
-from tileiropt.analysis.reexports import collect_reexports
+from tileiropt.analysis.reexports import collect_reexports, module_level
 from tileiropt.errors import UserError
 
 SKIPPED_FOLDERS = {"__pycache__", "site-packages", "node_modules", "build", "dist"}  # besides hidden ones
@@ -58,7 +58,7 @@ def defines_kernel(tree: ast.Module, path: str = "<string>") -> bool:
     (functions and classes are not looked into: a kernel made by a call is not the library's source). Triton may
     come through a module of the package (`from ._triton import triton as tr`: `@tr.jit`)."""
     aliases: dict[str, str] = {}
-    for node in tree.body:
+    for node in module_level(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             collect_import(node, aliases)
             if isinstance(node, ast.ImportFrom):
@@ -67,7 +67,7 @@ def defines_kernel(tree: ast.Module, path: str = "<string>") -> bool:
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any(_is_triton_decorator(d, aliases) for d in node.decorator_list):
+            if any(is_triton_decorator(d, aliases) for d in node.decorator_list):
                 return True
         elif isinstance(node, ast.If):
             pending += node.body + node.orelse
@@ -78,12 +78,15 @@ def defines_kernel(tree: ast.Module, path: str = "<string>") -> bool:
     return False
 
 
-def _is_triton_decorator(decorator: ast.expr, aliases: dict[str, str] | None = None) -> bool:
+def is_triton_decorator(decorator: ast.expr, aliases: dict[str, str]) -> bool:
+    """`@triton.jit`, `@triton.autotune(...)`, `@triton.heuristics(...)` under any name the module's imports give
+    Triton (`from triton import jit`, `import triton as tr`, a module of the package: `aliases`); never another
+    library's `@jit` (`from numba import jit`)."""
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     text = ast.unparse(target)
     if text.rsplit(".", 1)[-1] not in ("jit", "autotune", "heuristics"):
         return False
-    return "triton" in text or "." not in text or qualified(dotted_parts(target), aliases or {}) is not None
+    return text.startswith("triton.") or qualified(dotted_parts(target), aliases) is not None
 
 
 def library_files(folder: Path, include: list[str] | None = None,

@@ -33,6 +33,7 @@ from tileiropt.analysis.classify import classify_paths
 from tileiropt.analysis.command import classify_json
 from tileiropt.analysis.ir.specialize import ir_dtype
 from tileiropt.analysis.model import FileModels
+from tileiropt.analysis.source import read_source_file
 from tileiropt.environment import check_environment, choose_release
 from tileiropt.errors import ExitCode, check_seconds, run_exit_code
 from tileiropt.machine_facts import machine_facts
@@ -171,6 +172,9 @@ class Pipeline:
             merged.complete = sorted(set(merged.complete) | set(run.complete))
             merged.reused += run.reused
             merged.interrupted = merged.interrupted or run.interrupted
+            merged.jobs += run.jobs  # each phase's jobs, workers and slots: validate.json keeps the run's cost
+            merged.workers += run.workers
+            merged.slots = max(merged.slots, run.slots)
         save_validate_run(self.validation, self.artifacts)
         if run.interrupted:
             raise KeyboardInterrupt("interrupted")  # the records that finished are saved
@@ -503,7 +507,8 @@ class Pipeline:
             else:
                 backup = free_backup(spec.path)
                 shutil.copy2(spec.path, backup)
-            write_atomic(spec.path, source.read_text(encoding="utf-8"))
+            text, encoding = read_source_file(source)  # written in the source's own (PEP 263) encoding
+            write_atomic(spec.path, text, encoding)
             self.result.in_place[str(spec.path)] = str(backup)
         if self.result.in_place_refused:
             if self.bench_run is None or self.bench_run.exit_code() == ExitCode.NOT_RUN:

@@ -14,7 +14,7 @@ from typing import Any
 
 from tileiropt.analysis.discovery import scan_file
 from tileiropt.errors import UserError
-from tileiropt.library import check_library, library_files
+from tileiropt.library import check_library, is_triton_decorator, library_files
 from tileiropt.project_file import load_project, parse_project
 from tileiropt.project_model import (
     DEFAULT_ARTIFACTS,
@@ -122,9 +122,10 @@ def check_capture_target(kernel: Path) -> None:
     scanned = scan_file(kernel)
     if scanned.module.kernels:
         return
+    aliases = scanned.module.aliases
     for node in ast.walk(scanned.tree):  # kernels under a module-level `if`/`try` count too
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                "jit" in ast.unparse(d) or "autotune" in ast.unparse(d) for d in node.decorator_list):
+                is_triton_decorator(d, aliases) for d in node.decorator_list):
             return
     raise UserError("no Triton kernel (@triton.jit) is defined in this file", file=str(kernel),
                     hint="give the file that defines the kernels; the command after `--` runs them")

@@ -38,9 +38,6 @@ ATOMICS = frozenset(TL + n for n in ("atomic_add", "atomic_max", "atomic_min", "
 LOADS = frozenset({TL + "load", TL + "load_tensor_descriptor", TL + "_experimental_descriptor_load"})
 STORES = frozenset({TL + "store", TL + "store_tensor_descriptor", TL + "_experimental_descriptor_store"})
 MAKE_DESCRIPTOR = frozenset({TL + "make_tensor_descriptor", TL + "_experimental_make_tensor_descriptor"})
-DESCRIPTOR_FUNCTIONS = MAKE_DESCRIPTOR | frozenset(
-    {TL + "load_tensor_descriptor", TL + "store_tensor_descriptor", TL + "_experimental_descriptor_load",
-     TL + "_experimental_descriptor_store"})
 BLOCK_POINTER = frozenset({TL + "make_block_ptr", TL + "advance"})
 POINTER_PRESERVING = frozenset({TL + "multiple_of", TL + "max_contiguous", TL + "max_constancy", TL + "advance"})
 TILE_MAKERS = frozenset(TL + n for n in ("arange", "rand", "randn", "randint"))

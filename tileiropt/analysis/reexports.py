@@ -58,7 +58,7 @@ def _names(path: str, stamp: int, depth: int) -> tuple[tuple[str, str], ...]:
     except (OSError, SyntaxError, ValueError, RecursionError):
         return ()
     aliases: dict[str, str] = {}
-    for node in _module_level(tree.body):
+    for node in module_level(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             collect_import(node, aliases)
             if isinstance(node, ast.ImportFrom) and depth > 0:
@@ -83,17 +83,17 @@ def collect_reexports(node: ast.ImportFrom, path: str, aliases: dict[str, str], 
             aliases[alias.asname or alias.name] = names[alias.name]
 
 
-def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
+def module_level(body: list[ast.stmt]) -> list[ast.stmt]:
     """Statements at module level, those under module-level `if`/`try`/`with` included, in order."""
     found: list[ast.stmt] = []
     for node in body:
         found.append(node)
         if isinstance(node, ast.If):
-            found += _module_level(node.body + node.orelse)
+            found += module_level(node.body + node.orelse)
         elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            found += _module_level(node.body + node.orelse + node.finalbody  # type: ignore[attr-defined]
+            found += module_level(node.body + node.orelse + node.finalbody  # type: ignore[attr-defined]
                                    + [s for h in node.handlers for s in h.body])  # type: ignore[attr-defined]
         elif isinstance(node, (ast.With, ast.AsyncWith)):
-            found += _module_level(node.body)
+            found += module_level(node.body)
     return found
 

@@ -43,13 +43,6 @@ from tileiropt.runtime.workers import (
 WORKER_MODULE = "tileiropt.runtime.job_worker"
 
 
-class Job(Protocol):
-    """What the pool holds: an id unique in its phase, and the item a worker starts from."""
-
-    id: int
-    start_item: int
-
-
 class JobKind(Protocol):
     """The phase's side of the engine."""
 

@@ -87,9 +87,6 @@ class Plan:
     reused: int = 0  # records taken from an earlier run
     instant: list[str] = field(default_factory=list)  # per case decided here (not run, or reused): its kernel
 
-    def case_count(self) -> int:
-        return sum(len(cases) for cases in self.cases.values())
-
 
 def case_inputs(case: Case, backend: Backend, best_config: bool, machine: Machine, versions: dict[str, Any],
                 digest: Callable[[str | None], str | None] = file_digest) -> str:
