@@ -12,6 +12,7 @@ from tileiropt.report.artifacts import RECORD_FILES, is_artifacts_folder, load_a
 from tileiropt.report.build import build_report
 from tileiropt.report.markdown import is_report, render_markdown
 from tileiropt.report.model import Report
+from tileiropt.report.plots import draw_plots
 from tileiropt.runtime.bench.records import BenchKernel
 from tileiropt.runtime.bench.run import kernel_info
 
@@ -56,6 +57,8 @@ def run_report_command(target: Path | None, *, fmt: str = "md", output: Path | N
     if fmt not in FORMATS:
         raise UserError(f"--format: unknown value {fmt!r}", hint="use md or json")
     report = make_report(target)
+    if output is not None and not (as_json or fmt == "json"):
+        draw_plots(report, output.parent)  # a Markdown file gets its pictures beside it, as `run` draws them
     text = dumps(report) + "\n" if as_json or fmt == "json" else render_markdown(report)
     if output is None:
         sys.stdout.write(text)

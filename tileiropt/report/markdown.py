@@ -20,7 +20,7 @@ from tileiropt.report.benchmark_markdown import benchmark_md
 from tileiropt.report.library import library_md
 from tileiropt.report.markdown_blocks import bullets, cell, one_line, table
 from tileiropt.report.model import Classification, KernelReport, Report, Section, Verdict
-from tileiropt.report.plots import draw, matplotlib_missing, sweep_series
+from tileiropt.report.plots import draw_plots
 from tileiropt.report.sections import format_difference, interrupted_phase
 from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, PROVEN, READY, UNPROVEN, KernelVerdict
 from tileiropt.run_record import RunResult
@@ -409,8 +409,6 @@ def is_report(text: str) -> bool:
 def write_markdown(report: Report, path: Path) -> Path:
     """Write the rendered report to `path`, replacing only a report tileiropt wrote; each kernel's sweep drawn
     beside it (`report/<kernel>.svg`) where matplotlib is installed."""
-    for kernel in report.kernels:
-        if sweep_series(kernel.benchmark):
-            kernel.benchmark.plot = draw(kernel.benchmark, kernel.name, path.parent) or matplotlib_missing() or ""
+    draw_plots(report, path.parent)
     write_atomic(path, render_markdown(report), replaces=is_report, what="report")
     return path

@@ -99,3 +99,10 @@ def _ratios(axes: Any, ratios: list[dict[str, Any]]) -> None:
     axes.set_ylabel("optimized / original on PTX")
     axes.set_title("paired ratio, 95% interval")
     axes.legend(fontsize=7)
+
+
+def draw_plots(report: Any, folder: Path) -> None:
+    """Draw each swept kernel's picture under `folder`; its benchmark's `plot` is the link, or why there is none."""
+    for kernel in report.kernels:
+        if sweep_series(kernel.benchmark):
+            kernel.benchmark.plot = draw(kernel.benchmark, kernel.name, folder) or matplotlib_missing() or ""
