@@ -197,3 +197,38 @@ def test_the_program_s_own_sitecustomize_still_runs_under_the_recorder(tmp_path:
     assert result.exit_code == 0, result.stderr_tail
     assert [launch["kernel"] for launch in result.launches] == ["add_kernel"]
     assert marker.read_text() == "ran\n"  # once: pytest's own process
+
+
+def test_launches_that_differ_only_in_a_dtype_or_a_tuple_are_told_apart() -> None:
+    import torch
+
+    from tileiropt.runtime.capture_hook import _signature
+
+    assert _signature(torch.float16) != _signature(torch.bfloat16)
+    assert _signature((1, 2)) != _signature((1, 3)) and _signature((1, 2)) == _signature((1, 2))
+    assert _signature(object()) == _signature(object())  # an object the recorder never asks to describe itself
+
+
+def test_stacks_are_asked_only_of_the_program_s_own_processes(tmp_path: Path) -> None:
+    from tileiropt.runtime.capture_watch import ProgramWatch
+
+    # a launch file whose pid is now another program's (here: the test's own process, in another group)
+    (tmp_path / f"launches-{os.getpid()}.jsonl").write_text('{"status": {"launches": {}}}\n')
+    watch = ProgramWatch(tmp_path, cap=3)
+    assert watch.stacks(main_pid=2**22 + 7, wait=0.1) == {}  # never signalled: SIGUSR1 would have ended it
+
+
+def test_validate_on_a_cut_capture_is_never_a_pass(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from tileiropt.cli import app
+
+    folder = _suite(tmp_path, "oplib")
+    (folder / "tileiropt.toml").write_text('[project]\ncapture = "pytest -q -p no:cacheprovider tests"\n'
+                                           'library = "oplib"\ncapture_stall = 6\n')
+    monkeypatch.setenv("OPLIB_CACHE", str(tmp_path / "generated"))
+    monkeypatch.setenv("OPLIB_HANG", "1")
+    monkeypatch.chdir(folder)
+    result = CliRunner().invoke(app, ["validate", "--backend", "interpret"])
+    assert result.exit_code == 1, result.output
+    assert "cut: the command did not finish: no progress for 6 s" in result.output

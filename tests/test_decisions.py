@@ -324,10 +324,15 @@ _RAN = {"k": {"config": "BLOCK=128, num_warps=4", "code": "c1"}}
      "the configs differ (original k: BLOCK=128, num_warps=4; optimized k: BLOCK=128, num_warps=8)"),
     (_RAN, {"k": {"config": "BLOCK=128, num_warps=4", "code": "c2"}}, "same config, the compiled code differs: k"),
     (_RAN, {}, "which kernels and configs ran is not known for both rows"),
-    (_RAN, _RAN, None),  # the same code at the same config: the machine, never a set-aside
+    (_RAN, _RAN, "the same kernels, configs and compiled code: the difference is outside the kernels (the entry's "
+                 "own work around them) or the machine"),
+    ({"k": {"config": "B=1", "code": None}}, {"k": {"config": "B=1", "code": None}},
+     "same config; the compiled code is not known (no PTX to compare)"),
+    (_RAN, _RAN, None),  # a captured launch: the same code at the same config is the machine's, never a set-aside
 ])
 def test_a_set_aside_names_its_cause(original: dict, optimized: dict, cause: str | None) -> None:
-    spec = KernelSpec(name="k", path=Path("/tmp/k.py"), entry="k", reference="original", inputs={}, dtypes=[{}])
+    spec = KernelSpec(name="k", path=Path("/tmp/k.py"), entry="k", reference="original", inputs={}, dtypes=[{}],
+                      launch={"kernel": "k"} if cause is None else None)
     rows = [_Row("k", None, variant="original", launched=original),
             _Row("k", _Paired(SLOWER, 1.06, 1.2), launched=optimized)]
     pipeline = _pipeline(specs=[spec], validation=None, bench_run=types.SimpleNamespace(rows=rows))

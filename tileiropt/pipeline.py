@@ -463,9 +463,9 @@ class Pipeline:
             if spec is not None and paired is not None and paired.verdict == SLOWER:
                 original = next((r for r in rows if r.variant == ORIGINAL and r.backend == row.backend
                                  and group_key(r) == group_key(row)), None)
-                cause = slower_cause(original, row)
+                cause = slower_cause(original, row, captured=bool(spec.launch))
                 if cause == THE_MACHINE:
-                    continue  # the same code at the same config: a slower turn is the machine's, not the file's
+                    continue  # a captured launch: the same code at the same config is the same work: the machine
                 reasons.setdefault(spec.optimized_path, f"{row.kernel}: {paired.ratio:.3f}x the original's time on "
                                                         f"PTX at size {row.size} (95% interval {paired.ci_low:.3f}-"
                                                         f"{paired.ci_high:.3f}, above 1+{paired.threshold:g}); "

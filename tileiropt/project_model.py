@@ -86,6 +86,7 @@ class CaptureRequest:
     budget: float | None = None  # seconds the program may run (None: to its end)
     cap: int = 3  # distinct launches kept per kernel
     stall: float | None = DEFAULT_STALL_S  # seconds without output and without a launch: the program is stuck
+    cut: str = ""  # once captured: the capture was cut (why and where); what it launched is partial
     library: Path | None = None  # library mode: `files` are the kernel files under this folder (tileiropt/library.py)
 
 

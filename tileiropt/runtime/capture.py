@@ -324,16 +324,25 @@ def _on_sigterm_raise() -> Any:
 
 
 def _kill_group(process: subprocess.Popen) -> None:
-    """End the program and everything it started (its own process group)."""
+    """End the program and everything it started (its own process group): SIGTERM first, so its processes run
+    their exit handlers (each writes its last line), then SIGKILL to what is left after a few seconds."""
+    group = process.pid
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.killpg(process.pid, sig)
+            os.killpg(group, sig)
         except (ProcessLookupError, PermissionError):
-            break
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+            break  # nothing left of the group
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            process.poll()  # reap the leader, or the group never empties
+            try:
+                os.killpg(group, 0)
+            except (ProcessLookupError, PermissionError):
+                break
+            time.sleep(0.05)
+        else:
             continue
+        break
     if process.poll() is None:
         process.kill()
         process.wait()
@@ -455,6 +464,8 @@ def with_captured_kernels(project: Any, machine: Any, fresh: bool = False) -> An
     if project.capture is None:
         return project
     result, specs = add_captured_kernels(project, machine, fresh=fresh)
+    if result.cut:
+        project.capture.cut = cut_summary(result.cut, result.where)
     if not project.kernels:
         raise UserError(f"the capture launched no kernel of the target files ({result.ended})",
                         file=str(project.file) if project.file else None,

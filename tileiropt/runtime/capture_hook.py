@@ -35,6 +35,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from typing import Any
 
 SETTINGS_ENV = "TILEIROPT_CAPTURE_SETTINGS"
@@ -68,12 +69,17 @@ class Recorder:
         self.stop_when_captured = stop_when_captured  # a kernel file's own run: end once every kernel has its fill
         self.quiet = quiet
         self.long_quiet = long_quiet
-        # id(JIT function) -> [key, a target's?, only counted (full, or defined elsewhere), launches, the function
-        # (kept: its id stays its own), the line it was defined at]. Counts are bumped without a lock: two threads
-        # launching one kernel at the same instant may count a launch short (they are what the progress line shows)
+        # id(JIT function) -> [key, a target's?, only counted (full, or defined elsewhere), launches, a weak reference
+        # to the function (its entry goes when it does: its id may then be another's), the line it was defined at].
+        # Counts are bumped without a lock: two threads launching one kernel at the same instant may count a launch
+        # short (they are what the progress line shows)
         self.entries: dict[int, list[Any]] = {}
         self.signatures: dict[str, set[Any]] = {}
         self.full: set[str] = set()  # keys with their fill of distinct launches
+        # launches of functions gone (kernels a test defined and dropped, generated modules freed): key -> count, and
+        # for kernels defined elsewhere where they were defined
+        self.retired: dict[str, int] = {}
+        self.retired_lines: dict[str, int | None] = {}
         self.lock = threading.Lock()
         self.local = threading.local()
         self.last_new = time.monotonic()
@@ -91,9 +97,31 @@ class Recorder:
         filename = code.co_filename if code is not None else "?"
         path = filename if filename.startswith("<") else os.path.realpath(filename)
         inside = path in self.files
-        made = [f"{name}@{path}", inside, not inside, 0, jit, code.co_firstlineno if code is not None else None]
+        made = [f"{name}@{path}", inside, not inside, 0, None, code.co_firstlineno if code is not None else None]
+        try:
+            made[4] = weakref.ref(jit, lambda _ref, ident=id(jit): self._retire(ident))
+        except TypeError:  # not weakly referable: kept alive, so its id stays its own
+            made[4] = jit
         with self.lock:
             return self.entries.setdefault(id(jit), made)
+
+    def _retire(self, ident: int) -> None:
+        """A JIT function was freed: its launches stay counted under its key (no lock: this runs in the GC)."""
+        entry = self.entries.pop(ident, None)
+        if entry is not None:
+            self.retired[entry[0]] = self.retired.get(entry[0], 0) + entry[3]
+            if not entry[1]:
+                self.retired_lines[entry[0]] = entry[5]
+
+    def after_fork(self) -> None:
+        """In a child forked from the program (multiprocessing): a launch file, a lock and counts of its own."""
+        self.lock = threading.Lock()
+        self.local = threading.local()
+        self.out = open(launches_file(self.folder, os.getpid()), "a", encoding="utf-8")  # noqa: SIM115
+        self.retired, self.retired_lines = {}, {}
+        for entry in self.entries.values():
+            entry[3] = 0
+        _register_stacks(self.folder)
 
     def target(self, jit: Any) -> tuple[str, str] | None:
         key, inside = self.entry(jit)[:2]
@@ -134,13 +162,19 @@ class Recorder:
             if signature in seen or len(seen) >= self.cap:
                 return None
             seen.add(signature)
+        try:
+            aliases: dict[int, str] = {}
+            arguments = [{"name": arg_name, **_encode(value, aliases, arg_name)} for arg_name, value in bound.items()]
+            constexprs = {k: _encode(v, aliases, k) for k, v in others.items()}
+        except Exception:
+            with self.lock:  # not recorded: a later launch of the same signature may be
+                seen.discard(signature)
+            raise
+        with self.lock:
             if len(seen) >= self.cap:
                 self.full.add(key)
                 entry[2] = True
             self.last_new = time.monotonic()
-        aliases: dict[int, str] = {}
-        arguments = [{"name": arg_name, **_encode(value, aliases, arg_name)} for arg_name, value in bound.items()]
-        constexprs = {k: _encode(v, aliases, k) for k, v in others.items()}
         return {"kernel": name, "file": path, "module": getattr(jit.fn, "__module__", None), "args": arguments,
                 "constexprs": constexprs, "options": options, "grid": None, "signature": repr(signature),
                 "caller": _caller(path), "launch": entry[3]}
@@ -168,8 +202,11 @@ class Recorder:
 
     def _counts(self) -> dict[str, Any]:
         """Launches of the targets' kernels by key; kernels defined elsewhere with where and their launches."""
-        launches: dict[str, int] = {}
+        launches: dict[str, int] = {k: n for k, n in self.retired.items() if k not in self.retired_lines}
         outside: dict[str, dict[str, Any]] = {}
+        for key, line in list(self.retired_lines.items()):
+            name, path = key.rsplit("@", 1)
+            outside[key] = {"kernel": name, "file": path, "line": line, "launches": self.retired.get(key, 0)}
         for key, inside, _, count, _, line in list(self.entries.values()):
             if inside:
                 launches[key] = launches.get(key, 0) + count
@@ -349,10 +386,12 @@ def read_memory(value: Any, nbytes: int) -> bytes | None:
         return None
     global _LIBCUDA
     try:
+        torch = sys.modules["torch"]
+        if torch.cuda.is_current_stream_capturing():
+            return None  # inside a CUDA graph capture a copy would break the user's graph: not read
         if _LIBCUDA is None:
             _LIBCUDA = ctypes.CDLL("libcuda.so.1")
-        torch = sys.modules["torch"]
-        torch.cuda.synchronize(device)  # the work queued on any stream has written the memory
+        torch.cuda.current_stream(device).synchronize()  # what the launch's stream queued has written the memory
         buffer = ctypes.create_string_buffer(nbytes)
         code = _LIBCUDA.cuMemcpyDtoH_v2(buffer, ctypes.c_uint64(pointer), ctypes.c_size_t(nbytes))
     except Exception:  # noqa: BLE001 - no driver library, no context: the values are not read
@@ -452,7 +491,7 @@ def _live_storages(device: Any) -> list[tuple[int, int, Any]]:
     found: dict[int, tuple[int, int, Any]] = {}
     with warnings.catch_warnings():  # asking some objects their class warns (torch.distributed.reduce_op)
         warnings.simplefilter("ignore")
-        tensors = [obj for obj in gc.get_objects() if isinstance(obj, torch.Tensor)]
+        tensors = [obj for obj in gc.get_objects() if issubclass(type(obj), torch.Tensor)]  # never a proxy's code
     for obj in tensors:
         if obj.device == device and obj.numel():
             try:
@@ -474,6 +513,11 @@ def _signature(value: Any) -> Any:
         return (tuple(value.shape), tuple(value.stride()), str(value.dtype))
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if isinstance(value, tuple):
+        return tuple(_signature(v) for v in value)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.dtype):
+        return str(value)
     return _opaque(value)
 
 
@@ -506,6 +550,14 @@ def _caller(path: str) -> dict[str, Any] | None:
 
 
 _RECORDER: Recorder | None = None
+
+
+def _register_stacks(folder: str) -> None:
+    """On STACKS_SIGNAL, every thread's stack goes to this process's stacks file (faulthandler)."""
+    import faulthandler
+
+    stacks = open(stacks_file(folder, os.getpid()), "w", encoding="utf-8")  # noqa: SIM115 - for the process
+    faulthandler.register(STACKS_SIGNAL, file=stacks, all_threads=True, chain=False)
 
 
 class _GridSpy:
@@ -556,19 +608,23 @@ def _hook_compiled_kernels() -> None:
             return runner
 
         def recording(*args: Any, **kwargs: Any) -> Any:
-            names = _arg_names(jit)
-            positional = list(args)
-            if len(args) < len(names):  # constexprs were left out: take them from the source
-                constexprs = {}
-                for key, value in (getattr(self.src, "constexprs", None) or {}).items():
-                    index = key[0] if isinstance(key, tuple) else names.index(key) if key in names else key
-                    constexprs[index] = value
-                values = iter(args)
-                positional = [constexprs[i] if i in constexprs else next(values) for i in range(len(names))]
-            metadata = self.metadata
-            options = {k: getattr(metadata, k) for k in ("num_warps", "num_stages", "num_ctas")
-                       if hasattr(metadata, k) and k not in names}  # a parameter of that name is the kernel's
-            return _recorded(recorder, jit, tuple(positional), options, tuple(grid),
+            try:
+                names = _arg_names(jit)
+                positional = list(args)
+                if len(args) < len(names):  # constexprs were left out: take them from the source
+                    constexprs = {}
+                    for key, value in (getattr(self.src, "constexprs", None) or {}).items():
+                        index = key[0] if isinstance(key, tuple) else names.index(key) if key in names else key
+                        constexprs[index] = value
+                    values = iter(args)
+                    positional = [constexprs[i] if i in constexprs else next(values) for i in range(len(names))]
+                metadata = self.metadata
+                options = {k: getattr(metadata, k) for k in ("num_warps", "num_stages", "num_ctas")
+                           if hasattr(metadata, k) and k not in names}  # a parameter of that name is the kernel's
+                launched_grid = tuple(grid)
+            except Exception:  # noqa: BLE001 - not recordable: the user's launch runs as it would
+                return runner(*args, **kwargs)
+            return _recorded(recorder, jit, tuple(positional), options, launched_grid,
                              lambda _grid: runner(*args, **kwargs))
 
         return recording
@@ -587,10 +643,8 @@ def install() -> None:
     _RECORDER = Recorder(settings["folder"], set(settings["files"]), int(settings["cap"]), set(settings["expected"]),
                          bool(settings["stop_when_captured"]), float(settings["quiet"]),
                          float(settings["long_quiet"]))
-    import faulthandler
-
-    stacks = open(stacks_file(settings["folder"], os.getpid()), "w", encoding="utf-8")  # noqa: SIM115
-    faulthandler.register(STACKS_SIGNAL, file=stacks, all_threads=True, chain=False)
+    _register_stacks(settings["folder"])
+    os.register_at_fork(after_in_child=_RECORDER.after_fork)
     if settings.get("stand_ins"):
         # numpy, which the stand-ins import, costs the program's start-up 0.13 s: only interpreter runs need them
         from tileiropt.runtime import stand_ins
@@ -617,7 +671,10 @@ def install() -> None:
             if entry is not None and entry[2]:  # a kernel with its launches (or defined elsewhere): counted, no more
                 entry[3] += 1
                 if time.monotonic() - recorder.last_status >= STATUS_EVERY_S:
-                    recorder.after(None, None)
+                    try:
+                        recorder.after(None, None)
+                    except Exception:  # noqa: BLE001 - the recorder must never break the user's program
+                        recorder.local.busy = False
                 return _original(self, *args, grid=grid, warmup=warmup, **kwargs)
             return _recorded(recorder, self, args, kwargs, grid,
                              lambda launched: _original(self, *args, grid=launched, warmup=warmup, **kwargs))

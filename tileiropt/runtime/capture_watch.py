@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.runtime import capture_hook as hook
-from tileiropt.runtime.program_failure import _innermost_own
+from tileiropt.runtime.program_failure import _innermost_own, _library_paths
 
 _LAUNCHES = re.compile(r"^launches-(\d+)\.jsonl$")
 _STACK_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
@@ -40,6 +40,7 @@ class ProgramWatch:
     signatures: dict[str, set[str]] = field(default_factory=dict)
     stopped: str = ""  # a process ended the program: every kernel of a kernel file's own run captured
     sources: set[str] = field(default_factory=set)  # every process that finished lists its imported files
+    finished: set[int] = field(default_factory=set)  # pids that wrote their last line (they have exited)
 
     def poll(self) -> bool:
         """Read what was written since the last poll; whether anything was."""
@@ -62,14 +63,16 @@ class ProgramWatch:
             lines = (state.partial + data).split(b"\n")
             state.partial = lines.pop()  # a line still being written
             for raw in lines:
-                self._take(state, raw)
+                if self._take(state, raw):
+                    self.finished.add(int(match[1]))
         return grew
 
-    def _take(self, state: _ProcessFile, raw: bytes) -> None:
+    def _take(self, state: _ProcessFile, raw: bytes) -> bool:
+        """Take one line; whether it was its process's last (it finished, or ended the program)."""
         try:
             item = json.loads(raw)
         except ValueError:
-            return  # a line cut by the program's end
+            return False  # a line cut by the program's end
         if "kernel" in item:
             key = f"{item['kernel']}@{item['file']}"
             seen = self.signatures.setdefault(key, set())
@@ -77,13 +80,14 @@ class ProgramWatch:
             if signature not in seen and len(seen) < self.cap:
                 seen.add(signature)
                 self.launches.append(item)
-            return
+            return False
         counts = item.get("status", item)
         state.launches = dict(counts.get("launches") or state.launches)
         state.outside = dict(counts.get("outside") or state.outside)
         self.sources.update(item.get("sources") or [])
         if "stopped" in item:
             self.stopped = str(item["stopped"])
+        return "stopped" in item or "finished" in item
 
     # what the processes counted -----------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -111,18 +115,26 @@ class ProgramWatch:
 
     # where the program is -------------------------------------------------------------------------
     def stacks(self, main_pid: int, wait: float = 2.0) -> dict[str, str]:
-        """Every thread's stack of every process that loaded the recorder (faulthandler, on STACKS_SIGNAL):
-        pid -> text, the program's own process first."""
+        """Every thread's stack of every process of the program (its process group, `main_pid`) that loaded the
+        recorder and has not finished (faulthandler, on STACKS_SIGNAL): pid -> text, the program's own process
+        first. A pid that finished, or is now another program's, is never signalled."""
         self.poll()
-        pids = sorted(self.files, key=lambda pid: pid != main_pid)
+        pids = []
+        for pid in sorted(set(self.files) - self.finished, key=lambda pid: pid != main_pid):
+            try:
+                if os.getpgid(pid) != main_pid:
+                    continue  # it exited and its pid is another program's now
+            except (ProcessLookupError, PermissionError):
+                continue
+            pids.append(pid)
         sizes = {}
-        for pid in pids:
+        for pid in list(pids):
             path = Path(hook.stacks_file(str(self.folder), pid))
             sizes[pid] = path.stat().st_size if path.exists() else 0
             try:
                 os.kill(pid, hook.STACKS_SIGNAL)
             except (ProcessLookupError, PermissionError):
-                continue
+                pids.remove(pid)
         deadline = time.monotonic() + wait
         texts: dict[str, str] = {}
         for pid in pids:
@@ -135,24 +147,34 @@ class ProgramWatch:
             except OSError:
                 continue
             if text:
-                texts[str(pid)] = "\n".join(text.splitlines()[:STACK_LINES])
+                texts[str(pid)] = _current_thread_first(text)
         return texts
 
 
+def _current_thread_first(text: str) -> str:
+    """The interrupted ("Current") thread's block first, then the others, cut to STACK_LINES lines."""
+    blocks = re.split(r"\n(?=(?:Current thread|Thread) 0x)", text)
+    blocks.sort(key=lambda block: not block.startswith("Current thread"))
+    return "\n".join("\n".join(blocks).splitlines()[:STACK_LINES])
+
+
 def stuck_at(stacks: dict[str, str], cwd: str | None) -> str:
-    """Where the program was, from its first process's stacks: the innermost frame of the thread that was
-    interrupted ("Current thread"), in the user's own code where there is one (`file:line in function`)."""
+    """Where the program was, from its stacks: the innermost frame of each process's interrupted ("Current")
+    thread in the user's own code (`file:line in function`); the first process with one (a pytest-xdist worker in
+    a test rather than its controller waiting on it), else the first process's innermost frame."""
+    places = []
+    libraries = _library_paths()
     for text in stacks.values():
         blocks = re.split(r"\n(?=(?:Current thread|Thread) 0x)", text)
         current = next((b for b in blocks if b.startswith("Current thread")), blocks[0] if blocks else "")
         frames = [m for m in (_STACK_FRAME.match(line) for line in current.splitlines()) if m]
-        if not frames:
-            continue
-        place = _innermost_own([(m["file"], m["line"]) for m in reversed(frames)], cwd)
-        function = next((m["function"] for m in frames if place.endswith(f":{m['line']}")
-                         and os.path.basename(m["file"]) in place), frames[0]["function"])
-        return f"{place} in {function}"
-    return ""
+        own = [m for m in frames if not m["file"].startswith("<")
+               and not os.path.realpath(os.path.join(cwd or "", m["file"])).startswith(libraries)]
+        if own:
+            return f"{_innermost_own([(own[0]['file'], own[0]['line'])], cwd)} in {own[0]['function']}"
+        if frames:
+            places.append(f"{_innermost_own([(frames[0]['file'], frames[0]['line'])], cwd)} in {frames[0]['function']}")
+    return places[0] if places else ""
 
 
 def last_line(output: Path) -> str:

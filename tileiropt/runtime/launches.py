@@ -139,8 +139,27 @@ class LaunchRecorder:
         self.module = module
         self.autotuners: set[str] = set()  # module attribute names of autotuners that ran
         self.kernels: dict[str, str] = {}  # kernel function name -> backend
-        self.launched: dict[str, dict[str, Any]] = {}  # kernel function name -> {"config", "code"} (Provenance)
+        # (kernel name, its keyword arguments, the compiled kernel) of each launch that counts: of an autotuner's
+        # run, only its last launch (the chosen config), not the ones it timed to choose
+        self._ran: list[tuple[str, dict[str, Any], Any]] = []
         self._wrapped: list[tuple[Any, Any]] = []
+
+    @property
+    def launched(self) -> dict[str, dict[str, Any]]:
+        """Kernel function name -> what ran (Provenance.launched): every distinct config it ran at, and one digest
+        over the PTX of every distinct compiled kernel (None when one has no PTX). Read once the call is over: the
+        digests are never taken during a launch (an autotuner times its configs around them)."""
+        by_name: dict[str, dict[int, tuple[dict[str, Any], Any]]] = {}
+        for name, kwargs, kernel in self._ran:
+            by_name.setdefault(name, {}).setdefault(id(kernel), (kwargs, kernel))
+        found = {}
+        for name, compiled in by_name.items():
+            configs = sorted({launch_config(kwargs, kernel) for kwargs, kernel in compiled.values()})
+            codes = sorted({str(code_digest(kernel)) for _, kernel in compiled.values()})
+            code = None if "None" in codes else codes[0] if len(codes) == 1 else hashlib.sha256(
+                "\n".join(codes).encode()).hexdigest()
+            found[name] = {"config": " | ".join(configs), "code": code, "compiled": len(compiled)}
+        return found
 
     def __enter__(self) -> LaunchRecorder:
         done: set[int] = set()
@@ -171,11 +190,16 @@ class LaunchRecorder:
         def run(*args: Any, **kwargs: Any) -> Any:
             if is_autotuner:
                 self.autotuners.add(attribute)
+                first = len(self._ran)
+                result = original(*args, **kwargs)
+                del self._ran[first:-1]  # the configs it timed to choose: only its last launch ran for the caller
+                return result
             result = original(*args, **kwargs)
             if isinstance(item, JIT_TYPES):  # wrappers' results are not compiled kernels
                 name = function_name(item)
                 self.kernels[name] = self._backend(item, result)
-                self.launched[name] = {"config": launch_config(kwargs, result), "code": code_digest(result)}
+                if result is not None:  # what ran, kept as it is: described once the call is over
+                    self._ran.append((name, dict(kwargs), result))
             return result
 
         try:

@@ -206,16 +206,54 @@ class PinningError(HarnessError):
     """The tool's own pinning of an autotuner failed (not the user's kernel): said as the tool's error."""
 
 
+@contextlib.contextmanager
+def _seen_launching(jit: Any, reached: list[bool]) -> Iterator[None]:
+    """While active, a launch of `jit` (Triton's `run`) appends True to `reached`."""
+    saved = vars(jit).get("run") if hasattr(jit, "__dict__") else None
+    original = jit.run
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        reached.append(True)
+        return original(*args, **kwargs)
+
+    try:
+        jit.run = run
+    except (AttributeError, TypeError):  # cannot be watched: the traceback alone decides
+        yield
+        return
+    try:
+        yield
+    finally:
+        if saved is None:
+            vars(jit).pop("run", None)
+        else:
+            jit.run = saved
+
+
+def _pre_hook(tuners: list[Any], positional: list[Any], kwargs: dict[str, Any]) -> None:
+    """Call the pre_hook of the captured config (the first autotuner's own config equal to it), if it has one."""
+    tuner = tuners[0]
+    keys = {k for config in getattr(tuner, "configs", ()) for k in getattr(config, "kwargs", {})}
+    meta = {k: kwargs[k] for k in keys if k in kwargs}
+    own = next((c for c in getattr(tuner, "configs", ()) if getattr(c, "kwargs", None) == meta), None)
+    if own is not None and getattr(own, "pre_hook", None) is not None:
+        own.pre_hook({**dict(zip(tuner.arg_names, positional)), **kwargs})
+
+
 def reached_a_kernel(exc: BaseException) -> bool:
     """Whether the exception went through Triton's launch of a JIT function (compiling or running a kernel), not
     only through the tool's and the autotuner's own code."""
-    tb = exc.__traceback__
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        if code.co_name == "run" and code.co_filename.replace("\\", "/").endswith(
-                ("triton/runtime/jit.py", "triton/runtime/interpreter.py")):
-            return True
-        tb = tb.tb_next
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:  # the exception and the ones it was raised from
+        seen.add(id(exc))
+        tb = exc.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code.co_name == "run" and code.co_filename.replace("\\", "/").endswith(
+                    ("triton/runtime/jit.py", "triton/runtime/interpreter.py")):
+                return True
+            tb = tb.tb_next
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
     return False
 
 
@@ -247,16 +285,22 @@ def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
         kwargs = {k: _value({"name": k, **v}, inputs) for k, v in launch.get("constexprs", {}).items()
                   if k not in bound}
         kwargs.update({k: v for k, v in launch.get("options", {}).items() if not k.startswith("_") and k not in bound})
+        jit = innermost(kernel)
+        reached: list[bool] = []
+        # a package's autotuner pinned through its kernel may fail before or after launching it: watch the launch
+        watched = _seen_launching(jit, reached) if any(own_run(t) for t in tuners) else contextlib.nullcontext()
         try:
-            with _pinned(tuners, kwargs) as left:
+            with _pinned(tuners, kwargs) as left, watched:
                 kernel[grid](*positional, **left)
         except Exception as exc:
-            if not tuners or reached_a_kernel(exc):
-                raise  # the kernel's own failure (or its wrapper's): the user's to see
-            # the tool's pinning of a package's autotuner failed before any kernel ran: launch the JIT function at
-            # the config the package's autotuner chose in the captured launch (its values are the launch's own)
+            if not tuners or reached or reached_a_kernel(exc):
+                raise  # the kernel's own failure (or its wrapper's), or it ran already: the user's to see
+            # the tool's pinning of a package's autotuner failed before the kernel was launched: launch the JIT
+            # function at the config the package's autotuner chose in the captured launch (the launch's own values),
+            # after that config's own pre_hook, as the autotuner would
             try:
-                innermost(kernel)[grid](*positional, **kwargs)
+                _pre_hook(tuners, positional, kwargs)
+                jit[grid](*positional, **kwargs)
             except Exception as again:
                 if reached_a_kernel(again):
                     raise

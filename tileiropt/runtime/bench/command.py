@@ -116,6 +116,9 @@ def run_bench_command(
                             journal=True, machine=machine, earlier=None if fresh else earlier_bench(project.artifacts))
     saved = save_bench_run(run, project.artifacts)
     code = run.exit_code()
+    if project.capture is not None and project.capture.cut:  # partial: never a pass
+        err_console.print(f"cut: {project.capture.cut}", markup=False, soft_wrap=True)
+        code = max(code, ExitCode.FAILED) if code != ExitCode.INTERRUPTED else code
     if run.interrupted:
         progress.say_interrupted(len(run.rows), "rows", saved)
         return ExitCode.INTERRUPTED

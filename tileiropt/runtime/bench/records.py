@@ -409,8 +409,9 @@ def code_proof(rows: list[BenchRow]) -> str:
             + (f"; {timed} pair(s) timed where the code differs" if timed else ""))
 
 
-def slower_cause(original: BenchRow | None, optimized: BenchRow) -> str:
-    """Why an optimized row timed slower, from what each row's launches ran: the configs, else the compiled code."""
+def slower_cause(original: BenchRow | None, optimized: BenchRow, captured: bool = True) -> str:
+    """Why an optimized row timed slower, from what each row's launches ran: the configs, else the compiled code.
+    `captured`: the rows replay a captured launch (the kernel alone), not an entry whose wrapper may do more."""
     mine = optimized.provenance.launched
     theirs = original.provenance.launched if original is not None else {}
     if not mine or not theirs:
@@ -424,10 +425,14 @@ def slower_cause(original: BenchRow | None, optimized: BenchRow) -> str:
     differs = [k for k in mine if mine[k].get("code") != theirs[k].get("code")]
     if differs:
         return f"same config, the compiled code differs: {', '.join(differs)}"
-    return THE_MACHINE
+    if any(not v.get("code") for v in (*mine.values(), *theirs.values())):
+        return "same config; the compiled code is not known (no PTX to compare)"
+    return THE_MACHINE if captured else OUTSIDE_THE_KERNELS
 
 
 THE_MACHINE = "same config and the same compiled code: the difference is the machine"
+OUTSIDE_THE_KERNELS = ("the same kernels, configs and compiled code: the difference is outside the kernels (the "
+                       "entry's own work around them) or the machine")
 
 
 def compare_rows(rows: list[BenchRow]) -> list[str]:

@@ -109,6 +109,9 @@ def run_validate_command(
                                earlier=None if fresh else earlier_validation(project.artifacts))
     saved = save_validate_run(run, project.artifacts)
     code = run.exit_code()
+    if project.capture is not None and project.capture.cut:  # partial: never a pass
+        err_console.print(f"cut: {project.capture.cut}", markup=False, soft_wrap=True)
+        code = max(code, ExitCode.FAILED) if code != ExitCode.INTERRUPTED else code
     if run.interrupted:
         progress.say_interrupted(len(run.records), "records", saved)
         return ExitCode.INTERRUPTED
