@@ -32,6 +32,7 @@ class LibrarySummary:
     files: list[LibraryFile]
     classes: Counter[str]  # kernel class -> kernels of the library (launched or not)
     cut: bool = False  # the command did not finish: the coverage is partial
+    outside: list[str] = field(default_factory=list)  # kernels it launched that no file of the library defines
 
     @property
     def defined(self) -> int:
@@ -74,7 +75,9 @@ def library_summary(capture: dict[str, Any] | None, classify: ClassifyRecord | N
         if isinstance(kernel, dict) and _real(str(kernel.get("file", ""))) in files:
             classes[str(kernel.get("class") or "unknown")] += 1
     return LibrarySummary(folder=folder, files=sorted(files.values(), key=lambda f: f.file), classes=classes,
-                          cut=bool(capture.get("cut")))
+                          cut=bool(capture.get("cut")),
+                          outside=sorted(str(item.get("kernel")) for item in (capture.get("outside") or {}).values()
+                                         if isinstance(item, dict)))
 
 
 def library_md(summary: LibrarySummary) -> str:
@@ -88,6 +91,10 @@ def library_md(summary: LibrarySummary) -> str:
         coverage += ", partial: the command was cut before its end"
     lines = [f"**Library `{name}/`**: {summary.defined} kernel(s) in {len(summary.files)} file(s); the command "
              f"launched {summary.launched} of them ({coverage} of the library)."]
+    if summary.outside:
+        lines.append(f"It also launched {len(summary.outside)} kernel(s) that no file of the library defines "
+                     f"(generated code, other packages; not validated): {', '.join(f'`{k}`' for k in summary.outside)}"
+                     " (where each was defined: below).")
     if verdicts:
         lines.append("Captured launches: " + ", ".join(f"{verdicts[b]} {BUCKET_LABELS[b]}" for b in BUCKETS
                                                        if verdicts[b]) + ".")

@@ -102,6 +102,7 @@ class Recorder:
             made[4] = weakref.ref(jit, lambda _ref, ident=id(jit): self._retire(ident))
         except TypeError:  # not weakly referable: kept alive, so its id stays its own
             made[4] = jit
+        self.last_status = 0.0  # a kernel seen for the first time is in the next counts written (a cut keeps it)
         with self.lock:
             return self.entries.setdefault(id(jit), made)
 
