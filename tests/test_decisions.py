@@ -822,3 +822,24 @@ def test_only_triton_s_decorators_make_a_kernel_file(tmp_path: Path, header: str
     else:
         with pytest.raises(UserError, match="no Triton kernel"):
             check_capture_target(path)
+
+
+@pytest.mark.parametrize("command", ["validate", "bench"])
+def test_validate_and_bench_judge_against_the_release_asked(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tileiropt.cli import app
+    from tileiropt.runtime.machine import Machine
+
+    asked = []
+
+    def probe(version: str | None = None) -> None:
+        asked.append(version)
+        raise KeyboardInterrupt  # what was asked is all this test reads
+
+    monkeypatch.setattr(Machine, "probe", staticmethod(probe))
+    examples = Path(__file__).parent.parent / "examples" / "tileiropt.toml"
+    CliRunner().invoke(app, [command, str(examples), "--tileir-version", "13.1"])
+    assert asked == ["13.1"]
+    bad = CliRunner().invoke(app, [command, str(examples), "--tileir-version", "99.1"])
+    assert bad.exit_code == 2 and "unknown CUDA Tile IR release '99.1'" in bad.output

@@ -347,6 +347,7 @@ def validate(
                                                                "autotuner picks (GPU).")
     ] = True,
     timeout: TimeoutOpt = None,
+    tileir_version: TileirVersionOpt = None,
     fresh: FreshOpt = False,
     executor: ExecutorOpt = None,
     slurm_partition: SlurmPartitionOpt = None,
@@ -360,7 +361,7 @@ def validate(
 
     code = run_validate_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                                 kernels=kernel, backends=backend, variant=variant, all_configs=all_configs,
-                                timeout=timeout, as_json=json_output, fresh=fresh,
+                                timeout=timeout, as_json=json_output, fresh=fresh, tileir_version=tileir_version,
                                 executor=_executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task,
                                                    slurm_tasks))
     raise typer.Exit(int(code))
@@ -398,6 +399,7 @@ def bench(
         float, typer.Option("--threshold", help="A paired ratio is a real difference when its 95% interval lies "
                                                 "beyond 1 +- this (0.05 = 5%).")
     ] = 0.05,
+    tileir_version: TileirVersionOpt = None,
     fresh: FreshOpt = False,
     executor: ExecutorOpt = None,
     slurm_partition: SlurmPartitionOpt = None,
@@ -415,8 +417,9 @@ def bench(
                              sizes=sizes or None, rounds=rounds, threshold=threshold)
     code = run_bench_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                              kernels=kernel, settings=settings, remeasure_peaks=remeasure_peaks, as_json=json_output,
-                             fresh=fresh, executor=_executor(executor, slurm_partition, slurm_time,
-                                                             slurm_gpus_per_task, slurm_tasks))
+                             fresh=fresh, tileir_version=tileir_version,
+                             executor=_executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task,
+                                                slurm_tasks))
     raise typer.Exit(int(code))
 
 

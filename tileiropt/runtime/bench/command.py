@@ -12,6 +12,7 @@ from rich.table import Table
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
+from tileiropt.releases import get_release
 from tileiropt.runtime.bench.records import (
     CUDAGRAPH,
     SAME_CODE,
@@ -104,9 +105,12 @@ def run_bench_command(
     as_json: bool = False,
     fresh: bool = False,
     executor: dict[str, Any] | None = None,
+    tileir_version: str | None = None,
 ) -> ExitCode:
     """Everything behind the command; returns the exit code."""
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
+    if tileir_version is not None:  # judged against that CUDA Tile IR release, as `apply` and `run` are
+        project.tileir_version = get_release(tileir_version).version
     machine = Machine.probe(project.tileir_version)
     project = with_captured_kernels(project, machine, fresh)  # a project that asks for a capture: its launches
     chosen = resolve_executor(project.executor, executor)

@@ -13,6 +13,7 @@ from rich.table import Table
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project import resolve_target
+from tileiropt.releases import get_release
 from tileiropt.runtime.capture import with_captured_kernels
 from tileiropt.runtime.executors import resolve_executor
 from tileiropt.runtime.machine import Machine
@@ -93,9 +94,12 @@ def run_validate_command(
     as_json: bool = False,
     fresh: bool = False,
     executor: dict[str, Any] | None = None,
+    tileir_version: str | None = None,
 ) -> ExitCode:
     """Everything behind the command; returns the exit code."""
     project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
+    if tileir_version is not None:  # judged against that CUDA Tile IR release, as `apply` and `run` are
+        project.tileir_version = get_release(tileir_version).version
     if variant not in (None, "original", "optimized", "both"):
         raise UserError(f"--variant: unknown value {variant!r}", hint="use original, optimized or both")
     variants = None if variant is None else ["original", "optimized"] if variant == "both" else [variant]
