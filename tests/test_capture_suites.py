@@ -99,16 +99,16 @@ def test_a_cut_library_run_is_never_a_pass_and_says_where_it_was(tmp_path: Path,
     monkeypatch.setenv("OPLIB_HANG", "1")
     monkeypatch.chdir(folder)
     project = project_from_library(folder / "oplib", PYTEST)
-    project.capture.stall = 6  # no output, no launch for 6 s: stuck
+    project.capture.stall = 15  # no output, no launch for 15 s: stuck (far above a test's silent start-up)
     result = run_pipeline(project, command=["tileiropt", "run"])
     capture = next(p for p in result.phases if p.phase == "capture")
-    assert capture.status == FAIL and "did not finish: no progress for 6 s" in capture.detail, capture.detail
+    assert capture.status == FAIL and "did not finish: no progress for 15 s" in capture.detail, capture.detail
     assert result.exit_code == 1
     record = load_artifacts(result.artifacts).capture
     assert record["cut"] and record["where"].startswith("tests/test_oplib.py:38 in test_waits_forever_when_asked")
     report = Path(result.report).read_text()
     first = report.split("\n\n")[1]  # after the title
-    assert first.startswith("**Cut**: the command did not finish: no progress for 6 s"), first
+    assert first.startswith("**Cut**: the command did not finish: no progress for 15 s"), first
     assert "partial: the command was cut before its end" in report
     assert "Where the cut program was" in report and "test_oplib.py" in report
     assert "It also launched 1 kernel(s) that no file of the library defines" in report  # counted before the cut
@@ -226,10 +226,10 @@ def test_validate_on_a_cut_capture_is_never_a_pass(tmp_path: Path, monkeypatch) 
 
     folder = _suite(tmp_path, "oplib")
     (folder / "tileiropt.toml").write_text('[project]\ncapture = "pytest -q -p no:cacheprovider tests"\n'
-                                           'library = "oplib"\ncapture_stall = 6\n')
+                                           'library = "oplib"\ncapture_stall = 15\n')
     monkeypatch.setenv("OPLIB_CACHE", str(tmp_path / "generated"))
     monkeypatch.setenv("OPLIB_HANG", "1")
     monkeypatch.chdir(folder)
     result = CliRunner().invoke(app, ["validate", "--backend", "interpret"])
     assert result.exit_code == 1, result.output
-    assert "cut: the command did not finish: no progress for 6 s" in result.output
+    assert "cut: the command did not finish: no progress for 15 s" in result.output
