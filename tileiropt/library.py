@@ -57,25 +57,15 @@ def defines_kernel(tree: ast.Module, path: str = "<string>") -> bool:
     """Whether a module defines a Triton kernel at module level or under a module-level `if`/`try`/`with`
     (functions and classes are not looked into: a kernel made by a call is not the library's source). Triton may
     come through a module of the package (`from ._triton import triton as tr`: `@tr.jit`)."""
+    statements = module_level(tree.body)
     aliases: dict[str, str] = {}
-    for node in module_level(tree.body):
+    for node in statements:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             collect_import(node, aliases)
             if isinstance(node, ast.ImportFrom):
                 collect_reexports(node, path, aliases)
-    pending: list[ast.stmt] = list(tree.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if any(is_triton_decorator(d, aliases) for d in node.decorator_list):
-                return True
-        elif isinstance(node, ast.If):
-            pending += node.body + node.orelse
-        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            pending += node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body]
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            pending += node.body
-    return False
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and any(is_triton_decorator(d, aliases) for d in node.decorator_list) for node in statements)
 
 
 def is_triton_decorator(decorator: ast.expr, aliases: dict[str, str]) -> bool:

@@ -84,16 +84,21 @@ def collect_reexports(node: ast.ImportFrom, path: str, aliases: dict[str, str], 
 
 
 def module_level(body: list[ast.stmt]) -> list[ast.stmt]:
-    """Statements at module level, those under module-level `if`/`try`/`with` included, in order."""
+    """Statements at module level, inside `if`/`for`/`while`/`try`/`with` blocks too (not inside defs or classes),
+    in source order."""
     found: list[ast.stmt] = []
-    for node in body:
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
         found.append(node)
-        if isinstance(node, ast.If):
-            found += module_level(node.body + node.orelse)
+        blocks: list[list[ast.stmt]] = []
+        if isinstance(node, (ast.If, ast.For, ast.While)):
+            blocks = [node.body, node.orelse]
         elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            found += module_level(node.body + node.orelse + node.finalbody  # type: ignore[attr-defined]
-                                   + [s for h in node.handlers for s in h.body])  # type: ignore[attr-defined]
+            blocks = [node.body, *(h.body for h in node.handlers), node.orelse,  # type: ignore[attr-defined]
+                      node.finalbody]  # type: ignore[attr-defined]
         elif isinstance(node, (ast.With, ast.AsyncWith)):
-            found += module_level(node.body)
+            blocks = [node.body]
+        for block in reversed(blocks):
+            stack.extend(reversed(block))
     return found
-

@@ -124,10 +124,6 @@ class Recorder:
             entry[3] = 0
         _register_stacks(self.folder)
 
-    def target(self, jit: Any) -> tuple[str, str] | None:
-        key, inside = self.entry(jit)[:2]
-        return tuple(key.rsplit("@", 1)) if inside else None  # type: ignore[return-value]
-
     def busy(self) -> bool:
         return getattr(self.local, "busy", False)
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from tileiropt.analysis.discovery import Scan, scan
 from tileiropt.analysis.names import JIT, call_name
+from tileiropt.analysis.reexports import module_level
 from tileiropt.analysis.source import read_source
 from tileiropt.entries import locate_module, package_name_for
 from tileiropt.errors import UserError
@@ -100,7 +101,7 @@ class FileSandbox:
     # imports -------------------------------------------------------------------------------------
 
     def _triton_imports(self, tree: ast.Module) -> None:
-        for node in _module_level(tree):
+        for node in module_level(tree.body):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if not _is_triton(alias.name):
@@ -126,7 +127,7 @@ class FileSandbox:
 
     def _package_imports(self, tree: ast.Module, used: set[str]) -> None:
         """JIT functions and constants the kernels name from the package's other modules."""
-        for node in _module_level(tree):
+        for node in module_level(tree.body):
             if isinstance(node, ast.ImportFrom) and (node.level or not _is_triton(node.module or "")):
                 wanted = [a for a in node.names if (a.asname or a.name) in used
                           and (a.asname or a.name) not in self.namespace]
@@ -234,25 +235,6 @@ def _import(name: str) -> Any:
         return importlib.import_module(name)
     except Exception:  # a Triton version without this module: the next binding may have it
         return None
-
-
-def _module_level(tree: ast.Module) -> list[ast.stmt]:
-    """Statements at module level, inside `if`/`try`/`with` blocks too (not inside defs or classes)."""
-    found: list[ast.stmt] = []
-    stack = list(reversed(tree.body))
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        blocks: list[list[ast.stmt]] = []
-        if isinstance(node, (ast.If, ast.For, ast.While)):
-            blocks = [node.body, node.orelse]
-        elif isinstance(node, ast.Try):
-            blocks = [node.body, *(h.body for h in node.handlers), node.orelse, node.finalbody]
-        elif isinstance(node, ast.With):
-            blocks = [node.body]
-        for block in reversed(blocks):
-            stack.extend(reversed(block))
-    return found
 
 
 def _names_used_in_kernels(scanned: Scan) -> set[str]:
