@@ -84,11 +84,39 @@ def test_the_optimized_autotuner_starts_from_the_original_s_choices() -> None:
     tuner = types.SimpleNamespace(configs=[*own, extra], cache={})
     chosen = triton.Config({"BLOCK": 128}, num_warps=4)  # the original's, an equal object of its own list
     small = triton.Config({"BLOCK": 64}, num_warps=2)
-    assert start_from({"kern": tuner}, {"kern": {(1024,): chosen, (4096,): small}}) == {"kern": 2}
+    assert start_from({"kern": tuner}, {"kern": {"cache": {(1024,): chosen, (4096,): small}}}) == {"kern": 2}
     assert tuner.cache == {(1024,): own[1], (4096,): own[0]}  # its own objects: their pre_hooks are its own
     lost = types.SimpleNamespace(configs=[extra], cache={})
-    assert start_from({"kern": lost}, {"kern": {(1,): chosen}}) == {}  # not among its configs: it tunes itself
+    assert start_from({"kern": lost}, {"kern": {"cache": {(1,): chosen}}}) == {}  # not among its configs: it tunes
     assert lost.cache == {}
+
+
+def test_a_package_autotuner_starts_from_the_original_s_own_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A package autotuner keeping its own cache (key -> index into its configs, loaded from its disk file or
+    filled by its own strategy): the optimized side's gets the original's choices, by config, not by position."""
+    import triton
+
+    from tileiropt.runtime.autotuners import tuner_caches
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "fixtures" / "suites" / "tunerpkg"))
+    from tunerpkg.tuner import PackageTuner
+
+    @triton.jit
+    def kern(x, BLOCK: triton.language.constexpr):
+        pass
+
+    own = [triton.Config({"BLOCK": b}) for b in (64, 256, 1024)]
+    original = PackageTuner(kern, own, key_of=lambda named: (0,))
+    original.table = {(128,): 1, (2048,): 2}  # its own choices: BLOCK=256 and BLOCK=1024
+    caches = tuner_caches(original)
+    assert caches["table"] == {(128,): 1, (2048,): 2}
+    extra = triton.Config({"BLOCK": 4096})  # the optimized list: a TileIR config first, then the own ones
+    optimized = PackageTuner(kern, [extra, *(triton.Config(dict(c.kwargs)) for c in own)], key_of=lambda named: (0,))
+    assert start_from({"kern": optimized}, {"kern": caches}) == {"kern": 2}
+    assert optimized.table == {(128,): 2, (2048,): 3}  # the same configs, at their places in its own list
+    assert [optimized.configs[i].kwargs["BLOCK"] for i in optimized.table.values()] == [256, 1024]
+    unmatched = PackageTuner(kern, [extra], key_of=lambda named: (0,))
+    assert start_from({"kern": unmatched}, {"kern": caches}) == {} and unmatched.table == {}
 
 
 def test_the_bench_phase_says_how_many_kernels_were_proven_by_their_code() -> None:

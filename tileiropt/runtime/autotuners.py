@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-from triton.runtime.autotuner import Autotuner, Heuristics
+from triton.runtime.autotuner import Autotuner, Config, Heuristics
 
 try:  # the interpreter wraps kernels in InterpretedFunction, a JITFunction look-alike
     from triton.runtime.interpreter import InterpretedFunction
@@ -160,3 +160,40 @@ def pinned(autotuner: Autotuner, config: Any) -> Iterator[Autotuner]:
             vars(autotuner).pop("run", None)
         else:
             autotuner.run = saved_run
+
+
+CONFIG_LIST = "<configs>"  # in `tuner_caches`: the original autotuner's config list, by index, for caches of indices
+
+
+def tuner_caches(tuner: Any) -> dict[str, dict[Any, Any]]:
+    """An autotuner's choices: Triton's `cache` (key -> config) and, for a package's own autotuner, each dict it
+    holds of configs or of indices into its config list (its own cache, filled from its disk file or its run)."""
+    caches = {"cache": dict(getattr(tuner, "cache", {}) or {})}
+    if isinstance(tuner, Autotuner) and own_run(tuner):
+        for attribute, value in vars(tuner).items():
+            if attribute != "cache" and isinstance(value, dict) and value and all(
+                    isinstance(v, Config) or (isinstance(v, int) and not isinstance(v, bool))
+                    for v in value.values()):
+                caches[attribute] = dict(value)
+        caches[CONFIG_LIST] = dict(enumerate(getattr(tuner, "configs", [])))
+    return caches
+
+
+def mapped_cache(cache: dict[Any, Any], configs: Any, tuned_configs: dict[int, Any] | None) -> dict[Any, Any] | None:
+    """`cache` in terms of another autotuner's configs: a config becomes the equal one of `configs`, an index the
+    index of the config equal to the one it named in the original's list; None when one has no equal."""
+    configs = list(configs)
+    mapped = {}
+    for key, chosen in cache.items():
+        if isinstance(chosen, int):
+            named = (tuned_configs or {}).get(chosen)
+            index = next((i for i, c in enumerate(configs) if named is not None and same_config(c, named)), None)
+            if index is None:
+                return None
+            mapped[key] = index
+        else:
+            own = next((c for c in configs if same_config(c, chosen)), None)
+            if own is None:
+                return None
+            mapped[key] = own
+    return mapped

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tileiropt.runtime import harness, loading, replay
-from tileiropt.runtime.autotuners import autotuners, config_label, same_config
+from tileiropt.runtime.autotuners import CONFIG_LIST, autotuners, config_label, mapped_cache, tuner_caches
 from tileiropt.runtime.bench.gpu_state import gpu_state
 from tileiropt.runtime.bench.items import BenchItem
 from tileiropt.runtime.bench.records import (
@@ -164,8 +164,8 @@ class Measurement:
     """Times one item in this process."""
 
     def __init__(self, item: BenchItem, base: Provenance, parts: dict[str, float] | None = None,
-                 tuned: dict[str, dict[Any, Any]] | None = None):
-        """`tuned`: the autotuners' caches (attribute name -> key -> config) the original's row left in this worker:
+                 tuned: dict[str, dict[str, dict[Any, Any]]] | None = None):
+        """`tuned`: the autotuners' caches (autotuner name -> `tuner_caches`) the original's row left in this worker:
         the optimized file's autotuners start from them, so both sides run the config the original chose."""
         self.item, self.base = item, base
         self.tuned = tuned
@@ -254,7 +254,7 @@ class Measurement:
         return Prepared(fn=rotating(sets, call), method=choose_method(item.method, io_bytes, l2_bytes),
                         input_sets=count, provenance=provenance, first_call_ms=first_call_ms, autotune=autotune,
                         input_bytes=input_bytes, output_bytes=output_bytes, call=call, sets=sets, warm=warm,
-                        tuned={name: dict(getattr(tuner, "cache", {}) or {}) for name, tuner in tuners.items()})
+                        tuned={name: tuner_caches(tuner) for name, tuner in tuners.items()})
 
     def run(self) -> BenchRow:
         item = self.item
@@ -309,27 +309,23 @@ class Prepared:
     warm: bool = False  # the worker had compiled the file's kernels before (it validated them): no compile here
     call: Callable[[dict[str, Any]], Any] | None = None  # the call on one input set
     sets: list[dict[str, Any]] = field(default_factory=list)  # the input copies it rotates
-    tuned: dict[str, dict[Any, Any]] = field(default_factory=dict)  # its autotuners' caches after the first call
+    tuned: dict[str, dict[str, dict[Any, Any]]] = field(default_factory=dict)  # tuner_caches after the first call
 
 
-def start_from(tuners: dict[str, Any], tuned: dict[str, dict[Any, Any]]) -> dict[str, int]:
-    """Give each autotuner the cache of the original's autotuner of the same name (key -> the equal config of its
-    own list): it runs the original's choice without tuning. Name -> entries given; a config it does not hold
-    (it was not kept for PTX) leaves that autotuner to tune as usual."""
+def start_from(tuners: dict[str, Any], tuned: dict[str, dict[str, dict[Any, Any]]]) -> dict[str, int]:
+    """Give each autotuner the caches of the original's autotuner of the same name (see `tuner_caches`: Triton's
+    `cache` and a package autotuner's own): it runs the original's choice without tuning. Name -> entries given; a
+    config it does not hold (it was not kept for PTX) leaves that cache to tune as usual."""
     given = {}
-    for name, cache in tuned.items():
+    for name, caches in tuned.items():
         tuner = tuners.get(name)
-        if tuner is None or not cache:
+        if tuner is None:
             continue
-        mapped = {}
-        for key, config in cache.items():
-            own = next((c for c in tuner.configs if same_config(c, config)), None)
-            if own is None:
-                break
-            mapped[key] = own
-        else:
-            tuner.cache = mapped
-            given[name] = len(mapped)
+        for attribute, cache in caches.items():
+            mapped = mapped_cache(cache, getattr(tuner, "configs", []), tuned_configs=caches.get(CONFIG_LIST))
+            if attribute != CONFIG_LIST and cache and mapped is not None:
+                setattr(tuner, attribute, mapped)
+                given[name] = given.get(name, 0) + len(mapped)
     return given
 
 
@@ -464,7 +460,7 @@ def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emi
     passed = set(job.get("passed") or [])
     paired = {index for pair in pairs for index in pair}
     kept = KeptPrepared()  # the rows' prepared measurements, for their pairs
-    tuned: dict[int, dict[str, dict[Any, Any]]] = {}  # an original row's autotuner caches, for its optimized row
+    tuned: dict[int, dict[str, dict[str, dict[Any, Any]]]] = {}  # an original row's tuner_caches, for its optimized row
     original_of = {b: a for a, b in pairs}
     with harness.MODULE_CALLS.only_definitions():  # a script's own program: the capture or the validation ran it
         for index in range(start, len(items)):
