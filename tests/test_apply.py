@@ -15,13 +15,14 @@ from pathlib import Path
 import libcst as cst
 import pytest
 import triton
+from conftest import gate_of
 from typer.testing import CliRunner
 
 from tileiropt.cli import app
 from tileiropt.errors import UserError
 from tileiropt.runtime.autotuners import autotuners, config_label, function_name
 from tileiropt.transform.apply import apply_file, transform_source
-from tileiropt.transform.gate import FORCE_ENV, GATE_MARKER
+from tileiropt.transform.gate import GATE_MARKER
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EXAMPLE_FILES = sorted(p for p in EXAMPLES.glob("*.py") if not p.stem.endswith("_tileir"))
@@ -91,8 +92,8 @@ def test_autotuned_kernel_gets_twin_configs_and_binding() -> None:
     assert GATE_MARKER in out
     assert_original_preserved(AUTOTUNED, out)
     assert "def dot_kernel_tileir(" in out and "tl.exp2(acc * 1.4426950408889634)" in out
-    block = out[out.index("\n    _tileiropt_add_configs(dot_kernel_tileir"):]
-    assert block.count("_tileiropt_config({'BLOCK_M': ") == 8
+    block = out[out.index("\n    dot_kernel_tileir.configs += ["):]
+    assert block.count("triton.Config({'BLOCK_M': ") == 8 and block.count("pre_hook=hook)") == 8
     assert "dot_kernel = dot_kernel_tileir" in block
     (report,) = result.kernels
     assert report.twin == "dot_kernel_tileir" and report.configs_added == 8
@@ -103,10 +104,10 @@ def test_hint_only_autotune_respects_launch_options() -> None:
     result = transform_source(HINT_ONLY, "scale.py", classify=_classes("elementwise"))
     out = result.new_source
     assert_original_preserved(HINT_ONLY, out)
-    assert "scale_kernel = _tileiropt_hint_autotune(\n        scale_kernel,\n        key=['n_elements']" in out
-    block = out[out.index("_tileiropt_hint_autotune(\n"):]
-    block = block[: block.index("\n    )\n")]
-    assert "num_warps=" not in block  # the launch passes it
+    block = out[out.index("    scale_kernel = triton.autotune(\n"):]
+    block = block[: block.index(")(scale_kernel)\n")]
+    assert "key=['n_elements']" in block
+    assert "num_warps=None" in block  # the launch passes it
     assert "restore_value" not in block
 
 
@@ -124,9 +125,9 @@ def test_atomics_and_unresolvable_configs_are_left_alone_with_reasons() -> None:
     dynamic = AUTOTUNED.replace('configs=[triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4, pre_hook=hook)]',
                                 "configs=make_configs(torch.cuda.device_count())")
     result = transform_source(dynamic, "d.py", classify=_classes("dot"))
-    (change,) = [c for c in result.kernels[0].changes if "derived at import" in c.what]
+    (change,) = [c for c in result.kernels[0].changes if "crossed at import" in c.what]
     assert "only known at run time" in change.why or "built by code" in change.why
-    assert "_tileiropt_derive_configs(kernel, occupancy=" in result.new_source
+    assert "for c in dot_kernel_tileir.configs for o, n, s in [" in result.new_source
 
 
 def test_no_kernel_is_a_clear_error(tmp_path: Path) -> None:
@@ -169,7 +170,7 @@ def test_cli_diff_dry_run_and_json(tmp_path: Path) -> None:
     runner = CliRunner()
     diff = runner.invoke(app, ["apply", str(src), "--dry-run", "--diff"])
     assert diff.exit_code == 0, diff.output
-    assert "+# --- tileiropt: TileIR gate" in diff.output
+    assert "+def is_tileir():" in diff.output
     assert all(line[:1] in " +-@" for line in diff.output.splitlines()), "diff lines must not be wrapped"
     assert not (tmp_path / "scale_tileir.py").exists()
     as_json = runner.invoke(app, ["apply", str(src), "--json"])
@@ -227,7 +228,6 @@ def _config_lists(module: types.ModuleType) -> dict[str, list[str]]:
 def test_ptx_path_unchanged_on_import(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With standard Triton on CPU the output defines the same autotuners with the same configs."""
     monkeypatch.delenv("ENABLE_TILE", raising=False)
-    monkeypatch.delenv(FORCE_ENV, raising=False)
     monkeypatch.syspath_prepend(str(path.parent))
     relative = any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(ast.parse(path.read_bytes())))
     try:
@@ -243,7 +243,7 @@ def test_ptx_path_unchanged_on_import(path: Path, tmp_path: Path, monkeypatch: p
     out.write_text(new_source)
     optimized = _import_path(out, f"_opt_{path.stem}")
     if GATE_MARKER in new_source:
-        assert optimized._TILEIR is False  # the gate is off on standard Triton without the force variable
+        assert gate_of(optimized) is False  # the gate is off on standard Triton without the harness
     else:
         assert new_source == path.read_text(encoding="utf-8")  # nothing written: the file itself
     before, after = _config_lists(original), _config_lists(optimized)
@@ -273,7 +273,6 @@ def simulated_tileir(monkeypatch: pytest.MonkeyPatch):
     fake.__spec__ = importlib.machinery.ModuleSpec("triton.backends.tileir", None)
     monkeypatch.setitem(sys.modules, "triton.backends.tileir", fake)
     monkeypatch.setenv("ENABLE_TILE", "1")
-    monkeypatch.delenv(FORCE_ENV, raising=False)
     monkeypatch.setattr(triton, "Config", _TileIRConfig)
 
 
@@ -282,7 +281,7 @@ def test_simulated_tileir_space(simulated_tileir, tmp_path: Path) -> None:
     src.write_text(AUTOTUNED)
     apply_file(src, classify=_classes("dot"), max_configs=12)
     module = _import_path(tmp_path / "dot_tileir.py", "_sim_dot")
-    assert module._TILEIR is True
+    assert gate_of(module) is True
     tuner = autotuners(module)["dot_kernel"]
     assert function_name(tuner) == "dot_kernel_tileir"  # the twin is bound
     own, added = tuner.configs[:1], tuner.configs[1:]
@@ -307,9 +306,7 @@ def test_simulated_tileir_hint_only(simulated_tileir, tmp_path: Path) -> None:
     assert all(c.kwargs == {} and c.num_warps is None for c in tuner.configs)
 
 
-def test_forced_tileir_code_drops_rejected_hints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ENABLE_TILE", raising=False)
-    monkeypatch.setenv(FORCE_ENV, "1")
+def test_forced_tileir_code_drops_rejected_hints(tmp_path: Path, tileir_code_forced: None) -> None:
     src = tmp_path / "dot.py"
     src.write_text(AUTOTUNED)
     apply_file(src, classify=_classes("dot"), max_configs=12)
@@ -322,15 +319,14 @@ def test_forced_tileir_code_drops_rejected_hints(tmp_path: Path, monkeypatch: py
 
 
 def test_kernel_parameters_named_like_launch_options_are_left_to_the_launch(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, tileir_code_forced: None) -> None:
     """A kernel taking `num_stages` / `num_ctas` as its own arguments gets hint configs that set neither."""
     source = HINT_ONLY.replace("n_elements, BLOCK: tl.constexpr)",
                                "n_elements, num_stages, num_ctas, BLOCK: tl.constexpr)")
     source = source.replace("(x, y, n, BLOCK=256, num_warps=4)", "(x, y, n, 2, 1, BLOCK=256, num_warps=4)")
     out = transform_source(source, "s.py", classify=_classes("elementwise")).new_source
-    block = out[out.index("_tileiropt_hint_autotune(\n"):]
-    assert "num_ctas=[None], num_stages=[None]" in block[: block.index("\n    )\n")]
-    monkeypatch.setenv(FORCE_ENV, "1")
+    block = out[out.index("scale_kernel = triton.autotune(\n"):]
+    assert "num_warps=None, num_stages=None, occupancy=occupancy, num_ctas=None)" in block[: block.index(")(scale")]
     (tmp_path / "s_tileir.py").write_text(out)
     module = _import_path(tmp_path / "s_tileir.py", "_launch_option_params")
     configs = autotuners(module)["scale_kernel"].configs

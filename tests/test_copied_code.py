@@ -1,6 +1,6 @@
-"""The code copied into generated files and subprocesses, imported and exercised as the modules it lives in:
-the gate's own code (`gate_runtime`), the TMA runtime (`launch_runtime`), the capture `sitecustomize`
-(`capture_site`), the import audit's subprocess (`audit_importer`), and how their text is copied."""
+"""The code written into generated files and run in subprocesses, imported and exercised as the modules it lives
+in: the gate (`gate`), the TMA runtime (`launch_runtime`), the harness's TileIR surface (`tileir_surface`), the
+capture `sitecustomize` (`capture_site`), the import audit's subprocess (`audit_importer`), and how text is copied."""
 
 from __future__ import annotations
 
@@ -16,16 +16,12 @@ import pytest
 import triton
 import triton.language as tl
 
-from tileiropt.runtime import capture_hook, capture_site
-from tileiropt.transform import audit_importer, gate_runtime, gate_shared, launch_runtime
+from tileiropt.runtime import capture_hook, capture_site, tileir_surface
+from tileiropt.runtime.validate.worker import not_attached
+from tileiropt.transform import audit_importer, launch_runtime
 from tileiropt.transform.copied_source import copied_source
-from tileiropt.transform.gate import ACTIVE_FLAG, GATE_SOURCE
+from tileiropt.transform.gate import extended_autotuners, gate_source
 from tileiropt.transform.tma_runtime import RUNTIME_MARKER, RUNTIME_SOURCE
-
-
-@triton.jit
-def _plain(x_ptr, n):
-    tl.store(x_ptr, n)
 
 
 def _tuned():
@@ -40,71 +36,93 @@ def _tuned():
 # ------------------------------------------------------------------------------------------- the copies
 
 
-def test_the_copies_hold_no_docstring_no_future_and_no_package_import() -> None:
-    for module, all_imports in ((gate_shared, False), (gate_runtime, False), (launch_runtime, True)):
-        text = copied_source(module, all_imports=all_imports)
-        tree = ast.parse(text)
-        assert not isinstance(tree.body[0], ast.Expr), module.__name__
-        imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-        assert all(not isinstance(node, ast.ImportFrom) for node in imports)  # no __future__, no tileiropt
-        assert "tileiropt." not in "".join(ast.unparse(node) for node in imports)
-        assert not all_imports or not imports
-        assert "\n\n\n\n" not in text and text.endswith("\n") and not text.endswith("\n\n")
+def test_the_runtime_copy_holds_no_docstring_no_future_and_no_package_import() -> None:
+    text = copied_source(launch_runtime)
+    tree = ast.parse(text)
+    assert not isinstance(tree.body[0], ast.Expr)
+    imports = [ast.unparse(node) for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    assert imports == ["from math import prod as _tileiropt_prod", "import triton as _tileiropt_triton"]
+    assert "\n\n\n\n" not in text and text.endswith("\n") and not text.endswith("\n\n")
 
 
-def test_the_gate_and_the_runtime_are_the_modules_text() -> None:
-    assert copied_source(gate_shared) in GATE_SOURCE and copied_source(gate_runtime) in GATE_SOURCE
+def test_the_gate_and_the_runtime_are_standalone(monkeypatch: pytest.MonkeyPatch) -> None:
     assert RUNTIME_SOURCE.lstrip().startswith(RUNTIME_MARKER)
-    assert RUNTIME_SOURCE.endswith(copied_source(launch_runtime, all_imports=True))
+    assert RUNTIME_SOURCE.endswith(copied_source(launch_runtime))
     namespace: dict = {}
-    exec(compile(GATE_SOURCE + RUNTIME_SOURCE, "<gate>", "exec"), namespace)  # standalone: nothing imported
+    exec(compile(gate_source() + RUNTIME_SOURCE, "<gate>", "exec"), namespace)  # standalone: nothing of ours
     assert "tileiropt" not in {getattr(v, "__module__", "") or "" for v in namespace.values()}
-    assert namespace[ACTIVE_FLAG] is gate_runtime._TILEIR  # same environment, same decision
-    assert {name for name in vars(gate_runtime) if name.startswith("_tileiropt_")} <= set(namespace)
+    monkeypatch.delenv("ENABLE_TILE", raising=False)
+    assert namespace["is_tileir"]() is False
+    monkeypatch.setenv("ENABLE_TILE", "1")  # standard Triton with ENABLE_TILE=1 still compiles through PTX
+    assert namespace["is_tileir"]() is False
 
 
-# -------------------------------------------------------------------------------------------- the gate
+# ------------------------------------------------------------------------------------ the harness's surface
 
 
-def test_a_config_drops_the_hints_a_ptx_backend_rejects(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gate_runtime, "_TILEIR_BACKEND", False)
-    config = gate_runtime._tileiropt_config({"BLOCK": 64}, occupancy=2, num_ctas=2, num_stages=3, num_warps=8)
+def test_the_surface_turns_the_gate_on_and_drops_only_the_tileir_hints(tileir_code_forced: None) -> None:
+    import os
+
+    namespace: dict = {}
+    exec(compile(gate_source(), "<gate>", "exec"), namespace)
+    assert namespace["is_tileir"]() is True and tileir_surface.is_stand_in() and tileir_surface.tileir_code_on()
+    assert os.environ["ENABLE_TILE"] == "1"
+    config = triton.Config({"BLOCK": 64}, num_warps=8, num_stages=3, occupancy=2, num_ctas=2)
     assert (config.kwargs, config.num_ctas, config.num_stages, config.num_warps) == ({"BLOCK": 64}, 1, 3, 8)
-    assert config.tileir_dropped == {"occupancy": 2, "num_ctas": 2}
-    assert gate_runtime._tileiropt_config({}, num_ctas=None).num_ctas is None  # left to the launch
+    assert config.tileir_dropped == {"occupancy": 2, "num_ctas": 2} and "occupancy" not in config.all_kwargs()
+    assert triton.Config({}, num_warps=None, num_ctas=None, occupancy=1).num_ctas is None  # left to the launch
+    own = triton.Config({"BLOCK": 64}, num_ctas=2)  # the user's own config (no TileIR hint): untouched
+    assert own.num_ctas == 2 and not hasattr(own, "tileir_dropped")
+    assert tileir_surface.tileir_configs([own, config]) == [config]
 
 
-def test_a_config_keeps_num_ctas_on_the_tileir_backend_and_occupancy_where_config_takes_it(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gate_runtime, "_TILEIR_BACKEND", True)
-    monkeypatch.setattr(gate_runtime, "_TILEIR_CONFIG_HINTS", set())  # this Triton's Config: no occupancy
-    config = gate_runtime._tileiropt_config({"BLOCK": 64}, occupancy=2, num_ctas=2)
-    assert config.num_ctas == 2 and config.tileir_dropped == {"occupancy": 2}
+def test_the_surface_is_gone_after_the_test() -> None:
+    assert not tileir_surface.is_stand_in()
+    with pytest.raises(TypeError):
+        triton.Config({"BLOCK": 64}, occupancy=2)  # standard Triton's own Config again
 
 
-def test_configs_are_added_to_the_own_autotuner_once_sharing_its_pre_hook() -> None:
-    tuned = _tuned()
-    own = tuned.configs[0]
-    added = [gate_runtime._tileiropt_config({"BLOCK": 64}, num_warps=4),
-             gate_runtime._tileiropt_config({"BLOCK": 64}, num_warps=4)]
-    assert gate_runtime._tileiropt_add_configs(tuned, added) is tuned
-    assert [c.kwargs for c in tuned.configs] == [{"BLOCK": 32}, {"BLOCK": 64}]
-    assert tuned.configs[0] is own and tuned.configs[1].pre_hook is print
+_FIXED = """
+import triton
+import triton.language as tl
 
 
-def test_configs_derived_from_the_own_ones_cover_the_levers() -> None:
-    tuned = gate_runtime._tileiropt_derive_configs(_tuned(), occupancy=[1, 2], num_ctas=[1], num_stages=[None],
-                                                   tiles={"BLOCK": [32, 64]})
-    assert sorted(c.kwargs["BLOCK"] for c in tuned.configs) == [32, 32, 64]  # own, then 32 and 64 (occupancy dropped)
+class Fixed(triton.runtime.Autotuner):
+    @property
+    def configs(self):
+        return self._fixed
+
+    @configs.setter
+    def configs(self, value):
+        if "_fixed" in vars(self):
+            raise AttributeError("fixed")
+        self._fixed = tuple(value)
 
 
-def test_a_hint_autotune_wraps_a_plain_kernel_and_names_what_it_cannot_attach_to() -> None:
-    wrapped = gate_runtime._tileiropt_hint_autotune(_plain, ["n"], occupancy=[1], num_ctas=[1], num_stages=[None])
-    assert isinstance(wrapped, triton.runtime.Autotuner) and wrapped.fn is _plain
-    holder = types.SimpleNamespace(fn=types.SimpleNamespace())
-    assert gate_runtime._tileiropt_hint_autotune(holder, ["n"], occupancy=[1], num_ctas=[1],
-                                                 num_stages=[None]) is holder
-    assert "holds no autotuner" in gate_runtime._TILEIROPT_NOT_ATTACHED.pop("kernel")
+@triton.jit
+def inner(x, BLOCK: tl.constexpr):
+    pass
+
+
+kern = Fixed(inner, inner.arg_names, [triton.Config({"BLOCK": 32})], key=[], reset_to_zero=None, restore_value=None)
+took = triton.autotune(configs=[triton.Config({"BLOCK": 32})], key=[])(inner)
+if is_tileir():
+    try:
+        kern.configs += [triton.Config({"BLOCK": 64}, occupancy=2)]
+    except (AttributeError, TypeError):
+        pass
+    took.configs += [triton.Config({"BLOCK": 64}, occupancy=2)]
+"""
+
+
+def test_validation_names_an_autotuner_that_did_not_take_the_configs(tmp_path: Path, tileir_code_forced: None) -> None:
+    from tileiropt.runtime.loading import load_kernel_module
+
+    path = tmp_path / "fixed_tileir.py"
+    path.write_text(gate_source() + _FIXED)
+    assert extended_autotuners(path.read_text()) == {"kern", "took"}
+    module = load_kernel_module(str(path), str(path), None, "x")
+    assert not_attached(module, str(path)) == {"kern": "its autotuner (Fixed) does not take new configs"}
 
 
 # ----------------------------------------------------------------------------------------- the runtime
@@ -143,7 +161,7 @@ def test_tma_flags_follow_the_launch_arguments() -> None:
 
 
 def test_the_dispatch_launches_the_twin_only_where_tma_serves(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(launch_runtime, "_tileiropt_ensure_allocator", lambda: None)  # no GPU scratch here
+    monkeypatch.setattr(launch_runtime._tileiropt_triton, "set_allocator", lambda allocator: None)  # no GPU here
     tma, pointer = _Kernel(["a", "sm", "sk"]), _Kernel(["a", "sm", "sk"])
     dispatch = launch_runtime._tileiropt_tma_dispatch(tma, pointer, OPERANDS)
     assert dispatch.run(_Tensor(256), 64, 1) == "ran" and dispatch.last_path == "tma"
@@ -151,7 +169,8 @@ def test_the_dispatch_launches_the_twin_only_where_tma_serves(monkeypatch: pytes
     assert dispatch.last_reason == "a is not 16-byte aligned"
     assert (len(tma.launches), len(pointer.launches)) == (1, 1)
     dispatch.configs = ["pinned"]  # attribute writes go to both kernels, reads to the TMA one
-    assert dispatch.configs == pointer.configs == ["pinned"]
+    assert dispatch.configs == pointer.configs == tma.configs == ["pinned"]
+    assert dispatch[(4,)](_Tensor(256), 64, 1) == "ran" and tma.launches[-1][1] == {"grid": (4,), "warmup": False}
 
 
 def test_the_cta_guard_divides_the_programs_and_clamps_the_grid() -> None:

@@ -1,7 +1,7 @@
 """Decision tables: each decision users depend on, over every combination of its inputs (or at and around each
 threshold). GPU-only outcomes are built from records and stubs, so the CPU suite holds them.
 
-    the TileIR gate          ENABLE_TILE x TileIR backend importable x TILEIROPT_FORCE_TILEIR
+    the TileIR gate          ENABLE_TILE x TileIR backend importable x the harness's surface forced on
     the paired verdict       the 95% interval at and around 1 +- threshold, short kernels
     a record's status        compared ok / not, interpreter / GPU, bf16 / other dtypes
     a kernel's verdict       every state -> bucket, its line, the report's first lines
@@ -33,7 +33,7 @@ from tileiropt.runtime.bench.records import FASTER, SAME, SLOWER, UNCLEAR, paire
 from tileiropt.runtime.validate.worker import compared_status
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.tolerances import DEFAULT_TOLERANCES, tolerances
-from tileiropt.transform.gate import FORCE_ENV, GATE_SOURCE
+from tileiropt.transform.gate import gate_source
 
 # --------------------------------------------------------------------------- the gate
 
@@ -48,31 +48,37 @@ def _tileir_backend(monkeypatch: pytest.MonkeyPatch, present: bool) -> None:
         monkeypatch.delitem(sys.modules, "triton.backends.tileir", raising=False)
 
 
-def _gate(monkeypatch: pytest.MonkeyPatch, enable_tile: str | None, backend: bool, force: str | None) -> dict:
-    for name, value in (("ENABLE_TILE", enable_tile), (FORCE_ENV, force)):
-        if value is None:
-            monkeypatch.delenv(name, raising=False)
-        else:
-            monkeypatch.setenv(name, value)
+def _gate(monkeypatch: pytest.MonkeyPatch, enable_tile: str | None, backend: bool) -> dict:
+    if enable_tile is None:
+        monkeypatch.delenv("ENABLE_TILE", raising=False)
+    else:
+        monkeypatch.setenv("ENABLE_TILE", enable_tile)
     _tileir_backend(monkeypatch, backend)
     namespace: dict[str, Any] = {}
-    exec(compile(GATE_SOURCE, "<gate>", "exec"), namespace)  # the gate exactly as apply writes it
+    exec(compile(gate_source(), "<gate>", "exec"), namespace)  # the gate exactly as apply writes it
     return namespace
 
 
-@pytest.mark.parametrize(("enable_tile", "backend", "force"),
-                         list(itertools.product([None, "0", "1", "true", " 1"], [False, True], [None, "0", "1"])))
+@pytest.mark.parametrize(("enable_tile", "backend", "forced"),
+                         list(itertools.product([None, "0", "1", "true", " 1"], [False, True], [False, True])))
 def test_gate_over_every_combination(monkeypatch: pytest.MonkeyPatch, enable_tile: str | None, backend: bool,
-                                     force: str | None) -> None:
-    gate = _gate(monkeypatch, enable_tile, backend, force)
+                                     forced: bool) -> None:
+    import triton
+
+    from tileiropt.runtime.tileir_surface import force_tileir_code
+
+    gate = _gate(monkeypatch, enable_tile, backend)
     tileir_backend = enable_tile == "1" and backend  # both halves: the variable and the backend installed
-    assert gate["_TILEIR_BACKEND"] is tileir_backend
-    assert gate["_TILEIR"] is (tileir_backend or force == "1")
-    config = gate["_tileiropt_config"]({"BLOCK": 64}, occupancy=4, num_ctas=2, num_stages=3)
-    if tileir_backend:
-        assert config.num_ctas == 2 and "num_ctas" not in config.tileir_dropped
-    else:  # a PTX or interpreter backend never receives a TileIR-only hint
+    assert gate["is_tileir"]() is tileir_backend
+    if forced:  # the harness in a worker of a forced backend: the TileIR code on, on the backend Triton chose
+        monkeypatch.setattr(triton.Config, "__init__", triton.Config.__init__)
+        monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+        force_tileir_code()
+        assert gate["is_tileir"]() is True
+        config = triton.Config({"BLOCK": 64}, occupancy=4, num_ctas=2, num_stages=3)
         assert config.num_ctas == 1 and config.tileir_dropped == {"occupancy": 4, "num_ctas": 2}
+        if not backend:
+            sys.modules.pop("triton.backends.tileir", None)
 
 
 # --------------------------------------------------------------------------- the paired verdict
@@ -407,32 +413,6 @@ def test_a_users_release_file_wins_over_the_bundled_one(tmp_path: Path, monkeypa
     monkeypatch.setenv(RELEASES_ENV, str(folder))
     chosen = get_release("13.4")
     assert chosen.path == str(folder / "13.4.toml") and chosen.title.startswith("my own ")
-
-
-# --------------------------------------------------------------------------- the gate's functions, directly
-
-
-@pytest.mark.parametrize(("enable_tile", "backend", "force"),
-                         list(itertools.product([None, "0", "1", "yes"], [False, True], [None, "0", "1"])))
-def test_gate_decision_functions(monkeypatch: pytest.MonkeyPatch, enable_tile: str | None, backend: bool,
-                                 force: str | None) -> None:
-    from tileiropt.transform.gate_shared import _tileiropt_backend_is_tileir, _tileiropt_code_on
-
-    _tileir_backend(monkeypatch, backend)
-    environ = {k: v for k, v in (("ENABLE_TILE", enable_tile), (FORCE_ENV, force)) if v is not None}
-    on_backend = _tileiropt_backend_is_tileir(environ)
-    assert on_backend is (enable_tile == "1" and backend)
-    assert _tileiropt_code_on(on_backend, environ) is (on_backend or force == "1")
-
-
-def test_gate_decision_survives_a_broken_spec(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tileiropt.transform import gate_shared
-
-    def broken(name: str) -> None:
-        raise ValueError("triton.backends.tileir.__spec__ is None")
-
-    monkeypatch.setattr(gate_shared._tileiropt_importlib_util, "find_spec", broken)
-    assert gate_shared._tileiropt_backend_is_tileir({"ENABLE_TILE": "1"}) is False
 
 
 # --------------------------------------------------------------------------- the one-line errors
@@ -794,7 +774,7 @@ def test_in_place_writes_the_optimized_file_in_the_source_s_own_encoding(tmp_pat
     text = "# -*- coding: latin-1 -*-\n# poids: 2 µs, café\nVALUE = 1\n"
     source.write_bytes(text.encode("latin-1"))
     spec = KernelSpec(name="k", path=source, entry="k", reference="original", inputs={}, dtypes=[{}])
-    optimized_text = text + f"{GATE_MARKER} ---\n# é\n"
+    optimized_text = text + f"# ({GATE_MARKER})\n# é\n"
     spec.optimized_path.write_bytes(optimized_text.encode("latin-1"))
     validation = types.SimpleNamespace(records=[ValidationRecord("k", "optimized", "ptx", "c", PASS)])
     row = _Row("k", _Paired(SAME_CODE, 1.0, 1.0))

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from tileiropt.cli import app
 from tileiropt.errors import UserError
 from tileiropt.output import save_record_file, write_atomic
+from tileiropt.transform.gate import GATE_MARKER
 
 runner = CliRunner()
 
@@ -86,7 +87,7 @@ def test_in_place_never_loses_an_unrelated_orig(kernel: Path) -> None:
     assert result.exit_code == 0, result.output
     assert unrelated.read_text() == MINE  # someone else's backup, untouched
     assert kernel.with_name("k.py.orig.1").read_text() == KERNEL  # the original, kept under a free name
-    assert "tileiropt: TileIR gate" in kernel.read_text()
+    assert GATE_MARKER in kernel.read_text()
     # apply never runs the file, so it says the rewrite is not validated, and how to undo it
     assert "not validated" in result.stderr and f"undo: mv {kernel}.orig.1 {kernel}" in result.stderr
 

@@ -468,20 +468,19 @@ def test_a_scripts_program_is_left_out_without_falling_back_to_the_whole(tmp_pat
 
 
 def test_an_optimized_file_keeps_the_tools_code_whole_and_leaves_the_script_part_out(tmp_path: Path) -> None:
-    """The gate's flags and every `if _TILEIR:` block stay (with what they read), even for a kernel that only the
+    """The gate and every `if is_tileir():` block stay (with what they read), even for a kernel that only the
     script part launches; the script's own program is left out as in its original."""
     from tileiropt.transform.gate import GATE_MARKER
 
     script = tmp_path / "k_tileir.py"
-    script.write_text(f"{GATE_MARKER} ---\n"
+    script.write_text(f"# ({GATE_MARKER})\n"
                       "RAN = []\n"
                       "def ran():\n    return RAN\n"
                       "def _tileiropt_attach(kernel, configs):\n    return (kernel, configs)\n"
-                      "_TILEIR = True\n"
-                      "_TILEIROPT_NOT_ATTACHED = {}\n"
+                      "def is_tileir():\n    return True\n"
                       "CONFIGS = [1, 2]  # read only by the tool's block: kept with it\n"
                       "def kernel():\n    return 'k'\n"
-                      "if _TILEIR:\n    kernel = _tileiropt_attach(kernel, CONFIGS)\n"
+                      "if is_tileir():\n    kernel = _tileiropt_attach(kernel, CONFIGS)\n"
                       "    def twin():\n        data = 1  # its own local, named like the script's data\n"
                       "        return data\n"
                       "data = [0] * 10  # the script's data: left out\n"
@@ -490,7 +489,7 @@ def test_an_optimized_file_keeps_the_tools_code_whole_and_leaves_the_script_part
                       "kernel()\n")
     with harness.MODULE_CALLS.only_definitions():
         module = harness.import_kernel_module(script)
-    assert module.ran() == [] and module._TILEIROPT_NOT_ATTACHED == {}
+    assert module.ran() == [] and module.is_tileir() is True
     assert module.kernel[1] == [1, 2] and module.kernel[0]() == "k"
     assert module.twin() == 1 and not hasattr(module, "data")
 

@@ -42,16 +42,18 @@ def test_apply_adds_to_package_autotuners_and_keys_on_sizes() -> None:
     result = transform_source((FIXTURES / "ops.py").read_text(), str(FIXTURES / "ops.py"))
     out = result.new_source
     by_name = {k.kernel: k for k in result.kernels}
-    assert "_tileiropt_derive_configs(scale_kernel," in out  # disk_autotune: a package's Autotuner subclass
-    assert "_tileiropt_derive_configs(softmax_kernel_tileir," in out  # entry(...): forwards run() to its own
-    assert "_tileiropt_add_configs(add_bias_kernel," in out  # heuristics above autotune: found through .fn
-    assert "_tileiropt_hint_autotune(" in out and "key=['N']" in out  # relu: a wrapper without an autotuner
+    assert "for c in scale_kernel.configs for o, n, s, t in [" in out  # disk_autotune: a package's Autotuner
+    assert "for c in softmax_kernel_tileir.configs for o, n, s in [" in out  # entry(...): forwards run() to its own
+    assert "except (AttributeError, TypeError):  # its autotuner keeps its config list fixed" in out
+    assert "    add_bias_kernel.fn.configs += [" in out  # heuristics above autotune: its autotuner is .fn
+    assert "relu_kernel = triton.autotune(" not in out
+    assert "wrapped by passthrough()" in by_name["relu_kernel"].skipped[0]
     for kernel in ("scale_kernel", "softmax_kernel", "add_bias_kernel", "square_kernel", "cube_kernel"):
-        assert f"{kernel} = _tileiropt_hint_autotune" not in out, kernel
+        assert f"{kernel} = triton.autotune(" not in out, kernel
     assert any("disk_autotune(...)" in c.what for c in by_name["scale_kernel"].changes)
     matmul = transform_source((FIXTURES / "matmul.py").read_text(), str(FIXTURES / "matmul.py"))
-    assert "_tileiropt_derive_configs(_tileiropt_path, occupancy=" in matmul.new_source
-    assert "'BLOCK_M': [" in matmul.new_source  # the config function's names are read, its values never run
+    assert "for c in matmul_kernel_tileir.configs for o, n, s, t in [" in matmul.new_source
+    assert "{'BLOCK_M': 128, 'BLOCK_N': 256" in matmul.new_source  # the config function's names are read, never run
 
 
 @pytest.fixture(scope="module")
@@ -107,4 +109,5 @@ def test_wrapper_without_autotuner_is_left_alone_and_says_so(piped) -> None:
     _, artifacts = piped
     on = _records(artifacts, "relu", "tileir-code-on-interpret")
     assert all(r.status == PASS for r in on)
-    assert any("Passthrough" in (r.reason or "") for r in on), [r.reason for r in on]
+    skipped = [s for f in artifacts.apply.files for k in f.kernels if k.kernel == "relu_kernel" for s in k.skipped]
+    assert any("wrapped by passthrough()" in s for s in skipped), skipped

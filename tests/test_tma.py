@@ -2,7 +2,7 @@
 generated dispatch and 2-CTA guard, and the twins' numerics under Triton's interpreter.
 
 The numerical checks run `tests/fixtures/tma/run_cases.py` once, in a child process with
-TRITON_INTERPRET=1 and TILEIROPT_FORCE_TILEIR=1 (Triton fixes the backend at decoration time):
+TRITON_INTERPRET=1 and the TileIR code forced on by the harness (Triton fixes the backend at decoration time):
 fp16 and fp32, ragged shapes, and cases whose strides TMA cannot take (the pointer path).
 """
 
@@ -22,7 +22,7 @@ import triton
 
 from tileiropt.runtime.autotuners import autotuners, config_label, innermost, pinned, tma_dispatches
 from tileiropt.transform.apply import transform_source
-from tileiropt.transform.gate import FORCE_ENV, GATE_SOURCE
+from tileiropt.transform.gate import gate_source
 from tileiropt.transform.tma_runtime import RUNTIME_SOURCE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,7 +93,8 @@ def test_persistent_gemm_gets_descriptors_outside_the_tile_loop_and_a_cta_guard(
     assert "a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])" in twin
     block = out[out.index("\n    persistent_gemm_kernel_tileir_pointer = "):]
     assert "num_ctas=2" in block  # 2-CTA configs, now that the guard is in place
-    assert "        _tileiropt_guard_ctas(_tileiropt_path, 'NUM_SMS')\n    del _tileiropt_path" in block
+    assert ("    _tileiropt_guard_ctas(persistent_gemm_kernel_tileir, 'NUM_SMS')\n"
+            "    _tileiropt_guard_ctas(persistent_gemm_kernel_tileir_pointer, 'NUM_SMS')\n") in block
     assert not any("num_ctas=2 not added" in s for s in result.kernels[0].skipped)
     assert any("2-CTA guard" in c.what for c in result.kernels[0].changes)
 
@@ -103,7 +104,7 @@ def test_persistent_kernel_without_a_recognised_tile_loop_keeps_the_refusal() ->
         "tl.range(start_pid, num_tiles, NUM_SMS)", "tl.range(start_pid, num_tiles, tl.num_programs(0))")
     result = transform_source(source, "k.py", classify=_dot, max_configs=8)
     assert any("num_ctas=2 not added: persistent kernel" in s for s in result.kernels[0].skipped)
-    assert "_tileiropt_guard_ctas(_tileiropt_path" not in result.new_source
+    assert "_tileiropt_guard_ctas(persistent" not in result.new_source
     assert "num_ctas=2" not in result.new_source
 
 
@@ -124,9 +125,10 @@ def test_transposed_operand_and_hint_only_kernel() -> None:
             "else w_desc.load([k * BLOCK_K, pid_n * BLOCK_N]))") in twin
     assert "shape=[N, K], strides=[stride_wn, 1], block_shape=[BLOCK_N, BLOCK_K]" in twin
     block = out[out.index("\n    linear_kernel_tileir_pointer = "):]
-    dispatch, hint = block.index("linear_kernel = _tileiropt_tma_dispatch("), block.index(
-        "linear_kernel = _tileiropt_hint_autotune(\n        linear_kernel,")
-    assert dispatch < hint  # the hint autotuner wraps the dispatch
+    dispatch = block.index("linear_kernel = _tileiropt_tma_dispatch(")
+    hints = [block.index(f"{path} = triton.autotune(\n") for path in ("linear_kernel_tileir_pointer",
+                                                                         "linear_kernel_tileir")]
+    assert max(hints) < dispatch  # each path its own hint autotuner; the dispatch chooses between them
     assert result.kernels[0].twin == "linear_kernel_tileir"
 
 
@@ -250,7 +252,7 @@ def test_block_pointers_descriptors_and_helpers_are_left_alone() -> None:
 
 def _runtime() -> dict:
     namespace: dict = {}
-    exec(GATE_SOURCE + RUNTIME_SOURCE, namespace)  # noqa: S102 - the generated code under test
+    exec(gate_source() + RUNTIME_SOURCE, namespace)  # noqa: S102 - the generated code under test
     return namespace
 
 
@@ -365,22 +367,22 @@ def test_cta_guard_sits_under_the_autotuner() -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_gate_off_module_is_the_original(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ENABLE_TILE", raising=False)
-    monkeypatch.delenv(FORCE_ENV, raising=False)
     out = tmp_path / f"{name}_off.py"
     out.write_text(_fixture(name)[2])
     namespace: dict = {"__name__": f"_tma_off_{name}"}
     exec(compile(out.read_text(), str(out), "exec"), namespace)  # noqa: S102
     module = types.SimpleNamespace(**namespace)
-    assert namespace["_TILEIR"] is False and not tma_dispatches(module)
+    assert namespace["is_tileir"]() is False and not tma_dispatches(module)
     assert not any(n.endswith("_pointer") for n in namespace)  # the pointer twin exists only under the gate
 
 
 @pytest.fixture(scope="module")
 def interpreter_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     out = tmp_path_factory.mktemp("tma")
-    env = {**os.environ, "TRITON_INTERPRET": "1", FORCE_ENV: "1"}
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
     env.pop("ENABLE_TILE", None)
-    done = subprocess.run([sys.executable, str(FIXTURES / "run_cases.py"), str(out), "--device", "cpu",
+    done = subprocess.run([sys.executable, "-m", "tileiropt.runtime.tileir_surface", str(FIXTURES / "run_cases.py"),
+                           str(out), "--device", "cpu",
                            "--dtypes", "float16,float32"], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -403,8 +405,7 @@ def test_persistent_twins_run_guarded_in_two_cta_mode(interpreter_records: list[
     assert all("num_ctas=2" in label for r in two_ctas for label in r["pinned"].values())
 
 
-def test_pinning_reaches_both_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(FORCE_ENV, "1")
+def test_pinning_reaches_both_paths(tmp_path: Path, tileir_code_forced: None) -> None:
     out = tmp_path / "gemm_pinned.py"
     out.write_text(_fixture("gemm")[2])
     namespace: dict = {"__name__": "_tma_pinned"}

@@ -2,8 +2,8 @@
 TMA cannot take (the pointer path), every autotuner pinned to the kernel's first config
 (autotuning every case on both paths takes minutes; `benchmarks/tma_matmul.py` autotunes both).
 
-TILEIROPT_FORCE_TILEIR=1 binds the TileIR code under PTX, so the twins (device-side tensor
-descriptors, sm_90+) are compiled and checked there; the child process is
+The harness's TileIR surface (`python -m tileiropt.runtime.tileir_surface`) binds the TileIR code under PTX, so
+the twins (device-side tensor descriptors, sm_90+) are compiled and checked there; the child process is
 `tests/fixtures/tma/run_cases.py`, one JSON record per run. Run with `pytest -m gpu`.
 """
 
@@ -30,11 +30,12 @@ def gpu_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
         pytest.skip("no CUDA GPU")
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("device-side tensor descriptors need sm_90 or newer")
-    env = {**os.environ, "TILEIROPT_FORCE_TILEIR": "1"}
+    env = dict(os.environ)
     for name in ("TRITON_INTERPRET", "ENABLE_TILE"):
         env.pop(name, None)
     out = tmp_path_factory.mktemp("tma_gpu")
-    done = subprocess.run([sys.executable, str(FIXTURES / "run_cases.py"), str(out), "--device", "cuda",
+    done = subprocess.run([sys.executable, "-m", "tileiropt.runtime.tileir_surface", str(FIXTURES / "run_cases.py"),
+                           str(out), "--device", "cuda",
                            "--dtypes", "float16,bfloat16", "--configs", "first"],
                           capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

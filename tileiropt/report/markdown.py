@@ -321,9 +321,13 @@ def intro_md(report: Report) -> str:
 
 def tool_cost_md(run: RunResult) -> str:
     """What the run itself cost, by phase: seconds, workers started and their start-up, jobs (run.json has each
-    job's split: import, prepare, first call, measure, pairs)."""
+    job's split: import, prepare, first call, measure, pairs). The report phase is still running while this is
+    written (its seconds, in run.json, come after), so it is left out: a report rendered again from the records
+    reads the same."""
     parts = []
     for phase in run.phases:
+        if phase.phase == "report":
+            continue
         extra = []
         if phase.workers:
             extra.append(f"{phase.workers} worker(s) started, {phase.worker_start_s:.1f} s start-up")

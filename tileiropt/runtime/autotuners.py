@@ -20,16 +20,32 @@ except ImportError:  # pragma: no cover - very old Triton
     InterpretedFunction = ()  # type: ignore[assignment,misc]
 from triton.runtime.jit import JITFunction, KernelInterface
 
-from tileiropt.transform.gate_shared import _tileiropt_chain, _tileiropt_find_autotuner
-
 JIT_TYPES = (JITFunction,) + ((InterpretedFunction,) if isinstance(InterpretedFunction, type) else ())
 KERNEL_TYPES = (*JIT_TYPES, Autotuner, Heuristics)
 
 
 def chain(obj: Any) -> list[Any]:
-    """The kernel object and what it wraps, outermost first, down to the JIT function: autotuners,
-    heuristics and a package's own wrappers (the same walk the generated gate makes)."""
-    return _tileiropt_chain(obj)
+    """The kernel object and what it wraps, outermost first: through `.fn` (an autotuner, heuristics, a package's
+    entry object) and an attribute holding the one autotuner a wrapper forwards to; it ends at the JIT function."""
+    found: list[Any] = []
+    while obj is not None and len(found) < 16 and all(obj is not seen for seen in found):
+        found.append(obj)
+        if isinstance(obj, JITFunction) or type(obj).__name__ == "InterpretedFunction":
+            break
+        attributes = getattr(obj, "__dict__", None)
+        if not isinstance(attributes, dict):
+            break
+        held = [value for value in attributes.values() if isinstance(value, Autotuner)]
+        obj = held[0] if len(held) == 1 and not isinstance(obj, Autotuner) else attributes.get(
+            "fn", attributes.get("__wrapped__"))
+        if not isinstance(obj, KernelInterface) and not hasattr(obj, "__dict__"):
+            break
+    return found
+
+
+def find_autotuner(obj: Any) -> Autotuner | None:
+    """The outermost Autotuner in the kernel object's chain, or None."""
+    return next((link for link in chain(obj) if isinstance(link, Autotuner)), None)
 
 
 def innermost(obj: Any) -> Any:
@@ -61,7 +77,7 @@ def autotuners(module: ModuleType) -> dict[str, Autotuner]:
     """Module attribute name -> the autotuner bound under it (through heuristics and package wrappers)."""
     found: dict[str, Autotuner] = {}
     for name, obj in kernel_objects(module).items():
-        tuner = _tileiropt_find_autotuner(obj)
+        tuner = find_autotuner(obj)
         if tuner is not None:
             found[name] = tuner
     return found

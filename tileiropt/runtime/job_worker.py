@@ -29,9 +29,10 @@ import sys
 from typing import Any
 
 from tileiropt.runtime import stand_ins
-from tileiropt.runtime.backends import BACKENDS
+from tileiropt.runtime.backends import BACKENDS, FORCE_TILEIR_ENV
 from tileiropt.runtime.bench.peaks import run_peaks_job
 from tileiropt.runtime.bench.worker import run_bench_job
+from tileiropt.runtime.tileir_surface import force_tileir_code
 from tileiropt.runtime.validate.worker import run_case_job, tileir_not_ready
 from tileiropt.runtime.worker_io import Emitter, base_provenance, more_lines, start_worker
 
@@ -65,6 +66,8 @@ def serve(setup: dict[str, Any], emit: Emitter, jobs: Any) -> int:
         install_allocator(backend.device)
         stand_ins.skip_module_benchmarks()  # a kernel file's own benchmark sweep never runs at import
         stand_ins.install_interpreter_device()
+        if os.environ.get(FORCE_TILEIR_ENV) == "1":  # an optimized file's TileIR code on, on this backend
+            force_tileir_code()
     for line in jobs:
         job = line.get("job")
         if not isinstance(job, dict) or job.get("kind") not in JOBS:

@@ -17,7 +17,7 @@ It leaves out the rest: other assignments, bare calls of the script's own functi
 (``print``), asserts, loops, `del`. The caller falls back to the whole script when the result does not import.
 
 An optimized file's own code is never left out: every statement that reads or binds a name of the tool's
-(``_tileiropt_*``, ``_TILEIR*``) stays whole -- the gate's flags, ``if _TILEIR:`` blocks attaching TileIR configs,
+(``_tileiropt_*``, the gate ``is_tileir``) stays whole -- the gate, ``if is_tileir():`` blocks adding TileIR configs,
 twins and dispatch to a kernel -- with what it reads. A kernel launched only by the script part keeps its TileIR
 code too, so a replay of it runs what the TileIR backend would.
 """
@@ -28,11 +28,14 @@ import ast
 import builtins
 import copy
 
+from tileiropt.transform.gate import GATE_NAME, OTHER_NAME
+
 BLOCKS = (ast.If, ast.Try, ast.With)
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 ASSIGNMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign)
 BUILTIN_NAMES = frozenset(dir(builtins))
-TOOL_PREFIXES = ("_tileiropt", "_TILEIR")  # the names of the code `apply` inserts (transform/gate.py)
+TOOL_PREFIXES = ("_tileiropt",)  # the names of the code `apply` inserts (the TMA runtime), and its gate's:
+TOOL_NAMES = frozenset({GATE_NAME, OTHER_NAME})  # `if is_tileir():` (transform/gate.py)
 
 
 def reads(node: ast.AST) -> set[str]:
@@ -86,7 +89,7 @@ def tool_code(statement: ast.stmt) -> bool:
         return False
     else:
         names = reads(statement) | binds(statement)
-    return any(name.startswith(TOOL_PREFIXES) for name in names)
+    return any(name.startswith(TOOL_PREFIXES) or name in TOOL_NAMES for name in names)
 
 
 def _flat(statements: list[ast.stmt]) -> list[ast.stmt]:
@@ -206,7 +209,7 @@ def _keep(statements: list[ast.stmt], needed: set[str], imported: set[str], kept
     kept: list[ast.stmt] = []
     for statement in statements:
         if isinstance(statement, (ast.Import, ast.ImportFrom, *DEFINITIONS)) or tool_code(statement):
-            kept.append(statement)  # the tool's own code whole, an `if _TILEIR:` block with all it holds
+            kept.append(statement)  # the tool's own code whole, an `if is_tileir():` block with all it holds
         elif isinstance(statement, ASSIGNMENTS):
             if binds(statement) & needed:
                 kept.append(statement)

@@ -1,13 +1,16 @@
 """Phase 3: rewrite a kernel file for TileIR without changing its PTX path.
 
-The rewrite only ever *inserts* code: the standalone gate after the imports, and after each
-kernel an `if _TILEIR:` block (plus a `<name>_tileir` twin when the body must change). Every
-original statement -- kernels, decorators, config lists -- stays byte-identical, so with the
-gate off the module is the original one.
+The rewrite only ever *inserts* code, as an expert writes it: an `is_tileir()` gate after the imports (`gate`),
+and after each kernel an `if is_tileir():` block with its TileIR configs as a literal list (or, for a list the
+file builds by code, one comprehension crossing it with literal lever values), plus a `<name>_tileir` twin when
+the body must change. Every original statement -- kernels, decorators, config lists -- stays byte-identical, so
+with the gate off the module is the original one. What the tool needs to check the file (turning the TileIR
+code on under PTX, dropping hints) is in its harness, not here.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import shutil
 from collections.abc import Callable
@@ -20,13 +23,14 @@ from tileiropt.analysis.blocks import alternatives_of
 from tileiropt.analysis.classify import TOO_DEEP, KernelRecord, kernel_records
 from tileiropt.analysis.discovery import KernelInfo, ModuleInfo
 from tileiropt.analysis.model import FileModel
+from tileiropt.analysis.names import AUTOTUNE, HEURISTICS, call_name
 from tileiropt.analysis.rules import ALL_RULES
 from tileiropt.errors import UserError
 from tileiropt.output import writable, write_atomic
 from tileiropt.phase_records import ApplyKernel, Change
 from tileiropt.releases import Release, newest
 from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
-from tileiropt.transform.gate import ACTIVE_FLAG, GATE_MARKER, GATE_SOURCE
+from tileiropt.transform.gate import GATE_MARKER, gate_name, gate_source
 from tileiropt.transform.locate import Locator
 from tileiropt.transform.math_rewrites import rewrite_math
 from tileiropt.transform.nested import (
@@ -41,6 +45,7 @@ from tileiropt.transform.spaces import (
     DEFAULT_MAX_CONFIGS,
     Space,
     TileIRConfig,
+    covering_combinations,
     load_spaces,
     space_for_release,
     tile_sizes,
@@ -81,19 +86,81 @@ ClassifyFn = Callable[[ModuleInfo, KernelInfo], str]
 # ----------------------------------------------------------------------------- code builders
 
 
-def _config_call(config: TileIRConfig) -> str:
+@dataclass(frozen=True)
+class _Names:
+    """How the transformed file names what its TileIR code uses."""
+
+    gate: str  # the gate function: `is_tileir`
+    triton: str  # the triton module: `triton`
+    imports_triton: bool = True  # the file binds `triton` itself (else the gate imports it)
+
+
+def _config_call(config: TileIRConfig, names: _Names, pre_hook: str | None = None) -> str:
     kwargs = ", ".join(f"{name!r}: {value!r}" for name, value in config.kwargs)
-    parts = [f"{{{kwargs}}}", f"occupancy={config.occupancy}", f"num_ctas={config.num_ctas}"]  # None: the launch's
-    if config.num_stages is not None:
-        parts.append(f"num_stages={config.num_stages}")
+    parts = [f"{{{kwargs}}}"]
     if config.num_warps is not None:
         parts.append(f"num_warps={config.num_warps}")
-    return f"_tileiropt_config({', '.join(parts)})"
+    if config.num_stages is not None:
+        parts.append(f"num_stages={config.num_stages}")
+    parts.append(f"occupancy={config.occupancy}")
+    if config.num_ctas not in (None, 1):  # None: left to the launch, which passes its own
+        parts.append(f"num_ctas={config.num_ctas}")
+    if pre_hook:
+        parts.append(f"pre_hook={pre_hook}")
+    return f"{names.triton}.Config({', '.join(parts)})"
 
 
-def _config_list(configs: list[TileIRConfig], indent: str) -> str:
-    inner = indent + "    "
-    return "[\n" + "".join(f"{inner}{_config_call(c)},\n" for c in configs) + f"{indent}]"
+def _config_list(configs: list[TileIRConfig], names: _Names, pre_hook: str | None = None) -> str:
+    return "[\n" + "".join(f"    {_config_call(c, names, pre_hook)},\n" for c in configs) + "]"
+
+
+def _hint_list(configs: list[TileIRConfig], names: _Names) -> str:
+    """Hint-only configs (no meta-parameters) as one comprehension: over the product of the lever values when the
+    configs are that product, else over the literal combinations. A lever with one value is written as it is;
+    `None` (num_warps always: the launch's own) leaves it to the launch, which passes its own."""
+    levers = [("num_stages", [c.num_stages for c in configs]), ("occupancy", [c.occupancy for c in configs]),
+              ("num_ctas", [c.num_ctas for c in configs])]
+    levers = [(name, list(dict.fromkeys(values))) for name, values in levers]
+    varying = [(name, values) for name, values in levers if len(values) > 1]
+    short = {name: name.removeprefix("num_") for name, _ in varying}  # the comprehension's variables
+    keywords = ["num_warps=None"] + [f"{name}={short[name]}" if name in short else f"{name}={values[0]!r}"
+                                     for name, values in levers if name in short or values[0] != 1]
+    call = f"{names.triton}.Config({{}}, {', '.join(keywords)})"
+    if not varying:
+        return f"[{call}]"
+    product = 1
+    for _, values in varying:
+        product *= len(values)
+    if product == len(configs):
+        return f"[\n    {call}\n    {' '.join(f'for {short[name]} in {values!r}' for name, values in varying)}\n]"
+    rows = [tuple(getattr(c, name) for name, _ in varying) for c in configs]
+    return f"[\n    {call}\n    for {', '.join(short.values())} in {rows!r}\n]"
+
+
+def _crossed_list(source: str, combos: list[TileIRConfig], tiles: bool, names: _Names) -> str:
+    """A comprehension crossing the configs a file builds by code (`source`, read at import) with literal
+    combinations of the TileIR levers: the tool never runs the code that builds them."""
+    kwargs = "{**c.kwargs, **t}" if tiles else "c.kwargs"
+    targets = ["o", "n", "s"] + (["t"] if tiles else [])
+    rows = [(c.occupancy, c.num_ctas, c.num_stages, *([dict(c.kwargs)] if tiles else [])) for c in combos]
+    call = (f"{names.triton}.Config({kwargs}, num_warps=c.num_warps, num_stages=s, occupancy=o, num_ctas=n, "
+            "pre_hook=c.pre_hook)")
+    return f"[\n    {call}\n    for c in {source} for {', '.join(targets)} in {rows!r}\n]"
+
+
+def _extend(owner: str, paths: list[str], configs: str, fixed_list_possible: bool) -> list[str]:
+    """Statements adding `configs` (an expression) to the autotuner at each of `paths`; a package's autotuner may
+    keep its list fixed, and then runs its own configs rather than fail the import."""
+    if len(paths) == 1:
+        lines = [f"{paths[0]}.configs += {configs}"]
+    else:
+        variable = f"{owner}_tileir_configs"
+        lines = [f"{variable} = {configs}", *(f"{path}.configs += {variable}" for path in paths)]
+    if not fixed_list_possible:
+        return lines
+    body = "\n".join(lines).replace("\n", "\n    ")
+    return [f"try:\n    {body}\nexcept (AttributeError, TypeError):  # its autotuner keeps its config list fixed\n"
+            "    pass"]
 
 
 # ----------------------------------------------------------------------------- planning
@@ -103,7 +170,7 @@ def _config_list(configs: list[TileIRConfig], indent: str) -> str:
 class _Plan:
     report: ApplyKernel
     twin: cst.FunctionDef | None = None
-    block: list[str] = field(default_factory=list)  # statements inside `if _TILEIR:`
+    block: list[str] = field(default_factory=list)  # statements inside `if is_tileir():`
     pointer_twin: cst.FunctionDef | None = None  # the math-only twin beside a TMA twin (defined under the gate)
     runtime: bool = False  # uses the TMA dispatch / 2-CTA guard helpers (tma_runtime)
     node: cst.FunctionDef | None = None  # the kernel's def, at the top level or inside a module-level block
@@ -122,51 +189,89 @@ def _existing_rows(values: list[ConfigValue]) -> tuple[list[tuple[dict, int | No
     return rows, names
 
 
-def _plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int, target: str, plan: _Plan,
-                    cta_guard: bool = False) -> bool:
-    """Add the TileIR configs to `target`'s autotuner; True when some of them use num_ctas > 1.
+def _autotuner_path(model: FileModel, kernel: KernelInfo) -> str | None:
+    """The attribute path from the kernel's module-level name to its autotuner (`""`, `".fn"` under
+    @triton.heuristics), read from its decorators; None when a wrapper of unknown kind sits above it."""
+    path = ""
+    package = kernel.autotune.package if kernel.autotune else None
+    for decorator in model.node(kernel).decorator_list:
+        name = call_name(decorator, model.module.aliases)
+        source = ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        if name in AUTOTUNE or (package is not None and source == package):
+            return path
+        if name in HEURISTICS:
+            path += ".fn"
+        else:
+            return None
+    return None
 
-    Configs the file states literally are crossed with the TileIR levers here and written out; configs
-    built by code (a function that branches on the backend, a package's autotuner reading tuned configs
-    from disk) are crossed at import by the gate, from the autotuner's actual list: the tool never runs
-    the kernel file. `cta_guard`: the persistent kernel gets the 2-CTA guard (NUM_SMS // num_ctas), so
-    2-CTA configs are safe for it."""
+
+def _hook_name(value: ConfigValue, model: FileModel) -> str | None:
+    """The module-level function a config's pre_hook names; None without one, "?" for any other value."""
+    hook = value.options.get("pre_hook")
+    if hook is None:
+        return None
+    name = getattr(hook, "name", None)
+    return name if isinstance(name, str) and name in model.module.module_functions else "?"
+
+
+def _plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int, paths: list[str], plan: _Plan,
+                    names: _Names, cta_guard: bool = False) -> bool:
+    """Add the TileIR configs to the autotuner of each kernel in `paths`; True when some use num_ctas > 1.
+
+    Configs the file states literally are crossed with the TileIR levers here and written out as a literal list;
+    configs built by code (a function that branches on the backend, a package's autotuner reading tuned configs
+    from disk) are crossed with literal lever combinations by one comprehension over the autotuner's own list at
+    import: the tool never runs the kernel file. `cta_guard`: the persistent kernel gets the 2-CTA guard
+    (NUM_SMS // num_ctas), so 2-CTA configs are safe for it."""
     autotune = kernel.autotune
     assert autotune is not None
+    target = paths[0]
     params = {p.name for p in kernel.params}
     allow_ctas = "NUM_SMS" not in params or cta_guard  # persistent kernels: see the 2-CTA note below
     if not allow_ctas and any(c > 1 for c in space.num_ctas):
         plan.report.skipped.append(
             "num_ctas=2 not added: persistent kernel (NUM_SMS); its grid and tile stride would need "
             "NUM_SMS // num_ctas, which a config pre_hook cannot pass to the launch")
+    suffix = _autotuner_path(model, kernel)
+    if suffix is None:
+        plan.report.skipped.append(
+            f"TileIR configs not added: a wrapper of unknown kind ({', '.join(kernel.wrappers) or 'a decorator'}) "
+            "sits above the autotuner, so its attribute path is not known")
+        return False
+    attributes = [path + suffix for path in paths]
     ctas = space.num_ctas if allow_ctas else [1]
     owner = f"{autotune.package}(...)" if autotune.package else "its autotuner"
     try:
         if autotune.package:
             raise Unresolvable(f"{autotune.package} is a package's own autotuner")
         values = resolve_configs(model.scan.tree, model.scan.configs_nodes.get(kernel.name), model.module.triton_names)
+        hooks = {_hook_name(value, model) for value in values}
+        if len(hooks) > 1 or "?" in hooks:  # the crossed list keeps each config's own pre_hook
+            raise Unresolvable("their pre_hooks differ, or one is not a module-level function")
     except Unresolvable as exc:
-        names = [n for n in autotune.config_names if n in params]
-        tiles = tile_sizes(space, names)
-        plan.block.append(f"_tileiropt_derive_configs({target}, occupancy={space.occupancy!r}, num_ctas={ctas!r}, "
-                          f"num_stages={space.num_stages!r}, tiles={tiles!r}, cap={cap})")
+        tiles = tile_sizes(space, [n for n in autotune.config_names if n in params])
+        combos = covering_combinations(space, ctas, tiles)
+        plan.block.extend(_extend(kernel.name, attributes, _crossed_list(
+            f"{attributes[0]}.configs", combos, bool(tiles), names), autotune.package is not None))
         plan.report.changes.append(Change(
             autotune.line,
-            f"TileIR configs derived at import from the own config list of {owner} on {target} (up to {cap}: "
-            f"occupancy {space.occupancy}, num_ctas {ctas}, num_stages {space.num_stages}"
-            + (f", larger {', '.join(tiles)}" if tiles else "") + ")",
-            f"its configs are built by code ({exc}); the generated gate crosses the autotuner's actual configs "
-            "with the TileIR levers when the module is imported, so the tool never runs the kernel file"))
+            f"TileIR configs crossed at import from the own config list of {owner} on {target} ({len(combos)} "
+            f"combinations per own config: occupancy {space.occupancy}, num_ctas {ctas}, num_stages "
+            f"{space.num_stages}" + (f", larger {', '.join(tiles)}" if tiles else "") + ")",
+            f"its configs are built by code ({exc}); one comprehension crosses the autotuner's actual configs with "
+            "literal lever values that cover every value, so the tool never runs the kernel file"))
         return any(c > 1 for c in ctas)
-    rows, names = _existing_rows(values)
-    unknown = [n for n in names if n not in params]
+    rows, config_names = _existing_rows(values)
+    unknown = [n for n in config_names if n not in params]
     if unknown:
         plan.report.skipped.append(f"TileIR configs not added: configs set {unknown[0]!r}, not a kernel parameter")
         return False
-    configs = tileir_configs(space, rows, names, num_ctas=ctas, cap=cap)
-    plan.block.append(f"_tileiropt_add_configs({target}, {_config_list(configs, '')})")
+    configs = tileir_configs(space, rows, config_names, num_ctas=ctas, cap=cap)
+    pre_hook = hooks.pop() if hooks else None
+    plan.block.extend(_extend(kernel.name, attributes, _config_list(configs, names, pre_hook), False))
     plan.report.configs_added = len(configs)
-    sized = sorted({k for c in configs for k, _ in c.kwargs if k in names and any(
+    sized = sorted({k for c in configs for k, _ in c.kwargs if k in config_names and any(
         c.kwargs_dict()[k] != r.get(k) for r, _ in rows)})
     plan.report.changes.append(Change(
         autotune.line,
@@ -176,11 +281,12 @@ def _plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int
         + (f", larger {', '.join(sized)}" if sized else "") + ")",
         "TileIR tunes occupancy and 2-CTA mode; num_stages is a cost hint; larger tiles suit CGA-level tiles; "
         f"the kernel's own {len(values)} configs are kept first"))
-    return any(c.num_ctas > 1 for c in configs)
+    return any(c.num_ctas is not None and c.num_ctas > 1 for c in configs)
 
 
-def _plan_hint_only(kernel: KernelInfo, record: KernelRecord, space: Space, cap: int, target: str,
-                    plan: _Plan) -> None:
+def _plan_hint_only(kernel: KernelInfo, record: KernelRecord, space: Space, cap: int, bind: str, target: str,
+                    plan: _Plan, names: _Names) -> None:
+    """`bind = triton.autotune(<hint-only configs>, key=<its sizes>)(target)` for a kernel without autotuner."""
     if not kernel.launches:
         plan.report.skipped.append("no hint autotune: the kernel is not launched in this file")
         return
@@ -193,6 +299,10 @@ def _plan_hint_only(kernel: KernelInfo, record: KernelRecord, space: Space, cap:
     if not key:
         plan.report.skipped.append("no hint autotune: no runtime size argument to key the autotuner on")
         return
+    if kernel.wrappers:
+        plan.report.skipped.append(f"no hint autotune: wrapped by {', '.join(kernel.wrappers)}, which holds no "
+                                   "autotuner the file shows (wrapping it could pass launch options twice)")
+        return
     # Launch options the call sites pass stay theirs; a `**options` splat may pass any of them.
     # A kernel parameter named like a launch option is one too (passed positionally).
     passed = {name for launch in kernel.launches for name in launch.kwargs}
@@ -201,17 +311,17 @@ def _plan_hint_only(kernel: KernelInfo, record: KernelRecord, space: Space, cap:
         passed |= set(LAUNCH_OPTIONS)
     stages: list[int | None] = [None] if "num_stages" in passed else list(space.num_stages)
     ctas: list[int | None] = [None] if "num_ctas" in passed else list(space.num_ctas)
-    count = len(tileir_configs(space, [({}, None)], [], num_ctas=ctas, num_stages=stages, cap=cap))
+    configs = tileir_configs(space, [({}, None)], [], num_ctas=ctas, num_stages=stages, cap=cap)
+    count = len(configs)
     restore = record.in_place_params
-    restore_arg = f", restore_value={restore!r}" if restore else ""
-    plan.block.append(
-        f"{kernel.name} = _tileiropt_hint_autotune(\n    {target},\n    key={key!r},\n"
-        f"    occupancy={space.occupancy!r}, num_ctas={ctas!r}, num_stages={stages!r}, cap={cap}{restore_arg},\n)")
+    restore_arg = f"    restore_value={restore!r},\n" if restore else ""
+    listed = _hint_list(configs, names).replace("\n", "\n    ")
+    plan.block.append(f"{bind} = {names.triton}.autotune(\n    configs={listed},\n    key={key!r},\n"
+                      f"{restore_arg})({target})")
     plan.report.configs_added = count
-    wrapped = f" (or added to the autotuner inside {', '.join(kernel.wrappers)})" if kernel.wrappers else ""
     plan.report.changes.append(Change(
         kernel.line,
-        f"hint-only autotune under the gate{wrapped}: {count} configs over occupancy {space.occupancy}"
+        f"hint-only autotune under the gate: {count} configs over occupancy {space.occupancy}"
         + (f", num_stages {stages}" if stages != [None] else "")
         + (f", num_ctas {ctas}" if len(ctas) > 1 else "") + f", keyed on {', '.join(key)}"
         + (f", restoring {', '.join(restore)} between trials" if restore else ""),
@@ -252,14 +362,12 @@ def _plan_tma(model: FileModel, kernel: KernelInfo, kernel_class: str, function:
     return tma
 
 
-def _for_each_path(paths: list[str], target: str, lines: list[str]) -> list[str]:
-    """`lines` (written for `target`) once per kernel path: as they are for one path, else in a loop."""
-    if len(paths) == 1 or not lines:
-        return lines
-    body = "\n".join(line.replace(f"({target},", "(_tileiropt_path,") for line in lines)
-    # `del`: the loop variable must not stay a module global (it would be one more name for a kernel)
-    return [f"for _tileiropt_path in ({', '.join(paths)}):\n    " + body.replace("\n", "\n    "),
-            "del _tileiropt_path"]
+def file_names(info: ModuleInfo) -> _Names:
+    """The gate's name in this file (`is_tileir` unless the file has its own) and its name for the triton module
+    (`triton` when imported as such; "triton" with an import of its own when the file has none)."""
+    defined = set(info.module_functions) | set(info.definitions)
+    triton_name = "triton" if "triton" in info.triton_names else min(info.triton_names, default="triton")
+    return _Names(gate_name(defined), triton_name, imports_triton=bool(info.triton_names))
 
 
 def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, KernelRecord],
@@ -273,9 +381,10 @@ def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, Kernel
     spaces = {name: space_for_release(space, release) for name, space in spaces.items()}
     nodes = kernel_nodes(module, info)
     plans: dict[str, _Plan] = {}
-    names = {k.name for k in info.kernels}
+    kernel_names = {k.name for k in info.kernels}
+    names = file_names(info)
     for kernel in info.kernels:
-        if kernel.name.endswith(TWIN_SUFFIX) and kernel.name[: -len(TWIN_SUFFIX)] in names:
+        if kernel.name.endswith(TWIN_SUFFIX) and kernel.name[: -len(TWIN_SUFFIX)] in kernel_names:
             continue
         record = records[kernel.name]
         kernel_class = classify(info, kernel) if classify else record.kernel_class
@@ -317,26 +426,23 @@ def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, Kernel
         step = model.persistent_step(kernel)
         space = spaces[kernel_class]
         if kernel.autotune is not None:
-            before = len(plan.block)
-            two_ctas = _plan_autotuned(kernel, model, space, cap, target, plan, cta_guard=step is not None)
-            added = plan.block[before:]
-            del plan.block[before:]
+            two_ctas = _plan_autotuned(kernel, model, space, cap, paths, plan, names, cta_guard=step is not None)
             if step is not None and two_ctas:
-                added.append(f"{GUARD}({target}, {step!r})")
+                plan.block.extend(f"{GUARD}({path}, {step!r})" for path in paths)
                 plan.runtime = True  # the guard is defined with the TMA runtime helpers
                 plan.report.changes.append(Change(
                     kernel.line, f"2-CTA guard on {', '.join(paths)}: under num_ctas=2, {step} // 2 programs "
                     f"and tile stride", "each 2-CTA program takes two SMs; a config pre_hook cannot change the "
                     "launch (the autotuner passes it a copy of the arguments)"))
-            plan.block.extend(_for_each_path(paths, target, added))
-        if tma is not None:
-            plan.block.append(dispatch_statement(kernel.name, paths[0], paths[1], tma.operands))
         if kernel.autotune is None and kernel.is_entry:
             before = len(plan.block)
-            _plan_hint_only(kernel, record, space, cap, kernel.name if tma else target, plan)
+            for path in paths:  # before a TMA dispatch: each path gets its own autotuner
+                _plan_hint_only(kernel, record, space, cap, path if tma else kernel.name, path, plan, names)
             if step is not None and len(plan.block) > before:
-                plan.block.append(f"{GUARD}({kernel.name}, {step!r})")
+                plan.block.extend(f"{GUARD}({path if tma else kernel.name}, {step!r})" for path in paths)
                 plan.runtime = True
+        if tma is not None:
+            plan.block.append(dispatch_statement(kernel.name, paths[0], paths[1], tma.operands))
         if plan.twin is not None and not any(line.startswith(f"{kernel.name} =") for line in plan.block):
             plan.block.append(f"{kernel.name} = {target}")
             plan.report.changes.append(Change(kernel.line, f"{kernel.name} bound to {target} under the gate",
@@ -361,25 +467,27 @@ def _note_block(kernel: KernelInfo, info: ModuleInfo, plan: _Plan) -> None:
                                    "left alone: another branch of the block (TIR203)")
 
 
-def _block_statement(kernel: str, lines: list[str]) -> cst.BaseStatement:
+def _block_statement(kernel: str, lines: list[str], gate: str) -> cst.BaseStatement:
     body = "\n".join("    " + line.replace("\n", "\n    ") for line in lines)
-    code = f"# tileiropt: TileIR code for {kernel} (inactive unless the gate is on)\nif {ACTIVE_FLAG}:\n{body}\n"
+    code = f"# TileIR code for {kernel} (tileiropt)\nif {gate}():\n{body}\n"
     statement = cst.parse_statement(code)
     blank = cst.EmptyLine(indent=False)  # inside a module-level block too: no trailing indentation
     return statement.with_changes(leading_lines=[blank, blank, *statement.leading_lines])
 
 
-def rewrite_module(module: cst.Module, plans: dict[str, _Plan]) -> cst.Module:
-    """The gate (guarded when Triton is optional here) before the first definition; each kernel's TileIR block
-    right after its def, inside the module-level block that defines it when there is one."""
-    gate = cst.parse_module(GATE_SOURCE)
+def rewrite_module(module: cst.Module, plans: dict[str, _Plan], names: _Names) -> cst.Module:
+    """The gate before the first definition (the TMA runtime after it, guarded when Triton is optional here); each
+    kernel's TileIR block right after its def, inside the module-level block that defines it when there is one."""
+    gate_text = gate_source(names.gate)
+    if not names.imports_triton:
+        gate_text = f"import {names.triton}\n\n\n{gate_text}"
+    gate_statements = _gate_statements(cst.parse_module(gate_text))
     needs_runtime = any(plan.runtime for plan in plans.values())
-    runtime = _gate_statements(cst.parse_module(RUNTIME_SOURCE)) if needs_runtime else []
     gate_index = gate_insert_index(module)
-    gate_statements = _gate_statements(gate) + runtime
-    if triton_only_in_blocks(module, gate_index):
-        gate_statements = guarded(gate_statements)
-    blocks = {id(plan.node): _with_twins(_block_statement(name, plan.block), plan)
+    if needs_runtime:
+        runtime = _gate_statements(cst.parse_module(RUNTIME_SOURCE))
+        gate_statements += guarded(runtime) if triton_only_in_blocks(module, gate_index) else runtime
+    blocks = {id(plan.node): _with_twins(_block_statement(name, plan.block, names.gate), plan)
               for name, plan in plans.items() if plan.block and plan.node is not None}
     before, after = list(module.body[:gate_index]), list(module.body[gate_index:])  # no def precedes the gate
     return module.with_changes(body=[*before, *gate_statements, *insert_after(after, blocks)])
@@ -411,7 +519,8 @@ def _gate_statements(gate: cst.Module) -> list[cst.BaseStatement]:
     """The gate's statements, its header comment (with the marker) attached to the first."""
     comments = [line for line in gate.header if line.comment is not None]
     first, *rest = gate.body
-    return [first.with_changes(leading_lines=[cst.EmptyLine(), *comments]), *rest]
+    blank = cst.EmptyLine(indent=False)
+    return [first.with_changes(leading_lines=[blank, blank, *comments]), *rest]
 
 
 class NoKernelFound(UserError):
@@ -442,7 +551,8 @@ def transform_model(model: FileModel, *, spaces: dict[str, Space] | None = None,
         records = {record.kernel: record for record in kernel_records(model, ERROR_RULES, release)}
         module = cst.parse_module(source)
         plans = plan_kernels(model, module, records, spaces or load_spaces(), max_configs, classify, release)
-        new_source = rewrite_module(module, plans).code if any(p.block or p.twin for p in plans.values()) else source
+        changed = any(p.block or p.twin for p in plans.values())
+        new_source = rewrite_module(module, plans, file_names(info)).code if changed else source
     except RecursionError:
         raise TOO_DEEP(path) from None
     return ApplyResult(path, None, False, [p.report for p in plans.values()], source, new_source)

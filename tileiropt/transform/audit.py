@@ -22,8 +22,8 @@ import sys
 from typing import Any
 
 from tileiropt.analysis.classify import classify_source
+from tileiropt.transform.gate import FORCE_ENV
 
-HINT_AUTOTUNE = "_tileiropt_hint_autotune"
 IMPORTER = "tileiropt.transform.audit_importer"  # the subprocess of import_check
 
 
@@ -41,12 +41,14 @@ def autotuned(source: str) -> set[str]:
 
 
 def hint_autotunes(new_source: str) -> list[tuple[str, list[str]]]:
-    """(kernel, key) of every hint-only autotune in a generated file."""
+    """(kernel, key) of every hint-only autotune in a generated file: `triton.autotune(configs=..., key=...)(kernel)`
+    called as an expression (a decorator is the file's own)."""
     found = []
     for node in ast.walk(ast.parse(new_source)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == HINT_AUTOTUNE:
-            kernel = ast.unparse(node.args[0]).removesuffix("_tileir")
-            keys = [ast.literal_eval(k.value) for k in node.keywords if k.arg == "key"]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Call) and len(node.args) == 1 and isinstance(
+                node.args[0], ast.Name) and ast.unparse(node.func.func).endswith("autotune"):
+            kernel = node.args[0].id.removesuffix("_pointer").removesuffix("_tileir")
+            keys = [ast.literal_eval(k.value) for k in node.func.keywords if k.arg == "key"]
             found.append((kernel, list(keys[0]) if keys else []))
     return found
 
@@ -79,7 +81,8 @@ def import_check(items: list[dict[str, Any]], gate: str, timeout: float = 600) -
     """Per item (``generated``, ``original``, ``module``: dotted name or None): ``original_fails`` when the
     original itself does not import here, else ``error`` (the generated file's import failed) or ``twice``
     (kernel objects with two autotuners). Raises RuntimeError when the importer itself fails."""
-    env = {**os.environ, "TILEIROPT_FORCE_TILEIR": gate, "TRITON_INTERPRET": "1"}
+    env = {**os.environ, FORCE_ENV: gate, "TRITON_INTERPRET": "1"}
+    env.pop("ENABLE_TILE", None)
     payload = json.dumps([{k: item[k] for k in ("generated", "original", "module")} for item in items])
     done = subprocess.run([sys.executable, "-m", IMPORTER], input=payload, capture_output=True, text=True,
                           env=env, timeout=timeout, check=False)

@@ -11,6 +11,7 @@ per item: ``original_fails``, or ``twice`` (kernel objects with two autotuners i
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -19,6 +20,8 @@ from triton.runtime import Autotuner
 from tileiropt.runtime import stand_ins
 from tileiropt.runtime.autotuners import chain, kernel_objects
 from tileiropt.runtime.loading import load_kernel_module
+from tileiropt.runtime.tileir_surface import force_tileir_code
+from tileiropt.transform.gate import FORCE_ENV
 
 
 def check_item(item: dict[str, Any]) -> dict[str, Any]:
@@ -46,6 +49,8 @@ def main() -> None:
     """Check every item read from stdin; print the rows as one JSON line."""
     stand_ins.install_interpreter_device()
     stand_ins.skip_module_benchmarks()
+    if os.environ.get(FORCE_ENV) == "1":
+        force_tileir_code()
     items = json.loads(sys.stdin.read())
     print(json.dumps([check_item(item) for item in items]))
 

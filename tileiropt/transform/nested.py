@@ -5,9 +5,9 @@ the n-th module-level `def` of a name here is the n-th one discovery saw. The Ti
 right after its `def`, inside the block that defines it, where the kernel's name is bound.
 
 The gate goes before the first statement that defines a function or class (a kernel's block included), so
-it exists when any kernel block runs. When the module imports Triton only inside a block (`try: import
-triton ... except ImportError:`), the gate is wrapped in `try: import triton` itself: without Triton the
-module still imports, with `_TILEIR = False`.
+it exists when any kernel block runs; it needs only the standard library. When the module imports Triton only
+inside a block (`try: import triton ... except ImportError:`), the TMA runtime after it is wrapped in
+`try: import triton` itself: without Triton the module still imports, and no TileIR block runs.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import libcst as cst
 
 from tileiropt.analysis.discovery import KernelInfo, ModuleInfo
 from tileiropt.analysis.names import dotted_parts
-from tileiropt.transform.gate import ACTIVE_FLAG
 
 _BLOCKS = (cst.If, cst.Try, cst.TryStar, cst.With)
 _DEFINING = (cst.FunctionDef, cst.ClassDef)
@@ -174,15 +173,15 @@ def _package(name: cst.BaseExpression) -> str | None:
 
 
 def guarded(statements: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
-    """The gate's statements inside `try: import triton` / `except ImportError: _TILEIR = False` / `else:`,
-    its header comments kept above the `try`."""
+    """The TMA runtime's statements inside `try: import triton` / `except ImportError: pass` / `else:`, its header
+    comments kept above the `try` (the TileIR blocks using it exist only where Triton is imported)."""
     first, *rest = statements
     header = list(first.leading_lines)
     first = first.with_changes(leading_lines=[])
     template = cst.parse_statement(
         "try:\n    import triton as _tileiropt_triton\n"
         "except ImportError:  # Triton is optional in this module: no TileIR code without it\n"
-        f"    {ACTIVE_FLAG} = False\nelse:\n    pass\n")
+        "    pass\nelse:\n    pass\n")
     assert isinstance(template, cst.Try) and template.orelse is not None
     body = [_unindented_blank_lines(statement) for statement in (first, *rest)]
     orelse = template.orelse.with_changes(body=template.orelse.body.with_changes(body=body))

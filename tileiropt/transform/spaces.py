@@ -18,7 +18,7 @@ from tileiropt.analysis.source import read_regular_file
 from tileiropt.errors import UserError
 from tileiropt.project_template import read_template
 from tileiropt.releases import Release
-from tileiropt.transform.gate_shared import _tileiropt_candidates
+from tileiropt.transform.candidates import candidates
 
 KERNEL_CLASSES = ("dot", "norm", "elementwise", "reduction")
 HINTS = ("occupancy", "num_ctas", "num_stages")
@@ -144,10 +144,25 @@ def tileir_configs(space: Space, rows: list[tuple[dict[str, Any], int | None]], 
                    num_ctas: list[int | None] | None = None, num_stages: list[int | None] | None = None,
                    cap: int = DEFAULT_MAX_CONFIGS) -> list[TileIRConfig]:
     """The TileIR candidates over a kernel's own (meta-parameters, num_warps) rows, capped with coverage of every
-    value (the rule the generated gate also runs, `gate_shared`); the levers default to the space's."""
-    chosen = _tileiropt_candidates(rows, space.occupancy, num_ctas or space.num_ctas, num_stages or space.num_stages,
+    value (`candidates`); the levers default to the space's."""
+    chosen = candidates(rows, space.occupancy, num_ctas or space.num_ctas, num_stages or space.num_stages,
                                    tile_sizes(space, names), cap)
     return [TileIRConfig(*candidate) for candidate in chosen]
+
+
+def covering_combinations(space: Space, num_ctas: list[int], tiles: dict[str, list[int]]) -> list[TileIRConfig]:
+    """The fewest lever combinations (occupancy, num_ctas, num_stages, larger tiles) the cover rule finds that hold
+    every value of every lever: what a config list built by code is crossed with (the tool cannot count its rows)."""
+    rows = [({name: sizes[0] for name, sizes in tiles.items()}, None)]
+    wanted = len(space.occupancy) + len(num_ctas) + len(space.num_stages) + sum(map(len, tiles.values()))
+    for cap in range(max(len(space.occupancy), len(num_ctas), len(space.num_stages), 1), wanted + 1):
+        chosen = candidates(rows, space.occupancy, num_ctas, space.num_stages, tiles, cap)
+        held = {("o", c[1]) for c in chosen} | {("n", c[2]) for c in chosen} | {("s", c[3]) for c in chosen}
+        held |= {pair for c in chosen for pair in c[0]}
+        if len(held) >= wanted:
+            return [TileIRConfig(*candidate) for candidate in chosen]
+    return [TileIRConfig(*candidate) for candidate in candidates(rows, space.occupancy, num_ctas, space.num_stages,
+                                                                 tiles, wanted)]
 
 
 def build_space(

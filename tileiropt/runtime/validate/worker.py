@@ -27,18 +27,20 @@ from tileiropt.analysis.model import FileModel
 from tileiropt.environment import check_environment
 from tileiropt.errors import UserError
 from tileiropt.runtime import harness, loading, replay, stand_ins
-from tileiropt.runtime.autotuners import pruned_reason
+from tileiropt.runtime.autotuners import find_autotuner, pruned_reason
 from tileiropt.runtime.backends import Backend
 from tileiropt.runtime.configs import ConfigItem, config_items, first_configs, label_after_run, pinned_item
 from tileiropt.runtime.exception_sites import exception_location
 from tileiropt.runtime.launches import LaunchRecorder
 from tileiropt.runtime.loading import package_folder
 from tileiropt.runtime.provenance import Provenance, fallback_note
+from tileiropt.runtime.tileir_surface import tileir_code_on, tileir_configs
 from tileiropt.runtime.validate import reference_cache
 from tileiropt.runtime.validate.cases import Case, record_for
 from tileiropt.runtime.validate.records import NONE, PREPARE
 from tileiropt.runtime.worker_io import Emitter
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.transform.gate import extended_autotuners
 
 OWN_RUN = object()  # prepared["expected"] of a case whose one run is its own reference (`_own_reference`)
 OWN_RUN_REASON = "one run: on the interpreter the original is its own reference (a second run gives the same bits)"
@@ -64,6 +66,25 @@ def compared_status(ok: bool, reason: str, *, interpreted: bool, dtypes: dict[st
     if interpreted and "bfloat16" in dtypes.values():
         return NOT_RUN, f"not run on the interpreter: bf16 arithmetic (it operates on bf16 bit patterns): {reason}"
     return FAIL, reason
+
+def not_attached(module: Any, path: str) -> dict[str, str]:
+    """Kernel name -> why the TileIR configs the file's TileIR blocks add are not in its autotuner's list (a
+    package's autotuner keeping its list fixed): read after the import, with the TileIR code on or off."""
+    if not tileir_code_on():
+        return {}
+    try:
+        source = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    missing = {}
+    for name in sorted(extended_autotuners(source)):
+        tuner = find_autotuner(getattr(module, name, None))
+        if tuner is None:
+            missing[name] = "no autotuner found"
+        elif not tileir_configs(tuner.configs):
+            missing[name] = f"its autotuner ({type(tuner).__name__}) does not take new configs"
+    return missing
+
 
 class CaseRunner:
     """Runs every config item of one case and emits a record for each."""
@@ -117,7 +138,7 @@ class CaseRunner:
         try:
             with self.part("import"):
                 module = self.load(case.path)
-                self.not_attached = dict(getattr(module, "_TILEIROPT_NOT_ATTACHED", None) or {})
+                self.not_attached = not_attached(module, case.path) if case.variant == "optimized" else {}
                 entry = self.entry(module)
         except Exception as exc:
             self.emit_prepare_failure(exc, "import")

@@ -1,0 +1,33 @@
+"""Shared test fixtures: the harness's TileIR surface (an optimized file's TileIR code turned on under standard
+Triton) applied and undone around one test."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+
+import pytest
+
+
+@pytest.fixture
+def tileir_code_forced(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """`force_tileir_code()` in this process for one test: ENABLE_TILE=1, the stand-in `triton.backends.tileir`,
+    a `triton.Config` that drops the TileIR hints; all undone after the test."""
+    import triton
+
+    from tileiropt.runtime.tileir_surface import BACKEND_MODULE, force_tileir_code
+
+    monkeypatch.setattr(triton.Config, "__init__", triton.Config.__init__)  # restored after the test
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.setenv("ENABLE_TILE", "0")
+    force_tileir_code()
+    yield
+    sys.modules.pop(BACKEND_MODULE, None)
+
+
+def gate_of(module: ModuleType) -> bool:
+    """What a transformed module's gate answers now (`is_tileir()`, or its other name)."""
+    from tileiropt.transform.gate import GATE_NAME, OTHER_NAME
+
+    return (getattr(module, GATE_NAME, None) or getattr(module, OTHER_NAME))()
