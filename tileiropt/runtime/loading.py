@@ -33,6 +33,7 @@ from typing import Any
 
 from tileiropt.entries import EntryRef
 from tileiropt.runtime.harness import HarnessError, import_kernel_module
+from tileiropt.transform.gate import HELPER_MODULE, helper_import_level
 
 EntryCall = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Any]
 
@@ -104,6 +105,8 @@ def load_kernel_module(path: Path | str, original: Path | str, module: str | Non
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
     ref = EntryRef.parse(entry)
+    if path != original:
+        redirect_helper(path, name)
     if path != original and module and original.name != "__init__.py" and (ref is None or ref.module is None):
         return _load_sibling(path, name)
     wanted = None if path == original else str(path)
@@ -116,6 +119,22 @@ def load_kernel_module(path: Path | str, original: Path | str, module: str | Non
     else:
         _REDIRECTS[name] = wanted
     return importlib.import_module(name)
+
+
+def redirect_helper(path: Path, name: str) -> None:
+    """An optimized file of a library imports the library's helper module (`from .._tileir import is_tileir`),
+    written beside the optimized files, not into the library: its name in the package is redirected there."""
+    try:
+        level = helper_import_level(path.read_bytes())
+    except OSError:
+        return
+    if level is None or name.count(".") < level:
+        return
+    helper = path.parents[level - 1] / f"{HELPER_MODULE}.py"
+    if helper.is_file():
+        helper_name = f"{name.rsplit('.', level)[0]}.{HELPER_MODULE}"
+        _REDIRECTS[helper_name] = str(helper)
+        sys.modules.pop(helper_name, None)
 
 
 SIBLING_SUFFIX = "__tileiropt_optimized"

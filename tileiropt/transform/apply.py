@@ -30,7 +30,7 @@ from tileiropt.output import writable, write_atomic
 from tileiropt.phase_records import ApplyKernel, Change
 from tileiropt.releases import Release, newest
 from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
-from tileiropt.transform.gate import GATE_MARKER, gate_name, gate_source
+from tileiropt.transform.gate import GATE_MARKER, GATE_NAME, HELPER_MODULE, gate_comment, gate_name, gate_source
 from tileiropt.transform.locate import Locator
 from tileiropt.transform.math_rewrites import rewrite_math
 from tileiropt.transform.nested import (
@@ -52,7 +52,7 @@ from tileiropt.transform.spaces import (
     tileir_configs,
 )
 from tileiropt.transform.tma import GUARD, POINTER_SUFFIX, TmaResult, dispatch_statement, plan_tma
-from tileiropt.transform.tma_runtime import RUNTIME_SOURCE
+from tileiropt.transform.tma_runtime import RUNTIME_NAMES, RUNTIME_SOURCE, runtime_source
 
 TWIN_SUFFIX = "_tileir"
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
@@ -95,25 +95,6 @@ class _Names:
     imports_triton: bool = True  # the file binds `triton` itself (else the gate imports it)
 
 
-def _config_call(config: TileIRConfig, names: _Names, pre_hook: str | None = None) -> str:
-    kwargs = ", ".join(f"{name!r}: {value!r}" for name, value in config.kwargs)
-    parts = [f"{{{kwargs}}}"]
-    if config.num_warps is not None:
-        parts.append(f"num_warps={config.num_warps}")
-    if config.num_stages is not None:
-        parts.append(f"num_stages={config.num_stages}")
-    parts.append(f"occupancy={config.occupancy}")
-    if config.num_ctas not in (None, 1):  # None: left to the launch, which passes its own
-        parts.append(f"num_ctas={config.num_ctas}")
-    if pre_hook:
-        parts.append(f"pre_hook={pre_hook}")
-    return f"{names.triton}.Config({', '.join(parts)})"
-
-
-def _config_list(configs: list[TileIRConfig], names: _Names, pre_hook: str | None = None) -> str:
-    return "[\n" + "".join(f"    {_config_call(c, names, pre_hook)},\n" for c in configs) + "]"
-
-
 def _hint_list(configs: list[TileIRConfig], names: _Names) -> str:
     """Hint-only configs (no meta-parameters) as one comprehension: over the product of the lever values when the
     configs are that product, else over the literal combinations. A lever with one value is written as it is;
@@ -138,14 +119,24 @@ def _hint_list(configs: list[TileIRConfig], names: _Names) -> str:
 
 
 def _crossed_list(source: str, combos: list[TileIRConfig], tiles: bool, names: _Names) -> str:
-    """A comprehension crossing the configs a file builds by code (`source`, read at import) with literal
-    combinations of the TileIR levers: the tool never runs the code that builds them."""
+    """A comprehension crossing a kernel's own configs (`source`, read at import: the tool never runs the code that
+    builds them) with literal combinations of the TileIR levers (a larger tile replaces the own size where given)."""
     kwargs = "{**c.kwargs, **t}" if tiles else "c.kwargs"
     targets = ["o", "n", "s"] + (["t"] if tiles else [])
-    rows = [(c.occupancy, c.num_ctas, c.num_stages, *([dict(c.kwargs)] if tiles else [])) for c in combos]
+    rows = [repr((c.occupancy, c.num_ctas, c.num_stages,
+                  *([{k: v for k, v in c.kwargs if v is not None}] if tiles else []))) for c in combos]
+    lines, line = [], ""
+    for row in rows:  # the combinations wrapped at 100 characters
+        if line and len(line) + len(row) > 100:
+            lines.append(line.rstrip())
+            line = ""
+        line += row + ", "
+    lines.append(line.rstrip(", "))
+    head = f"for {', '.join(targets)} in ["
+    listed = head + ("\n" + " " * (4 + len(head))).join(lines) + "]"
     call = (f"{names.triton}.Config({kwargs}, num_warps=c.num_warps, num_stages=s, occupancy=o, num_ctas=n, "
             "pre_hook=c.pre_hook)")
-    return f"[\n    {call}\n    for c in {source} for {', '.join(targets)} in {rows!r}\n]"
+    return f"[\n    {call}\n    for c in {source}\n    {listed}\n]"
 
 
 def _extend(owner: str, paths: list[str], configs: str, fixed_list_possible: bool) -> list[str]:
@@ -206,15 +197,6 @@ def _autotuner_path(model: FileModel, kernel: KernelInfo) -> str | None:
     return None
 
 
-def _hook_name(value: ConfigValue, model: FileModel) -> str | None:
-    """The module-level function a config's pre_hook names; None without one, "?" for any other value."""
-    hook = value.options.get("pre_hook")
-    if hook is None:
-        return None
-    name = getattr(hook, "name", None)
-    return name if isinstance(name, str) and name in model.module.module_functions else "?"
-
-
 def _plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int, paths: list[str], plan: _Plan,
                     names: _Names, cta_guard: bool = False) -> bool:
     """Add the TileIR configs to the autotuner of each kernel in `paths`; True when some use num_ctas > 1.
@@ -242,15 +224,12 @@ def _plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int
     attributes = [path + suffix for path in paths]
     ctas = space.num_ctas if allow_ctas else [1]
     owner = f"{autotune.package}(...)" if autotune.package else "its autotuner"
+    tiles = tile_sizes(space, [n for n in autotune.config_names if n in params])
     try:
         if autotune.package:
             raise Unresolvable(f"{autotune.package} is a package's own autotuner")
         values = resolve_configs(model.scan.tree, model.scan.configs_nodes.get(kernel.name), model.module.triton_names)
-        hooks = {_hook_name(value, model) for value in values}
-        if len(hooks) > 1 or "?" in hooks:  # the crossed list keeps each config's own pre_hook
-            raise Unresolvable("their pre_hooks differ, or one is not a module-level function")
     except Unresolvable as exc:
-        tiles = tile_sizes(space, [n for n in autotune.config_names if n in params])
         combos = covering_combinations(space, ctas, tiles)
         plan.block.extend(_extend(kernel.name, attributes, _crossed_list(
             f"{attributes[0]}.configs", combos, bool(tiles), names), autotune.package is not None))
@@ -262,26 +241,24 @@ def _plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int
             f"its configs are built by code ({exc}); one comprehension crosses the autotuner's actual configs with "
             "literal lever values that cover every value, so the tool never runs the kernel file"))
         return any(c > 1 for c in ctas)
-    rows, config_names = _existing_rows(values)
+    _, config_names = _existing_rows(values)
     unknown = [n for n in config_names if n not in params]
     if unknown:
         plan.report.skipped.append(f"TileIR configs not added: configs set {unknown[0]!r}, not a kernel parameter")
         return False
-    configs = tileir_configs(space, rows, config_names, num_ctas=ctas, cap=cap)
-    pre_hook = hooks.pop() if hooks else None
-    plan.block.extend(_extend(kernel.name, attributes, _config_list(configs, names, pre_hook), False))
-    plan.report.configs_added = len(configs)
-    sized = sorted({k for c in configs for k, _ in c.kwargs if k in config_names and any(
-        c.kwargs_dict()[k] != r.get(k) for r, _ in rows)})
+    combos = covering_combinations(space, ctas, tiles, at_least=cap // max(len(values), 1))
+    plan.block.extend(_extend(kernel.name, attributes, _crossed_list(
+        f"{attributes[0]}.configs", combos, bool(tiles), names), False))
+    plan.report.configs_added = len(values) * len(combos)
     plan.report.changes.append(Change(
         autotune.line,
-        f"{len(configs)} TileIR configs added to the autotune space of {target} "
-        f"(occupancy {sorted({c.occupancy for c in configs})}, num_ctas {sorted({c.num_ctas for c in configs})}, "
-        f"num_stages {sorted({c.num_stages for c in configs if c.num_stages})}"
-        + (f", larger {', '.join(sized)}" if sized else "") + ")",
+        f"{len(values) * len(combos)} TileIR configs added to the autotune space of {target}: its {len(values)} "
+        f"own configs crossed with {len(combos)} combinations of occupancy {sorted({c.occupancy for c in combos})}, "
+        f"num_ctas {sorted({c.num_ctas for c in combos})}, num_stages {sorted({c.num_stages for c in combos})}"
+        + (f", larger {', '.join(tiles)}" if tiles else ""),
         "TileIR tunes occupancy and 2-CTA mode; num_stages is a cost hint; larger tiles suit CGA-level tiles; "
-        f"the kernel's own {len(values)} configs are kept first"))
-    return any(c.num_ctas is not None and c.num_ctas > 1 for c in configs)
+        f"the kernel's own {len(values)} configs are kept first; every lever value is tried at least once"))
+    return any(c.num_ctas is not None and c.num_ctas > 1 for c in combos)
 
 
 def _plan_hint_only(kernel: KernelInfo, record: KernelRecord, space: Space, cap: int, bind: str, target: str,
@@ -475,22 +452,91 @@ def _block_statement(kernel: str, lines: list[str], gate: str) -> cst.BaseStatem
     return statement.with_changes(leading_lines=[blank, blank, *statement.leading_lines])
 
 
-def rewrite_module(module: cst.Module, plans: dict[str, _Plan], names: _Names) -> cst.Module:
-    """The gate before the first definition (the TMA runtime after it, guarded when Triton is optional here); each
-    kernel's TileIR block right after its def, inside the module-level block that defines it when there is one."""
-    gate_text = gate_source(names.gate)
-    if not names.imports_triton:
-        gate_text = f"import {names.triton}\n\n\n{gate_text}"
-    gate_statements = _gate_statements(cst.parse_module(gate_text))
+def rewrite_module(module: cst.Module, plans: dict[str, _Plan], names: _Names, helper_level: int | None = None
+                   ) -> cst.Module:
+    """The gate before the first definition (the TMA runtime after it, guarded when Triton is optional here), or,
+    in a library (`helper_level`: the dots of a relative import), one import of both from the package's helper
+    module; each kernel's TileIR block right after its def, inside the module-level block that defines it."""
     needs_runtime = any(plan.runtime for plan in plans.values())
     gate_index = gate_insert_index(module)
-    if needs_runtime:
-        runtime = _gate_statements(cst.parse_module(RUNTIME_SOURCE))
-        gate_statements += guarded(runtime) if triton_only_in_blocks(module, gate_index) else runtime
+    optional_triton = triton_only_in_blocks(module, gate_index)
+    if helper_level is not None and not (needs_runtime and optional_triton):
+        gate_statements = _gate_statements(cst.parse_module(helper_import(names, plans, helper_level)))
+    else:
+        gate_text = gate_source(names.gate)
+        if not names.imports_triton:
+            gate_text = f"import {names.triton}\n\n\n{gate_text}"
+        gate_statements = _gate_statements(cst.parse_module(gate_text))
+        if needs_runtime:
+            used = "\n".join(line for plan in plans.values() for line in plan.block)
+            runtime = _gate_statements(cst.parse_module(runtime_source({n for n in RUNTIME_NAMES if f"{n}(" in used})))
+            gate_statements += guarded(runtime) if optional_triton else runtime
     blocks = {id(plan.node): _with_twins(_block_statement(name, plan.block, names.gate), plan)
               for name, plan in plans.items() if plan.block and plan.node is not None}
     before, after = list(module.body[:gate_index]), list(module.body[gate_index:])  # no def precedes the gate
     return module.with_changes(body=[*before, *gate_statements, *insert_after(after, blocks)])
+
+
+def helper_import(names: _Names, plans: dict[str, _Plan], level: int) -> str:
+    """`from .._tileir import is_tileir[, <the TMA runtime names the blocks call>]` with the gate's comment."""
+    imported = [GATE_NAME if names.gate == GATE_NAME else f"{GATE_NAME} as {names.gate}"]
+    used = "\n".join(line for plan in plans.values() for line in plan.block)
+    imported += [name for name in RUNTIME_NAMES if f"{name}(" in used]
+    return f"{gate_comment()}\nfrom {'.' * level}{HELPER_MODULE} import {', '.join(imported)}\n"
+
+
+def helper_source() -> str:
+    """A library's helper module (`<package>/_tileir.py`): the gate and the TMA runtime, once for all its files."""
+    runtime = cst.Module(body=guarded(_gate_statements(cst.parse_module(RUNTIME_SOURCE)))).code
+    docstring = '"""CUDA Tile IR helpers shared by this package\'s kernel files (tileiropt)."""'
+    return f"{docstring}\n\n\n{gate_source()}\n{runtime}"
+
+
+def write_helper(result: ApplyResult, level: int | None) -> Path | None:
+    """Write the library's helper module where `result`'s optimized file imports it from (`level` folders up);
+    None when the file imports none."""
+    if level is None or result.output is None or f"{HELPER_MODULE} import {GATE_NAME}" not in result.new_source:
+        return None
+    helper = Path(result.output).parents[level - 1] / f"{HELPER_MODULE}.py"
+    if not helper.is_file() or helper.read_text(encoding="utf-8", errors="replace") != helper_source():
+        write_atomic(helper, helper_source(), "utf-8", replaces=lambda text: GATE_MARKER in text, what="file")
+    return helper
+
+
+def helper_level(path: Path, library: Path) -> int | None:
+    """The dots of `path`'s relative import of the library's helper module (`library/_tileir.py`): 1 at the
+    library's top, one more per folder below; None when a folder on the way is not a package."""
+    relative = Path(path).resolve().relative_to(Path(library).resolve())
+    folders = [Path(library).resolve(), *(Path(library).resolve() / Path(*relative.parts[:i])
+                                          for i in range(1, len(relative.parts)))]
+    if not all((folder / "__init__.py").is_file() for folder in folders):
+        return None
+    return len(relative.parts)
+
+
+def apply_library(library: Path, out: Path, *, files: list[Path] | None = None, release: Release | None = None,
+                  max_configs: int = DEFAULT_MAX_CONFIGS, models: dict[Path, FileModel] | None = None
+                  ) -> tuple[list[ApplyResult], Path | None]:
+    """Library mode: each kernel file of `library` (or `files`) rewritten to its mirrored place under `out`
+    (`library.mirrored_output`), importing the one helper module written at `out/<library name>/_tileir.py`
+    when the library is a package (else each file keeps its own gate). Returns the results and the helper."""
+    from tileiropt.library import library_files, mirrored_output
+
+    paths = files if files is not None else library_files(library).kernel_files
+    results, helper = [], None
+    for path in paths:
+        level = helper_level(path, library)
+        output = mirrored_output(path, library, out)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        model = (models or {}).get(Path(path).resolve())
+        try:
+            result = apply_file(Path(path), output=output, release=release, max_configs=max_configs, model=model,
+                                helper_level=level)
+        except NoKernelFound:
+            continue
+        results.append(result)
+        helper = write_helper(result, level) or helper
+    return results, helper
 
 
 def _with_twins(block: cst.BaseStatement, plan: _Plan) -> cst.BaseStatement:
@@ -529,16 +575,17 @@ class NoKernelFound(UserError):
 
 def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, Space] | None = None,
                      max_configs: int = DEFAULT_MAX_CONFIGS, classify: ClassifyFn | None = None,
-                     release: Release | None = None) -> ApplyResult:
+                     release: Release | None = None, helper_level: int | None = None) -> ApplyResult:
     """Plan and rewrite one module's source; nothing is written."""
     return transform_model(FileModel(source, path), spaces=spaces, max_configs=max_configs, classify=classify,
-                           release=release)
+                           release=release, helper_level=helper_level)
 
 
 def transform_model(model: FileModel, *, spaces: dict[str, Space] | None = None,
                     max_configs: int = DEFAULT_MAX_CONFIGS, classify: ClassifyFn | None = None,
-                    release: Release | None = None) -> ApplyResult:
-    """Plan and rewrite the file of `model` (parsed with libcst here, once); nothing is written."""
+                    release: Release | None = None, helper_level: int | None = None) -> ApplyResult:
+    """Plan and rewrite the file of `model` (parsed with libcst here, once); nothing is written. `helper_level`:
+    a library's file, importing the gate from the package's helper module with that many dots."""
     source, path = model.source, model.path
     if GATE_MARKER in source:
         return ApplyResult(path, None, True, [], source, source)
@@ -552,7 +599,7 @@ def transform_model(model: FileModel, *, spaces: dict[str, Space] | None = None,
         module = cst.parse_module(source)
         plans = plan_kernels(model, module, records, spaces or load_spaces(), max_configs, classify, release)
         changed = any(p.block or p.twin for p in plans.values())
-        new_source = rewrite_module(module, plans, file_names(info)).code if changed else source
+        new_source = rewrite_module(module, plans, file_names(info), helper_level).code if changed else source
     except RecursionError:
         raise TOO_DEEP(path) from None
     return ApplyResult(path, None, False, [p.report for p in plans.values()], source, new_source)
@@ -569,7 +616,7 @@ def output_path_for(path: Path, output: Path | None, in_place: bool) -> Path:
 def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,
                spaces: dict[str, Space] | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
                classify: ClassifyFn | None = None, release: Release | None = None,
-               model: FileModel | None = None) -> ApplyResult:
+               model: FileModel | None = None, helper_level: int | None = None) -> ApplyResult:
     """Transform one kernel file and write the result (atomically) unless `dry_run`. `model`: the file's model
     when the command has read it already.
 
@@ -586,7 +633,8 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
     if target.resolve() == path.resolve() and not in_place:
         raise UserError("the output would overwrite the input", file=str(path),
                         hint="pass --in-place to rewrite the file itself (a .orig backup is kept)")
-    result = transform_model(model, spaces=spaces, max_configs=max_configs, classify=classify, release=release)
+    result = transform_model(model, spaces=spaces, max_configs=max_configs, classify=classify, release=release,
+                             helper_level=helper_level)
     result.output = str(target)
     if dry_run or result.already_prepared:  # a prepared file is its own output: nothing to write
         return result

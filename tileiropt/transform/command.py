@@ -39,10 +39,11 @@ def kernel_files(paths: list[Path]) -> tuple[list[Path], set[Path]]:
 
 def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,
                 spaces_file: Path | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
-                release: Release | None = None, models: FileModels | None = None
+                release: Release | None = None, models: FileModels | None = None, helper_level: int | None = None
                 ) -> tuple[list[ApplyResult], list[FileError]]:
     """Transform every file; a file found in a folder that holds no kernel is passed over, not an error.
-    `models`: the command's file models (under `run`, those classify read and classified)."""
+    `models`: the command's file models (under `run`, those classify read and classified). `helper_level`: a
+    library's file importing the package's helper module (`apply.write_helper` writes it)."""
     files, found = kernel_files(paths)
     if output is not None and len(files) != 1:
         raise UserError("-o/--output needs exactly one input file",
@@ -62,8 +63,9 @@ def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool
         try:
             if not named and not _may_hold_kernels(model.source):
                 continue
-            results.append(apply_file(file, output=output, in_place=in_place, dry_run=dry_run,
-                                      spaces=spaces, max_configs=max_configs, release=release, model=model))
+            results.append(apply_file(file, output=output, in_place=in_place, dry_run=dry_run, spaces=spaces,
+                                      max_configs=max_configs, release=release, model=model,
+                                      helper_level=helper_level))
         except NoKernelFound as exc:
             if named:
                 errors.append(FileError(str(file), str(exc)))

@@ -59,3 +59,14 @@ def extended_autotuners(source: str) -> set[str]:
             if isinstance(base, ast.Name):
                 found.add(base.id)
     return found
+
+
+def helper_import_level(source: str | bytes) -> int | None:
+    """The dots of a transformed library file's import of the package's helper module (`from .._tileir import
+    is_tileir`: 2), or None when it imports none."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    return next((node.level for node in tree.body
+                 if isinstance(node, ast.ImportFrom) and node.level and node.module == HELPER_MODULE), None)

@@ -150,19 +150,22 @@ def tileir_configs(space: Space, rows: list[tuple[dict[str, Any], int | None]], 
     return [TileIRConfig(*candidate) for candidate in chosen]
 
 
-def covering_combinations(space: Space, num_ctas: list[int], tiles: dict[str, list[int]]) -> list[TileIRConfig]:
+def covering_combinations(space: Space, num_ctas: list[int], tiles: dict[str, list[int]], at_least: int = 0
+                          ) -> list[TileIRConfig]:
     """The fewest lever combinations (occupancy, num_ctas, num_stages, larger tiles) the cover rule finds that hold
-    every value of every lever: what a config list built by code is crossed with (the tool cannot count its rows)."""
-    rows = [({name: sizes[0] for name, sizes in tiles.items()}, None)]
-    wanted = len(space.occupancy) + len(num_ctas) + len(space.num_stages) + sum(map(len, tiles.values()))
-    for cap in range(max(len(space.occupancy), len(num_ctas), len(space.num_stages), 1), wanted + 1):
+    every value of every lever, or `at_least` of them (never more than every combination): what a kernel's own
+    config list is crossed with."""
+    tiles = {name: [None, *sizes] for name, sizes in tiles.items()}  # None: the own config's size
+    rows = [({name: None for name in tiles}, None)]
+    values = [space.occupancy, num_ctas, space.num_stages, *tiles.values()]
+    wanted = sum(map(len, values))
+    cap = max(*map(len, values), at_least, 1)
+    while True:
         chosen = candidates(rows, space.occupancy, num_ctas, space.num_stages, tiles, cap)
         held = {("o", c[1]) for c in chosen} | {("n", c[2]) for c in chosen} | {("s", c[3]) for c in chosen}
-        held |= {pair for c in chosen for pair in c[0]}
-        if len(held) >= wanted:
+        if len(held | {pair for c in chosen for pair in c[0]}) >= wanted or len(chosen) < cap:
             return [TileIRConfig(*candidate) for candidate in chosen]
-    return [TileIRConfig(*candidate) for candidate in candidates(rows, space.occupancy, num_ctas, space.num_stages,
-                                                                 tiles, wanted)]
+        cap += 1
 
 
 def build_space(
