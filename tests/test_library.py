@@ -70,7 +70,11 @@ def test_run_on_a_library_folder_captures_every_kernel_file_and_never_writes_int
     assert _sources(library / "mylib") == before
     optimized = sorted(p.relative_to(library / ".tileiropt").as_posix()
                        for p in (library / ".tileiropt" / "optimized").rglob("*.py"))
-    assert optimized == ["optimized/mylib/ops/add_tileir.py", "optimized/mylib/ops/scale_tileir.py"]
+    assert optimized == ["optimized/mylib/_tileir.py", "optimized/mylib/ops/add_tileir.py",
+                         "optimized/mylib/ops/scale_tileir.py"]  # the library's one helper module, its files
+    for name in ("add", "scale"):  # each imports the gate from it instead of holding a copy
+        text = (library / ".tileiropt" / "optimized" / "mylib" / "ops" / f"{name}_tileir.py").read_text()
+        assert "\nfrom .._tileir import is_tileir\n" in text and "def is_tileir" not in text
     records = json.loads((library / ".tileiropt" / "validate.json").read_text())["records"]
     assert {r["kernel"] for r in records} == {"add._kernel", "scale._kernel"}  # one name, two files: told apart
     assert all(r["status"] in ("pass", "not-run") for r in records)
@@ -134,3 +138,24 @@ def test_library_keys_of_a_project_file(library: Path, table: str, message: str)
     with pytest.raises(UserError) as caught:
         load_project(library / "tileiropt.toml")
     assert message in str(caught.value)
+
+
+def test_a_library_s_files_share_one_helper_module_which_in_place_copies_beside_them(library: Path,
+                                                                                      tmp_path: Path) -> None:
+    from tileiropt.errors import UserError
+    from tileiropt.transform.apply import apply_library, copy_helper
+
+    results, helper = apply_library(library / "mylib", tmp_path)
+    assert helper == tmp_path / "optimized" / "mylib" / "_tileir.py"
+    assert "def is_tileir():" in helper.read_text() and "_tileiropt_tma_dispatch" in helper.read_text()
+    changed = [r for r in results if r.changed]
+    assert changed and all("from .._tileir import is_tileir" in r.new_source for r in changed)
+    user_file = tmp_path / "user" / "mylib" / "ops" / "add.py"  # as --in-place leaves it: the optimized text
+    user_file.parent.mkdir(parents=True)
+    user_file.write_text(Path(changed[0].output).read_text())
+    assert copy_helper(Path(changed[0].output), user_file) == tmp_path / "user" / "mylib" / "_tileir.py"
+    own = tmp_path / "user" / "mylib" / "_tileir.py"
+    own.write_text("USER = 1\n")  # a module of the user's own by that name is never replaced
+    with pytest.raises(UserError):
+        copy_helper(Path(changed[0].output), user_file)
+    assert own.read_text() == "USER = 1\n"

@@ -107,7 +107,8 @@ def test_persistent_kernel_without_a_recognised_tile_loop_keeps_the_refusal() ->
     assert any("num_ctas=2 not added: persistent kernel" in s for s in result.kernels[0].skipped)
     assert "_tileiropt_guard_ctas(persistent" not in result.new_source
     block = result.new_source[result.new_source.index("\nif is_tileir():"):]
-    assert "for c in persistent_gemm_kernel_tileir.configs" in block and not re.search(r"\(\d+, 2, \d+", block)  # configs, none 2-CTA
+    assert "for c in persistent_gemm_kernel_tileir.configs" in block
+    assert not re.search(r"\(\d+, 2, \d+", block)  # configs, none of them 2-CTA
 
 
 def test_batched_gemm_folds_the_batch_into_the_base_pointer() -> None:

@@ -77,9 +77,9 @@ from tileiropt.runtime.validate.records import ValidateRun, save_validate_run
 from tileiropt.runtime.validate.run import earlier_validation, validate_project
 from tileiropt.runtime.workers import take_worker_starts
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
-from tileiropt.transform.apply import free_backup, helper_level, write_helper
+from tileiropt.transform.apply import copy_helper, free_backup, helper_level, write_helper
 from tileiropt.transform.command import apply_document, apply_paths
-from tileiropt.transform.gate import GATE_MARKER, HELPER_MODULE, helper_import_level
+from tileiropt.transform.gate import GATE_MARKER
 
 EventCallback = Callable[[str, str], None]  # (phase, message)
 
@@ -515,11 +515,7 @@ class Pipeline:
             text, encoding = read_source_file(source)  # written in the source's own (PEP 263) encoding
             write_atomic(spec.path, text, encoding)
             self.result.in_place[str(spec.path)] = str(backup)
-            level = helper_import_level(text)
-            if level is not None:  # a library's file: its package gets the helper module it imports
-                helper = source.parents[level - 1] / f"{HELPER_MODULE}.py"
-                write_atomic(spec.path.parents[level - 1] / helper.name, helper.read_text(encoding="utf-8"),
-                             "utf-8", replaces=lambda existing: GATE_MARKER in existing, what="file")
+            copy_helper(source, spec.path)  # a library's file: its package gets the helper module it imports
         if self.result.in_place_refused:
             if self.bench_run is None or self.bench_run.exit_code() == ExitCode.NOT_RUN:
                 self.not_run_here = True  # the proof needs a GPU this machine does not have

@@ -30,7 +30,15 @@ from tileiropt.output import writable, write_atomic
 from tileiropt.phase_records import ApplyKernel, Change
 from tileiropt.releases import Release, newest
 from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
-from tileiropt.transform.gate import GATE_MARKER, GATE_NAME, HELPER_MODULE, gate_comment, gate_name, gate_source
+from tileiropt.transform.gate import (
+    GATE_MARKER,
+    GATE_NAME,
+    HELPER_MODULE,
+    gate_comment,
+    gate_name,
+    gate_source,
+    helper_import_level,
+)
 from tileiropt.transform.locate import Locator
 from tileiropt.transform.math_rewrites import rewrite_math
 from tileiropt.transform.nested import (
@@ -503,15 +511,26 @@ def write_helper(result: ApplyResult, level: int | None) -> Path | None:
     return helper
 
 
+def copy_helper(optimized: Path, user_file: Path) -> Path | None:
+    """After `--in-place` wrote `optimized` over `user_file`: the helper module it imports, copied into the user's
+    package beside it (never over a module of the user's own). None when it imports none."""
+    level = helper_import_level(Path(user_file).read_bytes())
+    if level is None:
+        return None
+    helper = Path(optimized).parents[level - 1] / f"{HELPER_MODULE}.py"
+    target = Path(user_file).parents[level - 1] / helper.name
+    write_atomic(target, helper.read_text(encoding="utf-8"), "utf-8", replaces=lambda text: GATE_MARKER in text,
+                 what="file")
+    return target
+
+
 def helper_level(path: Path, library: Path) -> int | None:
     """The dots of `path`'s relative import of the library's helper module (`library/_tileir.py`): 1 at the
-    library's top, one more per folder below; None when a folder on the way is not a package."""
-    relative = Path(path).resolve().relative_to(Path(library).resolve())
-    folders = [Path(library).resolve(), *(Path(library).resolve() / Path(*relative.parts[:i])
-                                          for i in range(1, len(relative.parts)))]
-    if not all((folder / "__init__.py").is_file() for folder in folders):
+    library's top, one more per folder below (a folder without `__init__.py` is a namespace package); None when
+    the library's folder is not a package."""
+    if not (Path(library) / "__init__.py").is_file():
         return None
-    return len(relative.parts)
+    return len(Path(path).resolve().relative_to(Path(library).resolve()).parts)
 
 
 def apply_library(library: Path, out: Path, *, files: list[Path] | None = None, release: Release | None = None,
