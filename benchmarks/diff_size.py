@@ -141,7 +141,7 @@ def markdown(tutorials: list[dict], libraries: list[dict]) -> str:
             if "tileiropt" not in row:
                 out.append(f"| {row['file']} | | {row.get('error', 'no kernel')} | | | | | | |")
                 continue
-            nvidia = "not ported" if row["nvidia"] in (None, 0) else f"+{row['nvidia']}"
+            nvidia = "not ported" if row["nvidia"] is None else f"+{row['nvidia']}"
             out.append(f"| {row['file']} | {nvidia} | +{row['tileiropt']} | {row['gate']} | {row['configs']} | "
                        f"{row['runtime']} | {row['twins']} | {goal(row)} | {row['apply_s']} |")
     for library in libraries:

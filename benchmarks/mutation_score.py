@@ -18,7 +18,7 @@ from pathlib import Path
 
 # module -> the functions that decide (None: every function of the module)
 DECISIONS: dict[str, set[str] | None] = {
-    "tileiropt.transform.gate_shared": {"_tileiropt_backend_is_tileir", "_tileiropt_code_on"},  # the gate
+    "tileiropt.runtime.tileir_surface": {"tileir_code_on", "is_stand_in", "tileir_configs"},  # the gate's answer
     "tileiropt.runtime.bench.records": {"paired_ratio", "_order_statistic", "judged"},  # the paired verdict
     "tileiropt.errors": None,  # exit codes, one-line errors, durations
     "tileiropt.report.verdict": None,  # each kernel's one verdict: the report's decisions

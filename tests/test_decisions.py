@@ -65,16 +65,19 @@ def test_gate_over_every_combination(monkeypatch: pytest.MonkeyPatch, enable_til
                                      forced: bool) -> None:
     import triton
 
-    from tileiropt.runtime.tileir_surface import force_tileir_code
+    from tileiropt.runtime.tileir_surface import force_tileir_code, is_stand_in, tileir_code_on
 
     gate = _gate(monkeypatch, enable_tile, backend)
     tileir_backend = enable_tile == "1" and backend  # both halves: the variable and the backend installed
     assert gate["is_tileir"]() is tileir_backend
+    assert tileir_code_on() is tileir_backend  # the harness reads the file's gate the same way
+    assert is_stand_in() is False
     if forced:  # the harness in a worker of a forced backend: the TileIR code on, on the backend Triton chose
         monkeypatch.setattr(triton.Config, "__init__", triton.Config.__init__)
         monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
         force_tileir_code()
-        assert gate["is_tileir"]() is True
+        assert gate["is_tileir"]() is True and tileir_code_on() is True
+        assert is_stand_in() is (not backend)  # nvtriton's module, where it is installed, is never replaced
         config = triton.Config({"BLOCK": 64}, occupancy=4, num_ctas=2, num_stages=3)
         assert config.num_ctas == 1 and config.tileir_dropped == {"occupancy": 4, "num_ctas": 2}
         if not backend:

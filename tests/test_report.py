@@ -129,7 +129,7 @@ def test_tileir_validation_not_run_with_the_forced_code_line(artifacts: Path) ->
     softmax = sections(markdown, "softmax")
     block = softmax.split("### TileIR Validation (ENABLE_TILE=1)\n")[1].split("###")[0]
     assert block.startswith("not run: nvtriton is not installed")
-    assert "TileIR code forced on (TILEIROPT_FORCE_TILEIR=1), not the TileIR backend: PASSED — " \
+    assert "TileIR code forced on by tileiropt's harness, not the TileIR backend: PASSED — " \
            "Max difference: 5.0e-04" in block
     matmul = sections(markdown, "matmul").split("### TileIR Validation (ENABLE_TILE=1)\n")[1]
     assert matmul.startswith("PASSED — Max difference: 3.0e-03") and "compiled by: tileir" in matmul

@@ -73,7 +73,7 @@ def test_report_has_every_seed_section_with_numbers(examples_run: dict) -> None:
             compatibility
         tileir = text.split("### TileIR Validation (ENABLE_TILE=1)\n")[1].split("###")[0]
         assert tileir.startswith("The TileIR backend did not run here (the reason is given once, at the top"), kernel
-        assert "TileIR code forced on (TILEIROPT_FORCE_TILEIR=1), not the TileIR backend: PASSED" in tileir
+        assert "TileIR code forced on by tileiropt's harness, not the TileIR backend: PASSED" in tileir
         bench = text.split("### Benchmark Comparison\n")[1].split("###")[0]
         assert bench.strip() == "No benchmark ran here (the reason is given once, at the top of the report)."
         assert "**Verdict: ready to try on TileIR** — TileIR code proven correct with the TileIR code forced on" in text

@@ -98,7 +98,7 @@ def tileir_md(k: KernelReport, shared: dict[str, str] | None = None) -> str:
     else:
         parts = [compatibility_md(main) + "\n"]
     said = set(k.compatibility.notes)  # a note the compatibility section gave (shapes scaled, ...) is not repeated
-    for title, extra in (("TileIR code forced on (TILEIROPT_FORCE_TILEIR=1), not the TileIR backend", k.tileir_code),
+    for title, extra in (("TileIR code forced on by tileiropt's harness, not the TileIR backend", k.tileir_code),
                          ("Optimized file with its gate off (the PTX path)", k.optimized_ptx)):
         if extra is None:
             continue
