@@ -84,6 +84,37 @@ def test_gate_over_every_combination(monkeypatch: pytest.MonkeyPatch, enable_til
             sys.modules.pop("triton.backends.tileir", None)
 
 
+@pytest.mark.parametrize(("hints", "occupancy", "tileir"), [
+    ({"occupancy": 2}, None, True),  # given a hint under the harness's surface
+    ({}, None, False), (None, None, False),  # the user's own configs
+    (None, 1, True), (None, 0, True),  # nvtriton's Config holding an occupancy (even 0 is set)
+])
+def test_a_config_is_a_tileir_config_when_it_carries_a_hint(hints: dict | None, occupancy: int | None,
+                                                             tileir: bool) -> None:
+    from tileiropt.runtime.tileir_surface import tileir_configs
+
+    config = types.SimpleNamespace(tileir_hints=hints, occupancy=occupancy)
+    assert tileir_configs([config]) == ([config] if tileir else [])
+
+
+def test_the_harness_reads_a_broken_or_marked_backend_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tileiropt.runtime import tileir_surface
+
+    def broken(name: str) -> None:
+        raise ValueError("triton.backends.tileir.__spec__ is None")
+
+    monkeypatch.setenv("ENABLE_TILE", "1")
+    monkeypatch.delitem(sys.modules, "triton.backends.tileir", raising=False)
+    monkeypatch.setattr(tileir_surface.importlib.util, "find_spec", broken)
+    assert tileir_surface.tileir_code_on() is False and tileir_surface.is_stand_in() is False
+    marked = types.ModuleType("triton.backends.tileir")
+    setattr(marked, tileir_surface.STAND_IN_MARK, "stand-in")
+    monkeypatch.setitem(sys.modules, "triton.backends.tileir", marked)
+    assert tileir_surface.is_stand_in() is True
+    monkeypatch.setitem(sys.modules, "triton.backends.tileir", types.ModuleType("triton.backends.tileir"))
+    assert tileir_surface.is_stand_in() is False  # nvtriton's own
+
+
 # --------------------------------------------------------------------------- the paired verdict
 
 
