@@ -85,18 +85,7 @@ def test_the_surface_is_gone_after_the_test() -> None:
 _FIXED = """
 import triton
 import triton.language as tl
-
-
-class Fixed(triton.runtime.Autotuner):
-    @property
-    def configs(self):
-        return self._fixed
-
-    @configs.setter
-    def configs(self, value):
-        if "_fixed" in vars(self):
-            raise AttributeError("fixed")
-        self._fixed = tuple(value)
+from tunerpkg.tuner import fixed_autotune  # a package autotuner whose config list is fixed
 
 
 @triton.jit
@@ -104,7 +93,7 @@ def inner(x, BLOCK: tl.constexpr):
     pass
 
 
-kern = Fixed(inner, inner.arg_names, [triton.Config({"BLOCK": 32})], key=[], reset_to_zero=None, restore_value=None)
+kern = fixed_autotune([triton.Config({"BLOCK": 32})], key_of=lambda named: (0,))(inner)
 took = triton.autotune(configs=[triton.Config({"BLOCK": 32})], key=[])(inner)
 if is_tileir():
     try:
@@ -115,14 +104,16 @@ if is_tileir():
 """
 
 
-def test_validation_names_an_autotuner_that_did_not_take_the_configs(tmp_path: Path, tileir_code_forced: None) -> None:
+def test_validation_names_an_autotuner_that_did_not_take_the_configs(tmp_path: Path, tileir_code_forced: None,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from tileiropt.runtime.loading import load_kernel_module
 
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "fixtures" / "suites" / "tunerpkg"))
     path = tmp_path / "fixed_tileir.py"
     path.write_text(gate_source() + _FIXED)
     assert extended_autotuners(path.read_text()) == {"kern", "took"}
     module = load_kernel_module(str(path), str(path), None, "x")
-    assert not_attached(module, str(path)) == {"kern": "its autotuner (Fixed) does not take new configs"}
+    assert not_attached(module, str(path)) == {"kern": "its autotuner (FixedConfigsTuner) does not take new configs"}
 
 
 # ----------------------------------------------------------------------------------------- the runtime
