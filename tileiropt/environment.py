@@ -116,6 +116,22 @@ def probe_tileir_backend() -> bool:
         return False
 
 
+EMULATED_MARK = "TILEIROPT_EMULATED_TILEIR"  # set by the tests' emulated nvtriton on its backend module
+
+
+def probe_emulated_tileir() -> str | None:
+    """What the TileIR backend module says of itself when it is an emulation (the tests' emulated nvtriton), else
+    None: an emulation is never taken for the TileIR backend."""
+    try:
+        if importlib.util.find_spec(TILEIR_BACKEND_MODULE) is None:
+            return None
+        module = importlib.import_module(TILEIR_BACKEND_MODULE)
+    except Exception:  # nvtriton's own module failing to import is reported by the other probes
+        return None
+    mark = getattr(module, EMULATED_MARK, None)
+    return str(mark) if mark else None
+
+
 def probe_triton_version() -> str | None:
     """`triton.__version__` of the imported package, or None when it does not import."""
     try:
@@ -325,9 +341,12 @@ def _triton_distribution() -> dict[str, Any]:
     owner = probe_distribution_owner(names, location) if len(names) > 1 else (names[0] if names else None)
     version = next((d["version"] for d in dists if d["name"] == owner), None)
     tileir = probe_tileir_backend()
+    emulated = probe_emulated_tileir() if tileir else None
     imported_version = probe_triton_version() if location else None
     return {
-        "name": NVTRITON if tileir else (owner or ("unknown" if location else None)),
+        "name": f"{owner or 'triton'} with an emulated TileIR backend" if emulated else
+        NVTRITON if tileir else (owner or ("unknown" if location else None)),
+        "emulated": emulated,
         "version": imported_version or version,
         "all": names,
         "distribution": owner,
@@ -396,8 +415,10 @@ class CheckReport:
 
 
 def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, targeted: bool, release: Any,
-             backend: str | None, backend_error: str | None) -> list[str]:
+             backend: str | None, backend_error: str | None, emulated: str | None = None) -> list[str]:
     reasons = []
+    if emulated:
+        reasons.append(f"the TileIR backend is {emulated}")
     if not nvtriton:
         reasons.append(f"nvtriton is not installed ({TILEIR_BACKEND_MODULE} not found)")
     if not enable_tile:
@@ -447,7 +468,8 @@ def check_environment(env: Mapping[str, str] | None = None, release: str | None 
     torch = _fact("torch", probe_torch)
     gpu = _fact("gpu", probe_gpu)
     blackwell = bool(gpu) and (capability_major(gpu["capability"]) or 0) >= BLACKWELL_MAJOR
-    nvtriton = bool(dist["tileir_backend"])
+    emulated = dist.get("emulated")
+    nvtriton = bool(dist["tileir_backend"]) and not emulated
     enable_tile = env.get("ENABLE_TILE") == "1"
     backend, backend_error = _fact("active_backend", probe_active_backend) if gpu is not None else (None, None)
 
@@ -458,7 +480,7 @@ def check_environment(env: Mapping[str, str] | None = None, release: str | None 
     chosen = choice.release
     targeted = bool(gpu) and chosen.targets(gpu["capability"])
 
-    reasons = _reasons(nvtriton, enable_tile, gpu, targeted, chosen, backend, backend_error)
+    reasons = _reasons(nvtriton, enable_tile, gpu, targeted, chosen, backend, backend_error, emulated)
     ready = not reasons
     warnings = _warnings(dist, env, nvtriton, enable_tile, tileiras)
     if gpu is not None and targeted and f"sm_{gpu['capability'].replace('.', '')}" not in chosen.validated:
@@ -541,7 +563,8 @@ def check_rows(report: CheckReport) -> list[tuple[str, str, str]]:
         triton_value, triton_note = "not installed", ""
     else:
         triton_value = f"{dist['version']} ({dist['name']})"
-        triton_note = "TileIR backend present" if dist["tileir_backend"] else "no TileIR backend"
+        triton_note = ("emulated TileIR backend: not the TileIR compiler" if dist.get("emulated") else
+                       "TileIR backend present" if dist["tileir_backend"] else "no TileIR backend")
     installed = ", ".join(f"{n} {v}" for n, v in dist["versions"].items()) or "none"
     many = "more than one: keep only one" if len(dist["all"]) > 1 else ""
     cuda = report.torch["cuda"]
