@@ -63,7 +63,8 @@ def test_check_names_the_emulator_and_never_calls_it_tileir() -> None:
 
 
 @pytest.mark.gpu
-def test_on_a_gpu_kernels_compile_for_the_tileir_target_and_unsupported_constructs_fail_as_tileiras_does() -> None:
+def test_on_a_gpu_kernels_compile_for_the_tileir_target_and_unsupported_constructs_fail_as_tileiras_does(
+        tmp_path: Path) -> None:
     code = r"""
 import json, torch, triton, triton.language as tl
 
@@ -86,7 +87,9 @@ except RuntimeError as exc:
     rejected = str(exc).splitlines()[0]
 print(json.dumps({"target": compiled.metadata.target.backend, "value": float(x[0]), "rejected": rejected}))
 """
-    done = _run(code, ENABLE_TILE="1")
+    script = tmp_path / "kernels.py"  # Triton reads a kernel's source from its file
+    script.write_text(code)
+    done = _run("", str(script), ENABLE_TILE="1")
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen == {"target": "tileir", "value": 2.0, "rejected": "`tileiras` failed with error code 1"}

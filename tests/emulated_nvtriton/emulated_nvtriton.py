@@ -12,7 +12,9 @@ With `ENABLE_TILE=1` (see `sitecustomize.py` beside this file), `install()` foll
   `TileIRDriver.get_current_target`), and a "tileir" compiler backend takes that target
   (third_party/tileir/backend/compiler.py, `TileIRBackend.supports_target`): kernels compile through PTX underneath,
   so numerics are real, and their metadata's target backend is "tileir".
-- `TileIROptions` fields `occupancy` and `opt_level` are compile options (compiler.py): taken and ignored.
+- `TileIROptions` fields the CUDA backend lacks (`occupancy`, `opt_level`, and `matrix_instr_nonkdim`,
+  `enable_autogen_alias_mem_token`, kept "for compatibility with other backend") are compile options
+  (compiler.py, `TileIROptions`): taken, and ignored by the PTX compile underneath.
 - A construct the fork's README lists as unsupported (inline asm, `math.erf`, 16-bit `atomic_cas`) fails to compile
   as the fork's `call_tileiras` fails (compiler.py): `RuntimeError("`tileiras` failed with error code 1 ...")`.
 On a machine without a GPU (the interpreter), only the module and `Config` are emulated: kernels run interpreted.
@@ -20,6 +22,7 @@ On a machine without a GPU (the interpreter), only the module and `Config` are e
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.machinery
 import re
 import sys
@@ -28,6 +31,7 @@ from typing import Any
 
 EMULATED_MARK = "TILEIROPT_EMULATED_TILEIR"
 EMULATED_TEXT = "emulated TileIR: tileiropt's test emulator, standard Triton underneath (not the TileIR compiler)"
+TILEIR_ONLY_OPTIONS = ("occupancy", "opt_level", "matrix_instr_nonkdim", "enable_autogen_alias_mem_token")
 UNSUPPORTED = {  # README "unsupported" constructs -> the TTIR text that shows them
     "inline asm": re.compile(r"tt\.elementwise_inline_asm"),
     "math.erf": re.compile(r"math\.erf"),
@@ -107,11 +111,18 @@ def _tileir_driver_and_compiler() -> None:
     from triton.backends.compiler import GPUTarget
 
     try:
-        from triton.backends.nvidia.compiler import CUDABackend
+        from triton.backends.nvidia.compiler import CUDABackend, CUDAOptions
         inner = triton.runtime.driver.active
         inner.get_current_target()
     except Exception:  # no CUDA driver: the interpreter runs the kernels
         return
+
+    @dataclasses.dataclass(frozen=True)
+    class EmulatedTileIROptions(CUDAOptions):  # the fork's TileIROptions fields the CUDA options lack
+        occupancy: int = 1
+        opt_level: int = 3
+        matrix_instr_nonkdim: int = 0
+        enable_autogen_alias_mem_token: bool = True
 
     class EmulatedTileIRDriver:
         """The CUDA driver, reporting the fork's target (driver.py, TileIRDriver.get_current_target)."""
@@ -131,9 +142,10 @@ def _tileir_driver_and_compiler() -> None:
             return target.backend == "tileir"
 
         def parse_options(self, opts: dict) -> Any:
-            opts = {k: v for k, v in opts.items() if k not in ("occupancy", "opt_level")}
-            opts["num_ctas"] = 1  # TileIR's 2-CTA mode is not a PTX cluster launch
-            return super().parse_options(opts)
+            options = super().parse_options({**opts, "num_ctas": 1})  # TileIR's 2-CTA mode is no PTX cluster
+            fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
+            extra = {k: opts[k] for k in TILEIR_ONLY_OPTIONS if opts.get(k) is not None}
+            return EmulatedTileIROptions(**fields, **extra)
 
         def add_stages(self, stages: dict, options: Any, language: Any = None) -> None:
             if language is None:
