@@ -297,7 +297,7 @@ def test_json_keys(monkeypatch, clean_env):
     simulate(monkeypatch, gpu=H100, backend="cuda")
     _, report = check_json([], clean_env)
     assert set(report) == REPORT_KEYS
-    assert set(report["triton"]) == {"name", "version", "all", "distribution", "versions", "location",
+    assert set(report["triton"]) == {"name", "version", "all", "distribution", "versions", "location", "emulated",
                                      "tileir_backend"}
     assert set(report["torch"]) == {"version", "cuda"}
     assert set(report["gpu"]) == {"name", "capability", "sm_count"}

@@ -199,3 +199,13 @@ def test_without_matplotlib_the_report_says_how_to_get_the_pictures(monkeypatch)
     assert plots.draw(b, "k", Path("/nonexistent")) is None
     b.plot = plots.matplotlib_missing()
     assert "No picture of the sweep: pip install 'tileiropt[plot]'" in benchmark_md(b)
+
+
+def test_a_launch_captured_on_another_backend_replays_at_the_options_this_one_takes() -> None:
+    """Captured under the TileIR backend, where the tutorial's config function took its non-CUDA branch: the PTX
+    replay drops `matrix_instr_nonkdim` (no PTX option) and keeps the rest; the interpreter takes them all."""
+    from tileiropt.runtime.replay import taken_options
+
+    captured = {"num_warps": 8, "num_stages": 2, "matrix_instr_nonkdim": 16}
+    assert taken_options(captured, {"num_warps", "num_stages", "num_ctas"}) == {"num_warps": 8, "num_stages": 2}
+    assert taken_options(captured, None) == captured

@@ -419,7 +419,7 @@ def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, targ
     reasons = []
     if emulated:
         reasons.append(f"the TileIR backend is {emulated}")
-    if not nvtriton:
+    elif not nvtriton:
         reasons.append(f"nvtriton is not installed ({TILEIR_BACKEND_MODULE} not found)")
     if not enable_tile:
         reasons.append("ENABLE_TILE is not 1")

@@ -34,7 +34,10 @@ class Machine:
         device = device_description()
         chosen = choose_release(release).release
         blockers = []
-        if not triton_distribution().get("tileir_backend"):
+        distribution = triton_distribution()
+        if distribution.get("emulated"):  # never taken for the TileIR backend (the tests' emulated nvtriton)
+            blockers.append(f"the TileIR backend is {distribution['emulated']}")
+        elif not distribution.get("tileir_backend"):
             blockers.append("nvtriton is not installed (triton.backends.tileir not found)")
         if device.get("name") in (None, "cpu"):
             blockers.append("no GPU")

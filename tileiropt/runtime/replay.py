@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -257,6 +258,28 @@ def reached_a_kernel(exc: BaseException) -> bool:
     return False
 
 
+def backend_option_names() -> set[str] | None:
+    """The launch options the compiler backend of this process takes (its options' fields); None under the
+    interpreter (it drops what it does not use) or when no backend answers."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return None
+    try:
+        import triton
+        from triton.compiler.compiler import make_backend
+
+        return set(vars(make_backend(triton.runtime.driver.active.get_current_target()).parse_options({})))
+    except Exception:  # no driver here: nothing to compile for
+        return None
+
+
+def taken_options(options: Mapping[str, Any], names: set[str] | None) -> dict[str, Any]:
+    """The captured launch options this backend takes. A launch captured on another backend carries the options of
+    the config chosen there (under TileIR, a config function testing `is_cuda()` takes another branch: its
+    `matrix_instr_nonkdim` is no option of the PTX backend, which would refuse the launch); the replay runs at the
+    rest, and the record's config label says what was captured."""
+    return dict(options) if names is None else {k: v for k, v in options.items() if k in names}
+
+
 def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
     """A function of (inputs, args, dims) launching the captured kernel once through `module`'s name for it
     and returning every tensor argument by name (the kernel's outputs are among them)."""
@@ -282,10 +305,14 @@ def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
     def call(inputs: Mapping[str, Any], args: Mapping[str, Any], dims: Mapping[str, Any]) -> dict[str, Any]:
         point_addresses(launch, inputs)
         positional = [_value(arg, inputs) for arg in launch["args"]]
-        kwargs = {k: _value({"name": k, **v}, inputs) for k, v in launch.get("constexprs", {}).items()
-                  if k not in bound}
-        kwargs.update({k: v for k, v in launch.get("options", {}).items() if not k.startswith("_") and k not in bound})
         jit = innermost(kernel)
+        parameters = set(getattr(jit, "arg_names", ()) or ())
+        constexprs = {k: _value({"name": k, **v}, inputs) for k, v in launch.get("constexprs", {}).items()
+                      if k not in bound}
+        kwargs = {k: v for k, v in constexprs.items() if k in parameters or not parameters}
+        options = {k: v for k, v in launch.get("options", {}).items() if not k.startswith("_") and k not in bound}
+        options.update({k: v for k, v in constexprs.items() if k not in kwargs})  # a config's option by name
+        kwargs.update(taken_options(options, backend_option_names()))
         reached: list[bool] = []
         # a package's autotuner pinned through its kernel may fail before or after launching it: watch the launch
         watched = _seen_launching(jit, reached) if any(own_run(t) for t in tuners) else contextlib.nullcontext()
