@@ -1,6 +1,7 @@
 # tileiropt: install, demo, test, lint.
 #   make demo    install, then run the five phases on examples/ (report in examples/.tileiropt/report.md)
 #   make test    install, then run the CPU test suite
+#   make demo-emulated  the demo under the tests' emulated nvtriton (build/demo-emulated/.tileiropt/report.md)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -16,7 +17,7 @@ TRITON_SPEC ?= triton==3.6.0
 NUMPY_SPEC ?= numpy<2.4
 NEWEST_VENV ?= .venv-newest
 
-.PHONY: install demo test test-gpu lint rules-docs mutation smoke-newest slurm-packages clean
+.PHONY: install demo demo-emulated test test-gpu lint rules-docs mutation smoke-newest slurm-packages clean
 
 install: $(VENV)/.installed
 
@@ -35,6 +36,13 @@ $(VENV)/.installed: pyproject.toml
 
 demo: install
 	$(BIN)/tileiropt run examples/
+
+# The demo with ENABLE_TILE=1 under the tests' emulated nvtriton (tests/emulated_nvtriton): the TileIR path as a
+# Blackwell user starts it; the report says "emulated TileIR" wherever the TileIR backend appears.
+demo-emulated: install
+	rm -rf build/demo-emulated && mkdir -p build && cp -r examples build/demo-emulated
+	rm -rf build/demo-emulated/.tileiropt
+	ENABLE_TILE=1 PYTHONPATH=$(CURDIR)/tests/emulated_nvtriton $(BIN)/tileiropt run build/demo-emulated/
 
 test: install
 	$(BIN)/python -m pytest -q

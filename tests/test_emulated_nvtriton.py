@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,27 @@ print(json.dumps({"target": compiled.metadata.target.backend, "value": float(x[0
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen == {"target": "tileir", "value": 2.0, "rejected": "`tileiras` failed with error code 1"}
+
+
+def test_a_run_under_the_emulator_says_emulated_wherever_the_tileir_backend_appears(tmp_path: Path) -> None:
+    """The printed next step (`ENABLE_TILE=1 tileiropt run ...`) under the emulator on this CPU: the run goes through,
+    the TileIR code is proven with it forced on under the interpreter, and no TileIR record or line passes the
+    emulator off as the TileIR backend."""
+    shutil.copytree(ROOT / "examples", tmp_path, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".tileiropt"))
+    done = subprocess.run([sys.executable, "-m", "tileiropt", "run", "tileiropt.toml", "--kernel", "vector_add",
+                           "--json"], cwd=tmp_path,
+                          env={**os.environ, "ENABLE_TILE": "1", "PYTHONPATH": os.pathsep.join([str(EMULATOR),
+                                                                                               str(ROOT)])},
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    artifacts = tmp_path / ".tileiropt"
+    check = json.loads((artifacts / "check.json").read_text())
+    assert "emulated TileIR" in check["triton"]["emulated"] and check["tileir_ready"] is False
+    records = json.loads((artifacts / "validate.json").read_text())["records"]
+    tileir = [r for r in records if r["backend"] == "tileir"]
+    assert tileir and all(r["status"] == "not-run" and "emulated TileIR" in r["reason"] for r in tileir)
+    assert any(r["backend"] == "tileir-code-on-interpret" and r["status"] == "pass" for r in records)
+    report = (artifacts / "report.md").read_text()
+    top = next(line for line in report.splitlines() if line.startswith("Not run on this machine"))
+    assert "the TileIR backend (the TileIR backend is emulated TileIR" in top  # the reason each kernel points to
+    assert "validated on TileIR" not in report and "ready to try on TileIR" in report
