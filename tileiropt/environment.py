@@ -132,6 +132,11 @@ def probe_emulated_tileir() -> str | None:
     return str(mark) if mark else None
 
 
+def emulated_blocker(emulated: str) -> str:
+    """Why TileIR is not ready where its backend module is an emulation (see `probe_emulated_tileir`)."""
+    return f"the TileIR backend is {emulated}"
+
+
 def probe_triton_version() -> str | None:
     """`triton.__version__` of the imported package, or None when it does not import."""
     try:
@@ -418,7 +423,7 @@ def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, targ
              backend: str | None, backend_error: str | None, emulated: str | None = None) -> list[str]:
     reasons = []
     if emulated:
-        reasons.append(f"the TileIR backend is {emulated}")
+        reasons.append(emulated_blocker(emulated))
     elif not nvtriton:
         reasons.append(f"nvtriton is not installed ({TILEIR_BACKEND_MODULE} not found)")
     if not enable_tile:

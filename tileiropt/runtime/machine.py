@@ -12,6 +12,7 @@ from tileiropt.environment import (
     check_environment,
     choose_release,
     device_description,
+    emulated_blocker,
     torch_info,
     triton_distribution,
 )
@@ -36,7 +37,7 @@ class Machine:
         blockers = []
         distribution = triton_distribution()
         if distribution.get("emulated"):  # never taken for the TileIR backend (the tests' emulated nvtriton)
-            blockers.append(f"the TileIR backend is {distribution['emulated']}")
+            blockers.append(emulated_blocker(distribution["emulated"]))
         elif not distribution.get("tileir_backend"):
             blockers.append("nvtriton is not installed (triton.backends.tileir not found)")
         if device.get("name") in (None, "cpu"):

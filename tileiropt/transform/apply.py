@@ -1,9 +1,9 @@
 """Phase 3: rewrite a kernel file for TileIR without changing its PTX path.
 
 The rewrite only ever *inserts* code, as an expert writes it: an `is_tileir()` gate after the imports (`gate`),
-and after each kernel an `if is_tileir():` block with its TileIR configs as a literal list (or, for a list the
-file builds by code, one comprehension crossing it with literal lever values), plus a `<name>_tileir` twin when
-the body must change. Every original statement -- kernels, decorators, config lists -- stays byte-identical, so
+and after each kernel an `if is_tileir():` block with its TileIR configs (one comprehension crossing the kernel's
+own config list with literal lever values), plus a `<name>_tileir` twin when the body must change.
+Every original statement -- kernels, decorators, config lists -- stays byte-identical, so
 with the gate off the module is the original one. What the tool needs to check the file (turning the TileIR
 code on under PTX, dropping hints) is in its harness, not here.
 """
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
+import math
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -117,10 +119,7 @@ def _hint_list(configs: list[TileIRConfig], names: _Names) -> str:
     call = f"{names.triton}.Config({{}}, {', '.join(keywords)})"
     if not varying:
         return f"[{call}]"
-    product = 1
-    for _, values in varying:
-        product *= len(values)
-    if product == len(configs):
+    if math.prod(len(values) for _, values in varying) == len(configs):
         return f"[\n    {call}\n    {' '.join(f'for {short[name]} in {values!r}' for name, values in varying)}\n]"
     rows = [tuple(getattr(c, name) for name, _ in varying) for c in configs]
     return f"[\n    {call}\n    for {', '.join(short.values())} in {rows!r}\n]"
@@ -175,17 +174,9 @@ class _Plan:
     node: cst.FunctionDef | None = None  # the kernel's def, at the top level or inside a module-level block
 
 
-def _existing_rows(values: list[ConfigValue]) -> tuple[list[tuple[dict, int | None]], list[str]]:
-    """The distinct (meta-parameters, num_warps) of the kernel's configs, and the meta-parameter names in order."""
-    rows: list[tuple[dict, int | None]] = []
-    names: list[str] = []
-    for value in values:
-        if (value.kwargs, value.num_warps) not in rows:
-            rows.append((value.kwargs, value.num_warps))
-        for name in value.kwargs:
-            if name not in names:
-                names.append(name)
-    return rows, names
+def _config_names(values: list[ConfigValue]) -> list[str]:
+    """The meta-parameter names the kernel's configs set, in first-seen order."""
+    return list(dict.fromkeys(name for value in values for name in value.kwargs))
 
 
 def _autotuner_path(model: FileModel, kernel: KernelInfo) -> str | None:
@@ -209,10 +200,11 @@ def _plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int
                     names: _Names, cta_guard: bool = False) -> bool:
     """Add the TileIR configs to the autotuner of each kernel in `paths`; True when some use num_ctas > 1.
 
-    Configs the file states literally are crossed with the TileIR levers here and written out as a literal list;
-    configs built by code (a function that branches on the backend, a package's autotuner reading tuned configs
-    from disk) are crossed with literal lever combinations by one comprehension over the autotuner's own list at
-    import: the tool never runs the kernel file. `cta_guard`: the persistent kernel gets the 2-CTA guard
+    One comprehension crosses the autotuner's own list, read at import, with literal lever combinations: the tool
+    never runs the kernel file. When the file states its configs literally they are read here (at least `cap`
+    configs in all, names checked against the kernel's parameters); configs built by code (a function that branches
+    on the backend, a package's autotuner reading tuned configs from disk) get the covering combinations only.
+    `cta_guard`: the persistent kernel gets the 2-CTA guard
     (NUM_SMS // num_ctas), so 2-CTA configs are safe for it."""
     autotune = kernel.autotune
     assert autotune is not None
@@ -249,7 +241,7 @@ def _plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int
             f"its configs are built by code ({exc}); one comprehension crosses the autotuner's actual configs with "
             "literal lever values that cover every value, so the tool never runs the kernel file"))
         return any(c > 1 for c in ctas)
-    _, config_names = _existing_rows(values)
+    config_names = _config_names(values)
     unknown = [n for n in config_names if n not in params]
     if unknown:
         plan.report.skipped.append(f"TileIR configs not added: configs set {unknown[0]!r}, not a kernel parameter")
@@ -476,8 +468,7 @@ def rewrite_module(module: cst.Module, plans: dict[str, _Plan], names: _Names, h
             gate_text = f"import {names.triton}\n\n\n{gate_text}"
         gate_statements = _gate_statements(cst.parse_module(gate_text))
         if needs_runtime:
-            used = "\n".join(line for plan in plans.values() for line in plan.block)
-            runtime = _gate_statements(cst.parse_module(runtime_source({n for n in RUNTIME_NAMES if f"{n}(" in used})))
+            runtime = _gate_statements(cst.parse_module(runtime_source(_runtime_called(plans))))
             gate_statements += guarded(runtime) if optional_triton else runtime
     blocks = {id(plan.node): _with_twins(_block_statement(name, plan.block, names.gate), plan)
               for name, plan in plans.items() if plan.block and plan.node is not None}
@@ -488,11 +479,17 @@ def rewrite_module(module: cst.Module, plans: dict[str, _Plan], names: _Names, h
 def helper_import(names: _Names, plans: dict[str, _Plan], level: int) -> str:
     """`from .._tileir import is_tileir[, <the TMA runtime names the blocks call>]` with the gate's comment."""
     imported = [GATE_NAME if names.gate == GATE_NAME else f"{GATE_NAME} as {names.gate}"]
-    used = "\n".join(line for plan in plans.values() for line in plan.block)
-    imported += [name for name in RUNTIME_NAMES if f"{name}(" in used]
+    imported += [name for name in RUNTIME_NAMES if name in _runtime_called(plans)]
     return f"{gate_comment()}\nfrom {'.' * level}{HELPER_MODULE} import {', '.join(imported)}\n"
 
 
+def _runtime_called(plans: dict[str, _Plan]) -> set[str]:
+    """The TMA runtime helpers the TileIR blocks call."""
+    used = "\n".join(line for plan in plans.values() for line in plan.block)
+    return {name for name in RUNTIME_NAMES if f"{name}(" in used}
+
+
+@functools.lru_cache(maxsize=1)
 def helper_source() -> str:
     """A library's helper module (`<package>/_tileir.py`): the gate and the TMA runtime, once for all its files."""
     runtime = cst.Module(body=guarded(_gate_statements(cst.parse_module(RUNTIME_SOURCE)))).code
