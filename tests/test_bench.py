@@ -26,6 +26,7 @@ from tileiropt.runtime.bench.records import (
     BenchRow,
     BenchRun,
     Timing,
+    compare_rows,
     derive_metrics,
     evaluate_expression,
     load_bench_run,
@@ -674,3 +675,36 @@ def test_a_pair_times_the_measurements_its_rows_prepared_and_a_sweep_keeps_only_
                      size=None, dims={}, shapes={}, dtypes={})
     paired = worker.run_pair(item, item, Provenance(), 10, 0.05, (small_a, small_b))
     assert paired.verdict == "same" and paired.rounds == 8
+
+
+EMULATED_HOPPER = Machine(device=dict(HOPPER.device), tileir_blockers=list(HOPPER.tileir_blockers),
+                          tileir_emulated="emulated TileIR: tileiropt's test emulator")
+
+
+def test_under_the_emulator_the_optimized_file_has_an_emulated_tileir_row_in_its_own_worker(tmp_path: Path) -> None:
+    source = (EXAMPLES / "vector_add.py").read_text()
+    (tmp_path / "vector_add.py").write_text(source)
+    (tmp_path / "vector_add_tileir.py").write_text(source)
+    raw = {"path": "vector_add.py", "entry": "add", "reference": "x + y", "inputs": {"x": ["N"], "y": ["N"]},
+           "dims": {"N": 4096}}
+    project = parse_project({"defaults": {"sizes": [128]}, "kernel": [raw]}, None, tmp_path)
+    plan = plan_items(project, project.kernels, BenchSettings(), EMULATED_HOPPER)
+    jobs = {job.backend: sorted({(i.variant, i.backend) for i in job.items}) for job in plan.jobs}
+    assert jobs["tileir-emulated"] == [("optimized", "tileir-emulated")]  # its own worker, under ENABLE_TILE=1
+    reasons = {(r.variant, r.backend): r.reason for _, r in plan.decided}
+    assert "sm_90" in reasons[("optimized", "tileir")]  # the TileIR backend itself still says why it did not run
+    without = plan_items(project, project.kernels, BenchSettings(), HOPPER)  # no emulator: no such row at all
+    assert all(item.backend != "tileir-emulated" for job in without.jobs for item in job.items)
+    assert all(row.backend != "tileir-emulated" for _, row in without.decided)
+
+
+def test_an_emulated_tileir_row_is_never_a_tileir_speedup_and_its_fallback_is_flagged() -> None:
+    timing = {"method": "do_bench", "median_ms": 0.01}
+    rows = [row_from_dict({"kernel": "k", "variant": variant, "backend": backend, "size": 8, "status": PASS,
+                           "timing": {**timing, "median_ms": ms}, "provenance": {"compiled_backend": compiled}})
+            for variant, backend, ms, compiled in (("original", "ptx", 0.010, "cuda"),
+                                                   ("optimized", "tileir-emulated", 0.005, "cuda"))]
+    compare_rows(rows)
+    assert rows[1].speedup is None  # PTX's compiler under the emulator: no ratio to show as a TileIR speedup
+    mark_fallback(rows[1])
+    assert rows[1].provenance.fallback and "fallback: compiled by cuda, not tileir" in rows[1].reason

@@ -27,7 +27,7 @@ from tileiropt.pipeline import Pipeline
 from tileiropt.project import KernelSpec
 from tileiropt.report.markdown import next_steps_md, summary_md
 from tileiropt.report.model import Benchmark, Classification, KernelReport, Report, Section, Verdict
-from tileiropt.report.verdict import ATTENTION, PROVEN, READY, UNPROVEN, kernel_verdict
+from tileiropt.report.verdict import ATTENTION, EMULATED, PROVEN, READY, UNPROVEN, kernel_verdict
 from tileiropt.run_record import RunResult, run_from_dict
 from tileiropt.runtime.bench.records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
 from tileiropt.runtime.validate.worker import compared_status
@@ -226,6 +226,26 @@ STATES: dict[str, tuple[dict[str, Any], str, str]] = {
                                       "tileir_validation": _verdict(PASS, "tileir")}, ATTENTION, "TIR006"),
     "warning finding only": ({"classification": Classification(True, findings=[WARNING_FINDING])}, PROVEN,
                              "TileIR code proven correct"),
+    "validated under the emulator": ({"tileir_emulated": _verdict(PASS, "emulated TileIR")}, EMULATED,
+                                     "the optimized file passed under the emulated TileIR"),
+    "TileIR backend beats the emulator": ({"tileir_validation": _verdict(PASS, "tileir"),
+                                           "tileir_emulated": _verdict(PASS, "emulated TileIR")}, READY,
+                                          "validated on the TileIR backend"),
+    "emulator wrong": ({"tileir_emulated": _verdict(FAIL, "emulated TileIR", ["c: fail: 3 differ"])}, ATTENTION,
+                       "the TileIR code gives wrong results (emulated TileIR): c: fail: 3 differ"),
+    "emulated compiler refuses": ({"tileir_emulated": _verdict(ERROR, "emulated TileIR", [
+        "c: error: rejected by the TileIR compiler: RuntimeError: `tileiras` failed"])}, ATTENTION,
+        "the TileIR compiler rejects it (emulated TileIR)"),
+    "fell back to PTX": ({"tileir_validation": Verdict(PASS, backend="tileir", compiled_by="cuda", fallback=True)},
+                         ATTENTION, "the TileIR backend fell back to PTX for it (tileir; compiled by cuda)"),
+    "emulator fell back": ({"tileir_emulated": Verdict(PASS, backend="e", compiled_by="cuda", fallback=True)},
+                           ATTENTION, "it never ran on TileIR"),
+    "fell back, with an error finding": ({"tileir_validation": Verdict(PASS, backend="tileir", compiled_by="cuda",
+                                                                       fallback=True),
+                                          "classification": Classification(True, findings=[ERROR_FINDING])},
+                                         ATTENTION, "fell back to PTX"),  # measured before predicted
+    "emulator not run": ({"tileir_emulated": _verdict(NOT_RUN, reason="not run: no GPU")}, PROVEN,
+                         "TileIR code proven correct"),
     "TileIR code never ran": ({"tileir_code": None}, UNPROVEN,
                               "the TileIR code never ran: not run: nvtriton is not installed"),
     "TileIR code not run": ({"tileir_code": _verdict(NOT_RUN, reason="not run: needs a GPU")}, UNPROVEN,
@@ -272,13 +292,16 @@ def test_first_lines_state_the_verdict(state: str) -> None:
     changes, bucket, words = STATES[state]
     run = run_from_dict({"command": ["tileiropt", "run", "k.py"], "cwd": "/tmp/p"})
     text = next_steps_md(_report(_kernel(**changes), run=run))
-    heading = {ATTENTION: "Needs attention:", READY: "Ready:", PROVEN: "Ready:", UNPROVEN: "Not proven yet:"}[bucket]
+    heading = {ATTENTION: "Needs attention:", READY: "Ready:", EMULATED: "Ready:", PROVEN: "Ready:",
+               UNPROVEN: "Not proven yet:"}[bucket]
     assert heading in text and words in text
     others = {"Needs attention:", "Ready:", "Not proven yet:"} - {heading}
     assert not any(other in text for other in others)  # one kernel, one bucket: said once
-    # the Blackwell next step only where the TileIR code was proven (never for code that did not run or failed)
-    assert ("next, on a Blackwell GPU" in text) is (bucket == PROVEN)
+    # the Blackwell next step only where the TileIR code was proven or passed under the emulator (never for code
+    # that did not run or failed)
+    assert ("next, on a Blackwell GPU" in text) is (bucket in (PROVEN, EMULATED))
     assert ("ready to try on TileIR" in text) is (bucket == PROVEN)
+    assert ("validated on TileIR (emulated)" in text) is (bucket == EMULATED)
 
 
 def test_summary_verdict_column_agrees_with_first_lines() -> None:

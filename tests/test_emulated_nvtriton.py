@@ -15,6 +15,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EMULATOR = Path(__file__).parent / "emulated_nvtriton"
+FIXTURES = Path(__file__).parent / "fixtures" / "emulated"
+# the emulator first, then this checkout, then whatever the environment already adds (a GPU image's own packages)
+PYTHONPATH = os.pathsep.join([str(EMULATOR), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
 
 _SURFACE = r"""
 import json, os
@@ -35,9 +38,15 @@ print(json.dumps({"marked": bool(getattr(tileir, EMULATED_MARK, "")), "gate": na
 
 
 def _run(code: str, *args: str, **env: str) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EMULATOR), str(ROOT)]), **env}
+    environment = {**os.environ, "PYTHONPATH": PYTHONPATH, **env}
     return subprocess.run([sys.executable, *args] if not code else [sys.executable, "-c", code], cwd=ROOT,
                           env=environment, capture_output=True, text=True, timeout=300, check=False)
+
+
+def _run_under_emulator(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tileiropt", "run", *args, "--json"], cwd=folder,
+                          env={**os.environ, "ENABLE_TILE": "1", **env, "PYTHONPATH": PYTHONPATH},
+                          capture_output=True, text=True, timeout=600, check=False)
 
 
 def test_the_emulator_presents_the_fork_s_python_surface_with_enable_tile() -> None:
@@ -97,16 +106,17 @@ print(json.dumps({"target": compiled.metadata.target.backend, "value": float(x[0
 
 
 def test_a_run_under_the_emulator_says_emulated_wherever_the_tileir_backend_appears(tmp_path: Path) -> None:
-    """The printed next step (`ENABLE_TILE=1 tileiropt run ...`) under the emulator on this CPU: the run goes through,
-    the TileIR code is proven with it forced on under the interpreter, and no TileIR record or line passes the
-    emulator off as the TileIR backend."""
+    """The printed next step (`ENABLE_TILE=1 tileiropt run ...`, with --in-place) under the emulator on this CPU: the
+    run goes through, the optimized file passes under the emulated TileIR backend (the interpreter beneath), no
+    TileIR record or line passes the emulator off as the TileIR backend, and --in-place writes nothing (not slower
+    on PTX needs a GPU to measure): it prints the `cp` and exits 3."""
     shutil.copytree(ROOT / "examples", tmp_path, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".tileiropt"))
-    done = subprocess.run([sys.executable, "-m", "tileiropt", "run", "tileiropt.toml", "--kernel", "vector_add",
-                           "--json"], cwd=tmp_path,
-                          env={**os.environ, "ENABLE_TILE": "1", "PYTHONPATH": os.pathsep.join([str(EMULATOR),
-                                                                                               str(ROOT)])},
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    before = (tmp_path / "vector_add.py").read_text()
+    done = _run_under_emulator(tmp_path, "tileiropt.toml", "--kernel", "vector_add", "--in-place")
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-2000:]
+    assert (tmp_path / "vector_add.py").read_text() == before and not (tmp_path / "vector_add.py.orig").exists()
+    refused = json.loads((tmp_path / ".tileiropt" / "run.json").read_text())["in_place_refused"]
+    assert "cp " in refused[str(tmp_path / "vector_add.py")]
     artifacts = tmp_path / ".tileiropt"
     check = json.loads((artifacts / "check.json").read_text())
     assert "emulated TileIR" in check["triton"]["emulated"] and check["tileir_ready"] is False
@@ -114,7 +124,77 @@ def test_a_run_under_the_emulator_says_emulated_wherever_the_tileir_backend_appe
     tileir = [r for r in records if r["backend"] == "tileir"]
     assert tileir and all(r["status"] == "not-run" and "emulated TileIR" in r["reason"] for r in tileir)
     assert any(r["backend"] == "tileir-code-on-interpret" and r["status"] == "pass" for r in records)
+    emulated = [r for r in records if r["backend"] == "tileir-emulated-interpret"]
+    assert emulated and all(r["status"] == "pass" and r["variant"] == "optimized" for r in emulated)
+    assert all("emulated TileIR" in r["provenance"]["triton_distribution"] for r in emulated)
     report = (artifacts / "report.md").read_text()
     top = next(line for line in report.splitlines() if line.startswith("Not run on this machine"))
     assert "the TileIR backend (the TileIR backend is emulated TileIR" in top  # the reason each kernel points to
-    assert "validated on TileIR" not in report and "ready to try on TileIR" in report
+    said = report.count("validated on TileIR")
+    assert said and said == report.count("validated on TileIR (emulated)")
+    assert "Emulated TileIR (nvtriton's Python surface emulated by tileiropt's tests" in report
+    summary = json.loads(done.stdout)
+    assert {v["bucket"] for v in summary["verdicts"].values()} == {"emulated"}
+
+
+def test_a_construct_tileiras_refuses_is_reported_with_its_message_and_the_file_is_kept(tmp_path: Path) -> None:
+    """Under the emulator on this CPU: the capture runs the program on PTX (its erf kernel works there), the
+    emulated TileIR backend refuses `tl.math.erf` as tileiras does, the record carries the compiler's message, the
+    kernel is stopped, and the optimized file, which left that kernel as its owner wrote it, is kept: its other
+    kernel is validated under the emulator."""
+    shutil.copy(FIXTURES / "gelu.py", tmp_path / "gelu.py")
+    done = _run_under_emulator(tmp_path, "gelu.py")
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert summary["verdicts"]["scale_kernel"]["bucket"] == "emulated"
+    gelu = summary["verdicts"]["gelu_kernel"]
+    assert gelu["bucket"] == "attention" and "rejected by the TileIR compiler" in gelu["text"]
+    records = json.loads((tmp_path / ".tileiropt" / "validate.json").read_text())["records"]
+    refused = [r for r in records if r["backend"] == "tileir-emulated-interpret" and r["status"] == "error"]
+    assert len(refused) == 1 and refused[0]["kernel"] == "gelu_kernel"
+    assert refused[0]["reason"].startswith("rejected by the TileIR compiler: RuntimeError: `tileiras` failed")
+    assert "math.erf is not supported" in refused[0]["reason"]
+    assert (tmp_path / "gelu_tileir.py").is_file() and not (tmp_path / "gelu_tileir.rejected.py").exists()
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_emulated_tileir_backend_is_validated_and_timed_never_as_a_tileir_speedup(
+        tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "examples", tmp_path, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".tileiropt"))
+    before = (tmp_path / "vector_add.py").read_text()
+    done = _run_under_emulator(tmp_path, "tileiropt.toml", "--kernel", "vector_add", "--in-place")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    # --in-place: validated, and not slower on PTX (the same compiled code at the same config): written, original kept
+    assert (tmp_path / "vector_add.py.orig").read_text() == before
+    assert "def is_tileir()" in (tmp_path / "vector_add.py").read_text()
+    artifacts = tmp_path / ".tileiropt"
+    records = json.loads((artifacts / "validate.json").read_text())["records"]
+    emulated = [r for r in records if r["backend"] == "tileir-emulated"]
+    assert emulated and all(r["status"] == "pass" for r in emulated)
+    assert {r["provenance"]["compiled_backend"] for r in emulated} == {"tileir"}  # the fork's target, PTX beneath
+    rows = json.loads((artifacts / "bench.json").read_text())["rows"]
+    timed = [r for r in rows if r["backend"] == "tileir-emulated"]
+    assert timed and all(r["status"] == "pass" and r["timing"]["median_ms"] > 0 for r in timed)
+    assert all(r["speedup"] is None and r["provenance"]["compiled_backend"] == "tileir" for r in timed)
+    assert all(r["status"] == "not-run" for r in rows if r["backend"] == "tileir")
+    summary = json.loads(done.stdout)
+    assert {v["bucket"] for v in summary["verdicts"].values()} == {"emulated"}
+    report = (artifacts / "report.md").read_text()
+    assert "emulated TileIR (tileiropt's test emulator: PTX's compiler, not TileIR's)" in report
+    assert report.count("validated on TileIR") == report.count("validated on TileIR (emulated)")
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_kernel_the_runtime_fallback_sent_to_ptx_is_flagged(tmp_path: Path) -> None:
+    """TRITON_TILEIR_RUNTIME_FALLBACK=1: the erf kernel tileiras refuses runs on PTX, silently; its records pass,
+    and the tool says it never ran on TileIR."""
+    shutil.copy(FIXTURES / "gelu.py", tmp_path / "gelu.py")
+    done = _run_under_emulator(tmp_path, "gelu.py", TRITON_TILEIR_RUNTIME_FALLBACK="1")
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    records = json.loads((tmp_path / ".tileiropt" / "validate.json").read_text())["records"]
+    gelu = [r for r in records if r["backend"] == "tileir-emulated" and r["kernel"] == "gelu_kernel"]
+    assert gelu and all(r["status"] == "pass" and r["provenance"]["fallback"] for r in gelu)
+    assert all("fallback: compiled by cuda, not tileir" in r["reason"] for r in gelu)
+    verdicts = json.loads(done.stdout)["verdicts"]
+    assert verdicts["gelu_kernel"]["bucket"] == "attention" and "fell back to PTX" in verdicts["gelu_kernel"]["text"]
+    assert verdicts["scale_kernel"]["bucket"] == "emulated"

@@ -388,15 +388,16 @@ def test_a_note_shared_by_several_sections_is_said_once_at_the_top() -> None:
     raised = "the module's own call at t.py:9 raised AssertionError (its definitions were used)"
     a = SimpleNamespace(name="a", compatibility=verdict(f"{raised}; interpreter stand-ins: driver"),
                         tileir_validation=verdict(), tileir_code=verdict(f"{raised}; scaled N 4096 -> 256"),
-                        optimized_ptx=None)
+                        optimized_ptx=None, tileir_emulated=None)
     b = SimpleNamespace(name="b", compatibility=verdict(raised), tileir_validation=verdict(), tileir_code=None,
-                        optimized_ptx=verdict("only here"))
+                        optimized_ptx=verdict("only here"), tileir_emulated=None)
     assert lift_shared_notes([a, b]) == [raised]
     assert a.compatibility.notes == ["interpreter stand-ins: driver"]
     assert a.tileir_code.notes == ["scaled N 4096 -> 256"]
     assert b.compatibility.notes == [] and b.optimized_ptx.notes == ["only here"]
     c = SimpleNamespace(name="c", compatibility=verdict("x; y"), tileir_validation=verdict("y"), tileir_code=None,
-                        optimized_ptx=None)
-    assert lift_shared_notes([c, SimpleNamespace(name="d", compatibility=verdict("z"), tileir_validation=verdict(),
-                                                 tileir_code=None, optimized_ptx=None)]) == ["y (c)"]
+                        optimized_ptx=None, tileir_emulated=None)
+    d = SimpleNamespace(name="d", compatibility=verdict("z"), tileir_validation=verdict(), tileir_code=None,
+                        optimized_ptx=None, tileir_emulated=None)
+    assert lift_shared_notes([c, d]) == ["y (c)"]
     assert c.compatibility.notes == ["x"] and c.tileir_validation.notes == []

@@ -73,15 +73,30 @@ from tileiropt.runtime.job_timing import JobTiming
 from tileiropt.runtime.machine import Machine
 from tileiropt.runtime.progress import Progress
 from tileiropt.runtime.provenance import file_digest
-from tileiropt.runtime.validate.records import ValidateRun, save_validate_run
+from tileiropt.runtime.validate.records import ValidateRun, ValidationRecord, save_validate_run
 from tileiropt.runtime.validate.run import earlier_validation, validate_project
 from tileiropt.runtime.workers import take_worker_starts
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, REJECTED_BY_TILEIR
 from tileiropt.transform.apply import copy_helper, free_backup, helper_level, write_helper
 from tileiropt.transform.command import apply_document, apply_paths
 from tileiropt.transform.gate import GATE_MARKER
 
 EventCallback = Callable[[str, str], None]  # (phase, message)
+
+
+def refuses_own_code(record: ValidationRecord, spec: KernelSpec) -> bool:
+    """Whether `record` is the TileIR compiler refusing a kernel body as its owner wrote it (no twin of it in the
+    optimized file): the original fails there the same way, so the optimized file is no worse and is kept; the
+    kernel itself is stopped, and its lint finding names the fix."""
+    if not record.reason.startswith(REJECTED_BY_TILEIR):
+        return False
+    kernel = (spec.launch or {}).get("kernel") or spec.entry or ""
+    try:
+        source = spec.optimized_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    twins = {name for name in record.provenance.kernels if name.endswith("_tileir")}
+    return not twins and f"def {kernel.rsplit('.', 1)[-1]}_tileir(" not in source
 
 
 class Pipeline:
@@ -458,7 +473,8 @@ class Pipeline:
         reasons: dict[Path, str] = {}
         for record in (self.validation.records if self.validation else []):
             spec = by_kernel.get(record.kernel)
-            if spec is not None and record.variant == "optimized" and record.status in (FAIL, ERROR):
+            if spec is not None and record.variant == "optimized" and record.status in (FAIL, ERROR) and \
+                    not refuses_own_code(record, spec):
                 reasons.setdefault(spec.optimized_path, f"{record.kernel}: validation {record.status} on "
                                                         f"{record.backend} ({record.config}): {record.reason}")
         rows = self.bench_run.rows if self.bench_run is not None else []

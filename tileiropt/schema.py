@@ -21,6 +21,10 @@ ERROR = "error"
 NOT_RUN = "not-run"
 STATUSES = (PASS, FAIL, ERROR, NOT_RUN)
 
+# The start of an error record's reason where the TileIR compiler (tileiras) refused the kernel: the verdict says
+# "the TileIR compiler rejects it", not "wrong results".
+REJECTED_BY_TILEIR = "rejected by the TileIR compiler"
+
 # What schema-1 records said, read as today's status (so an earlier run's records still render).
 _EARLIER = {"ok": PASS, "failed": FAIL, "skipped": NOT_RUN, "no_kernels": NOT_RUN}
 

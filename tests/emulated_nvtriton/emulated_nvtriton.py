@@ -16,14 +16,23 @@ With `ENABLE_TILE=1` (see `sitecustomize.py` beside this file), `install()` foll
   `enable_autogen_alias_mem_token`, kept "for compatibility with other backend") are compile options
   (compiler.py, `TileIROptions`): taken, and ignored by the PTX compile underneath.
 - A construct the fork's README lists as unsupported (inline asm, `math.erf`, 16-bit `atomic_cas`) fails to compile
-  as the fork's `call_tileiras` fails (compiler.py): `RuntimeError("`tileiras` failed with error code 1 ...")`.
-On a machine without a GPU (the interpreter), only the module and `Config` are emulated: kernels run interpreted.
+  as the fork's `call_tileiras` fails (compiler.py): `RuntimeError("`tileiras` failed with error code 1 ...")`. The
+  fork's autotuner (autotuner.py, `_bench`) skips only OutOfResources, CompileTimeAssertionFailure and PTXASError, so
+  such a launch fails; an oversized config raises PTX's own OutOfResources, which it skips.
+- The cache of a kernel compiled for TileIR holds `<kernel>.tileIR` (compiler.py, `add_stages`: the "tileIR" stage;
+  the fork's CI tells the backends apart by it): here the TTIR the fork would translate.
+- `TRITON_TILEIR_RUNTIME_FALLBACK=1` (the 13.4 line's README): a kernel tileiras refuses is compiled for PTX instead,
+  silently; its metadata's target backend is then "cuda" and its cache has no `.tileIR`. The 50ec1da08 snapshot has
+  no fallback; without the variable a refusal fails the launch.
+On a machine without a GPU, the kernels run under Triton's interpreter (`TRITON_INTERPRET=1`), with the module and
+`Config` emulated, and the same three constructs refused as tileiras refuses them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.machinery
+import os
 import re
 import sys
 import types
@@ -48,7 +57,36 @@ def install() -> None:
     setattr(triton, EMULATED_MARK, True)
     _backend_module()
     _fork_config(triton.Config)
-    _tileir_driver_and_compiler()
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        _interpreter_refuses()
+    else:
+        _tileir_driver_and_compiler()
+
+
+def refusal(construct: str) -> RuntimeError:
+    """The error the fork's `call_tileiras` raises when tileiras exits non-zero (compiler.py)."""
+    return RuntimeError(f"`tileiras` failed with error code 1\n`tileiras` stderr:\n{construct} is not supported "
+                        f"({EMULATED_TEXT})\n")
+
+
+def _interpreter_refuses() -> None:
+    """Under the interpreter: the constructs tileiras refuses raise as its failure does, where they execute."""
+    from triton.runtime.interpreter import InterpreterBuilder
+
+    def refuse(construct: str, method: Any, applies: Any = lambda *args: True) -> Any:
+        def refused(self: Any, *args: Any) -> Any:
+            if applies(*args):
+                raise refusal(construct)
+            return method(self, *args)
+        return refused
+
+    def sixteen_bit(ptr: Any, cmp: Any, val: Any, *rest: Any) -> bool:
+        return getattr(val.dtype.scalar, "primitive_bitwidth", 0) == 16 and val.dtype.scalar.is_floating()
+
+    builder = InterpreterBuilder
+    builder.create_erf = refuse("math.erf", builder.create_erf)
+    builder.create_inline_asm = refuse("inline asm", builder.create_inline_asm)
+    builder.create_atomic_cas = refuse("16-bit atomic_cas", builder.create_atomic_cas, sixteen_bit)
 
 
 def _backend_module() -> None:
@@ -159,11 +197,35 @@ def _tileir_driver_and_compiler() -> None:
                 text = str(module)
                 for construct, pattern in UNSUPPORTED.items():
                     if pattern.search(text):
-                        raise RuntimeError(f"`tileiras` failed with error code 1\n`tileiras` stderr:\n"
-                                           f"{construct} is not supported ({EMULATED_TEXT})\n")
+                        raise refusal(construct)
                 return module
 
-            stages["ttir"] = ttir
+            later = list(stages.items())
+            stages.clear()
+            for name, stage in later:
+                stages[name] = ttir if name == "ttir" else stage
+                if name == "ttir":  # written to the cache as <kernel>.tileIR, passed on unchanged
+                    stages["tileIR"] = lambda module, metadata: module
 
     backends["tileir"] = Backend(compiler=EmulatedTileIRBackend, driver=type(inner))
     triton.runtime.driver.set_active(EmulatedTileIRDriver())
+    _runtime_fallback(inner)
+
+
+def _runtime_fallback(inner: Any) -> None:
+    """TRITON_TILEIR_RUNTIME_FALLBACK=1: a kernel tileiras refuses compiles for PTX instead, silently (the 13.4
+    line's README); a JIT function takes `triton.compiler.compile` when it first binds a device."""
+    import triton.compiler
+
+    compile_for_tileir = triton.compiler.compile
+
+    def compile_with_fallback(src: Any, target: Any = None, options: Any = None, **more: Any) -> Any:
+        try:
+            return compile_for_tileir(src, target=target, options=options, **more)
+        except RuntimeError as exc:
+            if os.environ.get("TRITON_TILEIR_RUNTIME_FALLBACK") != "1" or "`tileiras` failed" not in str(exc):
+                raise
+            options = {k: v for k, v in (options or {}).items() if k not in TILEIR_ONLY_OPTIONS}
+            return compile_for_tileir(src, target=inner.get_current_target(), options=options, **more)
+
+    triton.compiler.compile = compile_with_fallback

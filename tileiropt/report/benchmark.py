@@ -14,6 +14,7 @@ from tileiropt.runtime.bench.records import (
     PTX,
     REFERENCE,
     TILEIR,
+    TILEIR_EMULATED,
     TORCH,
     BenchKernel,
     BenchRow,
@@ -27,6 +28,7 @@ BENCH_LABELS = {
     (OPTIMIZED, PTX): "PTX (ENABLE_TILE=0), optimized file",
     (OPTIMIZED, TILEIR): "TileIR (ENABLE_TILE=1)",
     (ORIGINAL, TILEIR): "TileIR (ENABLE_TILE=1), original file",
+    (OPTIMIZED, TILEIR_EMULATED): "emulated TileIR (tileiropt's test emulator: PTX's compiler, not TileIR's)",
     (REFERENCE, TORCH): "torch reference",
 }
 

@@ -22,6 +22,7 @@ from tileiropt.report.sections import (
     classification_for,
     compatibility_for,
     coverage_for,
+    emulated_for,
     interrupted_phase,
     output_for,
     rejected_files,
@@ -100,8 +101,8 @@ NOTE_SEPARATOR = "; "  # a record's note joins its parts (stand-ins used, a top-
 
 
 def _verdicts(section: KernelReport) -> list[Verdict]:
-    return [v for v in (section.compatibility, section.tileir_validation, section.tileir_code, section.optimized_ptx)
-            if v is not None]
+    return [v for v in (section.compatibility, section.tileir_validation, section.tileir_code, section.optimized_ptx,
+                        section.tileir_emulated) if v is not None]
 
 
 def lift_shared_notes(sections: list[KernelReport]) -> list[str]:
@@ -174,6 +175,7 @@ def _kernel_report(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str,
         benchmark=benchmark_for(kernel, artifacts, stopped),
         output=output_for(kernel, artifacts, stopped),
         coverage=coverage_for(kernel, artifacts),
+        tileir_emulated=emulated_for(kernel, artifacts),
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.phase_records import ClassifyRecord
-from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, PROVEN, READY, UNPROVEN
+from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, EMULATED, PROVEN, READY, UNPROVEN
 
 
 @dataclass
@@ -100,9 +100,10 @@ def library_md(summary: LibrarySummary) -> str:
                                                        if verdicts[b]) + ".")
     if summary.classes:
         lines.append("By class: " + ", ".join(f"{c} {n}" for c, n in summary.classes.most_common()) + ".")
-    order = (READY, PROVEN, ATTENTION, UNPROVEN)
+    order = (READY, *((EMULATED,) if any(f.verdicts[EMULATED] for f in summary.files) else ()), PROVEN, ATTENTION,
+             UNPROVEN)
     rows = ["| file | kernels | launched | " + " | ".join(BUCKET_LABELS[b] for b in order) + " | never launched |",
-            "|---|---|---|---|---|---|---|---|"]
+            "|" + "---|" * (len(order) + 4)]
     for f in summary.files:
         never = ", ".join(f"`{k}`" for k in f.never) or "-"
         rows.append(f"| `{f.file}` | {len(f.defined)} | {len(f.launched)} | "

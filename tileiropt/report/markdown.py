@@ -22,7 +22,16 @@ from tileiropt.report.markdown_blocks import bullets, cell, one_line, table
 from tileiropt.report.model import Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.plots import draw_plots
 from tileiropt.report.sections import format_difference, interrupted_phase
-from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, PROVEN, READY, UNPROVEN, KernelVerdict
+from tileiropt.report.verdict import (
+    ATTENTION,
+    BUCKET_LABELS,
+    BUCKETS,
+    EMULATED,
+    PROVEN,
+    READY,
+    UNPROVEN,
+    KernelVerdict,
+)
 from tileiropt.run_record import RunResult
 from tileiropt.schema import FAIL, PASS
 
@@ -98,7 +107,9 @@ def tileir_md(k: KernelReport, shared: dict[str, str] | None = None) -> str:
     else:
         parts = [compatibility_md(main) + "\n"]
     said = set(k.compatibility.notes)  # a note the compatibility section gave (shapes scaled, ...) is not repeated
-    for title, extra in (("TileIR code forced on by tileiropt's harness, not the TileIR backend", k.tileir_code),
+    for title, extra in (("Emulated TileIR (nvtriton's Python surface emulated by tileiropt's tests, standard "
+                          "Triton underneath), not the TileIR backend", k.tileir_emulated),
+                         ("TileIR code forced on by tileiropt's harness, not the TileIR backend", k.tileir_code),
                          ("Optimized file with its gate off (the PTX path)", k.optimized_ptx)):
         if extra is None:
             continue
@@ -261,7 +272,8 @@ def next_steps_md(report: Report) -> str:
         proven.setdefault(v.proven_on, []).append(f"{name} ({v.text.rsplit('(', 1)[-1].rstrip(')')})")
     for backend, names in proven.items():
         ready.append(f"ready to try on TileIR (TileIR code proven correct with the {backend}): {', '.join(names)}")
-    if proven:
+    ready += [f"{name}: {BUCKET_LABELS[EMULATED]}: {v.text}" for name, v in by_bucket[EMULATED]]
+    if proven or by_bucket[EMULATED]:
         ready.append(f"next, on a Blackwell GPU with nvtriton: `{rerun_command(run, report)}`")
     unproven = [f"{name}: {v.text}" for name, v in by_bucket[UNPROVEN]]
     lines = []

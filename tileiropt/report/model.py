@@ -102,6 +102,7 @@ class KernelReport:
     benchmark: Benchmark
     output: Section
     coverage: list[Coverage] = field(default_factory=list)
+    tileir_emulated: Verdict | None = None  # the optimized file under the tests' emulated nvtriton (never TileIR)
     verdict: KernelVerdict | None = None  # the one verdict (report.verdict): every line that states one reads it
 
 

@@ -16,7 +16,7 @@ from tileiropt.phases import comes_after
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
 from tileiropt.report.model import Classification, Coverage, Section, Verdict
 from tileiropt.run_record import RunResult
-from tileiropt.runtime.backends import BACKENDS
+from tileiropt.runtime.backends import BACKENDS, EMULATED_TILEIR, EMULATED_TILEIR_ON_INTERPRET
 from tileiropt.runtime.bench.records import OPTIMIZED, ORIGINAL, BenchKernel, dtype_key
 from tileiropt.runtime.scaling import describe_scaling
 from tileiropt.runtime.validate.records import VALIDATE_FILE, ValidationRecord
@@ -188,6 +188,17 @@ def compatibility_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[s
             return Verdict(NOT_RUN, reason="not run: no record of the original file on PTX or the interpreter")
         return _no_validation(artifacts, stopped, "compatibility")
     return verdict(records)
+
+
+EMULATED_BACKENDS = (EMULATED_TILEIR.name, EMULATED_TILEIR_ON_INTERPRET.name)
+
+
+def emulated_for(kernel: BenchKernel, artifacts: Artifacts) -> Verdict | None:
+    """The optimized file under the tests' emulated nvtriton (never the TileIR backend), where the run was."""
+    if artifacts.validate is None:
+        return None
+    records = _choose(artifacts, kernel.name, OPTIMIZED, EMULATED_BACKENDS)
+    return verdict(records) if records else None
 
 
 def tileir_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None

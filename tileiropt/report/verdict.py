@@ -3,9 +3,12 @@
 A kernel lands in one bucket, first match wins:
 
     attention  it stopped; its optimized file was set aside; the original fails its own check; the optimized
-               file is slower on PTX beyond the threshold; the TileIR code gives wrong results; or the lint
-               has an error-severity finding for the release (the TileIR compiler would reject it)
+               file is slower on PTX beyond the threshold; the TileIR code gives wrong results or the TileIR
+               compiler rejects it; the lint has an error-severity finding for the release (the TileIR
+               compiler would reject it); or the TileIR backend fell back to PTX for it
     ready      validated on the TileIR backend itself
+    emulated   validated under the tests' emulated nvtriton (its own gate on, standard Triton underneath): the
+               TileIR path runs, the TileIR compiler never did
     proven     the TileIR code was forced on under PTX or the interpreter and passed: ready to try on TileIR
     unproven   nothing above: the TileIR code never ran (the reason is the kernel's own)
 """
@@ -17,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.errors import PINNING_ERROR
-from tileiropt.schema import ERROR, FAIL, PASS
+from tileiropt.schema import ERROR, FAIL, PASS, REJECTED_BY_TILEIR
 
-ATTENTION, READY, PROVEN, UNPROVEN = "attention", "ready", "proven", "unproven"
-BUCKETS = (ATTENTION, READY, PROVEN, UNPROVEN)
-BUCKET_LABELS = {ATTENTION: "needs attention", READY: "validated on TileIR", PROVEN: "ready to try on TileIR",
-                 UNPROVEN: "not proven"}
+ATTENTION, READY, EMULATED, PROVEN, UNPROVEN = "attention", "ready", "emulated", "proven", "unproven"
+BUCKETS = (ATTENTION, READY, EMULATED, PROVEN, UNPROVEN)
+BUCKET_LABELS = {ATTENTION: "needs attention", READY: "validated on TileIR", EMULATED: "validated on TileIR (emulated)",
+                 PROVEN: "ready to try on TileIR", UNPROVEN: "not proven"}
 SLOWER = "slower"  # the paired verdict of a slower optimized file (runtime.bench.records.SLOWER)
 
 
@@ -67,11 +70,22 @@ def kernel_verdict(k: Any, rejected: dict[str, dict[str, Any]] | None = None,
     if any((r.get("paired") or {}).get("verdict") == SLOWER for r in k.benchmark.ptx_ratios):
         return KernelVerdict(ATTENTION, "its optimized file is slower than the original on PTX beyond the threshold "
                                         "(see its benchmark): it is not kept")
-    wrong = next((v for v in (k.tileir_validation, code) if v is not None and v.status in (FAIL, ERROR)), None)
+    emulated = k.tileir_emulated
+    wrong = next((v for v in (k.tileir_validation, emulated, code) if v is not None and v.status in (FAIL, ERROR)),
+                 None)
     if wrong is not None:
         where = wrong.backend_description or wrong.backend
-        return KernelVerdict(ATTENTION, f"the TileIR code gives wrong results ({where}): "
-                                        f"{_short(_first_failure(wrong))}")
+        failure = _first_failure(wrong)
+        what = "the TileIR compiler rejects it" if REJECTED_BY_TILEIR in failure else \
+            "the TileIR code gives wrong results"
+        return KernelVerdict(ATTENTION, f"{what} ({where}): {_short(failure)}")
+    fell_back = next((v for v in (k.tileir_validation, emulated) if v is not None and v.status == PASS and v.fallback),
+                     None)
+    if fell_back is not None:  # it passed, but PTX compiled it: it never ran on TileIR, and nothing said so
+        on = fell_back.backend_description or fell_back.backend
+        return KernelVerdict(ATTENTION, f"the TileIR backend fell back to PTX for it ({on}; compiled by "
+                                        f"{fell_back.compiled_by}): it never ran on TileIR; run without "
+                                        "TRITON_TILEIR_RUNTIME_FALLBACK=1 to see why TileIR refuses it")
     errors = error_findings(k.classification.findings if k.classification.ran else [])
     if errors:
         more = f" (and {len(errors) - 1} more error finding(s))" if len(errors) > 1 else ""
@@ -81,16 +95,24 @@ def kernel_verdict(k: Any, rejected: dict[str, dict[str, Any]] | None = None,
         speeds = k.benchmark.tileir_speedups
         speed = f"; {min(speeds):.2f}x-{max(speeds):.2f}x the PTX original" if speeds else ""
         return KernelVerdict(READY, f"validated on the TileIR backend{speed}")
+    if emulated is not None and emulated.status == PASS:
+        on = emulated.backend_description or emulated.backend
+        return KernelVerdict(EMULATED, f"the optimized file passed under the {on} (max difference "
+                                       f"{_difference(emulated)}); the TileIR compiler never ran",
+                             proven_on=emulated.backend_description or emulated.backend)
     if code is not None and code.status == PASS:
         on = code.backend_description or code.backend
-        return KernelVerdict(PROVEN, f"TileIR code proven correct with the {on} (max difference "
-                                     f"{'n/a' if code.max_difference is None else f'{code.max_difference:.1e}'})",
+        return KernelVerdict(PROVEN, f"TileIR code proven correct with the {on} (max difference {_difference(code)})",
                              proven_on=on)
     if interrupted:
         return KernelVerdict(UNPROVEN, f"the run was interrupted during {interrupted} before its TileIR code passed "
                                        "(run the same command again to go on)")
     reason = (code.reason if code is not None else "") or k.tileir_validation.reason or "not run"
     return KernelVerdict(UNPROVEN, f"the TileIR code never ran: {_short(reason)}")
+
+
+def _difference(verdict: Any) -> str:
+    return "n/a" if verdict.max_difference is None else f"{verdict.max_difference:.1e}"
 
 
 def _first_failure(verdict: Any) -> str:

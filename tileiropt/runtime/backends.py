@@ -20,8 +20,9 @@ class Backend:
     env: dict[str, str]  # variables set in the worker
     interpreted: bool  # runs under TRITON_INTERPRET=1 on CPU tensors
     needs_gpu: bool
-    optimized_only: bool  # only meaningful for an optimized file (forces its TileIR code on)
+    optimized_only: bool  # only meaningful for an optimized file (its TileIR code on: forced, or by its own gate)
     expected_backend: str  # what should compile the kernels: "cuda", "tileir", "interpreter"
+    emulated: bool = False  # under the tests' emulated nvtriton (tests/emulated_nvtriton): never the TileIR backend
 
     @property
     def device(self) -> str:
@@ -43,8 +44,22 @@ TILEIR_CODE_ON_INTERPRET = Backend("tileir-code-on-interpret", "TileIR code forc
                                    interpreted=True, needs_gpu=False, optimized_only=True,
                                    expected_backend="interpreter")
 
+# The TileIR path as nvtriton's Python surface presents it, run under the tests' emulated nvtriton
+# (tests/emulated_nvtriton, on PYTHONPATH with ENABLE_TILE=1): the file's own gate turns its TileIR code on and the
+# fork's Config takes its hints; standard Triton compiles (PTX, under a "tileir" target) or interprets underneath.
+# Its records and rows say "emulated TileIR" and never count as the TileIR backend's.
+EMULATED_TILEIR = Backend("tileir-emulated", "emulated TileIR (ENABLE_TILE=1 under tileiropt's test emulator, "
+                          "standard Triton's PTX compiler underneath; not the TileIR compiler)", {"ENABLE_TILE": "1"},
+                          interpreted=False, needs_gpu=True, optimized_only=True, expected_backend="tileir",
+                          emulated=True)
+EMULATED_TILEIR_ON_INTERPRET = Backend(
+    "tileir-emulated-interpret", "emulated TileIR (ENABLE_TILE=1 under tileiropt's test emulator), Triton "
+    "interpreter (not the TileIR compiler)", {"ENABLE_TILE": "1", "TRITON_INTERPRET": "1"},
+    interpreted=True, needs_gpu=False, optimized_only=True, expected_backend="interpreter", emulated=True)
+
 BACKENDS: dict[str, Backend] = {b.name: b for b in (PTX, TILEIR, INTERPRET, TILEIR_CODE_ON_PTX,
-                                                     TILEIR_CODE_ON_INTERPRET)}
+                                                     TILEIR_CODE_ON_INTERPRET, EMULATED_TILEIR,
+                                                     EMULATED_TILEIR_ON_INTERPRET)}
 
 # Variables a backend may set; the worker environment starts without them so the parent's
 # own settings (say ENABLE_TILE=1 in the user's shell) cannot leak into another backend.
@@ -58,13 +73,22 @@ def backend_env(backend: Backend, base: Mapping[str, str] | None = None) -> dict
     return env
 
 
-def default_backends(has_gpu: bool, tileir_ready: bool) -> list[str]:
+def default_backends(has_gpu: bool, tileir_ready: bool, emulated: bool = False) -> list[str]:
     """The backends `validate` runs when none is named.
 
     With a GPU: PTX and TileIR (a "not run" record when TileIR is not ready, plus the TileIR code
     forced on under PTX so rewritten bodies are still proven correct). Without one: the
-    interpreter, the TileIR code under the interpreter, and TileIR as "not run".
+    interpreter, the TileIR code under the interpreter, and TileIR as "not run". Under the
+    emulated nvtriton (`emulated`), the emulated TileIR backend of the machine too.
     """
     if has_gpu:
-        return ["ptx", "tileir"] if tileir_ready else ["ptx", "tileir", "tileir-code-on-ptx"]
-    return ["interpret", "tileir-code-on-interpret", "tileir"]
+        if tileir_ready:
+            return ["ptx", "tileir"]
+        return ["ptx", "tileir", *([EMULATED_TILEIR.name] if emulated else []), "tileir-code-on-ptx"]
+    return ["interpret", "tileir-code-on-interpret", *([EMULATED_TILEIR_ON_INTERPRET.name] if emulated else []),
+            "tileir"]
+
+
+def emulated_backend(has_gpu: bool) -> Backend:
+    """The emulated TileIR backend of a machine with or without a GPU."""
+    return EMULATED_TILEIR if has_gpu else EMULATED_TILEIR_ON_INTERPRET

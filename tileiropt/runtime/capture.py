@@ -218,6 +218,10 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([folder, *filter(None, [env.get("PYTHONPATH")])])
         env.update({hook.SETTINGS_ENV: str(settings), "MPLBACKEND": "Agg", "PYTHONUNBUFFERED": "1"})
+        # the program as it works today, on PTX, whatever the shell says: under ENABLE_TILE=1 with nvtriton a kernel
+        # TileIR refuses would end it before its first launch, and a file that asks its backend would launch with
+        # another backend's configs than those validated and timed on PTX
+        env["ENABLE_TILE"] = "0"
         if interpret:
             env["TRITON_INTERPRET"] = "1"
         keep_bytecode(env)

@@ -535,6 +535,18 @@ def autotuner_skip(exc: BaseException) -> str | None:
     return None
 
 
+_TILEIRAS_FAILED = re.compile(r"`tileiras` failed")
+
+
+def tileir_rejection(exc: BaseException) -> str | None:
+    """The TileIR compiler's refusal of a kernel, described, or None: nvtriton's `call_tileiras` raises
+    `RuntimeError("`tileiras` failed with error code N ... `tileiras` stderr: ...")` (later lines of the fork name it
+    `TileirasError`); its autotuner does not skip such a config, so the launch fails."""
+    found = [current for current in exception_chain(exc) if _TILEIRAS_FAILED.search(str(current))
+             or "TileirasError" in {cls.__name__ for cls in type(current).__mro__}]
+    return describe_exception(found[-1], max_lines=8) if found else None  # the compiler's own, not a wrapper
+
+
 def out_of_resources(exc: BaseException) -> bool:
     """True for Triton's OutOfResources (shared memory, registers): the autotuner skips such configs."""
     return any(cls.__name__ == "OutOfResources" for cls in type(exc).__mro__)

@@ -33,7 +33,7 @@ from tileiropt.runtime.backends import BACKENDS, FORCE_TILEIR_ENV
 from tileiropt.runtime.bench.peaks import run_peaks_job
 from tileiropt.runtime.bench.worker import run_bench_job
 from tileiropt.runtime.tileir_surface import force_tileir_code
-from tileiropt.runtime.validate.worker import run_case_job, tileir_not_ready
+from tileiropt.runtime.validate.worker import backend_blocked, run_case_job
 from tileiropt.runtime.worker_io import Emitter, base_provenance, more_lines, start_worker
 
 JOBS = {"case": run_case_job, "bench": run_bench_job, "peaks": run_peaks_job}
@@ -61,7 +61,7 @@ def serve(setup: dict[str, Any], emit: Emitter, jobs: Any) -> int:
     release = setup.get("release")
     base = base_provenance(backend, setup.get("triton_distribution"), release)
     emit("hello", provenance=base, pid=os.getpid())
-    blocked = tileir_not_ready(release) if backend.name == "tileir" else None
+    blocked = backend_blocked(backend, release)
     if not blocked:
         install_allocator(backend.device)
         stand_ins.skip_module_benchmarks()  # a kernel file's own benchmark sweep never runs at import

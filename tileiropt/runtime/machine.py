@@ -16,6 +16,7 @@ from tileiropt.environment import (
     torch_info,
     triton_distribution,
 )
+from tileiropt.runtime.backends import Backend, default_backends
 
 
 @dataclass
@@ -24,6 +25,7 @@ class Machine:
 
     device: dict[str, Any]
     tileir_blockers: list[str]  # why TileIR cannot run here; empty when it may
+    tileir_emulated: str = ""  # what the tests' emulated nvtriton says of itself, where this process runs under it
 
     @property
     def has_gpu(self) -> bool:
@@ -45,7 +47,23 @@ class Machine:
         elif not chosen.targets(device.get("capability")):
             blockers.append(f"{device['name']} is sm_{str(device.get('capability')).replace('.', '')}; "
                             f"{chosen.label()} targets {', '.join(chosen.architectures)}")
-        return cls(device=device, tileir_blockers=blockers)
+        return cls(device=device, tileir_blockers=blockers, tileir_emulated=distribution.get("emulated") or "")
+
+    def blocks(self, backend: Backend) -> str | None:
+        """Why `backend` cannot run on this machine ("not run: ..."), or None. The TileIR backend needs nvtriton
+        on a targeted GPU; an emulated TileIR backend needs the emulator in the run's environment."""
+        if backend.name == "tileir" and self.tileir_blockers:
+            return "not run: " + "; ".join(self.tileir_blockers)
+        if backend.emulated and not self.tileir_emulated:
+            return "not run: no emulated TileIR backend in this run's environment (tests/emulated_nvtriton on " \
+                   "PYTHONPATH with ENABLE_TILE=1)"
+        if backend.needs_gpu and not self.has_gpu:
+            return "not run: no GPU"
+        return None
+
+    def default_backends(self) -> list[str]:
+        """The backends validate runs here when none is named (`backends.default_backends`)."""
+        return default_backends(self.has_gpu, not self.tileir_blockers, bool(self.tileir_emulated))
 
 
 def environment_summary() -> dict[str, Any]:

@@ -18,6 +18,7 @@ from tileiropt.environment import (
     CPU_DEVICE,
     choose_release,
     device_description,
+    probe_emulated_tileir,
     probe_triton_location,
     triton_distribution,
 )
@@ -60,7 +61,8 @@ def base_provenance(backend: Backend, known_distribution: dict[str, Any] | None 
     installed package's metadata again costs each worker most of a second where hundreds are installed)."""
     import torch
 
-    same = bool(known_distribution) and known_distribution.get("location") == probe_triton_location()
+    same = bool(known_distribution) and known_distribution.get("location") == probe_triton_location() and \
+        bool(known_distribution.get("emulated")) == bool(probe_emulated_tileir())  # the emulator is per process
     dist = known_distribution if same and known_distribution is not None else triton_distribution()
     provenance = Provenance(
         device=dict(CPU_DEVICE) if backend.interpreted else device_description(),

@@ -28,6 +28,9 @@ BENCH_FILE = "bench.json"
 
 ORIGINAL, OPTIMIZED, REFERENCE = "original", "optimized", "reference"
 PTX, TILEIR, TORCH = "ptx", "tileir", "torch"
+# The optimized file timed under the tests' emulated nvtriton (runtime.backends.EMULATED_TILEIR): PTX's compiler
+# underneath, so its time is never a TileIR time and its row has no speedup.
+TILEIR_EMULATED = "tileir-emulated"
 
 DO_BENCH = "do_bench"
 CUDAGRAPH = "do_bench_cudagraph"
@@ -46,11 +49,20 @@ SAME_CODE = "same code"  # both sides compiled to the same PTX at the same confi
 
 # (variant, backend) in the order rows are run and shown.
 ROW_KINDS = ((ORIGINAL, PTX), (OPTIMIZED, PTX), (ORIGINAL, TILEIR), (OPTIMIZED, TILEIR), (REFERENCE, TORCH))
+EMULATED_ROW_KINDS = ((OPTIMIZED, TILEIR_EMULATED),)  # only where the run is under the emulated nvtriton
+
+
+def row_kinds(emulated: bool) -> tuple[tuple[str, str], ...]:
+    """The (variant, backend) rows of a kernel, in order: with the emulated TileIR row under the emulator."""
+    return ROW_KINDS[:4] + EMULATED_ROW_KINDS + ROW_KINDS[4:] if emulated else ROW_KINDS
+
+
 ROW_LABELS = {
     (ORIGINAL, PTX): "PTX (ENABLE_TILE=0), original",
     (OPTIMIZED, PTX): "PTX (ENABLE_TILE=0), optimized",
     (ORIGINAL, TILEIR): "TileIR (ENABLE_TILE=1), original",
     (OPTIMIZED, TILEIR): "TileIR (ENABLE_TILE=1), optimized",
+    (OPTIMIZED, TILEIR_EMULATED): "emulated TileIR (not the TileIR compiler), optimized",
     (REFERENCE, TORCH): "torch reference",
 }
 
@@ -59,6 +71,7 @@ SHORT_LABELS = {
     (OPTIMIZED, PTX): "optimized PTX",
     (ORIGINAL, TILEIR): "original TileIR",
     (OPTIMIZED, TILEIR): "optimized TileIR",
+    (OPTIMIZED, TILEIR_EMULATED): "optimized emulated TileIR",
     (REFERENCE, TORCH): "torch reference",
 }
 
@@ -444,6 +457,8 @@ def compare_rows(rows: list[BenchRow]) -> list[str]:
         base = baselines.get(group_key(row))
         if base is None or not row.median_ms or base.timing is None or row.timing is None:
             continue
+        if row.backend == TILEIR_EMULATED:  # PTX's compiler under the emulator: no TileIR speedup, ever
+            continue
         row.speedup = base.timing.median_ms / row.timing.median_ms
         if (row.variant, row.backend) == (OPTIMIZED, PTX):
             row.ratio_to_original = row.timing.median_ms / base.timing.median_ms
@@ -467,7 +482,7 @@ def compare_rows(rows: list[BenchRow]) -> list[str]:
 def mark_fallback(row: BenchRow) -> None:
     """Flag a TileIR row whose kernels some other backend compiled (nvtriton can fall back to PTX)."""
     compiled = row.provenance.compiled_backend
-    if row.backend != TILEIR or not compiled:
+    if row.backend not in (TILEIR, TILEIR_EMULATED) or not compiled:
         return
     note = fallback_note(compiled, "tileir", row.provenance)
     row.provenance.fallback = note is not None

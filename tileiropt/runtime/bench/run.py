@@ -41,9 +41,9 @@ from tileiropt.runtime.bench.records import (
     PAIRED_ROUNDS,
     PTX,
     REFERENCE,
-    ROW_KINDS,
     THRESHOLD,
     TILEIR,
+    TILEIR_EMULATED,
     BenchKernel,
     BenchRow,
     BenchRun,
@@ -53,6 +53,7 @@ from tileiropt.runtime.bench.records import (
     load_bench_run,
     mark_fallback,
     row_from_dict,
+    row_kinds,
 )
 from tileiropt.runtime.engine import JobPool, KeptWorkers, RunWorkers, start_worker
 from tileiropt.runtime.executors import Executor
@@ -118,8 +119,10 @@ def not_runnable(spec: KernelSpec, variant: str, backend: str, machine: Machine)
         return "not run: no GPU"
     if variant == OPTIMIZED and not spec.optimized_path.is_file():
         return f"not run: no optimized file {spec.optimized_path.name} (run `tileiropt apply` first)"
-    if backend == TILEIR and machine.tileir_blockers:
-        return "not run: " + "; ".join(machine.tileir_blockers)
+    if backend in (TILEIR, TILEIR_EMULATED):
+        blocked = machine.blocks(BACKENDS[backend])
+        if blocked:
+            return blocked
     if variant == REFERENCE:
         if not spec.reference:
             return "not run: no torch reference (the project gives no `reference`)"
@@ -179,7 +182,7 @@ def parent_provenance(machine: Machine) -> Provenance:
 
 def worker_backend(backend: str) -> str:
     """The worker backend of a row's backend: the torch reference is timed by the PTX worker."""
-    return TILEIR if backend == TILEIR else PTX
+    return backend if backend in (TILEIR, TILEIR_EMULATED) else PTX
 
 
 def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSettings, machine: Machine,
@@ -191,7 +194,7 @@ def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSetting
     next_id = 0
     for s_index, spec in enumerate(specs):
         measured: dict[str, list[BenchItem]] = {}  # worker backend -> items to time
-        for k_index, (variant, backend) in enumerate(ROW_KINDS):
+        for k_index, (variant, backend) in enumerate(row_kinds(bool(machine.tileir_emulated))):
             if spec.launch and variant == REFERENCE:
                 continue  # a captured launch has no torch reference: the original PTX row is the baseline
             for d_index, dtypes in enumerate(spec.dtypes):
@@ -271,7 +274,7 @@ class BenchJob:
 
     id: int
     kernel: str
-    backend: str  # the worker's backend: PTX or TILEIR
+    backend: str  # the worker's backend: PTX, TILEIR or TILEIR_EMULATED
     items: list[BenchItem]
     pairs: list[list[int]] = field(default_factory=list)  # [original, optimized] item indices timed in turns
     start_item: int = 0  # resume after a timeout or crash: rows first, then pairs (item len(items) + p)

@@ -58,7 +58,7 @@ from tileiropt.runtime.bench.records import (
 from tileiropt.runtime.launches import LaunchRecorder
 from tileiropt.runtime.provenance import Provenance
 from tileiropt.runtime.worker_io import Emitter
-from tileiropt.schema import ERROR, NOT_RUN, PASS
+from tileiropt.schema import ERROR, NOT_RUN, PASS, REJECTED_BY_TILEIR
 
 ROTATE_FACTOR = 3  # rotate enough input copies to cover 3x the L2 cache
 MAX_INPUT_SETS = 512
@@ -473,7 +473,9 @@ def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emi
             try:
                 row = measurement.run()
             except Exception as exc:
-                emit("row", id=ident, item=index, row=item.row(ERROR, harness.describe_exception(exc), base))
+                rejection = harness.tileir_rejection(exc)
+                reason = f"{REJECTED_BY_TILEIR}: {rejection}" if rejection else harness.describe_exception(exc)
+                emit("row", id=ident, item=index, row=item.row(ERROR, reason, base))
                 if POISONED.search(str(exc)):
                     return False
                 continue

@@ -23,7 +23,7 @@ from typing import Any
 
 from tileiropt.errors import UserError, check_seconds
 from tileiropt.project import REFERENCE_ORIGINAL, KernelSpec, Project
-from tileiropt.runtime.backends import BACKENDS, Backend, default_backends
+from tileiropt.runtime.backends import BACKENDS, Backend
 from tileiropt.runtime.engine import JobPool, RunWorkers, run_jobs
 from tileiropt.runtime.executors import Executor, validate_per_gpu
 from tileiropt.runtime.machine import Machine, environment_summary, versions
@@ -48,7 +48,7 @@ from tileiropt.schema import ERROR, NOT_RUN
 
 def _choose_backends(names: list[str] | None, machine: Machine) -> list[Backend]:
     if not names:
-        names = default_backends(machine.has_gpu, not machine.tileir_blockers)
+        names = machine.default_backends()
     unknown = [n for n in names if n not in BACKENDS]
     if unknown:
         raise UserError(f"unknown backend {unknown[0]!r}", hint=f"choose among: {', '.join(BACKENDS)}")
@@ -195,11 +195,7 @@ def _not_runnable(spec: KernelSpec, variant: str, path: Path, reference: str | N
                 "the optimized file is compared with this one)")
     if reference == REFERENCE_ORIGINAL and variant == "original" and not spec.launch:
         return 'not run: reference is "original", the file itself (validate the optimized variant)'
-    if backend.name == "tileir" and machine.tileir_blockers:
-        return "not run: " + "; ".join(machine.tileir_blockers)
-    if backend.needs_gpu and not machine.has_gpu:
-        return "not run: no GPU"
-    return None
+    return machine.blocks(backend)
 
 
 # --------------------------------------------------------------------------- the API

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.analysis.model import FileModel
-from tileiropt.environment import check_environment
+from tileiropt.environment import check_environment, probe_emulated_tileir
 from tileiropt.errors import UserError
 from tileiropt.runtime import harness, loading, replay, stand_ins
 from tileiropt.runtime.autotuners import find_autotuner, pruned_reason
@@ -39,7 +39,7 @@ from tileiropt.runtime.validate import reference_cache
 from tileiropt.runtime.validate.cases import Case, record_for
 from tileiropt.runtime.validate.records import NONE, PREPARE
 from tileiropt.runtime.worker_io import Emitter
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, REJECTED_BY_TILEIR
 from tileiropt.transform.gate import extended_autotuners
 
 OWN_RUN = object()  # prepared["expected"] of a case whose one run is its own reference (`_own_reference`)
@@ -199,8 +199,9 @@ class CaseRunner:
         """A replayed launch through unchanged code (the PTX path, the interpreter) must be bit-exact,
         unless it accumulates with atomics (their order is not fixed on a GPU)."""
         case = self.case
-        return bool(case.launch) and not self.backend.optimized_only and self.backend.name != "tileir" and not (
-            case.launch.get("atomics") and not self.backend.interpreted)
+        backend = self.backend
+        return bool(case.launch) and not backend.optimized_only and backend.expected_backend != "tileir" and not (
+            case.launch.get("atomics") and not backend.interpreted)
 
     def _own_reference(self) -> bool:
         """The original file replayed on the interpreter against the original: its one run is the reference too.
@@ -278,6 +279,9 @@ class CaseRunner:
         location = exception_location(exc)
         if location:
             text = f"{text} (at {location})"
+        rejection = harness.tileir_rejection(exc)
+        if rejection:  # before the interpreter's limits: the emulated compiler refuses inline asm there too
+            return ERROR, f"{REJECTED_BY_TILEIR}: {rejection}"  # raised in the compiler: no line of the user's
         if harness.needs_cuda(exc):
             return NOT_RUN, f"not run: needs a GPU ({text})"
         limit = harness.interpreter_limit(exc) if self.backend.interpreted else None
@@ -357,15 +361,22 @@ class CaseRunner:
         provenance.kernels = dict(launches.kernels)
         provenance.launched = dict(launches.launched)
         provenance.compiled_backend = launches.backend_summary()
-        if self.backend.name == "tileir" and provenance.compiled_backend:
+        if self.backend.expected_backend == "tileir" and provenance.compiled_backend:
             provenance.fallback = fallback_note(provenance.compiled_backend, "tileir", provenance) is not None
         return provenance
 
 
-def tileir_not_ready(release: str | None = None) -> str | None:
-    """Why TileIR cannot run in this process for the CUDA Tile IR `release`, or None when it can."""
-    report = check_environment(release=release)
-    return None if report.tileir_ready else "; ".join(report.reasons)
+def backend_blocked(backend: Backend, release: str | None = None) -> str | None:
+    """Why `backend` cannot run in this process, or None when it can: the TileIR backend needs TileIR ready for the
+    CUDA Tile IR `release`; an emulated TileIR backend needs the emulator installed here (ENABLE_TILE=1 with
+    tests/emulated_nvtriton on PYTHONPATH), and never takes the real one for it."""
+    if backend.name == "tileir":
+        report = check_environment(release=release)
+        return None if report.tileir_ready else "; ".join(report.reasons)
+    if backend.emulated and not probe_emulated_tileir():
+        return "the emulated TileIR backend is not installed in this worker (tests/emulated_nvtriton on " \
+               "PYTHONPATH with ENABLE_TILE=1)"
+    return None
 
 
 def run_case_job(job: dict[str, Any], backend: Backend, base: Provenance, emit: Emitter, blocked: str | None) -> bool:
