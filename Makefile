@@ -77,6 +77,7 @@ mutation: install
 
 lint: install
 	$(BIN)/ruff check tileiropt tests
+	$(BIN)/mypy
 
 # docs/rules.md from the rule classes and release files (tests/test_rule_pages.py keeps it equal)
 rules-docs: install

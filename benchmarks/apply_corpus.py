@@ -4,7 +4,7 @@
 
 For every Python file under PATH that defines a Triton kernel (others are skipped): the rewrite's time, its
 kernels changed or left alone (reasons counted by their leading words), hint-only autotunes keyed on a
-pointer or wrapping a kernel's own autotuner (`tileiropt.transform.audit.bad_keys`), and any exception other
+pointer or wrapping a kernel's own autotuner (`tileiropt.apply.audit.bad_keys`), and any exception other
 than the tool's one-line errors (a traceback). Unless --no-import, every generated file is imported in the
 original's place with the TileIR code on and off (`audit.import_check`): import errors and kernel objects with
 two autotuners. Prints Markdown; --out keeps the details. Nothing is written next to the inputs.
@@ -26,12 +26,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tileiropt.analysis.classify import collect_files  # noqa: E402
-from tileiropt.entries import package_name_for  # noqa: E402
+from tileiropt.apply.apply import NoKernelFound, transform_source  # noqa: E402
+from tileiropt.apply.audit import bad_keys, import_check  # noqa: E402
+from tileiropt.classify.classify import collect_files  # noqa: E402
 from tileiropt.errors import UserError  # noqa: E402
+from tileiropt.project.entries import package_name_for  # noqa: E402
 from tileiropt.releases import get_release  # noqa: E402
-from tileiropt.transform.apply import NoKernelFound, transform_source  # noqa: E402
-from tileiropt.transform.audit import bad_keys, import_check  # noqa: E402
 
 
 def reason_kind(text: str) -> str:

@@ -147,7 +147,7 @@ def alone(folder: Path, launches: int, interpret: bool) -> tuple[float, dict]:
 
 
 def captured(folder: Path, ops: Path, launches: int, interpret: bool) -> tuple[float, dict, dict]:
-    from tileiropt.runtime.capture import run_capture, target_kernels
+    from tileiropt.capture.capture import run_capture, target_kernels
 
     started = time.monotonic()
     target_kernels([ops])

@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tileiropt.analysis.classify import IROptions, classify_file, collect_files  # noqa: E402
-from tileiropt.analysis.rules import ALL_RULES  # noqa: E402
+from tileiropt.classify.classify import IROptions, classify_file, collect_files  # noqa: E402
+from tileiropt.classify.rules import ALL_RULES  # noqa: E402
 from tileiropt.releases import get_release  # noqa: E402
 
 

@@ -29,10 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tileiropt.apply.apply import NoKernelFound, transform_source  # noqa: E402
+from tileiropt.apply.gate import GATE_NAME, HELPER_MODULE, OTHER_NAME  # noqa: E402
 from tileiropt.errors import UserError  # noqa: E402
 from tileiropt.releases import get_release  # noqa: E402
-from tileiropt.transform.apply import NoKernelFound, transform_source  # noqa: E402
-from tileiropt.transform.gate import GATE_NAME, HELPER_MODULE, OTHER_NAME  # noqa: E402
 
 GOAL_FILES = ("03", "06", "08", "09")  # where NVIDIA tuned: at most 2x its added lines outside twin bodies
 CONFIGS_ONLY_GOAL = 25
@@ -110,7 +110,7 @@ def goal(row: dict) -> str:
 def measure_library(folder: Path, release: str) -> dict:
     """Library mode over `folder` (a package): per file the added lines, the helper module counted once, and the
     functions defined in more than one optimized file."""
-    from tileiropt.transform.apply import apply_library
+    from tileiropt.apply.apply import apply_library
 
     with tempfile.TemporaryDirectory() as out:
         started = time.perf_counter()

@@ -18,11 +18,11 @@ from pathlib import Path
 
 # module -> the functions that decide (None: every function of the module)
 DECISIONS: dict[str, set[str] | None] = {
-    "tileiropt.runtime.tileir_surface": {"tileir_code_on", "is_stand_in", "tileir_configs"},  # the gate's answer
-    "tileiropt.runtime.bench.records": {"paired_ratio", "_order_statistic", "judged"},  # the paired verdict
+    "tileiropt.harness.tileir_surface": {"tileir_code_on", "is_stand_in", "tileir_configs"},  # the gate's answer
+    "tileiropt.bench.records": {"paired_ratio", "_order_statistic", "judged"},  # the paired verdict
     "tileiropt.errors": None,  # exit codes, one-line errors, durations
     "tileiropt.report.verdict": None,  # each kernel's one verdict: the report's decisions
-    "tileiropt.tolerances": None,  # the tolerances a record is held to
+    "tileiropt.validate.tolerances": None,  # the tolerances a record is held to
     "tileiropt.releases": {"version_key", "known_releases", "newest", "get_release", "nearest_release",
                            "resolve_release", "_folders", "_load"},  # which release a run follows
 }

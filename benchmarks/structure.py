@@ -20,6 +20,9 @@ PACKAGE_FOLDER defaults to this repository's `tileiropt/`; its folder name is th
 - long modules: files over 600 lines (physical lines; `--long` sets the bound).
 - lines per folder: physical lines of the `.py` files under each top-level folder of the package
   ("." for the modules directly in it).
+- root modules: the modules directly in the package folder (`__init__` and `__main__` left out).
+- string-key lookups per folder: `x["name"]` subscripts and `x.get("name")` calls with a string literal: records
+  read as schema-less dicts rather than typed objects.
 """
 
 from __future__ import annotations
@@ -52,6 +55,21 @@ class Figures:
     long_bound: int = LONG_MODULE
     long_modules: dict[str, int] = field(default_factory=dict)
     lines_per_folder: dict[str, int] = field(default_factory=dict)
+    root_modules: list[str] = field(default_factory=list)
+    string_key_lookups: dict[str, int] = field(default_factory=dict)
+
+
+def string_key_lookups(tree: ast.AST) -> int:
+    """`x["name"]` and `x.get("name", ...)` with a string literal key."""
+    found = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                and isinstance(node.slice.value, str):
+            found += 1
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            found += 1
+    return found
 
 
 def module_files(folder: Path) -> dict[str, Path]:
@@ -247,6 +265,7 @@ def measure(folder: Path, long_bound: int = LONG_MODULE) -> Figures:
     full_graph: dict[str, set[str]] = {}
     deferred: Counter[str] = Counter()
     folders: Counter[str] = Counter()
+    lookups: Counter[str] = Counter()
     for module, path in modules.items():
         text = path.read_text(encoding="utf-8")
         tree = ast.parse(text, filename=str(path))
@@ -261,7 +280,11 @@ def measure(folder: Path, long_bound: int = LONG_MODULE) -> Figures:
         if lines > long_bound:
             figures.long_modules[module] = lines
         relative = path.relative_to(folder).parts
-        folders[relative[0] if len(relative) > 1 else "."] += lines
+        where = relative[0] if len(relative) > 1 else "."
+        folders[where] += lines
+        lookups[where] += string_key_lookups(tree)
+        if len(relative) == 1 and path.stem not in ("__init__", "__main__"):
+            figures.root_modules.append(path.stem)
     figures.code_in_strings_lines = sum(item["lines"] for item in figures.code_in_strings)
     figures.deferred_imports = sum(deferred.values())
     figures.deferred_by_module = dict(sorted(deferred.items()))
@@ -269,6 +292,8 @@ def measure(folder: Path, long_bound: int = LONG_MODULE) -> Figures:
     figures.cycles_with_deferred = strongly_connected(full_graph)
     figures.long_modules = dict(sorted(figures.long_modules.items(), key=lambda item: -item[1]))
     figures.lines_per_folder = dict(sorted(folders.items()))
+    figures.root_modules.sort()
+    figures.string_key_lookups = {name: count for name, count in sorted(lookups.items()) if count}
     return figures
 
 
@@ -287,6 +312,9 @@ def render(figures: Figures) -> str:
     out += [f"  {module}: {lines}" for module, lines in figures.long_modules.items()]
     out.append("lines per top-level folder:")
     out += [f"  {name}: {lines}" for name, lines in figures.lines_per_folder.items()]
+    out.append(f"root modules: {len(figures.root_modules)} ({', '.join(figures.root_modules)})")
+    out.append(f"string-key lookups: {sum(figures.string_key_lookups.values())}")
+    out += [f"  {name}: {count}" for name, count in figures.string_key_lookups.items()]
     return "\n".join(out)
 
 

@@ -35,7 +35,7 @@ def _load_module(folder: Path):
     """examples/matmul.py rewritten by tileiropt, imported with the TileIR code bound."""
     import importlib.util
 
-    from tileiropt.transform.apply import apply_file
+    from tileiropt.apply.apply import apply_file
 
     target = folder / "matmul_tileir.py"
     apply_file(ROOT / "examples" / "matmul.py", output=target)
@@ -55,7 +55,7 @@ def _measure(run, tuner, check) -> dict:
     import torch
     import triton
 
-    from tileiropt.runtime.autotuners import config_label, pinned
+    from tileiropt.harness.autotuners import config_label, pinned
 
     start = time.perf_counter()
     run()

@@ -16,7 +16,7 @@ def tileir_code_forced(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     a `triton.Config` that drops the TileIR hints; all undone after the test."""
     import triton
 
-    from tileiropt.runtime.tileir_surface import BACKEND_MODULE, force_tileir_code
+    from tileiropt.harness.tileir_surface import BACKEND_MODULE, force_tileir_code
 
     monkeypatch.setattr(triton.Config, "__init__", triton.Config.__init__)  # restored after the test
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
@@ -28,6 +28,6 @@ def tileir_code_forced(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def gate_of(module: ModuleType) -> bool:
     """What a transformed module's gate answers now (`is_tileir()`, or its other name)."""
-    from tileiropt.transform.gate import GATE_NAME, OTHER_NAME
+    from tileiropt.apply.gate import GATE_NAME, OTHER_NAME
 
     return (getattr(module, GATE_NAME, None) or getattr(module, OTHER_NAME))()

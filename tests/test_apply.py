@@ -18,11 +18,11 @@ import triton
 from conftest import gate_of
 from typer.testing import CliRunner
 
+from tileiropt.apply.apply import apply_file, transform_source
+from tileiropt.apply.gate import GATE_MARKER
 from tileiropt.cli import app
 from tileiropt.errors import UserError
-from tileiropt.runtime.autotuners import autotuners, config_label, function_name
-from tileiropt.transform.apply import apply_file, transform_source
-from tileiropt.transform.gate import GATE_MARKER
+from tileiropt.harness.autotuners import autotuners, config_label, function_name
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EXAMPLE_FILES = sorted(p for p in EXAMPLES.glob("*.py") if not p.stem.endswith("_tileir"))

@@ -11,16 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tileiropt.cache import CACHE_ENV
-from tileiropt.cli import app
-from tileiropt.errors import ExitCode
-from tileiropt.project import parse_project
-from tileiropt.runtime import engine
-from tileiropt.runtime.backends import BACKENDS
-from tileiropt.runtime.bench import peaks as peaks_module
-from tileiropt.runtime.bench import run as bench_module
-from tileiropt.runtime.bench.items import BenchItem
-from tileiropt.runtime.bench.records import (
+from tileiropt.bench import peaks as peaks_module
+from tileiropt.bench import run as bench_module
+from tileiropt.bench.items import BenchItem
+from tileiropt.bench.records import (
     CUDAGRAPH,
     DO_BENCH,
     BenchRow,
@@ -38,7 +32,7 @@ from tileiropt.runtime.bench.records import (
     summarize_quantiles,
     within_noise,
 )
-from tileiropt.runtime.bench.run import (
+from tileiropt.bench.run import (
     BenchJob,
     BenchJobs,
     BenchSettings,
@@ -47,11 +41,17 @@ from tileiropt.runtime.bench.run import (
     obtain_peaks,
     plan_items,
 )
-from tileiropt.runtime.bench.worker import _call_bench, choose_method, input_set_count
-from tileiropt.runtime.engine import JobPool, RunWorkers, run_jobs
-from tileiropt.runtime.machine import Machine
-from tileiropt.runtime.provenance import Provenance
-from tileiropt.runtime.workers import LOCAL
+from tileiropt.bench.worker import _call_bench, choose_method, input_set_count
+from tileiropt.cache import CACHE_ENV
+from tileiropt.check.machine import Machine
+from tileiropt.cli import app
+from tileiropt.engine import engine
+from tileiropt.engine.engine import JobPool, RunWorkers, run_jobs
+from tileiropt.engine.workers import LOCAL
+from tileiropt.errors import ExitCode
+from tileiropt.harness.backends import BACKENDS
+from tileiropt.harness.provenance import Provenance
+from tileiropt.project.spec import parse_project
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
@@ -397,7 +397,7 @@ def test_peaks_cache_is_keyed_by_device_and_torch(tmp_path: Path, monkeypatch: p
 
 
 def test_obtain_peaks_uses_the_cache_without_a_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tileiropt.environment import probe_torch
+    from tileiropt.check.environment import probe_torch
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     peaks = {**recorded()["peaks"], "device": HOPPER.device["name"], "torch_version": probe_torch()["version"]}
@@ -471,7 +471,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
 @pytest.mark.gpu
 def test_bench_on_a_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Real timings: every PTX and torch row times, with provenance, rates and the PTX ratio."""
-    from tileiropt.transform.command import apply_paths
+    from tileiropt.apply.command import apply_paths
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
@@ -512,7 +512,7 @@ def test_bench_on_a_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_an_invalidated_graph_capture_falls_back_instead_of_poisoning_the_worker() -> None:
-    from tileiropt.runtime.bench.worker import poisons_worker
+    from tileiropt.bench.worker import poisons_worker
 
     assert not poisons_worker("CUDA error: operation not permitted when stream is capturing")
     assert not poisons_worker("cudaErrorStreamCaptureInvalidated: operation failed due to a previous error during "
@@ -525,7 +525,7 @@ def test_an_invalidated_graph_capture_falls_back_instead_of_poisoning_the_worker
 
 
 def test_paired_ratio_verdicts() -> None:
-    from tileiropt.runtime.bench.records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
+    from tileiropt.bench.records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
 
     a = [1.00, 1.01, 0.99, 1.02, 0.98, 1.00, 1.01, 0.99, 1.00, 1.00]  # milliseconds per call
     same = [x * y for x, y in zip(a, [1.001, 0.999, 1.002, 0.998, 1.0, 1.001, 0.999, 1.0, 1.002, 0.998])]
@@ -544,7 +544,7 @@ def test_paired_ratio_verdicts() -> None:
 
 
 def test_paired_timing_decides_the_ptx_check() -> None:
-    from tileiropt.runtime.bench.records import PairedTiming, compare_rows, row_from_dict
+    from tileiropt.bench.records import PairedTiming, compare_rows, row_from_dict
 
     def row(variant: str, median: float) -> BenchRow:
         return BenchRow(kernel="k", variant=variant, backend="ptx", size=1, status="pass", dtypes={"x": "float32"},
@@ -564,7 +564,7 @@ def test_paired_timing_decides_the_ptx_check() -> None:
 
 
 def test_metric_expressions_are_safe_and_bounded() -> None:
-    from tileiropt.runtime.bench.metric_expressions import ExpressionError, evaluate
+    from tileiropt.bench.metric_expressions import ExpressionError, evaluate
 
     assert evaluate("2 * M * N * K", {"M": 4, "N": 8, "K": 2}, {}) == 128.0
     assert evaluate("4 * prod(x) + math.prod(x) + x[0]", {}, {"x": [2, 3]}) == 32.0
@@ -576,7 +576,7 @@ def test_metric_expressions_are_safe_and_bounded() -> None:
 
 def test_project_refuses_an_unsafe_metric_expression(tmp_path) -> None:
     from tileiropt.errors import UserError
-    from tileiropt.project import parse_project
+    from tileiropt.project.spec import parse_project
 
     data = {"kernel": [{"name": "k", "path": "k.py", "entry": "k", "inputs": {"x": ["N"]}, "dims": {"N": 4},
                         "flops": "9**9**9"}]}
@@ -621,7 +621,7 @@ def test_isolate_gives_each_job_a_fresh_worker_even_with_kept_workers(monkeypatc
 
 
 def test_a_pair_sent_on_its_own_runs_only_when_both_its_rows_timed() -> None:
-    from tileiropt.runtime.bench.records import BenchRow
+    from tileiropt.bench.records import BenchRow
 
     jobs = BenchJobs(BenchSettings())
     items = [_item(7, "k"), _item(8, "k")]
@@ -654,7 +654,7 @@ def test_a_pair_times_the_measurements_its_rows_prepared_and_a_sweep_keeps_only_
     pair prepares its own."""
     from types import SimpleNamespace
 
-    from tileiropt.runtime.bench import worker
+    from tileiropt.bench import worker
 
     def prepared(megabytes: int) -> worker.Prepared:
         return worker.Prepared(fn=lambda: None, method="do_bench", input_sets=1, provenance=Provenance(),

@@ -14,15 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from tileiropt import __version__, entries
-from tileiropt.analysis.blocks import alternatives, module_statements
-from tileiropt.analysis.classify import classify_source
-from tileiropt.analysis.discovery import discover, scan_file
-from tileiropt.analysis.source import SourceText
+from tileiropt import __version__
+from tileiropt.apply.apply import transform_source
+from tileiropt.apply.config_values import Unresolvable, resolve_configs
+from tileiropt.apply.gate import GATE_MARKER
+from tileiropt.classify.blocks import alternatives, module_statements
+from tileiropt.classify.classify import classify_source
+from tileiropt.classify.discovery import discover, scan_file
+from tileiropt.classify.source import SourceText
+from tileiropt.project import entries
 from tileiropt.releases import get_release
-from tileiropt.transform.apply import transform_source
-from tileiropt.transform.config_values import Unresolvable, resolve_configs
-from tileiropt.transform.gate import GATE_MARKER
 
 FIXTURES = Path(__file__).parent / "fixtures" / "branches"
 OPS = FIXTURES / "optional_ops.py"
@@ -240,10 +241,10 @@ if sys.argv[3] == "no-triton":
     sys.modules["triton"] = None  # `import triton` raises ImportError, as on a machine without Triton
 else:
     os.environ["TRITON_INTERPRET"] = "1"
-    from tileiropt.runtime.stand_ins import install_interpreter_device
+    from tileiropt.harness.stand_ins import install_interpreter_device
     install_interpreter_device()
     if os.environ.get("TILEIROPT_FORCE_TILEIR") == "1":  # the harness turns the TileIR code on
-        from tileiropt.runtime.tileir_surface import force_tileir_code
+        from tileiropt.harness.tileir_surface import force_tileir_code
         force_tileir_code()
 import torch
 
@@ -261,7 +262,7 @@ if hasattr(original, "halve"):
 result = {"has_triton": rewritten.HAS_TRITON, "gate": rewritten.is_tileir(),
           "halve_defined": hasattr(rewritten, "halve")}
 if result["has_triton"]:
-    from tileiropt.runtime.autotuners import autotuners, function_name
+    from tileiropt.harness.autotuners import autotuners, function_name
     result["softplus_kernel"] = function_name(rewritten.softplus_kernel)
     result["configs"] = {name: len(t.configs) for name, t in autotuners(rewritten).items()}
 for name, call in calls.items():
@@ -309,11 +310,11 @@ def test_rewritten_file_imports_and_falls_back_without_triton(tmp_path: Path) ->
 _REPLAY = r"""
 import json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
-from tileiropt.runtime.stand_ins import install_interpreter_device
+from tileiropt.harness.stand_ins import install_interpreter_device
 install_interpreter_device()
 import torch
-from tileiropt.runtime.harness import import_kernel_module
-from tileiropt.runtime.replay import build_inputs, launcher
+from tileiropt.harness.harness import import_kernel_module
+from tileiropt.capture.replay import build_inputs, launcher
 
 launches = json.loads(open(sys.argv[1]).read())
 modules = [import_kernel_module(path) for path in sys.argv[2:]]  # the original, then the rewritten file
@@ -326,7 +327,7 @@ print(json.dumps(result))
 
 
 def test_launches_of_kernels_inside_blocks_are_captured_and_replayed(tmp_path: Path) -> None:
-    from tileiropt.runtime.capture import run_capture
+    from tileiropt.capture.capture import run_capture
 
     folder = tmp_path / "pkg"
     folder.mkdir()
@@ -360,8 +361,8 @@ def test_a_wrapper_inside_a_block_is_a_module_level_name() -> None:
 
 
 def test_a_failing_call_inside_a_module_level_if_does_not_hide_the_kernels_after_it(tmp_path: Path) -> None:
-    from tileiropt.runtime import stand_ins
-    from tileiropt.runtime.harness import import_kernel_module
+    from tileiropt.harness import stand_ins
+    from tileiropt.harness.harness import import_kernel_module
 
     source = OPS.read_text().replace("if HAS_TRITON:\n", "if HAS_TRITON:\n    int('warm-up needs a GPU')\n", 1)
     path = tmp_path / "self_check_ops.py"
@@ -378,10 +379,10 @@ if sys.argv[2] == "no-triton":
     sys.modules["triton"] = None
 else:
     os.environ["TRITON_INTERPRET"] = "1"
-    from tileiropt.runtime.stand_ins import install_interpreter_device
+    from tileiropt.harness.stand_ins import install_interpreter_device
     install_interpreter_device()
     if os.environ.get("TILEIROPT_FORCE_TILEIR") == "1":  # the harness turns the TileIR code on
-        from tileiropt.runtime.tileir_surface import force_tileir_code
+        from tileiropt.harness.tileir_surface import force_tileir_code
         force_tileir_code()
 import torch
 spec = importlib.util.spec_from_file_location("try_ops_tileir", sys.argv[1])

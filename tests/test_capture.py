@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tileiropt.pipeline import run_pipeline
-from tileiropt.project import CaptureRequest, Project
+from tileiropt.capture.capture import run_capture
+from tileiropt.project.spec import CaptureRequest, Project
 from tileiropt.report.artifacts import load_artifacts
-from tileiropt.runtime.capture import run_capture
-from tileiropt.runtime.validate.worker import OWN_RUN_REASON
+from tileiropt.run.pipeline import run_pipeline
 from tileiropt.schema import PASS
+from tileiropt.validate.worker import OWN_RUN_REASON
 
 FIXTURES = Path(__file__).parent / "fixtures" / "capture"
 KERNELS = {"scale_kernel", "add_inplace_kernel", "square_fwd_kernel", "square_bwd_kernel"}
@@ -99,7 +99,7 @@ def test_init_writes_a_project_from_the_file_s_own_run_and_never_touches_it(fold
     from typer.testing import CliRunner
 
     from tileiropt.cli import app
-    from tileiropt.project import load_project
+    from tileiropt.project.spec import load_project
 
     monkeypatch.chdir(folder)
     before = (folder / "ops.py").read_bytes()
@@ -168,10 +168,10 @@ def test_atomics_on_a_gpu_widen_the_tolerance_to_the_originals_own_noise() -> No
     becomes twice that run-to-run difference (and says so), never less than the dtype's."""
     import torch
 
-    from tileiropt.runtime.backends import PTX
-    from tileiropt.runtime.provenance import Provenance
-    from tileiropt.runtime.validate.cases import Case
-    from tileiropt.runtime.validate.worker import CaseRunner
+    from tileiropt.harness.backends import PTX
+    from tileiropt.harness.provenance import Provenance
+    from tileiropt.validate.cases import Case
+    from tileiropt.validate.worker import CaseRunner
 
     case = Case(id=0, kernel="k#1", variant="optimized", path="k.py", entry="k", reference="original", shapes={},
                 dtypes={"x": "float16"}, atol=1e-2, rtol=1e-2, launch={"atomics": True, "args": []})
@@ -183,8 +183,8 @@ def test_atomics_on_a_gpu_widen_the_tolerance_to_the_originals_own_noise() -> No
 
 
 def test_an_unchanged_capture_is_reused_and_a_changed_file_or_fresh_runs_the_program_again(folder: Path) -> None:
-    from tileiropt.runtime.capture import add_captured_kernels
-    from tileiropt.runtime.machine import Machine
+    from tileiropt.capture.capture import add_captured_kernels
+    from tileiropt.check.machine import Machine
 
     machine = Machine(device={"name": "cpu"}, tileir_blockers=["no GPU"])
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tileiropt.pipeline import run_pipeline
-from tileiropt.project import project_from_library
+from tileiropt.capture.capture import run_capture
+from tileiropt.project.spec import project_from_library
 from tileiropt.report.artifacts import load_artifacts
-from tileiropt.runtime.capture import run_capture
+from tileiropt.run.pipeline import run_pipeline
 from tileiropt.schema import FAIL, NOT_RUN, PASS
 
 SUITES = Path(__file__).parent / "fixtures" / "suites"
@@ -115,8 +115,8 @@ def test_a_cut_library_run_is_never_a_pass_and_says_where_it_was(tmp_path: Path,
 
 
 def test_triton_imported_through_a_module_of_the_package(tmp_path: Path, monkeypatch) -> None:
-    from tileiropt.analysis.classify import classify_file
-    from tileiropt.library import library_files
+    from tileiropt.classify.classify import classify_file
+    from tileiropt.project.library import library_files
 
     folder = _suite(tmp_path, "shimpkg")
     ops = folder / "shimpkg" / "ops"
@@ -203,7 +203,7 @@ def test_the_program_s_own_sitecustomize_still_runs_under_the_recorder(tmp_path:
 def test_launches_that_differ_only_in_a_dtype_or_a_tuple_are_told_apart() -> None:
     import torch
 
-    from tileiropt.runtime.capture_hook import _signature
+    from tileiropt.capture.hook import _signature
 
     assert _signature(torch.float16) != _signature(torch.bfloat16)
     assert _signature((1, 2)) != _signature((1, 3)) and _signature((1, 2)) == _signature((1, 2))
@@ -211,7 +211,7 @@ def test_launches_that_differ_only_in_a_dtype_or_a_tuple_are_told_apart() -> Non
 
 
 def test_stacks_are_asked_only_of_the_program_s_own_processes(tmp_path: Path) -> None:
-    from tileiropt.runtime.capture_watch import ProgramWatch
+    from tileiropt.capture.watch import ProgramWatch
 
     # a launch file whose pid is now another program's (here: the test's own process, in another group)
     (tmp_path / f"launches-{os.getpid()}.jsonl").write_text('{"status": {"launches": {}}}\n')

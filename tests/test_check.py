@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tileiropt import environment
+from tileiropt.check import environment
+from tileiropt.check.environment import CPU_DEVICE, ENV_KEYS, LEGACY_ENV_KEYS, check_environment, find_tileiras
 from tileiropt.cli import app
-from tileiropt.environment import CPU_DEVICE, ENV_KEYS, LEGACY_ENV_KEYS, check_environment, find_tileiras
 
 runner = CliRunner()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tileiropt.analysis.classify import classify_file, classify_paths, classify_source
+from tileiropt.classify.classify import classify_file, classify_paths, classify_source
 from tileiropt.cli import app
 from tileiropt.releases import get_release
 from tileiropt.schema import SCHEMA_VERSION
@@ -324,7 +324,7 @@ def test_cli_json_schema(tmp_path: Path) -> None:
     assert {f["code"] for f in record["findings"]} == {"TIR006", "TIR101"}
     assert set(record["findings"][0]) == {"code", "severity", "line", "message", "hint", "via"}
     assert {f["code"]: f["via"] for f in record["findings"]} == {"TIR006": "ir", "TIR101": "syntax"}
-    from tileiropt.environment import detect_release
+    from tileiropt.check.environment import detect_release
     from tileiropt.releases import newest
 
     detected = detect_release()[0]  # none on a machine without nvtriton or tileiras: the newest release known

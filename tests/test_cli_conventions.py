@@ -105,3 +105,13 @@ def test_rule_command_pages_and_list() -> None:
     assert unknown.exit_code == 2 and unknown.output.startswith("error: no lint rule 'TIR999'; known: TIR001, ")
     both = runner.invoke(app, ["rule", "TIR006", "--all"])
     assert both.exit_code == 2 and "give a rule code or --all, not both" in both.output
+
+
+def test_the_readme_s_table_of_phases_is_the_one_list() -> None:
+    """README's phases are `tileiropt.phases.PHASES` as `phases_table` writes them (the run's help reads the same)."""
+    from tileiropt.phases import PHASES, phases_table
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert phases_table() in readme
+    assert [p.name for p in PHASES] == ["check", "capture", "compatibility", "classify", "apply", "validate", "bench",
+                                        "report"]

@@ -16,12 +16,14 @@ import pytest
 import triton
 import triton.language as tl
 
-from tileiropt.runtime import capture_hook, capture_site, tileir_surface
-from tileiropt.runtime.validate.worker import not_attached
-from tileiropt.transform import audit_importer, launch_runtime
-from tileiropt.transform.copied_source import copied_source
-from tileiropt.transform.gate import extended_autotuners, gate_source
-from tileiropt.transform.tma_runtime import RUNTIME_MARKER, RUNTIME_SOURCE
+from tileiropt.apply import audit_importer, launch_runtime
+from tileiropt.apply.copied_source import copied_source
+from tileiropt.apply.gate import extended_autotuners, gate_source
+from tileiropt.apply.tma_runtime import RUNTIME_MARKER, RUNTIME_SOURCE
+from tileiropt.capture import hook as capture_hook
+from tileiropt.capture import site as capture_site
+from tileiropt.harness import tileir_surface
+from tileiropt.validate.worker import not_attached
 
 
 def _tuned():
@@ -106,7 +108,7 @@ if is_tileir():
 
 def test_validation_names_an_autotuner_that_did_not_take_the_configs(tmp_path: Path, tileir_code_forced: None,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from tileiropt.runtime.loading import load_kernel_module
+    from tileiropt.harness.loading import load_kernel_module
 
     monkeypatch.syspath_prepend(str(Path(__file__).parent / "fixtures" / "suites" / "tunerpkg"))
     path = tmp_path / "fixed_tileir.py"

@@ -22,18 +22,18 @@ from typing import Any
 
 import pytest
 
+from tileiropt.apply.gate import gate_source
+from tileiropt.bench.records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
 from tileiropt.errors import ExitCode, run_exit_code
-from tileiropt.pipeline import Pipeline
-from tileiropt.project import KernelSpec
+from tileiropt.project.spec import KernelSpec
 from tileiropt.report.markdown import next_steps_md, summary_md
 from tileiropt.report.model import Benchmark, Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.verdict import ATTENTION, EMULATED, PROVEN, READY, UNPROVEN, kernel_verdict
-from tileiropt.run_record import RunResult, run_from_dict
-from tileiropt.runtime.bench.records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
-from tileiropt.runtime.validate.worker import compared_status
+from tileiropt.run.pipeline import Pipeline
+from tileiropt.run.record import RunResult, run_from_dict
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
-from tileiropt.tolerances import DEFAULT_TOLERANCES, tolerances
-from tileiropt.transform.gate import gate_source
+from tileiropt.validate.tolerances import DEFAULT_TOLERANCES, tolerances
+from tileiropt.validate.worker import compared_status
 
 # --------------------------------------------------------------------------- the gate
 
@@ -65,7 +65,7 @@ def test_gate_over_every_combination(monkeypatch: pytest.MonkeyPatch, enable_til
                                      forced: bool) -> None:
     import triton
 
-    from tileiropt.runtime.tileir_surface import force_tileir_code, is_stand_in, tileir_code_on
+    from tileiropt.harness.tileir_surface import force_tileir_code, is_stand_in, tileir_code_on
 
     gate = _gate(monkeypatch, enable_tile, backend)
     tileir_backend = enable_tile == "1" and backend  # both halves: the variable and the backend installed
@@ -91,14 +91,14 @@ def test_gate_over_every_combination(monkeypatch: pytest.MonkeyPatch, enable_til
 ])
 def test_a_config_is_a_tileir_config_when_it_carries_a_hint(hints: dict | None, occupancy: int | None,
                                                              tileir: bool) -> None:
-    from tileiropt.runtime.tileir_surface import tileir_configs
+    from tileiropt.harness.tileir_surface import tileir_configs
 
     config = types.SimpleNamespace(tileir_hints=hints, occupancy=occupancy)
     assert tileir_configs([config]) == ([config] if tileir else [])
 
 
 def test_the_harness_reads_a_broken_or_marked_backend_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tileiropt.runtime import tileir_surface
+    from tileiropt.harness import tileir_surface
 
     def broken(name: str) -> None:
         raise ValueError("triton.backends.tileir.__spec__ is None")
@@ -445,7 +445,7 @@ def test_default_tolerance_is_the_loosest_dtypes(dtypes: dict[str, str], expecte
 
 
 def test_project_atol_zero_survives_loading(tmp_path: Path) -> None:
-    from tileiropt.project import load_project
+    from tileiropt.project.spec import load_project
 
     (tmp_path / "k.py").write_text("def k(x):\n    return x\n", encoding="utf-8")
     (tmp_path / "tileiropt.toml").write_text(
@@ -590,7 +590,7 @@ def test_unknown_release_and_bad_folder_are_one_line_errors(tmp_path: Path, monk
 
 
 def test_paired_ratio_values_exactly() -> None:
-    from tileiropt.runtime.bench.records import _order_statistic
+    from tileiropt.bench.records import _order_statistic
 
     assert paired_ratio([2.0, 2.0, 2.0], [2.0, 4.0, 6.0])[0] == 2.0  # B/A per round, the middle one (odd n)
     assert paired_ratio([1.0, 1.0], [1.0, 4.0])[0] == 2.0  # even n: the geometric mean of the two middle ones
@@ -610,7 +610,7 @@ ORDER_STATISTIC_TABLE = {2: 1, 5: 1, 6: 1, 8: 1, 9: 2, 11: 2, 12: 3, 14: 3, 15: 
 
 @pytest.mark.parametrize("n", range(2, 41))
 def test_order_statistic_is_the_widest_95_percent_interval(n: int) -> None:
-    from tileiropt.runtime.bench.records import _order_statistic
+    from tileiropt.bench.records import _order_statistic
 
     def covers(k: int) -> bool:  # P(x_(k) <= median <= x_(n+1-k)) >= 95%, counted in whole binomial terms
         return 20 * sum(math.comb(n, i) for i in range(k, n - k + 1)) >= 19 * 2 ** n
@@ -622,7 +622,7 @@ def test_order_statistic_is_the_widest_95_percent_interval(n: int) -> None:
 
 
 def test_judged_at_the_floor_itself_and_by_the_middle_round() -> None:
-    from tileiropt.runtime.bench.records import MIN_JUDGED_MS, judged
+    from tileiropt.bench.records import MIN_JUDGED_MS, judged
 
     assert judged([MIN_JUDGED_MS] * 3)
     assert not judged([MIN_JUDGED_MS * 0.999] * 3)
@@ -680,7 +680,7 @@ E   ModuleNotFoundError: No module named 'missing_pkg'
      "AssertionError: Torch not compiled with CUDA enabled (exit status 1)", True),
 ])
 def test_program_failure_summary(output: str, code: int | None, summary: str, needs_gpu: bool) -> None:
-    from tileiropt.runtime.program_failure import read_failure
+    from tileiropt.capture.program_failure import read_failure
 
     failure = read_failure(output, code, "/work/proj")
     assert (failure.summary(), failure.needs_gpu) == (summary, needs_gpu)
@@ -689,7 +689,7 @@ def test_program_failure_summary(output: str, code: int | None, summary: str, ne
 def test_program_failure_names_the_innermost_frame_outside_installed_packages() -> None:
     import sysconfig
 
-    from tileiropt.runtime.program_failure import read_failure
+    from tileiropt.capture.program_failure import read_failure
 
     output = PY_TRACEBACK.format(torch=sysconfig.get_paths()["purelib"] + "/torch")
     failure = read_failure(output, 1, "/work/proj")
@@ -702,9 +702,9 @@ def test_program_failure_never_names_the_tools_own_recorder_as_the_place() -> No
     from pathlib import Path
 
     import tileiropt
-    from tileiropt.runtime.program_failure import read_failure
+    from tileiropt.capture.program_failure import read_failure
 
-    hook = Path(tileiropt.__file__).parent / "runtime" / "capture_hook.py"
+    hook = Path(tileiropt.__file__).parent / "capture" / "hook.py"
     output = (f'Traceback (most recent call last):\n  File "/work/proj/07.py", line 40, in <module>\n    run()\n'
               f'  File "{hook}", line 384, in recording\n    return launch()\n'
               "FileNotFoundError: [Errno 2] No such file or directory: 'libdevice.10.bc'\n")
@@ -718,11 +718,11 @@ def test_program_failure_never_names_the_tools_own_recorder_as_the_place() -> No
 ])
 def test_an_optimized_file_whose_own_self_check_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        atomics: bool, backend: str, status: str) -> None:
-    from tileiropt.runtime import stand_ins
-    from tileiropt.runtime.backends import BACKENDS
-    from tileiropt.runtime.provenance import Provenance
-    from tileiropt.runtime.validate.cases import Case
-    from tileiropt.runtime.validate.worker import CaseRunner
+    from tileiropt.harness import stand_ins
+    from tileiropt.harness.backends import BACKENDS
+    from tileiropt.harness.provenance import Provenance
+    from tileiropt.validate.cases import Case
+    from tileiropt.validate.worker import CaseRunner
 
     original = tmp_path / "k.py"
     # a kernel's atomic call decides, not the word
@@ -744,7 +744,7 @@ def test_an_optimized_file_whose_own_self_check_raised(tmp_path: Path, monkeypat
 def _false_alarm(rounds: int) -> float:
     """The exact chance that an identical copy is ever called slower (one side) by the sequential rule: every
     pattern of rounds above/below 1 (each 1/2 under no difference, the worst case of a threshold near 0)."""
-    from tileiropt.runtime.bench.records import _order_statistic, sequential_looks
+    from tileiropt.bench.records import _order_statistic, sequential_looks
 
     looks = {**sequential_looks(rounds), rounds: _order_statistic(rounds)}
     alarms = 0
@@ -765,7 +765,7 @@ def test_the_sequential_rule_keeps_the_false_alarm_rate_within_5_percent(rounds:
 
 
 def test_the_interim_looks_of_the_default_rounds() -> None:
-    from tileiropt.runtime.bench.records import PAIRED_ROUNDS, sequential_looks
+    from tileiropt.bench.records import PAIRED_ROUNDS, sequential_looks
 
     assert sequential_looks(PAIRED_ROUNDS) == {8: 1}  # one interim look, after 4 ABBA blocks: [min, max] of 8
     assert sequential_looks(20) == {12: 1, 14: 2, 16: 2, 18: 3}
@@ -775,7 +775,7 @@ def test_the_interim_looks_of_the_default_rounds() -> None:
 
 
 def test_a_decided_interim_look_stops_the_rounds_and_an_undecided_one_goes_on(monkeypatch) -> None:
-    from tileiropt.runtime.bench import worker
+    from tileiropt.bench import worker
 
     class Prepared:
         def __init__(self, times: list[float]):
@@ -808,8 +808,8 @@ def test_a_decided_interim_look_stops_the_rounds_and_an_undecided_one_goes_on(mo
 
 
 def test_validate_json_keeps_every_phase_s_jobs_workers_and_slots(tmp_path: Path) -> None:
-    from tileiropt.runtime.job_timing import JobTiming
-    from tileiropt.runtime.validate.records import ValidateRun
+    from tileiropt.engine.job_timing import JobTiming
+    from tileiropt.validate.records import ValidateRun
 
     def run(jobs: int, workers: int, slots: int) -> ValidateRun:
         return ValidateRun(records=[], backends=["ptx"], workers=workers, slots=slots,
@@ -823,9 +823,9 @@ def test_validate_json_keeps_every_phase_s_jobs_workers_and_slots(tmp_path: Path
 
 
 def test_in_place_writes_the_optimized_file_in_the_source_s_own_encoding(tmp_path: Path) -> None:
-    from tileiropt.runtime.bench.records import SAME_CODE
-    from tileiropt.runtime.validate.records import ValidationRecord
-    from tileiropt.transform.gate import GATE_MARKER
+    from tileiropt.apply.gate import GATE_MARKER
+    from tileiropt.bench.records import SAME_CODE
+    from tileiropt.validate.records import ValidationRecord
 
     source = tmp_path / "k.py"
     text = "# -*- coding: latin-1 -*-\n# poids: 2 µs, café\nVALUE = 1\n"
@@ -849,7 +849,7 @@ def test_in_place_writes_the_optimized_file_in_the_source_s_own_encoding(tmp_pat
 ])
 def test_only_triton_s_decorators_make_a_kernel_file(tmp_path: Path, header: str, kernel: bool) -> None:
     from tileiropt.errors import UserError
-    from tileiropt.project import check_capture_target
+    from tileiropt.project.spec import check_capture_target
 
     decorator = {"import numba\n": "@numba.jit", "import triton as tr\n": "@tr.jit"}.get(header, "@jit")
     path = tmp_path / "k.py"
@@ -865,8 +865,8 @@ def test_only_triton_s_decorators_make_a_kernel_file(tmp_path: Path, header: str
 def test_validate_and_bench_judge_against_the_release_asked(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
+    from tileiropt.check.machine import Machine
     from tileiropt.cli import app
-    from tileiropt.runtime.machine import Machine
 
     asked = []
 

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from tileiropt.analysis.discovery import discover, discover_file
+from tileiropt.classify.discovery import discover, discover_file
 from tileiropt.errors import UserError
 
 

@@ -114,7 +114,7 @@ def _compare(record: dict, out, expected, dtype, atol: float, rtol: float) -> No
 def _run_example(name: str, entry: str, shapes_args: list, dtypes: list, reference) -> list[dict]:
     import torch
 
-    from tileiropt.runtime.autotuners import autotuners, config_label, pinned
+    from tileiropt.harness.autotuners import autotuners, config_label, pinned
 
     module = _load(EXAMPLES / f"{name}.py")
     tuners = list(autotuners(module).values())
@@ -147,8 +147,8 @@ def _run_project_references() -> list[dict]:
     import torch
     import torch.nn.functional as F
 
-    from tileiropt.project import load_project
-    from tileiropt.runtime.autotuners import autotuners, pinned
+    from tileiropt.harness.autotuners import autotuners, pinned
+    from tileiropt.project.spec import load_project
 
     records = []
     for spec in load_project(EXAMPLES).kernels:
@@ -227,7 +227,7 @@ def test_project_reference_matches_entry(name: str, interpreter_records: dict) -
 
 
 def test_project_file_loads_and_entries_exist() -> None:
-    from tileiropt.project import load_project
+    from tileiropt.project.spec import load_project
 
     project = load_project(EXAMPLES)
     assert sorted(k.name for k in project.kernels) == sorted(EXAMPLE_NAMES)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tileiropt.apply.gate import GATE_MARKER
 from tileiropt.cli import app
 from tileiropt.errors import UserError
 from tileiropt.output import save_record_file, write_atomic
-from tileiropt.transform.gate import GATE_MARKER
 
 runner = CliRunner()
 
@@ -130,8 +130,8 @@ def test_report_output_never_destroys_the_records(tmp_path: Path) -> None:
 
 
 def _pipeline(tmp_path: Path, in_place: bool = False):
-    from tileiropt.pipeline import Pipeline
-    from tileiropt.project import parse_project
+    from tileiropt.project.spec import parse_project
+    from tileiropt.run.pipeline import Pipeline
 
     (tmp_path / "k.py").write_text(KERNEL)
     data = {"kernel": [{"name": "scale", "path": "k.py", "entry": "scale", "reference": "original",
@@ -142,14 +142,14 @@ def _pipeline(tmp_path: Path, in_place: bool = False):
 
 
 def _record(status: str, variant: str = "optimized"):
-    from tileiropt.runtime.validate.records import ValidationRecord
+    from tileiropt.validate.records import ValidationRecord
 
     return ValidationRecord(kernel="scale", variant=variant, backend="interpret", config="LAUNCH", status=status,
                             reason="3 of 64 elements differ" if status == "fail" else "")
 
 
 def test_a_failing_optimized_file_is_set_aside(tmp_path: Path) -> None:
-    from tileiropt.runtime.validate.records import ValidateRun
+    from tileiropt.validate.records import ValidateRun
 
     pipeline = _pipeline(tmp_path)
     pipeline.validation = ValidateRun(records=[_record("pass", "original"), _record("fail")], backends=["interpret"])
@@ -162,8 +162,8 @@ def test_a_failing_optimized_file_is_set_aside(tmp_path: Path) -> None:
 
 
 def test_a_slower_optimized_file_is_set_aside(tmp_path: Path) -> None:
-    from tileiropt.runtime.bench.records import BenchRow, BenchRun, PairedTiming
-    from tileiropt.runtime.validate.records import ValidateRun
+    from tileiropt.bench.records import BenchRow, BenchRun, PairedTiming
+    from tileiropt.validate.records import ValidateRun
 
     pipeline = _pipeline(tmp_path, in_place=True)
     pipeline.validation = ValidateRun(records=[_record("pass")], backends=["ptx"])
@@ -190,7 +190,7 @@ def _paired_bench(low: float, high: float):
 
 
 def test_in_place_writes_only_a_validated_not_slower_file(tmp_path: Path) -> None:
-    from tileiropt.runtime.validate.records import ValidateRun
+    from tileiropt.validate.records import ValidateRun
 
     pipeline = _pipeline(tmp_path, in_place=True)
     optimized = (tmp_path / "k_tileir.py").read_text()

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tileiropt.entries import package_name_for
+from tileiropt.apply.apply import transform_source
+from tileiropt.apply.audit import bad_keys, hint_autotunes, import_check
 from tileiropt.errors import UserError
-from tileiropt.transform.apply import transform_source
-from tileiropt.transform.audit import bad_keys, hint_autotunes, import_check
+from tileiropt.project.entries import package_name_for
 
 ROOT = Path(__file__).parent.parent
 FIXTURE_PACKAGES = Path(__file__).parent / "fixtures" / "real" / "pkgs"

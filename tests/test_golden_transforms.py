@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tileiropt import __version__
+from tileiropt.apply.apply import transform_source
+from tileiropt.apply.gate import gate_source
 from tileiropt.releases import get_release
-from tileiropt.transform.apply import transform_source
-from tileiropt.transform.gate import gate_source
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 GOLDEN = Path(__file__).parent / "fixtures" / "golden"

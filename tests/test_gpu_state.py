@@ -6,7 +6,7 @@ import ctypes
 
 import pytest
 
-from tileiropt.runtime.bench import gpu_state as module
+from tileiropt.bench import gpu_state as module
 
 
 class FakeNvml:

@@ -13,13 +13,13 @@ import pytest
 import torch
 
 from tileiropt.errors import ExitCode
-from tileiropt.project import parse_project
-from tileiropt.runtime import harness
-from tileiropt.runtime.harness import HarnessError, Reference
-from tileiropt.runtime.provenance import Provenance
-from tileiropt.runtime.scaling import MAX_ELEMENTS, describe_scaling, scale_for_interpreter
-from tileiropt.runtime.validate.records import ValidateRun, ValidationRecord, load_validate_run, save_validate_run
+from tileiropt.harness import harness
+from tileiropt.harness.harness import HarnessError, Reference
+from tileiropt.harness.provenance import Provenance
+from tileiropt.harness.scaling import MAX_ELEMENTS, describe_scaling, scale_for_interpreter
+from tileiropt.project.spec import parse_project
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.validate.records import ValidateRun, ValidationRecord, load_validate_run, save_validate_run
 
 FIXTURES = Path(__file__).parent / "fixtures" / "validate"
 
@@ -220,7 +220,7 @@ def test_import_kernel_module_unique_names_and_sibling_imports():
 
 
 def test_a_bare_top_level_call_that_raises_is_remembered_and_the_module_still_defines(tmp_path, monkeypatch):
-    from tileiropt.runtime import stand_ins
+    from tileiropt.harness import stand_ins
 
     monkeypatch.setattr(stand_ins, "FAILED_CALLS", {})
     script = tmp_path / "self_checked.py"
@@ -345,8 +345,8 @@ def interpreted(monkeypatch):
 
 
 def test_config_items_pin_one_config_at_a_time_and_record_launches(interpreted):
-    from tileiropt.runtime.configs import config_items, label_after_run, pinned_item
-    from tileiropt.runtime.launches import LaunchRecorder
+    from tileiropt.harness.configs import config_items, label_after_run, pinned_item
+    from tileiropt.harness.launches import LaunchRecorder
 
     module = harness.import_kernel_module(FIXTURES / "two_tuners.py")
     items = config_items(module)
@@ -367,8 +367,8 @@ def test_config_items_pin_one_config_at_a_time_and_record_launches(interpreted):
 
 
 def test_config_items_for_plain_and_best_config(interpreted):
-    from tileiropt.runtime.configs import config_items
-    from tileiropt.runtime.validate.records import AUTOTUNED, LAUNCH
+    from tileiropt.harness.configs import config_items
+    from tileiropt.validate.records import AUTOTUNED, LAUNCH
 
     plain = harness.import_kernel_module(FIXTURES / "off_by_one.py")
     assert [i.label for i in config_items(plain)] == [LAUNCH]
@@ -380,7 +380,7 @@ def test_config_items_for_plain_and_best_config(interpreted):
 def test_compiled_backend_is_read_from_kernels_and_caches():
     from types import SimpleNamespace
 
-    from tileiropt.runtime.launches import cached_backends, compiled_backend
+    from tileiropt.harness.launches import cached_backends, compiled_backend
 
     tileir = SimpleNamespace(metadata=SimpleNamespace(target=SimpleNamespace(backend="tileir", arch=100)))
     cuda = SimpleNamespace(metadata={"target": {"backend": "cuda"}})
@@ -396,9 +396,9 @@ def test_compiled_backend_is_read_from_kernels_and_caches():
 def test_tileir_records_flag_kernels_compiled_by_another_backend():
     from types import SimpleNamespace
 
-    from tileiropt.runtime.backends import PTX, TILEIR
-    from tileiropt.runtime.validate.cases import Case
-    from tileiropt.runtime.validate.worker import CaseRunner
+    from tileiropt.harness.backends import PTX, TILEIR
+    from tileiropt.validate.cases import Case
+    from tileiropt.validate.worker import CaseRunner
 
     case = Case(id=0, kernel="k", variant="optimized", path="k_tileir.py", entry="k", reference="original",
                 shapes={"x": [4]}, dtypes={"x": "float32"}, atol=1e-4, rtol=1e-4)
@@ -448,7 +448,7 @@ def test_a_scripts_program_is_left_out_without_falling_back_to_the_whole(tmp_pat
     """Like tutorial 03: a function's own locals named like the script's data, an `if` over the script's results."""
     import ast
 
-    from tileiropt.runtime.script_definitions import definitions_only
+    from tileiropt.harness.script_definitions import definitions_only
 
     source = ("import math\n"
               "SCALE = 2\n"
@@ -470,7 +470,7 @@ def test_a_scripts_program_is_left_out_without_falling_back_to_the_whole(tmp_pat
 def test_an_optimized_file_keeps_the_tools_code_whole_and_leaves_the_script_part_out(tmp_path: Path) -> None:
     """The gate and every `if is_tileir():` block stay (with what they read), even for a kernel that only the
     script part launches; the script's own program is left out as in its original."""
-    from tileiropt.transform.gate import GATE_MARKER
+    from tileiropt.apply.gate import GATE_MARKER
 
     script = tmp_path / "k_tileir.py"
     script.write_text(f"# ({GATE_MARKER})\n"
@@ -497,7 +497,7 @@ def test_an_optimized_file_keeps_the_tools_code_whole_and_leaves_the_script_part
 def test_a_setup_call_reading_the_scripts_data_goes_with_it_and_a_flag_stays_with_its_block() -> None:
     import ast
 
-    from tileiropt.runtime.script_definitions import definitions_only
+    from tileiropt.harness.script_definitions import definitions_only
 
     source = ("import torch\nimport os\n"
               "x = torch.zeros(3)\ny = x + 1\n"
@@ -519,7 +519,7 @@ def test_a_setup_call_reading_the_scripts_data_goes_with_it_and_a_flag_stays_wit
 def test_a_launchs_inputs_are_drawn_once_per_worker_and_every_build_gets_its_own_copy(monkeypatch) -> None:
     """The next case or row of the same launch copies the kept storages: the same values, never the same memory (a
     kernel writes into its inputs), values from `spec["values"]` laid over, and at most `KEPT` launches kept."""
-    from tileiropt.runtime import replay
+    from tileiropt.capture import replay
 
     launch = {"kernel": "k", "args": [
         {"name": "x", "tensor": {"shape": [4, 3], "stride": [3, 1], "extent": 12, "dtype": "float16"}},

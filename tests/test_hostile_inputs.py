@@ -113,7 +113,7 @@ def test_nan_infinite_and_huge_durations_are_refused(args: list[str], monkeypatc
 
 def test_project_file_durations_are_refused(tmp_path: Path) -> None:
     from tileiropt.errors import UserError
-    from tileiropt.project import parse_project
+    from tileiropt.project.spec import parse_project
 
     (tmp_path / "k.py").write_text(KERNEL.format(value="1.0"))
     kernel = {"path": "k.py", "entry": "launch", "inputs": {"x": [8]}, "reference": "x"}
@@ -165,7 +165,7 @@ def test_records_holding_the_wrong_json_type_are_refused_on_read(tmp_path: Path,
     import json
 
     from tileiropt.errors import UserError
-    from tileiropt.runtime.validate.records import load_validate_run
+    from tileiropt.validate.records import load_validate_run
 
     (tmp_path / "validate.json").write_text(json.dumps({**VALIDATE_RECORD, key: value}))
     with pytest.raises(UserError) as caught:
@@ -178,7 +178,7 @@ def test_records_holding_the_wrong_json_type_are_refused_on_read(tmp_path: Path,
 def test_a_record_with_a_non_finite_float_written_by_us_still_reads(tmp_path: Path) -> None:
     import json
 
-    from tileiropt.runtime.validate.records import load_validate_run
+    from tileiropt.validate.records import load_validate_run
 
     record = {"kernel": "k", "variant": "original", "backend": "ptx", "config": "", "status": "fail", "reason": "",
               "path": "k.py", "shapes": {}, "dtypes": {}, "max_abs": "inf", "max_rel": "nan"}
@@ -192,7 +192,7 @@ def test_a_record_nested_100000_deep_is_one_line(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "validate.json").write_text('{"records": ' + "[" * 100_000 + "]" * 100_000 + "}")
     from tileiropt.errors import UserError
-    from tileiropt.runtime.validate.records import load_validate_run
+    from tileiropt.validate.records import load_validate_run
 
     with pytest.raises(UserError, match="cannot read validation records"):
         load_validate_run(folder)

@@ -8,11 +8,11 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from tileiropt import project_file
 from tileiropt.cli import app
 from tileiropt.errors import UserError
-from tileiropt.project import load_project
-from tileiropt.project_template import project_template_text
+from tileiropt.project import file as project_file
+from tileiropt.project.spec import load_project
+from tileiropt.project.template import project_template_text
 
 runner = CliRunner()
 
@@ -128,7 +128,7 @@ def test_template_ships_in_the_package():
 
 def test_template_found_when_running_uninstalled(monkeypatch):
     """Run from a source checkout (PYTHONPATH, no install), `tileiropt.templates` does not exist."""
-    import tileiropt.project_template as module
+    import tileiropt.project.template as module
 
     def not_installed(package: str):
         raise ModuleNotFoundError(f"No module named {package!r}")

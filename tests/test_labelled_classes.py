@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from tileiropt.analysis.classify import CLASSES, classify_paths
+from tileiropt.classify.classify import CLASSES, classify_paths
 
 REPO = Path(__file__).resolve().parent.parent
 LABELS_FILE = Path(__file__).parent / "data" / "kernel_classes.toml"

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
-from tileiropt.library import defines_kernel, library_files, mirrored_output
+from tileiropt.project.library import defines_kernel, library_files, mirrored_output
 
 FIXTURE = Path(__file__).parent / "fixtures" / "library"
 COMMAND = ["--", "pytest", "-q", "tests/check_mylib.py"]
@@ -114,7 +114,7 @@ def test_init_writes_a_library_project_that_run_reads(library: Path) -> None:
     text = (library / "tileiropt.toml").read_text()
     assert '[project]\ncapture = "pytest -q tests/check_mylib.py"\nlibrary = "mylib"\nexclude = ["unused.py"]\n' \
         in text
-    from tileiropt.project import load_project
+    from tileiropt.project.spec import load_project
 
     project = load_project(library / "tileiropt.toml")
     assert project.capture is not None and project.capture.library == (library / "mylib").resolve()
@@ -132,7 +132,7 @@ def test_init_writes_a_library_project_that_run_reads(library: Path) -> None:
 ])
 def test_library_keys_of_a_project_file(library: Path, table: str, message: str) -> None:
     from tileiropt.errors import UserError
-    from tileiropt.project import load_project
+    from tileiropt.project.spec import load_project
 
     (library / "tileiropt.toml").write_text(f"[project]\n{table}\n")
     with pytest.raises(UserError) as caught:
@@ -142,8 +142,8 @@ def test_library_keys_of_a_project_file(library: Path, table: str, message: str)
 
 def test_a_library_s_files_share_one_helper_module_which_in_place_copies_beside_them(library: Path,
                                                                                       tmp_path: Path) -> None:
+    from tileiropt.apply.apply import apply_library, copy_helper
     from tileiropt.errors import UserError
-    from tileiropt.transform.apply import apply_library, copy_helper
 
     results, helper = apply_library(library / "mylib", tmp_path)
     assert helper == tmp_path / "optimized" / "mylib" / "_tileir.py"

@@ -9,7 +9,7 @@ import pytest
 
 liger_kernel = pytest.importorskip("liger_kernel", reason="liger-kernel is not installed (pip install -e .[dev])")
 
-from tileiropt.analysis.classify import classify_paths  # noqa: E402
+from tileiropt.classify.classify import classify_paths  # noqa: E402
 
 ROOT = Path(liger_kernel.__file__).parent
 

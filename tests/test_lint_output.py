@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tileiropt.analysis.lint_output import artifact_uri, output_format_of
-from tileiropt.analysis.rules import ALL_RULES
+from tileiropt.classify.lint_output import artifact_uri, output_format_of
+from tileiropt.classify.rules import ALL_RULES
 from tileiropt.cli import app
 from tileiropt.errors import UserError
 
@@ -85,8 +85,8 @@ def test_github_annotations_as_printed(kernels: str) -> None:
 
 def test_github_annotation_escapes_newlines_percent_commas_and_colons(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from tileiropt.analysis.lint_output import Located, github_annotation
-    from tileiropt.analysis.rules import Finding
+    from tileiropt.classify.lint_output import Located, github_annotation
+    from tileiropt.classify.rules import Finding
 
     item = Located("a,b:c.py", "k", 3, Finding("TIR006", "perf", 7, "50%\nslow", "x"))
     assert github_annotation(item) == ("::notice file=a%2Cb%3Ac.py,line=7,col=3,title=TIR006::"

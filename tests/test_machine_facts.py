@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tileiropt import environment, machine_facts
 from tileiropt.cache import CACHE_ENV
+from tileiropt.check import environment, machine_facts
 
 FACTS = {"triton": {"name": "triton", "version": "3.6.0", "tileir_backend": False, "all": ["triton"],
                     "distribution": "triton", "versions": {"triton": "3.6.0"}, "location": "/x/triton"},
@@ -100,7 +100,7 @@ def test_the_run_pipeline_imports_without_torch() -> None:
     """An unchanged re-run must not pay torch's import (2-5 s): nothing the pipeline loads imports it at start."""
     import subprocess
 
-    code = ("import sys, tileiropt.pipeline, tileiropt.run_command, tileiropt.runtime.bench.run; "
+    code = ("import sys, tileiropt.run.pipeline, tileiropt.run.command, tileiropt.bench.run; "
             "print(sorted(m for m in ('torch', 'torch.cuda') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]", done.stdout

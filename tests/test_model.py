@@ -14,16 +14,16 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from tileiropt.analysis import classify as classify_module
-from tileiropt.analysis.classify import classify_paths, kernel_records
-from tileiropt.analysis.model import FileModel, FileModels
-from tileiropt.analysis.names import callee
-from tileiropt.analysis.rules import ALL_RULES
-from tileiropt.analysis.source import SourceText
-from tileiropt.analysis.syntax import names_assigned, on_header_line, statement_lines
+from tileiropt.apply.command import apply_paths
+from tileiropt.apply.locate import Locator
+from tileiropt.classify import classify as classify_module
+from tileiropt.classify.classify import classify_paths, kernel_records
+from tileiropt.classify.model import FileModel, FileModels
+from tileiropt.classify.names import callee
+from tileiropt.classify.rules import ALL_RULES
+from tileiropt.classify.source import SourceText
+from tileiropt.classify.syntax import names_assigned, on_header_line, statement_lines
 from tileiropt.releases import get_release
-from tileiropt.transform.command import apply_paths
-from tileiropt.transform.locate import Locator
 
 HEADER = "import triton\nimport triton.language as tl\n\n"
 FIXTURES = Path(__file__).parent / "fixtures"

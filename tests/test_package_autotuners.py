@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tileiropt.pipeline import run_pipeline
-from tileiropt.project import parse_project
+from tileiropt.apply.apply import transform_source
+from tileiropt.project.spec import parse_project
 from tileiropt.report.artifacts import load_artifacts
+from tileiropt.run.pipeline import run_pipeline
 from tileiropt.schema import NOT_RUN, PASS
-from tileiropt.transform.apply import transform_source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real" / "pkgs" / "tuned"
 

@@ -51,7 +51,7 @@ def test_a_package_registering_custom_ops_at_import_is_imported_once(idioms: Pat
 def test_registrations_once_tolerates_only_a_second_registration() -> None:
     import torch
 
-    from tileiropt.runtime.loading import registrations_once
+    from tileiropt.harness.loading import registrations_once
 
     torch.library.define("tileiropt_test_once::f", "(Tensor x) -> Tensor")
     with registrations_once():
@@ -84,8 +84,8 @@ def test_tensors_of_device_addresses_point_into_the_replays_own_buffers(idioms: 
 def test_what_counts_as_a_tensor_of_addresses() -> None:
     import torch
 
-    from tileiropt.runtime.capture_hook import device_addresses
-    from tileiropt.runtime.replay import build_inputs, point_addresses
+    from tileiropt.capture.hook import device_addresses
+    from tileiropt.capture.replay import build_inputs, point_addresses
 
     a, b = torch.zeros(8), torch.ones(4, dtype=torch.float16)
     pointers = torch.tensor([a.data_ptr() + 8, 0, b.data_ptr()], dtype=torch.int64)
@@ -130,7 +130,7 @@ def test_the_idioms_library_is_reported_by_file(idioms: Path) -> None:
 def test_run_at_launches_the_config_with_its_pre_hook() -> None:
     from types import SimpleNamespace
 
-    from tileiropt.runtime.autotuners import own_run, run_at
+    from tileiropt.harness.autotuners import own_run, run_at
 
     calls = []
     config = SimpleNamespace(pre_hook=lambda nargs: calls.append(("hook", dict(nargs))),

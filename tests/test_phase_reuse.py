@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tileiropt.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
-from tileiropt.runtime.provenance import file_digest
+from tileiropt.harness.provenance import file_digest
+from tileiropt.run.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
 
 
 def test_classify_is_reused_only_for_the_same_files_release_and_dtypes(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode, UserError
-from tileiropt.project import DEFAULT_TIMEOUT_S, load_project, project_from_flags, resolve_target
+from tileiropt.project.spec import DEFAULT_TIMEOUT_S, load_project, project_from_flags, resolve_target
 
 KERNEL = "import triton\n\n\ndef add(x, y, alpha=1.0):\n    return x + y\n"
 

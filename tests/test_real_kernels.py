@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tileiropt.entries import EntryRef, locate_module, package_name_for, parse_call, signature_problem
 from tileiropt.errors import UserError
-from tileiropt.pipeline import run_pipeline
-from tileiropt.project import parse_project
+from tileiropt.project.entries import EntryRef, locate_module, package_name_for, parse_call, signature_problem
+from tileiropt.project.spec import parse_project
 from tileiropt.report.artifacts import load_artifacts
 from tileiropt.report.build import build_report
-from tileiropt.runtime.validate.run import validate_project
+from tileiropt.run.pipeline import run_pipeline
 from tileiropt.schema import ERROR, PASS
+from tileiropt.validate.run import validate_project
 
 FIXTURES = Path(__file__).parent / "fixtures" / "real"
 
@@ -117,7 +117,7 @@ def test_missing_dependency_and_interpreter_limit(folder):
 
 
 def test_interpreter_limits_are_named():
-    from tileiropt.runtime.harness import interpreter_limit
+    from tileiropt.harness.harness import interpreter_limit
 
     assert interpreter_limit(AttributeError("'float' object has no attribute 'to'")).startswith(
         "a method of a Python scalar")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from tileiropt.runtime.validate import reference_cache
+from tileiropt.validate import reference_cache
 
 CPU = {"name": "cpu", "capability": None}
 LAUNCH = {"kernel": "k", "args": [{"kind": "tensor", "shape": [4]}], "grid": [1]}

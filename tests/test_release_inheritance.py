@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tileiropt.analysis.classify import classify_paths, classify_source
+from tileiropt.classify.classify import classify_paths, classify_source
 from tileiropt.errors import UserError
 from tileiropt.releases import BUNDLED, RELEASES_ENV, get_release, known_releases
 

@@ -13,7 +13,7 @@ import pytest
 import triton
 import triton.language as tl
 
-from tileiropt.analysis.classify import classify_paths
+from tileiropt.classify.classify import classify_paths
 from tileiropt.errors import UserError
 from tileiropt.releases import BUNDLED, RELEASES_ENV, get_release, known_releases, resolve_release
 
@@ -160,7 +160,7 @@ def test_the_ir_check_never_runs_the_file(tmp_path: Path) -> None:
 
 
 def test_ir_check_times_out_instead_of_hanging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tileiropt.analysis.ir import lowering
+    from tileiropt.classify.ir import lowering
 
     monkeypatch.setattr(lowering, "TIMEOUT_S", 0.2)
     path = tmp_path / "big.py"
@@ -199,7 +199,7 @@ EXP_KERNEL = textwrap.dedent("""
 
 
 def test_apply_bounds_occupancy_by_release() -> None:
-    from tileiropt.transform.apply import transform_source
+    from tileiropt.apply.apply import transform_source
 
     old = transform_source(EXP_KERNEL, "k.py", release=R131).new_source
     new = transform_source(EXP_KERNEL, "k.py", release=R134).new_source
@@ -232,11 +232,11 @@ def _simulated_tileir(release: str, fallback: bool):
 
 @pytest.mark.parametrize("release", ["13.1", "13.4"])
 def test_simulated_tileir_backend_fallback(release: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tileiropt.runtime.backends import TILEIR
-    from tileiropt.runtime.launches import LaunchRecorder
-    from tileiropt.runtime.validate.cases import Case
-    from tileiropt.runtime.validate.worker import CaseRunner
-    from tileiropt.runtime.worker_io import base_provenance
+    from tileiropt.engine.worker_io import base_provenance
+    from tileiropt.harness.backends import TILEIR
+    from tileiropt.harness.launches import LaunchRecorder
+    from tileiropt.validate.cases import Case
+    from tileiropt.validate.worker import CaseRunner
 
     monkeypatch.setenv("TRITON_TILEIR_RUNTIME_FALLBACK", "1")
     module = types.ModuleType("simulated")
@@ -253,14 +253,14 @@ def test_simulated_tileir_backend_fallback(release: str, monkeypatch: pytest.Mon
         module.k[(1,)](None)
     provenance = CaseRunner(case, TILEIR, False, base, None).provenance(launches)
     assert release == "13.4" and provenance.compiled_backend == "cuda" and provenance.fallback
-    from tileiropt.runtime.provenance import fallback_note
+    from tileiropt.harness.provenance import fallback_note
 
     note = fallback_note(provenance.compiled_backend, "tileir", provenance)
     assert note.startswith("fallback: compiled by cuda, not tileir (runtime fallback is on: CUDA Tile IR 13.4")
 
 
 def test_backend_from_kept_stages_and_cache_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tileiropt.runtime import launches
+    from tileiropt.harness import launches
 
     assert launches.compiled_backend(types.SimpleNamespace(asm={"ttir": "", "tileIR": "", "cubin": b""})) == "tileir"
     assert launches.compiled_backend(types.SimpleNamespace(asm={"ttir": "", "ttgir": "", "ptx": ""})) == "cuda"

@@ -10,8 +10,10 @@ import pytest
 from test_bench import finished_rows, recorded  # the bench fixtures, shared
 from typer.testing import CliRunner
 
+from tileiropt.bench.records import BenchKernel, BenchRun, save_bench_run
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode, UserError
+from tileiropt.harness.provenance import Provenance
 from tileiropt.output import to_jsonable
 from tileiropt.report.artifacts import (
     APPLY_FILE,
@@ -24,10 +26,8 @@ from tileiropt.report.artifacts import (
 from tileiropt.report.build import build_report
 from tileiropt.report.command import resolve_artifacts
 from tileiropt.report.markdown import render_markdown, split_template
-from tileiropt.run_record import run_from_dict
-from tileiropt.runtime.bench.records import BenchKernel, BenchRun, save_bench_run
-from tileiropt.runtime.provenance import Provenance
-from tileiropt.runtime.validate.records import ValidateRun, ValidationRecord, save_validate_run
+from tileiropt.run.record import run_from_dict
+from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
 
 SEED_HEADINGS = ("### Classification", "### Compatibility Check (ENABLE_TILE=0)", "### Transformations Applied",
                  "### TileIR Validation (ENABLE_TILE=1)", "### Benchmark Comparison", "### Output")
@@ -310,10 +310,10 @@ def test_kernel_names_cannot_inject_markdown(artifacts: Path) -> None:
 
 
 def test_records_of_a_changed_file_and_of_another_run_are_marked(tmp_path: Path) -> None:
+    from tileiropt.harness.provenance import file_digest
     from tileiropt.report.artifacts import Artifacts
     from tileiropt.report.build import provenance_problems
-    from tileiropt.runtime.provenance import file_digest
-    from tileiropt.runtime.validate.records import ValidateRun, ValidationRecord
+    from tileiropt.validate.records import ValidateRun, ValidationRecord
 
     kernel = tmp_path / "k_tileir.py"
     kernel.write_text("a = 1\n")
@@ -333,8 +333,8 @@ def test_records_of_a_changed_file_and_of_another_run_are_marked(tmp_path: Path)
 def test_records_of_the_earlier_schema_still_read_and_unknown_statuses_do_not(artifacts: Path) -> None:
     """Schema 1 said "ok" for a measured row; it reads as "pass". A status outside the vocabulary makes the
     record file unusable, said in one line, never a wrong verdict."""
-    from tileiropt.runtime.bench.records import load_bench_run
-    from tileiropt.runtime.validate.records import load_validate_run
+    from tileiropt.bench.records import load_bench_run
+    from tileiropt.validate.records import load_validate_run
 
     bench = json.loads((artifacts / "bench.json").read_text())
     measured = [row for row in bench["rows"] if row["status"] == "pass"]

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tileiropt.analysis.classify import classify_source
-from tileiropt.analysis.rule_pages import before_after, find_rule, release_ratings, rule_json, rule_page, rules_document
-from tileiropt.analysis.rules import ALL_RULES, Rule
-from tileiropt.analysis.rules.explain import AFTER, DETECTS, WHY
+from tileiropt.classify.classify import classify_source
+from tileiropt.classify.rule_pages import before_after, find_rule, release_ratings, rule_json, rule_page, rules_document
+from tileiropt.classify.rules import ALL_RULES, Rule
+from tileiropt.classify.rules.explain import AFTER, DETECTS, WHY
 from tileiropt.errors import UserError
 from tileiropt.releases import get_release
 

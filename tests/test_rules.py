@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from tileiropt.analysis.classify import classify_source
-from tileiropt.analysis.rules import ALL_RULES, Rule, noqa_codes, select_rules
+from tileiropt.classify.classify import classify_source
+from tileiropt.classify.rules import ALL_RULES, Rule, noqa_codes, select_rules
 from tileiropt.errors import UserError
 from tileiropt.releases import get_release
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tileiropt.check.machine import Machine
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
-from tileiropt.runtime.machine import Machine
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

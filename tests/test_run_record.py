@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from tileiropt.cli import app
+from tileiropt.engine.job_timing import JobTiming
 from tileiropt.output import to_jsonable
 from tileiropt.report.markdown import tool_cost_md
-from tileiropt.run_record import PhaseResult, RunResult, run_from_dict
-from tileiropt.runtime.job_timing import JobTiming
+from tileiropt.run.record import PhaseResult, RunResult, run_from_dict
 
 
 def _run() -> RunResult:

@@ -19,20 +19,20 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tileiropt.bench import run as bench_module
+from tileiropt.bench.run import BenchSettings, bench_project, earlier_bench
+from tileiropt.check.machine import Machine
 from tileiropt.cli import app
+from tileiropt.engine import engine
+from tileiropt.engine.engine import JobPool
+from tileiropt.engine.executors import Executor, resolve_executor
+from tileiropt.engine.progress import Progress
+from tileiropt.engine.resume import journal_path, read_journal
 from tileiropt.errors import ExitCode
-from tileiropt.project import load_project, parse_project
-from tileiropt.runtime import engine
-from tileiropt.runtime.bench import run as bench_module
-from tileiropt.runtime.bench.run import BenchSettings, bench_project, earlier_bench
-from tileiropt.runtime.engine import JobPool
-from tileiropt.runtime.executors import Executor, resolve_executor
-from tileiropt.runtime.machine import Machine
-from tileiropt.runtime.progress import Progress
-from tileiropt.runtime.resume import journal_path, read_journal
-from tileiropt.runtime.validate.cases import Case
-from tileiropt.runtime.validate.run import validate_project
+from tileiropt.project.spec import load_project, parse_project
 from tileiropt.schema import PASS
+from tileiropt.validate.cases import Case
+from tileiropt.validate.run import validate_project
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -92,7 +92,7 @@ def test_bench_journals_rows_and_reuses_unchanged_ones(tmp_path, monkeypatch) ->
                           executor=Executor(gpus=["0"]))
     journaled = [e["row"]["kernel"] for e in read_journal(project.artifacts, "bench") if "row" in e]
     assert sorted(journaled) == sorted(r.kernel for r in first.rows if r.status == PASS)
-    from tileiropt.runtime.bench.records import save_bench_run
+    from tileiropt.bench.records import save_bench_run
 
     save_bench_run(first, project.artifacts)
     assert not journal_path(project.artifacts, "bench").exists()  # the records file supersedes the journal
@@ -337,8 +337,8 @@ def test_kernels_sharing_a_file_each_get_their_optimized_file_and_unvalidated_on
 
 
 def test_a_kernel_whose_optimized_file_never_ran_stops_the_run(tmp_path, monkeypatch) -> None:
-    from tileiropt import pipeline as pipeline_module
-    from tileiropt.runtime.validate.records import ValidateRun, ValidationRecord
+    from tileiropt.run import pipeline as pipeline_module
+    from tileiropt.validate.records import ValidateRun, ValidationRecord
 
     (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
     (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "va"\npath = "vector_add.py"\nentry = "add"\n'
@@ -353,7 +353,7 @@ def test_a_kernel_whose_optimized_file_never_ran_stops_the_run(tmp_path, monkeyp
 
 def test_a_kernel_that_kills_its_parent_costs_at_most_its_own_record() -> None:
     """The worker's parent is a sentinel, so the tool (here: this test process) lives on."""
-    from tileiropt.runtime.validate.run import validate_project
+    from tileiropt.validate.run import validate_project
 
     project = parse_project({"kernel": [
         {"name": "kills_parent", "path": "kills_parent.py", "entry": "copy", "reference": "x", "inputs": {"x": [300]}},
@@ -378,7 +378,7 @@ def test_a_worker_killed_by_its_kernel_is_that_records_error_and_a_failing_exit(
 
 
 def test_processes_the_users_entry_starts_end_with_the_worker(monkeypatch) -> None:
-    from tileiropt.runtime.validate.run import validate_project
+    from tileiropt.validate.run import validate_project
 
     tag = f"TILEIROPT_TEST_STARTED={os.getpid()}-{time.monotonic_ns()}"
     monkeypatch.setenv(*tag.split("="))
@@ -393,8 +393,8 @@ def test_processes_the_users_entry_starts_end_with_the_worker(monkeypatch) -> No
 
 
 def test_run_interrupted_during_a_phase_keeps_its_records_writes_the_report_and_exits_130(tmp_path, monkeypatch):
-    from tileiropt import pipeline
-    from tileiropt.runtime.validate.records import ValidateRun, ValidationRecord
+    from tileiropt.run import pipeline
+    from tileiropt.validate.records import ValidateRun, ValidationRecord
 
     (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
     (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "va"\npath = "vector_add.py"\nentry = "add"\n'
@@ -416,9 +416,9 @@ def test_run_interrupted_during_a_phase_keeps_its_records_writes_the_report_and_
 
 
 def test_a_worker_takes_the_parents_triton_distribution_only_when_it_imports_the_same_triton() -> None:
-    from tileiropt.environment import triton_distribution
-    from tileiropt.runtime.backends import INTERPRET
-    from tileiropt.runtime.worker_io import base_provenance
+    from tileiropt.check.environment import triton_distribution
+    from tileiropt.engine.worker_io import base_provenance
+    from tileiropt.harness.backends import INTERPRET
 
     real = triton_distribution()
     assert base_provenance(INTERPRET, {**real, "name": "as-the-parent-saw-it"}).triton_distribution == \
@@ -446,7 +446,7 @@ def test_a_case_sent_to_a_worker_that_exits_before_beginning_it_goes_to_the_next
 
 
 def test_workers_that_never_start_give_every_case_one_error_with_the_cause(tmp_path, monkeypatch) -> None:
-    from tileiropt.runtime.workers import Launcher
+    from tileiropt.engine.workers import Launcher
 
     broken = Launcher(prefix=[sys.executable, "-c", "import sys; sys.exit(3)"], name="broken")
     monkeypatch.setattr(Executor, "slots", lambda self, **options: [broken, broken])
@@ -458,7 +458,7 @@ def test_workers_that_never_start_give_every_case_one_error_with_the_cause(tmp_p
 
 
 def test_validation_workers_per_gpu_follow_the_cores_and_the_gpus_memory() -> None:
-    from tileiropt.runtime.executors import validate_per_gpu
+    from tileiropt.engine.executors import validate_per_gpu
 
     assert validate_per_gpu(cpus=2, memory_gib=80.0) == 2  # never fewer than two
     assert validate_per_gpu(cpus=8, memory_gib=80.0) == 2

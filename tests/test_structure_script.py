@@ -32,6 +32,8 @@ def test_the_figures_of_the_fixture_package() -> None:
         "long_bound": 12,
         "long_modules": {"demo.e": 29, "demo.b": 13},
         "lines_per_folder": {".": 58, "sub": 13},
+        "root_modules": ["a", "b", "c", "d", "e"],
+        "string_key_lookups": {},  # the fixture reads no record by string keys
     }
 
 
@@ -47,3 +49,11 @@ def test_a_folder_that_is_not_a_package_is_a_one_line_error(tmp_path: Path) -> N
     done = run(str(tmp_path))
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "not a package folder" in done.stderr
+
+
+def test_string_key_lookups_and_root_modules() -> None:
+    """`launch["grid"]` and `launch.get("num_warps", 4)` count; `names[0]` and `.get(1, ...)` do not."""
+    done = run(str(ROOT / "tests" / "fixtures" / "structure" / "records"), "--json")
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert figures["string_key_lookups"] == {".": 2} and figures["root_modules"] == []

@@ -21,10 +21,10 @@ import libcst as cst
 import pytest
 import triton
 
-from tileiropt.runtime.autotuners import autotuners, config_label, innermost, pinned, tma_dispatches
-from tileiropt.transform.apply import transform_source
-from tileiropt.transform.gate import gate_source
-from tileiropt.transform.tma_runtime import RUNTIME_SOURCE
+from tileiropt.apply.apply import transform_source
+from tileiropt.apply.gate import gate_source
+from tileiropt.apply.tma_runtime import RUNTIME_SOURCE
+from tileiropt.harness.autotuners import autotuners, config_label, innermost, pinned, tma_dispatches
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "tma"
@@ -384,7 +384,7 @@ def interpreter_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     out = tmp_path_factory.mktemp("tma")
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     env.pop("ENABLE_TILE", None)
-    done = subprocess.run([sys.executable, "-m", "tileiropt.runtime.tileir_surface", str(FIXTURES / "run_cases.py"),
+    done = subprocess.run([sys.executable, "-m", "tileiropt.harness.tileir_surface", str(FIXTURES / "run_cases.py"),
                            str(out), "--device", "cpu",
                            "--dtypes", "float16,float32"], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

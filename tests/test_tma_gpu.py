@@ -2,7 +2,7 @@
 TMA cannot take (the pointer path), every autotuner pinned to the kernel's first config
 (autotuning every case on both paths takes minutes; `benchmarks/tma_matmul.py` autotunes both).
 
-The harness's TileIR surface (`python -m tileiropt.runtime.tileir_surface`) binds the TileIR code under PTX, so
+The harness's TileIR surface (`python -m tileiropt.harness.tileir_surface`) binds the TileIR code under PTX, so
 the twins (device-side tensor descriptors, sm_90+) are compiled and checked there; the child process is
 `tests/fixtures/tma/run_cases.py`, one JSON record per run. Run with `pytest -m gpu`.
 """
@@ -34,7 +34,7 @@ def gpu_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     for name in ("TRITON_INTERPRET", "ENABLE_TILE"):
         env.pop(name, None)
     out = tmp_path_factory.mktemp("tma_gpu")
-    done = subprocess.run([sys.executable, "-m", "tileiropt.runtime.tileir_surface", str(FIXTURES / "run_cases.py"),
+    done = subprocess.run([sys.executable, "-m", "tileiropt.harness.tileir_surface", str(FIXTURES / "run_cases.py"),
                            str(out), "--device", "cuda",
                            "--dtypes", "float16,bfloat16", "--configs", "first"],
                           capture_output=True, text=True, env=env, timeout=900)

@@ -9,12 +9,12 @@ import textwrap
 import libcst as cst
 import pytest
 
-from tileiropt.analysis.classify import classify_source
+from tileiropt.apply.config_values import ConfigValue, Unresolvable, resolve_configs
+from tileiropt.apply.locate import Locator
+from tileiropt.apply.math_rewrites import rewrite_math
+from tileiropt.apply.spaces import Space, build_space, load_spaces, parse_spaces, role_of
+from tileiropt.classify.classify import classify_source
 from tileiropt.errors import UserError
-from tileiropt.transform.config_values import ConfigValue, Unresolvable, resolve_configs
-from tileiropt.transform.locate import Locator
-from tileiropt.transform.math_rewrites import rewrite_math
-from tileiropt.transform.spaces import Space, build_space, load_spaces, parse_spaces, role_of
 
 ALIASES = {"tl": "triton.language", "triton": "triton"}
 

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tileiropt.check.machine import Machine
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
-from tileiropt.project import load_project, parse_project
-from tileiropt.runtime.machine import Machine
-from tileiropt.runtime.validate.records import PREPARE, load_validate_run
-from tileiropt.runtime.validate.run import validate_project
+from tileiropt.project.spec import load_project, parse_project
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.validate.records import PREPARE, load_validate_run
+from tileiropt.validate.run import validate_project
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "validate"
@@ -205,7 +205,7 @@ def test_gpu_backends_are_not_run_without_a_gpu():
 
 
 def test_default_backends_follow_the_machine():
-    from tileiropt.runtime.backends import default_backends
+    from tileiropt.harness.backends import default_backends
 
     assert default_backends(has_gpu=False, tileir_ready=False) == ["interpret", "tileir-code-on-interpret", "tileir"]
     assert default_backends(has_gpu=True, tileir_ready=True) == ["ptx", "tileir"]

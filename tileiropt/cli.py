@@ -18,11 +18,13 @@ import typer
 from rich.markup import escape
 
 from tileiropt import __version__
+from tileiropt.check.environment import check_environment, print_check
 from tileiropt.cli_style import show_flags_as_flags
-from tileiropt.environment import check_environment, print_check
+from tileiropt.engine.workers import stopping_on_signals
 from tileiropt.errors import ExitCode, UserError, check_seconds
 from tileiropt.output import console, err_console, print_json
-from tileiropt.runtime.workers import stopping_on_signals
+from tileiropt.phases import phases_text
+from tileiropt.project.model import DEFAULT_MAX_CONFIGS
 from tileiropt.verbosity import set_verbosity
 
 show_flags_as_flags()
@@ -231,8 +233,8 @@ def classify(
 
     Also reads tool.tileiropt in the nearest pyproject.toml; `# noqa: TIR006` silences a line (docs/linting.md)."""
     # on use, not at every start-up (+0.07 s)
-    from tileiropt.analysis.command import run_classify
-    from tileiropt.analysis.lint_output import output_format_of
+    from tileiropt.classify.command import run_classify
+    from tileiropt.classify.lint_output import output_format_of
 
     set_verbosity(quiet, verbose)
     fmt = output_format_of(output_format, json_output)
@@ -250,7 +252,7 @@ def rule(
     json_output: JsonFormatFlag = False,
 ) -> None:
     """A lint rule's page: what it finds, why, how each release rates it, the fix, an example before and after."""
-    from tileiropt.analysis.rule_command import run_rule  # on use, not at every start-up (+0.03 s)
+    from tileiropt.classify.rule_command import run_rule  # on use, not at every start-up (+0.03 s)
 
     raise typer.Exit(run_rule(code, all_rules=all_rules, output_format=output_format, json_output=json_output))
 
@@ -276,7 +278,7 @@ def init(
     prefilled from a capture of the kernel file's run (entries, shapes, dtypes, dims); `init DIR -- command` one
     that captures the command's launches of every kernel of the library folder DIR."""
     # on use, not at every start-up (+0.12 s)
-    from tileiropt.project_template import write_captured_project, write_library_project, write_project_template
+    from tileiropt.project.template import write_captured_project, write_library_project, write_project_template
 
     if path is not None and path.suffix == ".py":
         written, summary = write_captured_project(path, list(ctx.args) or None, output, force=force,
@@ -313,12 +315,13 @@ def apply(
     spaces: Annotated[
         Path | None, typer.Option("--spaces", help="TOML file of TileIR config spaces (see templates/spaces.toml).")
     ] = None,
-    max_configs: Annotated[int, typer.Option("--max-configs", help="Cap on TileIR configs added per kernel.")] = 16,
+    max_configs: Annotated[int, typer.Option("--max-configs", help="Cap on TileIR configs added per kernel.")
+                           ] = DEFAULT_MAX_CONFIGS,
     tileir_version: TileirVersionOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
     """Phase 3: write <stem>_tileir.py with TileIR configs and twins behind a backend gate (PTX path unchanged)."""
-    from tileiropt.transform.command import run_apply  # on use, not at every start-up (+0.37 s)
+    from tileiropt.apply.command import run_apply  # on use, not at every start-up (+0.37 s)
 
     code = run_apply(paths, output=output, in_place=in_place, dry_run=dry_run, diff=diff,
                      json_output=json_output, spaces_file=spaces, max_configs=max_configs,
@@ -357,7 +360,7 @@ def validate(
     json_output: JsonFlag = False,
 ) -> None:
     """Phase 4: numerics against the reference, per backend (own subprocess) and per autotune config."""
-    from tileiropt.runtime.validate.command import run_validate_command  # on use, not at every start-up (+0.12 s)
+    from tileiropt.validate.command import run_validate_command  # on use, not at every start-up (+0.12 s)
 
     code = run_validate_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                                 kernels=kernel, backends=backend, variant=variant, all_configs=all_configs,
@@ -410,8 +413,8 @@ def bench(
 ) -> None:
     """Phase 5: original vs optimized (PTX), PTX vs TileIR, torch baseline, over the size sweep."""
     # on use, not at every start-up (+0.13 s)
-    from tileiropt.runtime.bench.command import run_bench_command
-    from tileiropt.runtime.bench.run import BenchSettings
+    from tileiropt.bench.command import run_bench_command
+    from tileiropt.bench.run import BenchSettings
 
     settings = BenchSettings(method=method, warmup_ms=warmup_ms, rep_ms=rep_ms, timeout=timeout, isolate=isolate,
                              sizes=sizes or None, rounds=rounds, threshold=threshold)
@@ -441,7 +444,16 @@ def report(
     raise typer.Exit(int(run_report_command(target, fmt=fmt, output=output, as_json=json_output)))
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False})
+RUN_HELP = (
+    "Every phase in turn, then report.md in the artifacts:\n\n" + phases_text() + "\n\n"
+    "`tileiropt run kernel.py` alone runs the file as a script and captures its kernels' launches; "
+    "`tileiropt run kernel.py -- pytest tests/test_ops.py` captures them from a command instead, and "
+    "`tileiropt run src/mypkg -- pytest tests/` every kernel of a library folder (one without tileiropt.toml). Each "
+    "distinct launch is replayed on the original and the optimized kernel: no shapes or reference needed."
+)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": False}, help=RUN_HELP)
 @user_errors
 def run(
     ctx: typer.Context,
@@ -471,13 +483,8 @@ def run(
     slurm_tasks: SlurmTasksOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """All phases: check, compatibility, classify, apply, validate, bench, then report.md in the artifacts.
-
-    `tileiropt run kernel.py` alone runs the file as a script and captures its kernels' launches;
-    `tileiropt run kernel.py -- pytest tests/test_ops.py` captures them from a command instead, and
-    `tileiropt run src/mypkg -- pytest tests/` every kernel of a library folder (one without tileiropt.toml). Each
-    distinct launch is replayed on the original and the optimized kernel: no shapes or reference needed."""
-    from tileiropt.run_command import run_run_command  # on use, not at every start-up (+0.15 s)
+    """The phases end to end (RUN_HELP)."""
+    from tileiropt.run.command import run_run_command  # on use, not at every start-up (+0.15 s)
 
     command = list(ctx.args) or None
     code = run_run_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
@@ -492,7 +499,8 @@ def run(
 
 
 # click's base of every usage error (typer ships click inside itself: reached through a public exception)
-_CLICK_ERROR = next(base for base in typer.BadParameter.__mro__ if base.__name__ == "ClickException")
+_CLICK_ERROR: Any = next(base for base in typer.BadParameter.__mro__
+                         if base.__name__ == "ClickException")  # its instances: show(), exit_code
 
 
 def _wants_json(argv: list[str]) -> bool:

@@ -16,7 +16,7 @@ import typer
 def show_flags_as_flags() -> None:
     option = getattr(getattr(typer, "core", None), "TyperOption", None)
     shown = getattr(option, "display_type_rich", None)
-    if shown is None or getattr(shown, "_flags_as_flags", False):
+    if option is None or shown is None or getattr(shown, "_flags_as_flags", False):
         return
 
     def display_type_rich(self: Any, ctx: Any) -> str | None:

@@ -173,7 +173,8 @@ def dataclass_from_dict(cls: type[T], data: Any) -> T:
     """A record dataclass from its JSON dict; unknown keys are ignored, missing ones raise TypeError."""
     if not isinstance(data, dict):
         raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
-    hints = _field_types(cls)
+    record_class: type = cls  # the class itself, as the cache takes it (mypy does not see `type[T]` as Hashable)
+    hints = _field_types(record_class)
     values = {k: v for k, v in data.items() if k in hints}
     for key, value in values.items():
         if not _has_json_type(value, hints[key]):
@@ -198,7 +199,8 @@ def _field_types(cls: type) -> dict[str, tuple[tuple[type, ...], bool] | None]:
         members = typing.get_args(hint) if union else (hint,)
         nullable = type(None) in members
         accepted = [_JSON_TYPES.get(typing.get_origin(m) or m) for m in members if m is not type(None)]
-        found[f.name] = (tuple(t for group in accepted for t in group), nullable) if all(accepted) else None
+        found[f.name] = ((tuple(t for group in accepted if group is not None for t in group), nullable)
+                         if all(accepted) else None)
     return found
 
 

@@ -31,7 +31,7 @@ except ModuleNotFoundError:  # Python < 3.11
 RELEASES_ENV = "TILEIROPT_RELEASES"
 BUNDLED = Path(__file__).parent
 STATUSES = ("supported", "partial", "unsupported")
-SEVERITIES = ("error", "warning", "perf")  # the lint's (tileiropt.analysis.rules.base.SEVERITIES)
+SEVERITIES = ("error", "warning", "perf")  # the lint's (tileiropt.classify.rules.base.SEVERITIES)
 NUM_WARPS_MEANINGS = ("ignored", "hint")
 
 # Every feature a release file must rate; rules and the IR check look them up by these names.

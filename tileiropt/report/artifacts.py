@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tileiropt.environment import CheckReport
+from tileiropt.bench.records import BENCH_FILE, BenchRun, load_bench_run
+from tileiropt.capture.capture import CAPTURE_FILE
+from tileiropt.check.environment import CheckReport
 from tileiropt.errors import UserError
 from tileiropt.output import dataclass_from_dict, save_record_file
-from tileiropt.phase_records import ApplyRecord, ClassifyRecord, apply_from_dict, classify_from_dict
-from tileiropt.run_record import RunResult, run_from_dict
-from tileiropt.runtime.bench.records import BENCH_FILE, BenchRun, load_bench_run
-from tileiropt.runtime.capture import CAPTURE_FILE
-from tileiropt.runtime.validate.records import VALIDATE_FILE, ValidateRun, load_validate_run
+from tileiropt.run.phase_records import ApplyRecord, ClassifyRecord, apply_from_dict, classify_from_dict
+from tileiropt.run.record import RunResult, run_from_dict
+from tileiropt.validate.records import VALIDATE_FILE, ValidateRun, load_validate_run
 
 T = TypeVar("T")
 CHECK_FILE = "check.json"

@@ -4,10 +4,7 @@ rows: PTX, optimized PTX, TileIR, torch), the paired PTX ratios and the TileIR s
 
 from __future__ import annotations
 
-from tileiropt.report.artifacts import Artifacts
-from tileiropt.report.model import BenchLine, Benchmark, BenchTable
-from tileiropt.report.sections import interrupted_phase, missing_record, stop_reason
-from tileiropt.runtime.bench.records import (
+from tileiropt.bench.records import (
     BENCH_FILE,
     OPTIMIZED,
     ORIGINAL,
@@ -20,6 +17,9 @@ from tileiropt.runtime.bench.records import (
     BenchRow,
     dtype_key,
 )
+from tileiropt.report.artifacts import Artifacts
+from tileiropt.report.model import BenchLine, Benchmark, BenchTable
+from tileiropt.report.sections import interrupted_phase, missing_record, stop_reason
 from tileiropt.schema import NOT_RUN, PASS
 
 # Benchmark table rows: (variant, backend) -> the label of the seed's table.

@@ -4,9 +4,9 @@ the sizes of a sweep, with a chart), the paired PTX verdict, and the details of 
 
 from __future__ import annotations
 
+from tileiropt.bench.records import BenchRow, dtype_key, peak_text, rate_text
 from tileiropt.report.markdown_blocks import bullets, cell, table
 from tileiropt.report.model import Benchmark, BenchTable
-from tileiropt.runtime.bench.records import BenchRow, dtype_key, peak_text, rate_text
 
 
 def _size_title(t: BenchTable) -> str:
@@ -95,7 +95,7 @@ def benchmark_md(b: Benchmark) -> str:
         return b.reason
     texts = {line.time for t in b.tables for line in t.lines}
     if len(texts) == 1 and next(iter(texts)).startswith("not run") and not b.details:
-        sizes = ", ".join(str(s) for t in b.tables for s in (t.sizes or [t.size]) if s is not None)
+        sizes = ", ".join(str(s) for t in b.tables for s in (t.sizes if t.sizes else [t.size]) if s is not None)
         return f"{next(iter(texts))} (every row{', sizes ' + sizes if sizes else ''})"
     if b.plot.endswith(".svg"):
         parts.append(f"![time over the sweep and the paired PTX ratio]({b.plot})")
@@ -150,7 +150,7 @@ def _sweep_tables(tables: list[BenchTable], left_out: dict[str, str]) -> list[st
     for t in tables:
         by_dtypes.setdefault(t.dtypes, []).append(t)
     for dtypes, group in by_dtypes.items():
-        sized = sorted((t for t in group if t.size is not None), key=lambda t: t.size)
+        sized = sorted((t for t in group if t.size is not None), key=_known_size)
         if len(sized) < 2:
             for t in group:
                 rows = [[line.label, line.time, line.speedup] for line in t.lines if line.label not in left_out]
@@ -176,6 +176,12 @@ def _sweep_tables(tables: list[BenchTable], left_out: dict[str, str]) -> list[st
             parts.append(f"**{dtypes}** (time in ms, speedup against the original PTX; sizes {dims})\n\n"
                          + table(["Backend", *(str(t.size) for t in sized)], rows))
     return parts
+
+
+def _known_size(t: BenchTable) -> int:
+    """The size of a table of a sweep (the sweep keeps the tables that have one)."""
+    assert t.size is not None
+    return t.size
 
 
 def _details(b: Benchmark) -> list[str]:

@@ -14,6 +14,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from tileiropt.bench.records import BENCH_FILE, OPTIMIZED, ORIGINAL, BenchKernel
+from tileiropt.capture.capture import cut_summary
+from tileiropt.harness.provenance import file_digest
 from tileiropt.report.artifacts import Artifacts
 from tileiropt.report.benchmark import benchmark_for
 from tileiropt.report.library import library_summary
@@ -30,11 +33,8 @@ from tileiropt.report.sections import (
     transformations_for,
 )
 from tileiropt.report.verdict import ATTENTION, KernelVerdict, kernel_verdict
-from tileiropt.runtime.bench.records import BENCH_FILE, OPTIMIZED, ORIGINAL, BenchKernel
-from tileiropt.runtime.capture import cut_summary
-from tileiropt.runtime.provenance import file_digest
-from tileiropt.runtime.validate.records import VALIDATE_FILE
 from tileiropt.schema import NOT_RUN
+from tileiropt.validate.records import VALIDATE_FILE
 
 
 def kernels_from_records(artifacts: Artifacts) -> list[BenchKernel]:
@@ -147,8 +147,8 @@ def provenance_problems(artifacts: Artifacts) -> dict[str, str]:
             problems[f"{Path(path).name}"] = ("changed since its records were made (SHA-256 differs): rerun "
                                               "`tileiropt run` before trusting them")
     started = artifacts.run.started if artifacts.run else None
-    for name, record in ((VALIDATE_FILE, artifacts.validate), (BENCH_FILE, artifacts.bench)):
-        when = getattr(record, "started", None)
+    for name, phase_run in ((VALIDATE_FILE, artifacts.validate), (BENCH_FILE, artifacts.bench)):
+        when = getattr(phase_run, "started", None)
         if isinstance(started, str) and isinstance(when, str) and when and when < started:
             problems[name] = f"from an earlier run (started {when}) than run.json ({started}): not this run's records"
     return problems

@@ -5,16 +5,16 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from tileiropt.bench.records import BenchKernel
+from tileiropt.bench.run import kernel_info
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import dumps, err_console, write_atomic
-from tileiropt.project import DEFAULT_ARTIFACTS, PROJECT_FILE, load_project
+from tileiropt.project.spec import DEFAULT_ARTIFACTS, PROJECT_FILE, load_project
 from tileiropt.report.artifacts import RECORD_FILES, is_artifacts_folder, load_artifacts
 from tileiropt.report.build import build_report
 from tileiropt.report.markdown import is_report, render_markdown
 from tileiropt.report.model import Report
 from tileiropt.report.plots import draw_plots
-from tileiropt.runtime.bench.records import BenchKernel
-from tileiropt.runtime.bench.run import kernel_info
 
 FORMATS = ("md", "json")
 

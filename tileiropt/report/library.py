@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tileiropt.phase_records import ClassifyRecord
 from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, EMULATED, PROVEN, READY, UNPROVEN
+from tileiropt.run.phase_records import ClassifyRecord
 
 
 @dataclass
@@ -64,16 +64,16 @@ def library_summary(capture: dict[str, Any] | None, classify: ClassifyRecord | N
         if key in counts:
             entry.launched.append(kernel)
     for section in sections:
-        entry = files.get(_real(section.path)) if getattr(section, "path", None) else None
-        if entry is None or section.verdict is None:
+        listed = files.get(_real(section.path)) if getattr(section, "path", None) else None
+        if listed is None or section.verdict is None:
             continue
-        entry.verdicts[section.verdict.bucket] += 1
+        listed.verdicts[section.verdict.bucket] += 1
         if section.verdict.bucket == ATTENTION:
-            entry.attention.append(f"{section.name}: {section.verdict.text}")
+            listed.attention.append(f"{section.name}: {section.verdict.text}")
     classes: Counter[str] = Counter()
-    for kernel in classify.kernels if classify is not None else []:
-        if isinstance(kernel, dict) and _real(str(kernel.get("file", ""))) in files:
-            classes[str(kernel.get("class") or "unknown")] += 1
+    for record in classify.kernels if classify is not None else []:
+        if isinstance(record, dict) and _real(str(record.get("file", ""))) in files:
+            classes[str(record.get("class") or "unknown")] += 1
     return LibrarySummary(folder=folder, files=sorted(files.values(), key=lambda f: f.file), classes=classes,
                           cut=bool(capture.get("cut")),
                           outside=sorted(str(item.get("kernel")) for item in (capture.get("outside") or {}).values()

@@ -7,6 +7,7 @@ parts are filled with `str.format`. Every value comes from the records; what did
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.output import write_atomic
-from tileiropt.project_template import read_template
+from tileiropt.project.template import read_template
 from tileiropt.report.benchmark_markdown import benchmark_md
 from tileiropt.report.library import library_md
 from tileiropt.report.markdown_blocks import bullets, cell, one_line, table
@@ -32,7 +33,7 @@ from tileiropt.report.verdict import (
     UNPROVEN,
     KernelVerdict,
 )
-from tileiropt.run_record import RunResult
+from tileiropt.run.record import RunResult
 from tileiropt.schema import FAIL, PASS
 
 TEMPLATE = "report.md"
@@ -303,7 +304,8 @@ def next_steps_md(report: Report) -> str:
 
 def intro_md(report: Report) -> str:
     lines = [report.cut] if report.cut else []
-    lines += [_guarded(lambda: library_md(report.library))] if report.library is not None else []
+    library = report.library
+    lines += [_guarded(lambda: library_md(library))] if library is not None else []
     lines += [_guarded(lambda: next_steps_md(report)), f"Rendered from the records in `{report.artifacts}`."]
     run = report.run
     if run:
@@ -369,7 +371,7 @@ def kernel_md(k: KernelReport, template: str, shared: dict[str, str] | None = No
 def render_markdown(report: Report, template: str | None = None) -> str:
     document, section = split_template(template if template is not None else read_template(TEMPLATE))
     shared = _guarded_value(lambda: run_wide_not_run(report), {})
-    rendered = [(k.path, _guarded(lambda k=k: kernel_md(k, section, shared), f"## {cell(k.name)}\n\n"))
+    rendered = [(k.path, _guarded(functools.partial(kernel_md, k, section, shared), f"## {cell(k.name)}\n\n"))
                 for k in report.kernels]
     kernels = "\n".join(text for _, text in rendered) if report.library is None else folded_by_file(report, rendered)
     kernels = kernels or "No kernel in the records."

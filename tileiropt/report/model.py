@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tileiropt.bench.records import BenchRow
 from tileiropt.report.library import LibrarySummary
 from tileiropt.report.verdict import KernelVerdict
-from tileiropt.run_record import RunResult
-from tileiropt.runtime.bench.records import BenchRow
+from tileiropt.run.record import RunResult
 from tileiropt.schema import SCHEMA_VERSION
 
 

@@ -11,21 +11,22 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tileiropt.phase_records import ApplyFile
+from tileiropt.bench.records import OPTIMIZED, ORIGINAL, BenchKernel, dtype_key
+from tileiropt.harness.backends import BACKENDS, EMULATED_TILEIR, EMULATED_TILEIR_ON_INTERPRET
+from tileiropt.harness.scaling import describe_scaling
 from tileiropt.phases import comes_after
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
 from tileiropt.report.model import Classification, Coverage, Section, Verdict
-from tileiropt.run_record import RunResult
-from tileiropt.runtime.backends import BACKENDS, EMULATED_TILEIR, EMULATED_TILEIR_ON_INTERPRET
-from tileiropt.runtime.bench.records import OPTIMIZED, ORIGINAL, BenchKernel, dtype_key
-from tileiropt.runtime.scaling import describe_scaling
-from tileiropt.runtime.validate.records import VALIDATE_FILE, ValidationRecord
+from tileiropt.run.phase_records import ApplyFile
+from tileiropt.run.record import RunResult
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.validate.records import VALIDATE_FILE, ValidationRecord
 
-SEED_CLASS_NAMES = {"dot": "dot-related", "norm": "norm-like", "elementwise": "element-wise",
-                    "reduction": "reduction"}
-SEED_STRATEGIES = {"dot": "TMA + 2CTA", "norm": "High occupancy", "elementwise": "Occupancy + num_stages",
-                   "reduction": "High occupancy"}
+# looked up by a classify record's class (None where a record has none)
+SEED_CLASS_NAMES: dict[str | None, str] = {"dot": "dot-related", "norm": "norm-like", "elementwise": "element-wise",
+                                           "reduction": "reduction"}
+SEED_STRATEGIES: dict[str | None, str] = {"dot": "TMA + 2CTA", "norm": "High occupancy",
+                                          "elementwise": "Occupancy + num_stages", "reduction": "High occupancy"}
 MAX_FAILURES = 5
 MAX_NOTES = 3  # distinct notes of passing records per verdict (each is a whole record reason)
 

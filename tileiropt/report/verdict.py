@@ -47,7 +47,7 @@ def finding_text(finding: dict[str, Any]) -> str:
     return f"{finding.get('code')}{where}: {finding.get('message')}{hint}"
 
 
-def _short(text: str, limit: int = 160) -> str:
+def _short(text: object, limit: int = 160) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 

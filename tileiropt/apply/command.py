@@ -1,0 +1,148 @@
+"""`tileiropt apply`: transform files, print what changed (table, diff or JSON), pick the exit code."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from tileiropt.apply.apply import ApplyResult, NoKernelFound, apply_file
+from tileiropt.apply.spaces import DEFAULT_MAX_CONFIGS, load_spaces
+from tileiropt.check.environment import choose_release
+from tileiropt.classify.classify import collect_files
+from tileiropt.classify.model import FileModels
+from tileiropt.errors import ExitCode, UserError
+from tileiropt.output import console, err_console, print_json
+from tileiropt.releases import Release
+from tileiropt.run.phase_records import apply_record, record_dict
+
+
+@dataclass
+class FileError:
+    path: str
+    error: str
+
+
+def kernel_files(paths: list[Path]) -> tuple[list[Path], set[Path]]:
+    """The .py files named, or found in folders by classify's collector (hidden folders and
+    __pycache__ skipped, our own outputs skipped); and which of them were found rather than named."""
+    for path in paths:
+        if not path.exists():
+            raise UserError("no such file or folder", file=str(path))
+    found = {p.resolve() for path in paths if path.is_dir() for p in collect_files([path])}
+    return collect_files(paths), found
+
+
+def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,
+                spaces_file: Path | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
+                release: Release | None = None, models: FileModels | None = None, helper_level: int | None = None
+                ) -> tuple[list[ApplyResult], list[FileError]]:
+    """Transform every file; a file found in a folder that holds no kernel is passed over, not an error.
+    `models`: the command's file models (under `run`, those classify read and classified). `helper_level`: a
+    library's file importing the package's helper module (`apply.write_helper` writes it)."""
+    files, found = kernel_files(paths)
+    if output is not None and len(files) != 1:
+        raise UserError("-o/--output needs exactly one input file",
+                        hint="drop -o to write <stem>_tileir.py beside each")
+    spaces = load_spaces(spaces_file)
+    models = models if models is not None else FileModels()
+    results: list[ApplyResult] = []
+    errors: list[FileError] = []
+    for file in files:
+        named = file.resolve() not in found
+        try:
+            model = models.get(file)
+        except UserError as exc:  # unreadable: an error, unless a file found in a folder shows it holds no kernel
+            if named or _unreadable_may_hold_kernels(file):
+                errors.append(FileError(str(file), str(exc)))
+            continue
+        try:
+            if not named and not _may_hold_kernels(model.source):
+                continue
+            results.append(apply_file(file, output=output, in_place=in_place, dry_run=dry_run, spaces=spaces,
+                                      max_configs=max_configs, release=release, model=model,
+                                      helper_level=helper_level))
+        except NoKernelFound as exc:
+            if named:
+                errors.append(FileError(str(file), str(exc)))
+        except UserError as exc:
+            errors.append(FileError(str(file), str(exc)))
+        except (Exception, RecursionError) as exc:  # one file the rewriter cannot handle never stops the others
+            errors.append(FileError(str(file), f"{file}: cannot rewrite this file: internal error "
+                                               f"({type(exc).__name__}: {exc}); the file was left alone"))
+    return results, errors
+
+
+def _may_hold_kernels(text: str) -> bool:
+    """Cheap text test (the one classify uses): no "triton" or no "jit", no kernel."""
+    return "triton" in text and "jit" in text
+
+
+def _unreadable_may_hold_kernels(file: Path) -> bool:
+    """The text test on a file the model could not read: its bytes, undecodable ones replaced (True when it
+    cannot be read at all, so the error is reported)."""
+    try:
+        return _may_hold_kernels(file.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return True
+
+
+def apply_document(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool, choice: Any) -> dict:
+    """apply's JSON document (docs/apply.md, `phase_records.ApplyRecord`): `apply --json` prints it, `run` saves
+    it as apply.json."""
+    release = {"version": choice.release.version, "origin": choice.origin}
+    return record_dict(apply_record(results, errors, dry_run=dry_run, release=release))
+
+
+def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool) -> None:
+    table = Table(title="tileiropt apply", title_justify="left")
+    for column in ("file", "kernel", "class", "TileIR changes", "left alone"):
+        table.add_column(column, overflow="fold")
+    for result in results:
+        if result.already_prepared:
+            table.add_row(result.path, "-", "-", "already prepared (gate present): unchanged", "")
+            continue
+        for k in result.kernels:
+            changes = "\n".join(f"L{c.line}: {c.what}" for c in k.changes) or "-"
+            table.add_row(escape(result.path), k.kernel, k.kernel_class, escape(changes), escape("\n".join(k.skipped)))
+    console.print(table)
+    for result in results:
+        if dry_run and result.output and not result.already_prepared:
+            console.print(f"would write {result.output}", markup=False)
+        for written in result.written:
+            console.print(f"wrote {written}" + ("" if result.changed else " (unchanged copy)"), markup=False)
+    for error in errors:
+        err_console.print(f"[bold red]error[/]: {escape(error.error)}", soft_wrap=True)
+
+
+def run_apply(paths: list[Path], *, output: Path | None, in_place: bool, dry_run: bool, diff: bool,
+              json_output: bool, spaces_file: Path | None, max_configs: int, tileir_version: str | None = None) -> int:
+    if max_configs < 1:
+        raise UserError("--max-configs must be at least 1")
+    choice = choose_release(tileir_version)
+    results, errors = apply_paths(paths, output=output, in_place=in_place, dry_run=dry_run,
+                                  spaces_file=spaces_file, max_configs=max_configs, release=choice.release)
+    if json_output:
+        print_json(apply_document(results, errors, dry_run=dry_run, choice=choice))
+    elif diff:
+        for result in results:  # raw text: a diff must not be wrapped to the terminal's width
+            sys.stdout.write(result.diff())
+        sys.stdout.flush()
+        for error in errors:
+            err_console.print(f"[bold red]error[/]: {escape(error.error)}", soft_wrap=True)
+    else:
+        print_results(results, errors, dry_run=dry_run)
+        console.print(f"TileIR code written for {choice.describe()}", markup=False, soft_wrap=True)
+    if in_place and not dry_run:
+        for result in results:
+            if result.changed and len(result.written) > 1:  # the rewrite and its backup
+                backup = result.written[0]
+                err_console.print(f"{result.path}: rewritten in place, not validated (apply never runs your code); "
+                                  f"`tileiropt run {result.path} --in-place` replaces a file only after it "
+                                  f"validates and is not slower on PTX; undo: mv {backup} {result.path}",
+                                  markup=False, soft_wrap=True)
+    return int(ExitCode.BAD_INPUT if errors else ExitCode.OK)

@@ -1,0 +1,339 @@
+"""Replay a captured launch: fresh seeded inputs with the captured shapes, strides and dtypes, one launch
+of the kernel at the captured config and grid, and every tensor argument afterwards as the output.
+
+The kernel is launched through the module's own name for it, so the optimized module with its TileIR
+code on launches its twin, its TMA dispatch or its hint autotuner -- every autotuner on the way is
+pinned to the captured config (the grid was computed for that config; another config would need the
+program's grid function). Integer tensors keep the captured values when there were few of them, else
+take values in the captured range; float tensors are seeded normal values (uniform in [0, 1) when every
+captured value was non-negative, say a variance).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from tileiropt.errors import PINNING_ERROR
+from tileiropt.harness.autotuners import autotuners, chain, function_name, innermost, own_run, run_at
+from tileiropt.harness.harness import HarnessError
+
+LaunchCall = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Any]
+OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def _tensor_specs(launch: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(input name, tensor description) of every tensor the launch takes, aliases excluded, then the buffers
+    its address tensors point into (`<name>@<i>`: what a grouped kernel reads and writes through them)."""
+    found = []
+    for arg in launch["args"]:
+        tensor = arg.get("tensor") or (arg.get("descriptor") or {}).get("base")
+        if tensor is not None and "alias" not in tensor:
+            found.append((arg["name"], tensor))
+    for name, value in launch.get("constexprs", {}).items():
+        if "tensor" in value and "alias" not in value["tensor"]:
+            found.append((name, value["tensor"]))
+    for name, tensor in list(found):
+        for i, buffer in enumerate((tensor.get("addresses") or {}).get("buffers", [])):
+            elements = max(int(buffer["elements"]), 1)
+            found.append((f"{name}@{i}", {"shape": [elements], "stride": [1], "extent": elements,
+                                          "dtype": buffer["dtype"], "nonnegative": buffer.get("nonnegative")}))
+    return found
+
+
+def point_addresses(launch: Mapping[str, Any], inputs: Mapping[str, Any]) -> None:
+    """Fill each address tensor with the addresses of this call's own buffers (`<name>@<i>`, at the captured
+    byte offsets): inputs are cloned before every call, and each clone must point into its own buffers."""
+    import torch
+
+    for name, tensor in _tensor_specs(launch):
+        addresses = tensor.get("addresses")
+        if not addresses or name not in inputs:
+            continue
+        values = [0 if target is None else inputs[f"{name}@{target[0]}"].data_ptr() + int(target[1])
+                  for target in addresses["targets"]]
+        target = inputs[name]
+        target.copy_(torch.tensor(values, dtype=torch.int64).to(target.device).view(target.dtype)
+                     .reshape(target.shape))
+
+
+def build_inputs(launch: Mapping[str, Any], seed: int, device: str) -> dict[str, Any]:
+    """Seeded tensors for the launch, by argument name, laid out with the captured strides. The values are drawn on
+    the CPU, so every device gets the same ones; a worker keeps the last launches' drawn storages
+    (`DRAWN`), so the next case or row of the same launch and seed only copies them to its device."""
+    import torch
+
+    inputs: dict[str, Any] = {}
+    for name, spec, storage in DRAWN.storages(launch, seed):
+        dtype = storage.dtype
+        placed = storage.to(device=device, copy=True)  # its own copy: a kernel writes into its inputs
+        tensor = torch.as_strided(placed, spec["shape"], spec["stride"], 0)
+        if "values" in spec:
+            tensor.copy_(torch.tensor(spec["values"], dtype=dtype).reshape(spec["shape"]))
+        inputs[name] = tensor
+    point_addresses(launch, inputs)
+    return inputs
+
+
+class DrawnStorages:
+    """The seeded storages of the last launches this worker built inputs for, on the CPU in their dtypes, up to
+    `MAX_BYTES` (a launch of larger tensors is drawn again each time). Drawing a normal float32 value costs about
+    5 ns on the CPU, so a layer norm's 1151x8192 launch takes 0.1-0.2 s to draw, and its rows and cases draw
+    it again and again otherwise."""
+
+    MAX_BYTES = 1 << 30
+    KEPT = 2
+
+    def __init__(self) -> None:
+        self.kept: dict[str, list[tuple[str, dict[str, Any], Any]]] = {}
+
+    def storages(self, launch: Mapping[str, Any], seed: int) -> list[tuple[str, dict[str, Any], Any]]:
+        key = json.dumps([launch, seed], sort_keys=True, default=str)
+        found = self.kept.pop(key, None)
+        if found is None:
+            found = draw(launch, seed)
+            if sum(storage.nbytes for _, _, storage in found) > self.MAX_BYTES:
+                return found
+        self.kept[key] = found  # the newest last
+        while len(self.kept) > self.KEPT:
+            del self.kept[next(iter(self.kept))]
+        return found
+
+
+def draw(launch: Mapping[str, Any], seed: int) -> list[tuple[str, dict[str, Any], Any]]:
+    """(input name, its description, its storage on the CPU in its dtype), drawn from one generator in order."""
+    import torch
+
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    drawn = []
+    for name, spec in _tensor_specs(launch):
+        dtype = getattr(torch, spec["dtype"], None)
+        if not isinstance(dtype, torch.dtype):
+            raise HarnessError(f"argument {name!r} has dtype {spec['dtype']!r}, which this torch does not know")
+        extent = max(int(spec["extent"]), 1)
+        if dtype.is_floating_point:
+            if spec.get("nonnegative"):
+                storage = torch.rand(extent, generator=generator, dtype=torch.float32)
+            else:
+                storage = torch.randn(extent, generator=generator, dtype=torch.float32)
+        elif dtype == torch.bool:
+            storage = torch.randint(0, 2, (extent,), generator=generator).bool()
+        else:
+            low, high = spec.get("range", [0, 1])
+            storage = torch.randint(int(low), int(high) + 1, (extent,), generator=generator, dtype=torch.int64)
+        drawn.append((name, spec, storage.to(dtype=dtype)))
+    return drawn
+
+
+DRAWN = DrawnStorages()
+
+
+def _value(arg: Mapping[str, Any], inputs: Mapping[str, Any]) -> Any:
+    if "tensor" in arg:
+        return inputs[arg["tensor"].get("alias", arg["name"])]
+    if "descriptor" in arg:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        spec = arg["descriptor"]
+        base = inputs[spec["base"].get("alias", arg["name"])]
+        return TensorDescriptor(base, list(spec["shape"]), list(spec["strides"]), list(spec["block_shape"]),
+                                spec.get("padding", "zero"))
+    if "value" in arg:
+        return arg["value"]
+    if "tl_dtype" in arg:
+        import triton.language as tl
+
+        return tl.dtype(arg["tl_dtype"])  # by its own name: "fp32", "bf16", ...
+    if "torch_dtype" in arg:
+        import torch
+
+        return getattr(torch, arg["torch_dtype"])
+    raise HarnessError(f"argument {arg.get('name')!r} cannot be replayed ({arg.get('opaque', 'unknown value')})")
+
+
+def unreplayable(launch: Mapping[str, Any]) -> str | None:
+    """Why this launch cannot be replayed, or None."""
+    if launch.get("grid") is None:
+        return f"its grid could not be evaluated ({launch.get('options', {}).get('_grid_error', 'unknown')})"
+    for arg in [*launch["args"], *({"name": k, **v} for k, v in launch.get("constexprs", {}).items())]:
+        if "opaque" in arg:
+            return f"argument {arg['name']!r} is a {arg['opaque'].split(':')[0]}, which a replay cannot rebuild"
+    return None
+
+
+def label(launch: Mapping[str, Any]) -> str:
+    """`captured: grid (g0, g1, g2), BLOCK=128, num_warps=4`."""
+    parts = [f"{k}={v.get('value', v.get('tl_dtype', '?'))}" for k, v in sorted(launch.get("constexprs", {}).items())
+             if "tensor" not in v]
+    parts += [f"{k}={v}" for k, v in launch.get("options", {}).items() if not k.startswith("_") and v is not None]
+    grid = launch.get("grid") or ["?"]
+    return f"captured: grid ({', '.join(map(str, grid))})" + (f", {', '.join(parts)}" if parts else "")
+
+
+@contextlib.contextmanager
+def _pinned(tuners: list[Any], kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Pin every autotuner to the captured config; yield the keyword arguments left for the call."""
+    import triton
+
+    saved = [(tuner, tuner.configs, dict(getattr(tuner, "cache", {})), vars(tuner).get("run")) for tuner in tuners]
+    left = dict(kwargs)
+    try:
+        for tuner in tuners:
+            keys = {k for config in tuner.configs for k in config.kwargs}
+            meta = {k: kwargs[k] for k in keys if k in kwargs}
+            options = {k: kwargs.get(k) for k in OPTION_KEYS}
+            own = next((c for c in tuner.configs if c.kwargs == meta and all(
+                getattr(c, k, None) == v for k, v in options.items() if v is not None)), None)
+            tuner.configs = [own if own is not None else triton.Config(meta, **options)]  # its pre_hook kept
+            tuner.cache = {}
+            if own_run(tuner):  # a package's Autotuner subclass: launched at the config, past its own strategy
+                tuner.run = run_at(tuner, tuner.configs[0])
+            for key in (*meta, *(k for k, v in options.items() if v is not None)):
+                left.pop(key, None)
+        yield left
+    finally:
+        for tuner, configs, cache, run in saved:
+            tuner.configs, tuner.cache = configs, cache
+            if run is None:
+                vars(tuner).pop("run", None)
+            else:
+                tuner.run = run
+
+
+class PinningError(HarnessError):
+    """The tool's own pinning of an autotuner failed (not the user's kernel): said as the tool's error."""
+
+
+@contextlib.contextmanager
+def _seen_launching(jit: Any, reached: list[bool]) -> Iterator[None]:
+    """While active, a launch of `jit` (Triton's `run`) appends True to `reached`."""
+    saved = vars(jit).get("run") if hasattr(jit, "__dict__") else None
+    original = jit.run
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        reached.append(True)
+        return original(*args, **kwargs)
+
+    try:
+        jit.run = run
+    except (AttributeError, TypeError):  # cannot be watched: the traceback alone decides
+        yield
+        return
+    try:
+        yield
+    finally:
+        if saved is None:
+            vars(jit).pop("run", None)
+        else:
+            jit.run = saved
+
+
+def _pre_hook(tuners: list[Any], positional: list[Any], kwargs: dict[str, Any]) -> None:
+    """Call the pre_hook of the captured config (the first autotuner's own config equal to it), if it has one."""
+    tuner = tuners[0]
+    keys = {k for config in getattr(tuner, "configs", ()) for k in getattr(config, "kwargs", {})}
+    meta = {k: kwargs[k] for k in keys if k in kwargs}
+    own = next((c for c in getattr(tuner, "configs", ()) if getattr(c, "kwargs", None) == meta), None)
+    if own is not None and getattr(own, "pre_hook", None) is not None:
+        own.pre_hook({**dict(zip(tuner.arg_names, positional)), **kwargs})
+
+
+def reached_a_kernel(exc: BaseException) -> bool:
+    """Whether the exception went through Triton's launch of a JIT function (compiling or running a kernel), not
+    only through the tool's and the autotuner's own code."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:  # the exception and the ones it was raised from
+        seen.add(id(exc))
+        tb = exc.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code.co_name == "run" and code.co_filename.replace("\\", "/").endswith(
+                    ("triton/runtime/jit.py", "triton/runtime/interpreter.py")):
+                return True
+            tb = tb.tb_next
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return False
+
+
+def backend_option_names() -> set[str] | None:
+    """The launch options the compiler backend of this process takes (its options' fields); None under the
+    interpreter (it drops what it does not use) or when no backend answers."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return None
+    try:
+        import triton
+        from triton.compiler.compiler import make_backend
+
+        return set(vars(make_backend(triton.runtime.driver.active.get_current_target()).parse_options({})))
+    except Exception:  # no driver here: nothing to compile for
+        return None
+
+
+def taken_options(options: Mapping[str, Any], names: set[str] | None) -> dict[str, Any]:
+    """The captured launch options this backend takes. A launch captured on another backend carries the options of
+    the config chosen there (under TileIR, a config function testing `is_cuda()` takes another branch: its
+    `matrix_instr_nonkdim` is no option of the PTX backend, which would refuse the launch); the replay runs at the
+    rest, and the record's config label says what was captured."""
+    return dict(options) if names is None else {k: v for k, v in options.items() if k in names}
+
+
+def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
+    """A function of (inputs, args, dims) launching the captured kernel once through `module`'s name for it
+    and returning every tensor argument by name (the kernel's outputs are among them)."""
+    from triton.runtime.autotuner import Autotuner
+
+    why = unreplayable(launch)
+    if why:
+        raise HarnessError(f"the captured launch cannot be replayed: {why}")
+    name = launch["kernel"]
+    kernel = getattr(module, name, None)
+    if kernel is None:
+        raise HarnessError(f"{getattr(module, '__name__', 'the module')} has no kernel {name!r} at module level")
+    names = {name, f"{name}_tileir", f"{name}_tileir_pointer"}
+    tuners: list[Any] = []  # every autotuner on the way: the module's (twins included) and the kernel's chain
+    for tuner in [*autotuners(module).values(), *(o for o in chain(kernel) if isinstance(o, Autotuner))]:
+        if function_name(tuner) in names and all(tuner is not t for t in tuners):
+            tuners.append(tuner)
+    grid = tuple(launch["grid"])
+    outputs = [output for output, spec in _tensor_specs(launch) if "addresses" not in spec]  # not where: what
+
+    bound = {arg["name"] for arg in launch["args"]}  # passed positionally: never again by keyword
+    jit = innermost(kernel)
+    parameters = set(getattr(jit, "arg_names", ()) or ())
+    option_names = backend_option_names()  # once: the call below is what the bench times
+
+    def call(inputs: Mapping[str, Any], args: Mapping[str, Any], dims: Mapping[str, Any]) -> dict[str, Any]:
+        point_addresses(launch, inputs)
+        positional = [_value(arg, inputs) for arg in launch["args"]]
+        constexprs = {k: _value({"name": k, **v}, inputs) for k, v in launch.get("constexprs", {}).items()
+                      if k not in bound}
+        kwargs = {k: v for k, v in constexprs.items() if k in parameters or not parameters}
+        options = {k: v for k, v in launch.get("options", {}).items() if not k.startswith("_") and k not in bound}
+        options.update({k: v for k, v in constexprs.items() if k not in kwargs})  # a config's option by name
+        kwargs.update(taken_options(options, option_names))
+        reached: list[bool] = []
+        # a package's autotuner pinned through its kernel may fail before or after launching it: watch the launch
+        watched = _seen_launching(jit, reached) if any(own_run(t) for t in tuners) else contextlib.nullcontext()
+        try:
+            with _pinned(tuners, kwargs) as left, watched:
+                kernel[grid](*positional, **left)
+        except Exception as exc:
+            if not tuners or reached or reached_a_kernel(exc):
+                raise  # the kernel's own failure (or its wrapper's), or it ran already: the user's to see
+            # the tool's pinning of a package's autotuner failed before the kernel was launched: launch the JIT
+            # function at the config the package's autotuner chose in the captured launch (the launch's own values),
+            # after that config's own pre_hook, as the autotuner would
+            try:
+                _pre_hook(tuners, positional, kwargs)
+                jit[grid](*positional, **kwargs)
+            except Exception as again:
+                if reached_a_kernel(again):
+                    raise
+                raise PinningError(f"{PINNING_ERROR} {type(tuners[0]).__name__} at the captured config: "
+                                   f"{type(exc).__name__}: {exc}") from exc
+        return {output: inputs[output] for output in outputs}
+
+    return call

@@ -1,0 +1,1 @@
+"""Phase 1, check: what is installed and active, the machine's facts."""

@@ -1,0 +1,215 @@
+"""`tileiropt classify`: tables for people, JSON, SARIF and GitHub annotations for tools (lint_output), settings
+from the files around the code (lint_config), exit codes all can trust."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from tileiropt.check.environment import choose_release
+from tileiropt.classify.classify import CLASSES, FileResult, IROptions, classify_file, collect_files, has_errors
+from tileiropt.classify.ir.sandbox import Registry
+from tileiropt.classify.lint_config import LintSettings, forget_cached_files
+from tileiropt.classify.lint_output import github_annotation, located_findings, sarif_document, text_line
+from tileiropt.errors import ExitCode, UserError
+from tileiropt.output import console, err_console, print_json
+from tileiropt.releases import Choice, get_release
+from tileiropt.schema import ERROR, NOT_RUN, PASS, SCHEMA_VERSION
+from tileiropt.verbosity import QUIET, VERBOSE, verbosity
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "perf": "cyan"}
+
+
+def run_classify(paths: list[Path], select: list[str] | None = None, ignore: list[str] | None = None,
+                 strict: bool = False, json_output: bool = False, tileir_version: str | None = None,
+                 ir: bool = True, output_format: str | None = None) -> int:
+    """Classify and lint `paths` for a CUDA Tile IR release; print in `output_format` (text, json, sarif,
+    github; `json_output`: json); return the exit code. Settings: tileiropt.classify.lint_config."""
+    fmt = output_format or ("json" if json_output else "text")
+    forget_cached_files()
+    settings = LintSettings(select=select, ignore=ignore, tileir_version=tileir_version)
+    files = collect_files(paths)
+    choice = _release_choice(settings, files)
+    options = IROptions(registry=Registry()) if ir else None
+    results = [classify_file(file, rules=settings.rules_for(file), release=choice.release, ir=options)
+               for file in files]
+    if not results:
+        raise UserError("no Python files found", file=", ".join(str(p) for p in paths),
+                        hint="pass .py files or folders that contain them")
+    _print(results, choice, fmt, ir, explicit={Path(p).resolve() for p in paths if Path(p).is_file()})
+    if all(r.status == ERROR for r in results):
+        if fmt != "json":
+            err_console.print("[bold red]error[/]: no file could be parsed", soft_wrap=True)
+        return int(ExitCode.BAD_INPUT)
+    if strict and has_errors(results):
+        return int(ExitCode.FAILED)
+    return int(ExitCode.OK)
+
+
+def _release_choice(settings: Any, files: list[Path]) -> Any:
+    """--tileir-version, else what the files' tileiropt.toml or [tool.tileiropt] name, else the detected one."""
+    if settings.tileir_version:
+        return choose_release(settings.tileir_version)
+    asked = settings.release_for(files)
+    if asked is None:
+        return choose_release(None)
+    version, where = asked
+    return Choice(get_release(version), f"from {where}")
+
+
+def _print(results: list[FileResult], choice: Any, fmt: str, ir: bool, explicit: set[Path]) -> None:
+
+    if fmt == "json":
+        print_json(classify_json(results, choice))
+    elif fmt == "sarif":
+        print_json(sarif_document(results, choice))
+    elif fmt == "github":
+        for item in located_findings(results):
+            sys.stdout.write(github_annotation(item) + "\n")
+        sys.stdout.flush()
+    elif verbosity() == QUIET:  # the findings, and files that could not be parsed
+        _print_findings(results, plain=True)
+        _print_problems(results, explicit=set())
+    else:
+        _print_human(results, explicit=explicit, verbose=verbosity() == VERBOSE)
+        console.print(f"lint for {choice.describe()}; {ir_summary(results) if ir else 'IR check off (--no-ir)'}",
+                      markup=False, soft_wrap=True)
+
+
+def ir_counts(results: list[FileResult]) -> dict[str, int]:
+    """Entry kernels by what the IR check did: checked (lowered), not-needed, not-run (could not be lowered)."""
+    counts = Counter("checked" if k.ir["status"] == PASS else "not-run" if k.ir.get("needed", True) else "not-needed"
+                     for r in results for k in r.kernels if k.ir is not None)
+    return {what: counts.get(what, 0) for what in ("checked", "not-needed", "not-run")}
+
+
+def ir_summary(results: list[FileResult]) -> str:
+    counts = ir_counts(results)
+    reasons = Counter(k.ir["reason"].split(":")[-1].strip()[:60] for r in results for k in r.kernels
+                      if k.ir is not None and k.ir["status"] == NOT_RUN and k.ir.get("needed", True))
+    why = f" (most often: {reasons.most_common(1)[0][0]})" if reasons else ""
+    return (f"IR check: {counts['checked']} kernels lowered to TTIR, {counts['not-needed']} use only operations "
+            f"every release supports, {counts['not-run']} could not be lowered from the source{why}; their syntax "
+            "findings stand")
+
+
+def classify_json(results: list[FileResult], choice: Any = None) -> dict[str, Any]:
+    """The documented JSON document (docs/classify.md)."""
+    kernels = [k.to_json() for r in results for k in r.kernels]
+    severities = Counter(f["severity"] for k in kernels for f in k["findings"])
+    release = {"version": choice.release.version, "origin": choice.origin} if choice is not None else None
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "release": release,
+        "kernels": kernels,
+        "files": [{"file": r.file, "status": r.status, "message": r.message, "kernels": len(r.kernels)}
+                  for r in results],
+        "summary": {
+            "files": len(results),
+            "files_with_kernels": sum(r.status == PASS for r in results),
+            "files_not_parsed": sum(r.status == ERROR for r in results),
+            "kernels": len(kernels),
+            "classes": {c: sum(k["class"] == c for k in kernels) for c in CLASSES},
+            "findings": {s: severities.get(s, 0) for s in ("error", "warning", "perf")},
+            "findings_from_ir": sum(f["via"] == "ir" for k in kernels for f in k["findings"]),
+            "ir": ir_counts(results),
+        },
+    }
+
+
+def _findings_cell(counts: Counter) -> str:
+    parts = [f"[{_SEVERITY_STYLE[s]}]{counts[s]} {s}[/]" for s in ("error", "warning", "perf") if counts[s]]
+    return ", ".join(parts) if parts else "-"
+
+
+def _short_names(results: list[FileResult]) -> tuple[str, dict[str, str]]:
+    """File names relative to the folder all kernel files share (keeps the table narrow)."""
+    files = [r.file for r in results if r.kernels]
+    if not files:
+        return "", {}
+    root = os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files])
+    return root, {f: os.path.relpath(os.path.abspath(f), root) for f in files}
+
+
+def _print_human(results: list[FileResult], explicit: set[Path], verbose: bool = False) -> None:
+    root, short = _short_names(results)
+    table = Table(title=f"Triton kernels in {root}", title_justify="left")
+    table.add_column("file", overflow="fold", ratio=1)
+    table.add_column("kernel", overflow="fold", ratio=2)
+    table.add_column("line", justify="right", no_wrap=True)
+    table.add_column("class", no_wrap=True)
+    table.add_column("conf", justify="right", no_wrap=True)
+    table.add_column("entry", no_wrap=True)
+    table.add_column("findings", no_wrap=True)
+    for result in results:
+        for kernel in result.kernels:
+            counts = Counter(f.severity for f in kernel.findings)
+            table.add_row(short[result.file], kernel.kernel, str(kernel.line), kernel.kernel_class,
+                          f"{kernel.confidence:.2f}", "yes" if kernel.is_entry else "helper", _findings_cell(counts))
+    if table.row_count:
+        console.print(table)
+
+    if verbose:
+        _print_evidence(results)
+    _print_findings(results, plain=False)
+    skipped = _print_problems(results, explicit)
+    kernels = [k for r in results for k in r.kernels]
+    classes = Counter(k.kernel_class for k in kernels)
+    summary = ", ".join(f"{classes[c]} {c}" for c in CLASSES if classes[c]) or "no kernels"
+    extra = f"; {skipped} files without Triton kernels" if skipped else ""
+    console.print(f"{len(kernels)} kernels in {sum(r.status == PASS for r in results)} files ({summary}){extra}",
+                  markup=False)
+
+
+def _print_findings(results: list[FileResult], plain: bool) -> None:
+    """One line per finding, `path:line:col: CODE severity message (fix: hint)`; coloured on a terminal."""
+    for item in located_findings(results):
+        if plain:
+            sys.stdout.write(text_line(item) + "\n")
+            continue
+        f = item.finding
+        console.print(f"{_escape(item.file)}:{item.line}:{item.column}: [bold]{f.code}[/] "
+                      f"[{_SEVERITY_STYLE[f.severity]}]{f.severity}[/] {_escape(f.message)} "
+                      f"[dim](fix: {_escape(f.hint)})[/]", soft_wrap=True)
+    sys.stdout.flush()
+
+
+def _print_evidence(results: list[FileResult]) -> None:
+    """-v: why each kernel got its class, and what the IR check did."""
+    for result in results:
+        for kernel in result.kernels:
+            console.print(f"{result.file}:{kernel.line}: {kernel.kernel}: {kernel.kernel_class} "
+                          f"(confidence {kernel.confidence:.2f}, strategy: {kernel.strategy})", markup=False,
+                          soft_wrap=True)
+            for evidence in kernel.evidence:
+                console.print(f"    line {evidence.line}: {evidence.text}", markup=False, soft_wrap=True)
+            if kernel.ir is not None:
+                detail = kernel.ir.get("reason") or ", ".join(kernel.ir.get("specializations") or [])
+                console.print(f"    IR check: {kernel.ir['status']}" + (f" ({detail})" if detail else ""),
+                              markup=False, soft_wrap=True)
+
+
+def _print_problems(results: list[FileResult], explicit: set[Path]) -> int:
+    """Files not parsed (always) and files without kernels that were named on the command line, on stderr;
+    returns how many files without kernels were passed over silently."""
+    skipped = 0
+    for result in results:
+        if result.status == ERROR:
+            err_console.print(f"[bold red]not parsed[/]: {_escape(result.message or '')}", soft_wrap=True)
+        elif result.status == NOT_RUN:
+            if Path(result.file).resolve() in explicit:
+                err_console.print(f"{_escape(result.file)}: {_escape(result.message or '')}", soft_wrap=True)
+            else:
+                skipped += 1
+    return skipped
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)

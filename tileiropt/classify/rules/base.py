@@ -1,0 +1,130 @@
+"""The lint rule model: one small class per rule, with examples that double as its tests.
+
+A rule has a code a user can look up and silence (`TIR001`), a severity, a message and a fix
+hint, and `VALID` / `INVALID` source examples. Codes group by severity:
+`TIR0xx` error (will not compile on TileIR, or falls back to PTX), `TIR1xx` warning (may give
+wrong results under TileIR's unordered memory model), `TIR2xx` perf.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from tileiropt.errors import UserError
+
+if TYPE_CHECKING:
+    from tileiropt.classify.discovery import KernelInfo, Scan
+    from tileiropt.classify.facts import CallFact, FunctionFacts
+    from tileiropt.releases import Release
+
+SEVERITIES = ("error", "warning", "perf")
+
+
+@dataclass
+class Finding:
+    code: str
+    severity: str  # "error" | "warning" | "perf"
+    line: int
+    message: str
+    hint: str
+    via: str = "syntax"  # "syntax": found in the source; "ir": found in the kernel's TTIR
+
+
+@dataclass
+class KernelContext:
+    """What a rule sees: one JIT function, its facts, its class, and the file it lives in."""
+
+    kernel: KernelInfo
+    node: ast.FunctionDef
+    facts: FunctionFacts  # this function's own body (helpers are checked on their own)
+    kernel_class: str  # "dot" | "norm" | "elementwise" | "reduction" (helpers included)
+    scan: Scan
+    release: Release  # the CUDA Tile IR release the findings are for
+
+    @property
+    def aliases(self) -> dict[str, str]:
+        return self.scan.module.aliases
+
+    def calls_named(self, *names: str) -> Iterator[CallFact]:
+        wanted = set(names)
+        return (c for c in self.facts.calls if c.name in wanted)
+
+    def source(self, node: ast.AST) -> str:
+        return self.scan.text.segment(node)
+
+
+class Rule:
+    """One lint rule. `feature` names what a release file rates (see tileiropt/releases): a rule for a
+    feature the release supports reports nothing; `partial` leaves the rule to look closer."""
+
+    feature: ClassVar[str | None] = None
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[str]
+    message: ClassVar[str]
+    hint: ClassVar[str]
+    VALID: ClassVar[list[str]]
+    INVALID: ClassVar[list[str]]
+
+    def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        raise NotImplementedError
+
+    def applies(self, ctx: KernelContext) -> bool:
+        return self.feature is None or ctx.release.status(self.feature) != "supported"
+
+    def findings(self, ctx: KernelContext) -> Iterable[Finding]:
+        """What the rule reports for this kernel under its release."""
+        return self.check(ctx) if self.applies(ctx) else ()
+
+    def finding(self, line: int, message: str | None = None, hint: str | None = None,
+                severity: str | None = None) -> Finding:
+        return Finding(code=self.code, severity=severity or self.severity, line=line,
+                       message=message or self.message, hint=hint or self.hint)
+
+
+def select_rules(rules: list[Rule], select: list[str] | None = None,
+                 ignore: list[str] | None = None) -> list[Rule]:
+    """Rules whose code starts with one of `select` (all when empty) and with none of `ignore`."""
+    select = [s.strip().upper() for s in (select or []) if s.strip()]
+    ignore = [s.strip().upper() for s in (ignore or []) if s.strip()]
+    for prefix in (*select, *ignore):
+        if not any(rule.code.startswith(prefix) for rule in rules):
+            raise UserError(f"no lint rule matches {prefix!r}",
+                            hint="use a code like TIR001 or a prefix like TIR0 (errors), TIR1, TIR2; "
+                                 "see docs/classify.md")
+    return [rule for rule in rules
+            if (not select or any(rule.code.startswith(p) for p in select))
+            and not any(rule.code.startswith(p) for p in ignore)]
+
+
+def noqa_codes(line_text: str) -> set[str] | None:
+    """Codes silenced by a `# noqa` comment on the line: None = no noqa, {"*"} = bare `# noqa`."""
+    if "noqa" not in line_text.lower():
+        return None
+    comment = None
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line_text + "\n").readline):
+            if token.type == tokenize.COMMENT:
+                comment = token.string
+                break
+    except (tokenize.TokenError, SyntaxError):  # an unclosed bracket: tokens before it still count
+        pass
+    if comment is None:
+        return None
+    body = comment.lstrip("#").strip()
+    if not body.lower().startswith("noqa"):
+        return None
+    rest = body[4:].strip()
+    if not rest.startswith(":"):
+        return {"*"}
+    return {code.strip().upper() for code in rest[1:].replace(",", " ").split() if code.strip()}
+
+
+def suppressed(finding: Finding, line_text: str) -> bool:
+    codes = noqa_codes(line_text)
+    return codes is not None and ("*" in codes or finding.code in codes)

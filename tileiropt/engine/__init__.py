@@ -1,0 +1,1 @@
+"""The job engine shared by capture, validate and bench: workers, jobs, resume, progress."""

@@ -1,0 +1,1 @@
+"""Running user code inside a worker: importing kernel files, inputs, references, stand-ins."""

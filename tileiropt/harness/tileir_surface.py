@@ -1,0 +1,126 @@
+"""The TileIR surface on standard Triton, for the tool's own processes: how an optimized file's TileIR code is
+turned on under PTX or the interpreter ("TileIR code forced on"), so its rewritten bodies and configs are proven
+correct where the TileIR backend is not. None of this is ever written into a user's file.
+
+An optimized file gates its TileIR code on `is_tileir()`: `ENABLE_TILE=1` and `triton.backends.tileir`
+importable (nvtriton forces its TileIR driver on that variable). `force_tileir_code()`, called in a worker whose
+backend forces the TileIR code on, after `import triton` and before any user module is imported:
+
+- keeps the backend Triton chose at import (the worker starts with ENABLE_TILE=0): the driver is made now;
+- then sets ENABLE_TILE=1 and, where nvtriton is not installed, makes `triton.backends.tileir` importable as an
+  empty module marked as the tool's stand-in (`STAND_IN_MARK`), so `is_tileir()` answers yes;
+- makes `triton.Config` take the TileIR hints the active backend rejects: a config given `occupancy` or
+  `opt_level` (only TileIR configs are) drops them, and a `num_ctas` above 1 (2-CTA mode is TileIR's; under PTX
+  it would be a cluster launch the kernel was not written for). Each such config keeps what it was given in
+  `.tileir_hints` and what was dropped in `.tileir_dropped`; the user's own configs are untouched.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from typing import Any
+
+BACKEND_MODULE = "triton.backends.tileir"
+STAND_IN_MARK = "TILEIROPT_STAND_IN"  # set on the stand-in module: what imports it is not nvtriton
+HINTS = ("occupancy", "opt_level")  # Config keywords only the TileIR backend takes
+
+
+class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds an empty `triton.backends.tileir` (marked) where nvtriton's is not installed."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        return importlib.util.spec_from_loader(name, self) if name == BACKEND_MODULE else None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        setattr(module, STAND_IN_MARK, "tileiropt's stand-in: standard Triton, TileIR code forced on")
+
+
+def force_tileir_code() -> None:
+    """Turn an optimized file's TileIR code on in this process, on the backend Triton already chose."""
+    import triton
+
+    try:  # the driver is chosen on first use: choose it now, while ENABLE_TILE is still the backend's
+        triton.runtime.driver.active.get_current_target()
+    except Exception:  # the interpreter on a machine without a GPU: nothing to choose
+        pass
+    os.environ["ENABLE_TILE"] = "1"
+    if importlib.util.find_spec(BACKEND_MODULE) is None and not any(
+            isinstance(finder, _StandInFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _StandInFinder())
+    _config_drops_hints(triton.Config)
+
+
+def _config_drops_hints(config_class: type[Any]) -> None:
+    """Make `config_class.__init__` take and drop the TileIR hints (see the module docstring); once."""
+    original = config_class.__init__
+    if getattr(original, "_tileiropt_drops_hints", False):
+        return
+
+    def __init__(self: Any, kwargs: Any, *args: Any, **options: Any) -> None:
+        hints = {name: options.pop(name) for name in HINTS if name in options}
+        dropped = {name: value for name, value in hints.items() if value is not None}
+        if hints and (options.get("num_ctas") or 1) > 1:
+            dropped["num_ctas"] = hints["num_ctas"] = options["num_ctas"]
+            options["num_ctas"] = 1
+        original(self, kwargs, *args, **options)
+        if hints:
+            self.tileir_hints, self.tileir_dropped = hints, dropped
+
+    __init__._tileiropt_drops_hints = True  # type: ignore[attr-defined]
+    config_class.__init__ = __init__
+
+
+def tileir_code_on() -> bool:
+    """The gate's answer in this process (`apply/gate.py`): ENABLE_TILE=1 and `triton.backends.tileir`
+    importable, nvtriton's or the stand-in."""
+    try:
+        return os.environ.get("ENABLE_TILE") == "1" and importlib.util.find_spec(BACKEND_MODULE) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def is_stand_in() -> bool:
+    """Whether `triton.backends.tileir` in this process is the tool's stand-in, not nvtriton's."""
+    module = sys.modules.get(BACKEND_MODULE)
+    if module is not None:
+        return hasattr(module, STAND_IN_MARK)
+    try:
+        spec = importlib.util.find_spec(BACKEND_MODULE)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and isinstance(spec.loader, _StandInFinder)
+
+
+def tileir_configs(configs: Any) -> list[Any]:
+    """The configs of a list that carry TileIR hints: given them under the surface, or holding them under nvtriton."""
+    return [config for config in configs
+            if getattr(config, "tileir_hints", None) or getattr(config, "occupancy", None) is not None]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tileiropt.harness.tileir_surface <script.py> [args...]`: run a program with the TileIR code of the
+    optimized files it imports turned on (the backend stays the one Triton chooses: PTX, or the interpreter under
+    TRITON_INTERPRET=1), as the tool's own checks run it."""
+    import runpy
+
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        print("usage: python -m tileiropt.harness.tileir_surface <script.py> [args...]", file=sys.stderr)
+        return 2
+    os.environ["ENABLE_TILE"] = "0"
+    force_tileir_code()
+    sys.argv = list(args)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args[0])))
+    runpy.run_path(args[0], run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

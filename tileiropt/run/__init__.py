@@ -1,0 +1,1 @@
+"""`tileiropt run`: the phases end to end, the run's record, reuse of unchanged phases."""

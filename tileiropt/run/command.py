@@ -1,0 +1,126 @@
+"""`tileiropt run`: resolve the target, run the pipeline with a Rich progress display, print the outcome."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tileiropt.bench.run import BenchSettings
+from tileiropt.engine.executors import resolve_executor
+from tileiropt.errors import ExitCode
+from tileiropt.output import console, err_console, print_json
+from tileiropt.phases import PHASES
+from tileiropt.project.spec import resolve_target
+from tileiropt.releases import get_release
+from tileiropt.run.pipeline import run_pipeline
+from tileiropt.run.record import RunResult
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, STATUSES
+
+_STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
+
+
+def outcome_table(result: RunResult) -> Table:
+    table = Table(title="tileiropt run", title_justify="left")
+    for column in ("phase", "status", "s", "detail"):
+        table.add_column(column, overflow="fold", justify="right" if column == "s" else "left")
+    for phase in result.phases:
+        table.add_row(phase.phase, f"[{_STYLE.get(phase.status, '')}]{phase.status}[/]", f"{phase.seconds:.1f}",
+                      escape(phase.detail))
+    return table
+
+
+class PhaseProgress:
+    """One progress line per phase: a spinner while it runs, its status when done."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.tasks: dict[str, TaskID] = {}
+
+    def __call__(self, phase: str, message: str) -> None:
+        if phase not in self.tasks:
+            self.tasks[phase] = self.progress.add_task(phase, total=1)
+        task = self.tasks[phase]
+        if message in STATUSES:
+            style = _STYLE.get(message, "")
+            self.progress.update(task, completed=1, description=f"{phase}: [{style}]{message}[/]")
+        elif message != "start":
+            self.progress.update(task, description=f"{phase}: {escape(message)}")
+
+
+def run_run_command(
+    target: Path | None,
+    *,
+    entry: str | None = None,
+    shapes: str | None = None,
+    dtypes: str | None = None,
+    reference: str | None = None,
+    args: str | None = None,
+    kernels: list[str] | None = None,
+    timeout: float | None = None,
+    sizes: list[int] | None = None,
+    as_json: bool = False,
+    capture: list[str] | None = None,
+    capture_budget: float | None = None,
+    capture_stall: float | None = None,
+    tileir_version: str | None = None,
+    in_place: bool = False,
+    fresh: bool = False,
+    executor: dict[str, Any] | None = None,
+    include: list[str] | None = None,
+    exclude: list[str] | None = None,
+) -> ExitCode:
+    project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
+                             capture=capture, may_capture=True, include=include, exclude=exclude)
+    if tileir_version is not None:
+        project.tileir_version = get_release(tileir_version).version  # over the project's own key
+    if project.capture is not None and capture_budget is not None:
+        project.capture.budget = capture_budget
+    if project.capture is not None and capture_stall is not None:
+        project.capture.stall = capture_stall
+    settings = BenchSettings(timeout=timeout, sizes=sizes or None)
+    settings.check()
+    command = ["tileiropt", *sys.argv[1:]]
+    run = functools.partial(run_pipeline, project, kernels=kernels, timeout=timeout, bench_settings=settings,
+                            command=command, in_place=in_place, fresh=fresh,
+                            executor=resolve_executor(project.executor, executor))
+    if as_json:
+        result = run()
+        print_json(result)
+        return ExitCode(result.exit_code)
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as progress:
+        result = run(on_event=PhaseProgress(progress), console=err_console)
+    console.print(outcome_table(result))
+    if result.program and result.program.get("cut"):
+        err_console.print(f"[bold red]cut[/]: {escape(result.program['summary'])}", soft_wrap=True)
+    elif result.program:
+        tail = "; its last lines:" if result.program.get("output") else ""
+        err_console.print(f"[bold red]the program failed[/]: {escape(result.program['summary'])}{tail}",
+                          soft_wrap=True)
+        for line in result.program.get("output") or []:
+            err_console.print(f"  | {line}", markup=False, soft_wrap=True, highlight=False)
+    for kernel, stop in result.stopped.items():
+        err_console.print(f"[bold red]stopped[/] {escape(kernel)} at {stop['phase']}: {escape(stop['reason'])}",
+                          soft_wrap=True)
+    for path, rejected in result.rejected.items():
+        err_console.print(f"[bold red]set aside[/] {escape(path)} -> {escape(rejected['moved_to'])}: "
+                          f"{escape(rejected['reason'])}", soft_wrap=True)
+    for path, reason in result.in_place_refused.items():
+        err_console.print(f"[bold red]not written in place[/] {escape(path)}: {escape(reason)}", soft_wrap=True)
+    for path, backup in result.in_place.items():
+        console.print(f"rewritten in place: {path} (original kept as {backup})", markup=False, soft_wrap=True)
+    if result.exit_code == ExitCode.INTERRUPTED:
+        err_console.print("interrupted: every worker ended; the records that finished are saved (run again to go on)")
+    console.print(f"artifacts: {result.artifacts}", markup=False, soft_wrap=True)
+    if result.report:
+        console.print(f"report: {result.report}", markup=False, soft_wrap=True)
+    missing = [p.name for p in PHASES if p.name not in {r.phase for r in result.phases} and not p.optional]
+    if missing:
+        err_console.print(f"phases not reached: {', '.join(missing)}")
+    return ExitCode(result.exit_code)

@@ -1,0 +1,165 @@
+"""The typed records of `classify` and `apply` (classify.json, apply.json), written and read here.
+
+`apply_record` builds apply's document from its results; `apply_from_dict` and `classify_from_dict` read the
+saved JSON back, checking every field's JSON type on the way (`output.dataclass_from_dict`): a damaged or
+hand-edited record is refused in one line instead of failing later in the report. `record_dict` turns a
+record into the JSON object written to disk, the same keys in the same order as before these dataclasses.
+
+A field whose JSON key is not a Python name (`class`) says its key in the field's metadata. Keys a record
+does not declare (`inputs` and `outputs`, which `run` adds for its reuse of a record) are kept on disk and
+ignored on read.
+
+classify.json's kernels stay JSON objects here: `KernelRecord.to_json()` of the analysis writes them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from tileiropt.output import dataclass_from_dict, to_jsonable
+from tileiropt.schema import ERROR, NOT_RUN, PASS, SCHEMA_VERSION
+
+R = TypeVar("R")
+JSON_KEY = "json"  # field metadata: the field's key in the JSON object
+
+
+@dataclass
+class Change:
+    """One insertion a rewrite made: where, what, why."""
+
+    line: int
+    what: str
+    why: str
+
+
+@dataclass
+class ApplyKernel:
+    """What the rewrite did to one kernel of a file, and what it left alone (and why); `apply` fills it in as it
+    plans the kernel's rewrite."""
+
+    kernel: str
+    line: int
+    kernel_class: str = field(metadata={JSON_KEY: "class"})
+    twin: str | None = None
+    configs_added: int = 0
+    changes: list[Change] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # why something was not done
+
+
+@dataclass
+class ApplyFile:
+    """One kernel file `apply` read: its output and the kernels' changes."""
+
+    file: str
+    status: str  # PASS, or NOT_RUN when the file already holds the gate (left unchanged)
+    output: str | None
+    changed: bool
+    already_prepared: bool
+    written: list[str]
+    kernels: list[ApplyKernel]
+
+
+@dataclass
+class ApplyError:
+    """A file `apply` could not rewrite, and why."""
+
+    file: str
+    status: str
+    error: str
+
+
+@dataclass
+class ApplyRecord:
+    """apply.json (docs/apply.md): `apply --json` prints it, `run` saves it."""
+
+    schema_version: int
+    dry_run: bool
+    release: dict | None
+    files: list[ApplyFile]
+    errors: list[ApplyError]
+
+
+@dataclass
+class ClassifyFile:
+    """One file `classify` read: PASS with its kernel count, or why it was not parsed."""
+
+    file: str
+    status: str
+    message: str | None
+    kernels: int
+
+
+@dataclass
+class ClassifyRecord:
+    """classify.json (docs/classify.md): each kernel's class, evidence and findings, per file, with a summary."""
+
+    schema_version: int
+    release: dict | None
+    kernels: list[dict]
+    files: list[ClassifyFile]
+    summary: dict
+
+
+def apply_record(results: list[Any], errors: list[Any], *, dry_run: bool, release: dict | None) -> ApplyRecord:
+    """apply's record of its results (`transform.apply.ApplyResult`, whose kernels are `ApplyKernel`s already)
+    and of the files it could not rewrite (`transform.command.FileError`)."""
+    files = [ApplyFile(file=r.path, status=NOT_RUN if r.already_prepared else PASS, output=r.output,
+                       changed=r.changed, already_prepared=r.already_prepared, written=list(r.written),
+                       kernels=list(r.kernels))
+             for r in results]
+    return ApplyRecord(schema_version=SCHEMA_VERSION, dry_run=dry_run, release=release, files=files,
+                       errors=[ApplyError(file=e.path, status=ERROR, error=e.error) for e in errors])
+
+
+def record_dict(record: Any) -> Any:
+    """The JSON value of a record: dataclasses as objects keyed by their JSON keys, in field order."""
+    if dataclasses.is_dataclass(record) and not isinstance(record, type):
+        return {f.metadata.get(JSON_KEY, f.name): record_dict(getattr(record, f.name))
+                for f in dataclasses.fields(record)}
+    if isinstance(record, list):
+        return [record_dict(item) for item in record]
+    return to_jsonable(record)
+
+
+def record_from_dict(cls: type[R], data: Any) -> R:
+    """A record from its JSON object, nested records included; raises TypeError naming the field whose JSON
+    type is wrong, or the missing one."""
+    if not isinstance(data, dict):
+        raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
+    record_class: type = cls  # the class itself, as the cache takes it (mypy does not see `type[R]` as Hashable)
+    values = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        key = f.metadata.get(JSON_KEY, f.name)
+        if key not in data:
+            continue  # dataclass_from_dict names the missing field
+        value, inner = data[key], _record_types(record_class).get(f.name)
+        if inner is not None and isinstance(value, list):
+            value = [record_from_dict(inner, item) for item in value]
+        values[f.name] = value
+    return dataclass_from_dict(cls, values)
+
+
+@functools.cache
+def _record_types(cls: type) -> dict[str, type]:
+    """Field name -> the record class of its items, for fields typed as a list of records."""
+    found: dict[str, type] = {}
+    for name, hint in typing.get_type_hints(cls).items():
+        if typing.get_origin(hint) is list:
+            (item,) = typing.get_args(hint)
+            if isinstance(item, type) and dataclasses.is_dataclass(item):  # a hint's argument: a class
+                found[name] = item
+    return found
+
+
+def apply_from_dict(data: Any) -> ApplyRecord:
+    """apply.json read back (see `record_from_dict`)."""
+    return record_from_dict(ApplyRecord, data)
+
+
+def classify_from_dict(data: Any) -> ClassifyRecord:
+    """classify.json read back (see `record_from_dict`); its kernels stay JSON objects."""
+    return record_from_dict(ClassifyRecord, data)

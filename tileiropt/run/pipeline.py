@@ -1,0 +1,593 @@
+"""`tileiropt run`: the phases end to end (`tileiropt.phases.PHASES`, in that order), then the report.
+
+A kernel stops -- and its later phases say why -- when its original fails the compatibility
+check, its file cannot be classified or rewritten, or its optimized file fails validation; the
+other kernels go on. Exit codes: 0 everything that could run passed (a bench that could not run
+for want of a GPU is not a failure), 1 a kernel stopped or a benchmark errored, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import datetime as _dt
+import os
+import shlex
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tileiropt.apply.apply import copy_helper, free_backup, helper_level, write_helper
+from tileiropt.apply.command import apply_document, apply_paths
+from tileiropt.apply.gate import GATE_MARKER
+from tileiropt.bench.records import ERROR as BENCH_ERROR
+from tileiropt.bench.records import (
+    ORIGINAL,
+    SLOWER,
+    THE_MACHINE,
+    code_proof,
+    group_key,
+    save_bench_run,
+    slower_cause,
+)
+from tileiropt.bench.run import BenchSettings, bench_project, earlier_bench, kernel_info
+from tileiropt.capture.capture import add_captured_kernels, cut_summary
+from tileiropt.capture.keys import KernelKey
+from tileiropt.check.environment import check_environment, choose_release
+from tileiropt.check.machine import Machine
+from tileiropt.check.machine_facts import machine_facts
+from tileiropt.classify.classify import classify_paths
+from tileiropt.classify.command import classify_json
+from tileiropt.classify.ir.specialize import ir_dtype
+from tileiropt.classify.model import FileModels
+from tileiropt.classify.source import read_source_file
+from tileiropt.engine.engine import RunWorkers
+from tileiropt.engine.executors import Executor, validate_per_gpu
+from tileiropt.engine.job_timing import JobTiming
+from tileiropt.engine.progress import Progress
+from tileiropt.engine.workers import take_worker_starts
+from tileiropt.errors import ExitCode, check_seconds, run_exit_code
+from tileiropt.harness.backends import BACKENDS, default_backends
+from tileiropt.harness.provenance import file_digest
+from tileiropt.output import write_atomic
+from tileiropt.phases import PHASES, Phase
+from tileiropt.project.spec import KernelSpec, Project
+from tileiropt.report.artifacts import (
+    APPLY_FILE,
+    CHECK_FILE,
+    CLASSIFY_FILE,
+    REPORT_FILE,
+    RUN_FILE,
+    load_artifacts,
+    save_record,
+)
+from tileiropt.report.build import build_report
+from tileiropt.report.markdown import write_markdown
+from tileiropt.report.verdict import ATTENTION
+from tileiropt.run.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
+from tileiropt.run.record import PhaseResult, RunResult
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, REJECTED_BY_TILEIR
+from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
+from tileiropt.validate.run import earlier_validation, validate_project
+
+EventCallback = Callable[[str, str], None]  # (phase, message)
+
+
+def refuses_own_code(record: ValidationRecord, spec: KernelSpec) -> bool:
+    """Whether `record` is the TileIR compiler refusing a kernel body as its owner wrote it (no twin of it in the
+    optimized file): the original fails there the same way, so the optimized file is no worse and is kept; the
+    kernel itself is stopped, and its lint finding names the fix."""
+    if not record.reason.startswith(REJECTED_BY_TILEIR):
+        return False
+    kernel = (spec.launch or {}).get("kernel") or spec.entry or ""
+    try:
+        source = spec.optimized_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    twins = {name for name in record.provenance.kernels if name.endswith("_tileir")}
+    return not twins and f"def {kernel.rsplit('.', 1)[-1]}_tileir(" not in source
+
+
+class Pipeline:
+    """Runs the phases over a project, keeping track of the kernels still going."""
+
+    def __init__(self, project: Project, kernels: list[str] | None, timeout: float | None,
+                 bench_settings: BenchSettings | None, command: list[str], on_event: EventCallback | None,
+                 in_place: bool = False, fresh: bool = False, executor: Executor | None = None,
+                 console: Any = None):
+
+        self.project = project
+        self.specs = project.select(kernels)
+        self.timeout = timeout
+        self.bench_settings = bench_settings or BenchSettings(timeout=timeout)
+        self.on_event = on_event or (lambda phase, message: None)
+        self.artifacts = project.artifacts
+        self.result = RunResult(phases=[], kernels=[kernel_info(s, self.bench_settings.sizes) for s in self.specs],
+                                stopped={}, artifacts=str(self.artifacts), command=command,
+                                project=str(project.file) if project.file else None, cwd=str(Path.cwd()))
+
+        self.release = choose_release(project.tileir_version)  # every phase follows this CUDA Tile IR release
+        # the workers of validate and bench, kept between phases: the PTX worker that validated a kernel times it
+        self.workers = RunWorkers(self.release.release.version, keep=True)
+        self.validation: ValidateRun | None = None
+        self.jobs: list[JobTiming] = []  # the current phase's jobs of the engine
+        # (GPU, TileIR ready, the GPU's memory in GiB), once checked: `prestart`
+        self.ready_to_start: tuple[bool, bool, float | None, bool] | None = None
+        self.adopted = contextlib.ExitStack()  # the machine's facts, adopted from the check to the end of the run
+        self.bench_failed = False
+        self.capture_failed = False
+        self.in_place = in_place
+        self.fresh = fresh
+        self.bench_run: Any = None
+        self.executor = executor
+        self.console = console  # where progress goes (None: only the phase events)
+        # read before this run writes anything: what a re-run may reuse
+        self.earlier = None if fresh else earlier_validation(self.artifacts)
+        self.earlier_bench = None if fresh else earlier_bench(self.artifacts)
+        self.interrupted = False
+        self.models = FileModels()  # each kernel file read, parsed and classified once, by classify and apply
+        self.not_run_here = False  # the program needs what this machine lacks (a GPU)
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def live(self) -> list[KernelSpec]:
+        return [s for s in self.specs if s.name not in self.result.stopped]
+
+    def stop(self, kernel: str, phase: str, reason: str) -> None:
+        if kernel not in self.result.stopped:
+            self.result.stopped[kernel] = {"phase": phase, "reason": reason}
+
+    def phase(self, phase: Phase, action: Callable[[], PhaseResult]) -> None:
+        name = phase.name
+        if not self.live and phase.needs_kernels:
+            why = "no kernel left: every kernel stopped" if self.specs else "no kernel: the capture launched none"
+            self.result.phases.append(PhaseResult(name, NOT_RUN, 0.0, why))
+            self.on_event(name, NOT_RUN)
+            return
+        self.on_event(name, "start")
+        started = time.monotonic()
+        take_worker_starts()  # what an earlier phase's workers left is not this phase's
+        self.jobs = []
+        result = action()
+        result.seconds = round(time.monotonic() - started, 3)
+        result.jobs = self.jobs
+        starts = take_worker_starts()
+        result.workers, result.worker_start_s = len(starts), round(sum(starts), 3)
+        self.result.phases.append(result)
+        self.on_event(name, result.status)
+
+    def record_event(self, phase: str) -> Callable[[Any], None]:
+        def event(record: Any) -> None:
+            if self.console is None:  # else the progress line says more
+                self.on_event(phase, f"{record.kernel} {record.variant} {record.backend}")
+
+        return event
+
+    def save_validation(self, run: ValidateRun) -> None:
+        """Merge `run` into the records of this run's validate.json."""
+        if self.validation is None:
+            self.validation = run
+        else:
+            merged = self.validation
+            merged.records += run.records
+            merged.backends = list(dict.fromkeys(merged.backends + run.backends))
+            merged.seconds = round(merged.seconds + run.seconds, 3)
+            merged.notes = list(dict.fromkeys(merged.notes + run.notes))
+            merged.complete = sorted(set(merged.complete) | set(run.complete))
+            merged.reused += run.reused
+            merged.interrupted = merged.interrupted or run.interrupted
+            merged.jobs += run.jobs  # each phase's jobs, workers and slots: validate.json keeps the run's cost
+            merged.workers += run.workers
+            merged.slots = max(merged.slots, run.slots)
+        save_validate_run(self.validation, self.artifacts)
+        if run.interrupted:
+            raise KeyboardInterrupt("interrupted")  # the records that finished are saved
+
+    def progress(self, phase: str, unit: str) -> Any:
+
+        if self.console is None:
+            return None
+        return Progress(phase, unit, self.console, on_status=lambda text: self.on_event(phase, text))
+
+    def validation_options(self, phase: str) -> dict[str, Any]:
+        return {"executor": self.executor, "earlier": self.earlier, "journal": True,
+                "progress": self.progress(phase, "cases"), "workers": self.workers}
+
+    def stop_on_failures(self, run: ValidateRun, phase: str, what: str) -> int:
+        """Stop every kernel with a failed or errored record; return how many stopped."""
+        stopped = 0
+        for record in run.records:
+            if record.status in (FAIL, ERROR) and record.kernel not in self.result.stopped:
+                self.stop(record.kernel, phase, f"{what} {record.status} on {record.backend} "
+                                                f"({record.config}): {record.reason}")
+                stopped += 1
+        return stopped
+
+    def stop_unvalidated(self, run: ValidateRun) -> int:
+        """Stop every kernel whose optimized file did not run on any backend, for a reason the project controls
+        (no optimized file, no reference, ...): a run that proved nothing about it must not exit 0. Reasons of
+        the machine (no GPU, TileIR not ready) are not the user's: the interpreter or PTX still runs."""
+        stopped = 0
+        for spec in self.live:
+            mine = [r for r in run.records if r.kernel == spec.name and r.variant == "optimized"]
+            if any(r.status != NOT_RUN for r in mine):
+                continue
+            reasons = list(dict.fromkeys(r.reason for r in mine)) or ["no validation record"]
+            self.stop(spec.name, "validate", "the optimized file was never validated: " + "; ".join(reasons))
+            stopped += 1
+        return stopped
+
+    # ------------------------------------------------------------------ phases
+
+    def check(self) -> PhaseResult:
+
+        origin = self.adopted.enter_context(machine_facts(self.fresh))  # held until the run ends
+        report = check_environment(release=self.release.release.version)
+        report.release["origin"] = self.release.origin
+        save_record(self.artifacts, CHECK_FILE, report)
+        self.ready_to_start = (report.gpu.get("name") not in (None, "cpu"), report.tileir_ready,
+                               report.gpu.get("memory_gib"), bool(report.triton.get("emulated")))
+        ready = "TileIR ready" if report.tileir_ready else "TileIR not ready: " + "; ".join(report.reasons)
+        return PhaseResult("check", PASS, detail=f"{report.gpu.get('name')}; {ready}; machine {origin}")
+
+    def prestart(self) -> None:
+        """Start the validation workers the run will need first as the program starts: their start-up (torch,
+        Triton, CUDA) overlaps the program's run instead of following it. One per slot of the compatibility
+        phase's backend, then one per slot of the next backend validate runs, up to half the host's cores (they
+        import torch while the program runs). Not on SLURM (a job step is not started ahead of its work), nor
+        before the check said what this machine runs."""
+        executor = (self.executor or Executor()).check()
+        if executor.kind != "local" or self.ready_to_start is None:
+            return
+        has_gpu, tileir_ready, memory_gib, emulated = self.ready_to_start
+        first = "ptx" if has_gpu else "interpret"  # the compatibility phase's backend
+        later = [name for name in default_backends(has_gpu, tileir_ready, emulated) if name != first
+                 and (name != "tileir" or tileir_ready)]
+        launchers = executor.slots(gpu_work=has_gpu, per_gpu=validate_per_gpu(memory_gib=memory_gib), cpu_slots=1)
+        wanted = [(launcher, BACKENDS[name]) for name in [first, *later[:1]] for launcher in launchers]
+        for launcher, backend in wanted[:max(2, (os.cpu_count() or 1) // 2)]:
+            self.workers.prestart(launcher, [backend])
+
+    def compatibility(self) -> PhaseResult:
+
+        machine = Machine.probe(self.workers.release)
+        backend = "ptx" if machine.has_gpu else "interpret"
+        run = validate_project(self.project, kernels=[s.name for s in self.live], backends=[backend],
+                               variants=["original"], timeout=self.timeout, command=self.result.command,
+                               on_record=self.record_event("compatibility"), machine=machine,
+                               **self.validation_options("compatibility"))
+        self.save_validation(run)
+        self.jobs = list(run.jobs)
+        stopped = self.stop_on_failures(run, "compatibility", "the original file")
+        passed = sum(r.status == PASS for r in run.records)
+        if stopped:
+            return PhaseResult("compatibility", FAIL, detail=f"{stopped} kernel(s) failed on {backend}")
+        if not passed:
+            return PhaseResult("compatibility", NOT_RUN, detail="no record ran: " + "; ".join(
+                dict.fromkeys(r.reason for r in run.records)))
+        return PhaseResult("compatibility", PASS, detail=f"{passed} record(s) passed on {backend}")
+
+    def classify(self) -> PhaseResult:
+
+        paths = list(dict.fromkeys(s.path for s in self.specs))  # static: even a stopped kernel is classified
+        if self.project.capture is not None:  # every target file (a whole library), launched or not
+            paths = list(dict.fromkeys([*paths, *self.project.capture.files]))
+        # the IR check lowers with the float dtypes the project (or a capture) uses: exact, not assumed
+        lowered = {ir_dtype(d) for s in self.specs for variant in s.dtypes for d in variant.values()}
+        dtypes = sorted(d for d in lowered if d is not None) or None
+        inputs = classify_inputs(paths, self.release.release.version, dtypes)
+        document = None if self.fresh else earlier_classify(self.artifacts, inputs)
+        reused = document is not None
+        if document is None:
+            document = {**classify_json(classify_paths(paths, release=self.release.release, dtypes=dtypes,
+                                                       models=self.models), self.release), "inputs": inputs}
+        save_record(self.artifacts, CLASSIFY_FILE, document)
+        failed = {Path(f["file"]).resolve(): f.get("message") or f["status"] for f in document["files"]
+                  if f["status"] == ERROR}
+        for spec in self.specs:
+            if spec.path.resolve() in failed:
+                self.stop(spec.name, "classify", f"cannot classify {spec.path.name}: {failed[spec.path.resolve()]}")
+        how = " (reused: the files, the release and the tool unchanged)" if reused else ""
+        if failed:
+            return PhaseResult("classify", ERROR, detail=f"{len(failed)} file(s) could not be classified{how}")
+        return PhaseResult("classify", PASS, detail=f"{len(document['kernels'])} Triton kernel(s) in "
+                                                    f"{len(document['files'])} file(s){how}")
+
+    def apply(self) -> PhaseResult:
+
+        pairs = list(dict.fromkeys((spec.path.resolve(), spec.optimized_path.resolve()) for spec in self.live))
+        inputs = apply_inputs(pairs, self.project.max_configs, self.release.release.version)
+        document = None if self.fresh else earlier_apply(self.artifacts, inputs)
+        reused = document is not None
+        if document is None:
+            results, errors = [], []
+            library = self.project.capture.library if self.project.capture is not None else None
+            for path, output in pairs:  # once per (file, optimized path): kernels sharing a file may name their own
+                output.parent.mkdir(parents=True, exist_ok=True)  # outside the project: under artifacts
+                level = helper_level(path, library) if library is not None and path.is_relative_to(
+                    library.resolve()) else None  # a library's files share one helper module
+                written, problems = apply_paths([path], output=output, max_configs=self.project.max_configs,
+                                                release=self.release.release, models=self.models, helper_level=level)
+                for result in written:
+                    write_helper(result, level)
+                results += written
+                errors += problems
+            document = {**apply_document(results, errors, dry_run=False, choice=self.release), "inputs": inputs,
+                        "outputs": {str(o): file_digest(o) for _, o in pairs if o.is_file()}}
+        save_record(self.artifacts, APPLY_FILE, document)
+        for error in document["errors"]:
+            for spec in self.live:
+                if Path(error["file"]).resolve() == spec.path.resolve():
+                    self.stop(spec.name, "apply", f"apply failed: {error['error']}")
+        count = sum(1 for r in document["files"] if r.get("output"))
+        if document["errors"]:
+            return PhaseResult("apply", ERROR, detail=f"{len(document['errors'])} file(s) could not be rewritten")
+        how = " (reused: the files, the release and the tool unchanged, the outputs as written)" if reused else ""
+        return PhaseResult("apply", PASS, detail=f"{count} optimized file(s) written{how}")
+
+    def validate(self) -> PhaseResult:
+
+        run = validate_project(self.project, kernels=[s.name for s in self.live], variants=["optimized"],
+                               timeout=self.timeout, command=self.result.command,
+                               on_record=self.record_event("validate"), **self.validation_options("validate"))
+        self.save_validation(run)
+        self.jobs = list(run.jobs)
+        stopped = self.stop_on_failures(run, "validate", "the optimized file")
+        stopped += self.stop_unvalidated(run)
+        counts = run.counts()
+        detail = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
+        if stopped:
+            return PhaseResult("validate", FAIL, detail=f"{stopped} kernel(s) failed: {detail}")
+        return PhaseResult("validate", PASS if counts[PASS] else NOT_RUN, detail=detail)
+
+    def capture(self) -> PhaseResult:
+        """Run the program, keep the distinct launches of the target files' kernels as replay specs."""
+        request = self.project.capture
+        assert request is not None
+        machine = Machine.probe(self.workers.release)
+        result, specs = add_captured_kernels(self.project, machine, self.timeout, fresh=self.fresh,
+                                             before_program=self.prestart, on_progress=self.capture_progress())
+        self.specs += specs
+        self.result.kernels += [kernel_info(s, self.bench_settings.sizes) for s in specs]
+        kernels = len({((s.launch or {}).get("kernel"), (s.launch or {}).get("file")) for s in specs})
+        never = [KernelKey.parse(key).kernel for key in result.never_launched()]
+        how = (f"reused from the capture of {result.started or 'an earlier run'} (the program, its files and the "
+               "kernel files unchanged; --fresh runs it again)") if result.reused else \
+            f"in {result.seconds:.1f} s" + ("" if result.failure else f"; {result.ended}")  # the failure says it
+        detail = (f"{len(specs)} distinct launch(es) of {kernels} kernel(s) {how}"
+                  + (f"; never launched: {', '.join(never)}" if never else ""))
+        if result.outside:
+            detail += f"; {len(result.outside)} kernel(s) launched from outside the targets"
+        failure = result.failure
+        if failure is not None:
+            self.result.program = {"command": result.command, **failure.to_json(), "summary": failure.summary()}
+        if result.cut:  # never a pass: what it launched before is still replayed, the coverage is partial
+            self.capture_failed = True
+            self.result.program = {"command": result.command, "cut": result.cut, "where": result.where,
+                                   "summary": cut_summary(result.cut, result.where)}
+            return PhaseResult("capture", FAIL, detail=f"{detail}; {cut_summary(result.cut, result.where)}")
+        if not specs:
+            files = ", ".join(p.name for p in request.files) if request.library is None else \
+                f"the {len(request.files)} kernel file(s) under {request.library.name}/"
+            if failure is not None and failure.needs_gpu and not machine.has_gpu:
+                self.not_run_here = True
+                return PhaseResult("capture", NOT_RUN, detail=f"the program needs a GPU and this machine has none: "
+                                                              f"{failure.summary()}")
+            self.capture_failed = True
+            if failure is not None:
+                return PhaseResult("capture", ERROR, detail=f"the program failed before launching a kernel of "
+                                                            f"{files}: {failure.summary()}")
+            detail = f"no launch of a kernel in {files} was captured; {result.ended}"
+            if request.command is None:
+                detail += ("; module-level benchmarks are not run during a capture: give a command that launches "
+                           f"the kernels after `--`: tileiropt run {request.files[0].name} -- <command>")
+            return PhaseResult("capture", ERROR, detail=detail)
+        if failure is not None:  # what it launched before failing is still replayed
+            self.capture_failed = True
+            return PhaseResult("capture", FAIL, detail=f"{detail}; the program failed: {failure.summary()}")
+        return PhaseResult("capture", PASS, detail=detail)
+
+    def capture_progress(self) -> Callable[[str], None]:
+        """Where the capture's progress line goes: the phase's line on a terminal; in a pipe, a line every 30 s."""
+        printed = [time.monotonic()]
+
+        def show(text: str) -> None:
+            self.on_event("capture", text)
+            console = self.console
+            if console is not None and not console.is_terminal and time.monotonic() - printed[0] >= 30:
+                printed[0] = time.monotonic()
+                console.print(f"capture: {text}", markup=False, highlight=False, soft_wrap=True)
+
+        return show
+
+    def bench(self) -> PhaseResult:
+
+        def on_row(row: Any) -> None:
+            if self.console is None:  # else the progress line says more
+                self.on_event("bench", f"{row.kernel} {row.short_label} size {row.size}")
+
+        run = bench_project(self.project, kernels=[s.name for s in self.live], settings=self.bench_settings,
+                            command=self.result.command, on_row=on_row, executor=self.executor, journal=True,
+                            earlier=self.earlier_bench, progress=self.progress("bench", "rows"),
+                            workers=self.workers)
+        save_bench_run(run, self.artifacts)
+        self.bench_run = run
+        self.jobs = list(run.jobs)
+        if run.interrupted:
+            raise KeyboardInterrupt("interrupted")  # the rows that finished are saved
+        counts = run.counts()
+        detail = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
+        proof = code_proof(run.rows)
+        if proof:
+            detail += f"; {proof}"
+        if counts[BENCH_ERROR]:
+            self.bench_failed = True
+            return PhaseResult("bench", ERROR, detail=detail)
+        if run.exit_code() == ExitCode.NOT_RUN:
+            reasons = "; ".join(dict.fromkeys(r.reason for r in run.rows))
+            return PhaseResult("bench", NOT_RUN, detail=reasons)
+        return PhaseResult("bench", PASS, detail=detail)
+
+    def report(self) -> None:
+        """Save run.json (the report reads the phases and stops from it), then render report.md.
+
+        run.json already lists the report phase when the report is rendered, so `tileiropt report`
+        on the same records renders the same text; only that phase's seconds are filled in after.
+        """
+        path = self.artifacts / REPORT_FILE
+        phase = PhaseResult("report", PASS, detail=str(path))
+        self.result.phases.append(phase)
+        self.result.report = str(path)
+        save_record(self.artifacts, RUN_FILE, self.result)
+        self.on_event("report", "start")
+        started = time.monotonic()
+        report = build_report(load_artifacts(self.artifacts), self.result.kernels)
+        self.result.verdicts = {k.name: {"bucket": k.verdict.bucket, "text": k.verdict.text}
+                                for k in report.kernels if k.verdict is not None}
+        if any(v["bucket"] == ATTENTION for v in self.result.verdicts.values()) and \
+                self.result.exit_code in (ExitCode.OK, ExitCode.NOT_RUN):
+            self.result.exit_code = int(ExitCode.FAILED)  # a kernel that needs attention is not a success
+        report.run = copy.deepcopy(self.result)  # the verdicts and exit code run.json keeps
+        write_markdown(report, path)
+        phase.seconds = round(time.monotonic() - started, 3)
+        save_record(self.artifacts, RUN_FILE, self.result)
+        self.on_event("report", PASS)
+
+    # ------------------------------------------------------------------ the safe-modification rule
+
+    def rejections(self) -> dict[Path, str]:
+        """Optimized file -> why it must not be the result: a failed or errored record of it (validation), or
+        a paired PTX timing whose whole 95% interval lies above 1 + the threshold (bench)."""
+        by_kernel = {s.name: s for s in self.specs}
+        reasons: dict[Path, str] = {}
+        for record in (self.validation.records if self.validation else []):
+            spec = by_kernel.get(record.kernel)
+            if spec is not None and record.variant == "optimized" and record.status in (FAIL, ERROR) and \
+                    not refuses_own_code(record, spec):
+                reasons.setdefault(spec.optimized_path, f"{record.kernel}: validation {record.status} on "
+                                                        f"{record.backend} ({record.config}): {record.reason}")
+        rows = self.bench_run.rows if self.bench_run is not None else []
+        for row in rows:
+            spec = by_kernel.get(row.kernel)
+            paired = row.paired
+            if spec is not None and paired is not None and paired.verdict == SLOWER:
+                original = next((r for r in rows if r.variant == ORIGINAL and r.backend == row.backend
+                                 and group_key(r) == group_key(row)), None)
+                cause = slower_cause(original, row, captured=bool(spec.launch))
+                if cause == THE_MACHINE:
+                    continue  # a captured launch: the same code at the same config is the same work: the machine
+                reasons.setdefault(spec.optimized_path, f"{row.kernel}: {paired.ratio:.3f}x the original's time on "
+                                                        f"PTX at size {row.size} (95% interval {paired.ci_low:.3f}-"
+                                                        f"{paired.ci_high:.3f}, above 1+{paired.threshold:g}); "
+                                                        f"{cause}")
+        return reasons
+
+    def settle(self) -> None:
+        """Set aside every optimized file that failed or regressed (`<stem>.rejected.py`, reason in run.json and
+        the report); with --in-place, write each accepted one over the user's file, the original kept beside it."""
+        reasons = self.rejections()
+        for path, reason in reasons.items():
+            if not path.is_file() or GATE_MARKER not in path.read_text(encoding="utf-8", errors="replace"):
+                continue  # not ours (a capture's replay, a file we never wrote): nothing to set aside
+            moved = path.with_name(f"{path.stem}.rejected.py")
+            if moved.exists():
+                moved = free_backup(moved)
+            path.rename(moved)
+            self.result.rejected[str(path)] = {"moved_to": str(moved), "reason": reason}
+            self.on_event("settle", f"set aside {path.name}: {reason}")
+        if not self.in_place:
+            return
+        passed = {r.kernel for r in (self.validation.records if self.validation else [])
+                  if r.variant == "optimized" and r.status == PASS}
+        for spec in self.live:
+            source = spec.optimized_path
+            if spec.name not in passed or not source.is_file() or str(source) in self.result.rejected \
+                    or str(spec.path) in self.result.in_place:
+                continue  # only a validated, not-slower optimized file replaces the user's
+            unproven = self.not_proven_not_slower(spec.name)
+            if unproven:
+                self.result.in_place_refused[str(spec.path)] = (
+                    f"'not slower on PTX' was never measured ({unproven}); to use the validated file anyway: "
+                    f"cp {shlex.quote(str(source))} {shlex.quote(str(spec.path))}")
+                continue
+            text = spec.path.read_text(encoding="utf-8", errors="replace")
+            kept = spec.path.with_name(spec.path.name + ".orig")
+            if GATE_MARKER in text and kept.is_file():
+                backup = kept  # a re-run over our own output: the user's original is kept already
+            else:
+                backup = free_backup(spec.path)
+                shutil.copy2(spec.path, backup)
+            text, encoding = read_source_file(source)  # written in the source's own (PEP 263) encoding
+            write_atomic(spec.path, text, encoding)
+            self.result.in_place[str(spec.path)] = str(backup)
+            copy_helper(source, spec.path)  # a library's file: its package gets the helper module it imports
+        if self.result.in_place_refused:
+            if self.bench_run is None or self.bench_run.exit_code() == ExitCode.NOT_RUN:
+                self.not_run_here = True  # the proof needs a GPU this machine does not have
+            else:
+                self.bench_failed = True
+
+    def not_proven_not_slower(self, kernel: str) -> str:
+        """'' when every paired PTX timing of `kernel` has its whole 95% interval below 1 + threshold (measured: not
+        slower); else why that is not proven."""
+        rows = [r for r in (self.bench_run.rows if self.bench_run is not None else []) if r.kernel == kernel]
+        paired = [r.paired for r in rows if r.paired is not None]
+        if not paired:
+            reasons = "; ".join(dict.fromkeys(r.reason for r in rows if r.reason)) or "bench did not run"
+            return f"no paired timing: {reasons}"
+        unclear = [p for p in paired if p.ci_high > 1 + p.threshold]
+        if unclear:
+            return (f"{len(unclear)} of {len(paired)} paired timing(s) reach above 1+{unclear[0].threshold:g} "
+                    f"(95% interval {unclear[0].ci_low:.3f}-{unclear[0].ci_high:.3f})")
+        return ""
+
+    # ------------------------------------------------------------------ all of it
+
+    def failed(self) -> bool:
+        """Whether the run's answer is no: a kernel stopped, an optimized file was set aside (wrong or slower), a
+        benchmark errored, the program failed, or --in-place could not be proven."""
+        return bool(self.result.stopped) or self.bench_failed or self.capture_failed or bool(self.result.rejected)
+
+    def run(self) -> RunResult:
+        started = time.monotonic()
+        self.result.started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        runners: dict[str, Callable[[], PhaseResult]] = {
+            "check": self.check, "capture": self.capture, "compatibility": self.compatibility,
+            "classify": self.classify, "apply": self.apply, "validate": self.validate, "bench": self.bench,
+        }  # the report is rendered last, from what they recorded (`report`)
+        phase = PHASES[0]
+        try:
+            for phase in PHASES:
+                if phase.name not in runners or (phase.optional and self.project.capture is None):
+                    continue
+                self.phase(phase, runners[phase.name])
+            self.settle()
+        except KeyboardInterrupt:  # every worker has ended; the records that finished are saved
+            self.interrupted = True
+            self.result.phases.append(PhaseResult(phase.name, NOT_RUN, 0.0, "interrupted"))
+        finally:
+            self.workers.close()  # the workers kept between phases end, the run's Triton caches go
+            self.adopted.close()  # the machine's facts are probed again by whatever runs next
+        self.result.exit_code = int(run_exit_code(interrupted=self.interrupted, failed=self.failed(),
+                                                  not_run_here=self.not_run_here))
+        self.result.seconds = round(time.monotonic() - started, 3)  # every phase but the report's rendering
+        self.report()
+        return self.result
+
+
+def run_pipeline(project: Project, *, kernels: list[str] | None = None, timeout: float | None = None,
+                 bench_settings: BenchSettings | None = None, command: list[str] | None = None,
+                 on_event: EventCallback | None = None, in_place: bool = False, fresh: bool = False,
+                 executor: Executor | None = None, console: Any = None) -> RunResult:
+    """Run every phase over `project` (or the named `kernels`); records go to its artifacts folder."""
+    if timeout is not None:
+
+        check_seconds("--timeout", timeout)
+    pipeline = Pipeline(project, kernels, timeout, bench_settings,
+                        list(command) if command is not None else list(sys.argv), on_event, in_place, fresh,
+                        executor, console)
+    return pipeline.run()

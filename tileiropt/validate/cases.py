@@ -1,0 +1,55 @@
+"""A validation case: one kernel file, entry, shape set and dtype set, as sent to a worker.
+
+The parent (`validate.py`) builds cases from the project; the worker (`worker.py`) runs every
+autotune config of each. Cases travel as JSON, so every field is a plain value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tileiropt.harness.provenance import Provenance, file_digest
+from tileiropt.harness.scaling import describe_scaling
+from tileiropt.output import JobMessage
+from tileiropt.schema import NOT_RUN
+from tileiropt.validate.records import ValidationRecord
+
+
+@dataclass
+class Case(JobMessage):
+    id: int
+    kernel: str
+    variant: str  # "original" | "optimized"
+    path: str  # the file to validate
+    entry: str
+    reference: str  # torch expression, "pkg.mod:fn" or "original"
+    shapes: dict[str, list[int]]
+    dtypes: dict[str, str]
+    atol: float
+    rtol: float
+    original_path: str | None = None  # the untransformed file, for reference = "original"
+    dims: dict[str, int] = field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
+    ranges: dict[str, list[int]] = field(default_factory=dict)
+    seed: int = 0
+    search_paths: list[str] = field(default_factory=list)  # importable folders (the project root)
+    scaled_from: dict[str, list[int]] | None = None
+    start_item: int = 0  # resume after a timeout or crash: the first config item to run
+    module: str | None = None  # the original's dotted module name, when it lives in a package
+    call: str | None = None  # the entry's call expression (None: entry(**inputs, **args))
+    launch: dict[str, Any] | None = None  # a captured launch, replayed instead of calling an entry
+
+
+def record_for(case: Case, backend: str, config: str, status: str, reason: str = "",
+               provenance: Provenance | None = None, **measures: Any) -> ValidationRecord:
+    """A record of `case` on `backend`; `measures` fills max_abs, mismatches, seconds, ..."""
+    if case.scaled_from and status != NOT_RUN:
+        note = describe_scaling(case.scaled_from, case.shapes)
+        reason = f"{reason}; {note}" if reason else note
+    return ValidationRecord(
+        kernel=case.kernel, variant=case.variant, backend=backend, config=config, status=status,
+        reason=reason, path=case.path, shapes=case.shapes, dtypes=case.dtypes, reference=case.reference or None,
+        atol=case.atol, rtol=case.rtol, scaled_from=case.scaled_from, source_sha256=file_digest(case.path),
+        provenance=provenance or Provenance(), **measures,
+    )

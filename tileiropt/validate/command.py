@@ -1,0 +1,136 @@
+"""`tileiropt validate`: resolve the target, validate, save the records, print a summary."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from tileiropt.capture.capture import with_captured_kernels
+from tileiropt.check.machine import Machine
+from tileiropt.engine.executors import resolve_executor
+from tileiropt.engine.progress import Progress
+from tileiropt.errors import ExitCode, UserError
+from tileiropt.harness.scaling import describe_scaling
+from tileiropt.output import console, err_console, print_json
+from tileiropt.project.spec import resolve_target
+from tileiropt.releases import get_release
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
+from tileiropt.validate.run import earlier_validation, validate_project
+
+_STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.1e}"
+
+
+def _dtypes(record: ValidationRecord) -> str:
+    distinct = sorted(set(record.dtypes.values()))
+    return distinct[0] if len(distinct) == 1 else ", ".join(f"{k}={v}" for k, v in record.dtypes.items())
+
+
+def short_config(label: str) -> str:
+    """A config label for the table: launch options shortened, default num_ctas=1 dropped."""
+    parts = [p.strip() for p in label.split(",")]
+    parts = [p for p in parts if p != "num_ctas=1"]
+    return " ".join(p.replace("num_warps=", "warps=").replace("num_stages=", "stages=") for p in parts)
+
+
+def summary_table(run: ValidateRun) -> Table:
+    table = Table(title="validate", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for column in ("kernel", "variant", "dtype", "backend", "config", "status", "max abs", "wrong"):
+        table.add_column(column, overflow="fold", no_wrap=column == "status",
+                         min_width=14 if column == "config" else None,
+                         justify="right" if column in ("max abs", "wrong") else "left")
+    for r in run.records:
+        wrong = "" if r.mismatches is None else f"{r.mismatches}/{r.elements}"
+        status = r.status + (" (fallback)" if r.provenance.fallback else "")
+        table.add_row(r.kernel, r.variant, _dtypes(r), r.backend, escape(short_config(r.config)),
+                      f"[{_STYLE[r.status]}]{status}[/]", _number(r.max_abs), wrong)
+    return table
+
+
+def detail_lines(run: ValidateRun) -> list[str]:
+    """A line per record that failed or errored, a line per distinct "not run" reason (with its
+    count), and each kernel's scaling note once."""
+    lines, scaled = [], set()
+    not_run: dict[tuple[str, str], int] = {}
+    for r in run.records:
+        where = f"{r.kernel} {r.variant} {_dtypes(r)} {r.backend} [{short_config(r.config)}]"
+        if r.status == NOT_RUN:
+            key = (r.backend, r.reason.removeprefix("not run: "))
+            not_run[key] = not_run.get(key, 0) + 1
+        elif r.status != PASS:
+            lines.append(f"{r.status}: {where}: {r.reason}")
+        elif r.scaled_from and r.kernel not in scaled:
+            scaled.add(r.kernel)
+            lines.append(f"note: {r.kernel}: {describe_scaling(r.scaled_from, r.shapes)}")
+        if r.provenance.fallback:
+            lines.append(f"fallback: {where}: {r.reason}")
+    for (backend, reason), count in not_run.items():
+        lines.append(f"not run: {backend} ({count} record{'s' if count > 1 else ''}): {reason}")
+    return lines
+
+
+def run_validate_command(
+    target: Path | None,
+    *,
+    entry: str | None = None,
+    shapes: str | None = None,
+    dtypes: str | None = None,
+    reference: str | None = None,
+    args: str | None = None,
+    kernels: list[str] | None = None,
+    backends: list[str] | None = None,
+    variant: str | None = None,
+    all_configs: bool = True,
+    timeout: float | None = None,
+    as_json: bool = False,
+    fresh: bool = False,
+    executor: dict[str, Any] | None = None,
+    tileir_version: str | None = None,
+) -> ExitCode:
+    """Everything behind the command; returns the exit code."""
+    project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
+    if tileir_version is not None:  # judged against that CUDA Tile IR release, as `apply` and `run` are
+        project.tileir_version = get_release(tileir_version).version
+    if variant not in (None, "original", "optimized", "both"):
+        raise UserError(f"--variant: unknown value {variant!r}", hint="use original, optimized or both")
+    variants = None if variant is None else ["original", "optimized"] if variant == "both" else [variant]
+    machine = Machine.probe(project.tileir_version)
+    project = with_captured_kernels(project, machine, fresh)  # a project that asks for a capture: its launches
+    chosen = resolve_executor(project.executor, executor)
+    with Progress("validate", "cases", err_console) as progress:
+        run = validate_project(project, kernels=kernels, backends=backends, variants=variants,
+                               all_configs=all_configs, timeout=timeout, command=["tileiropt", *sys.argv[1:]],
+                               executor=chosen, progress=progress, journal=True, machine=machine,
+                               earlier=None if fresh else earlier_validation(project.artifacts))
+    saved = save_validate_run(run, project.artifacts)
+    code = run.exit_code()
+    if project.capture is not None and project.capture.cut:  # partial: never a pass
+        err_console.print(f"cut: {project.capture.cut}", markup=False, soft_wrap=True)
+        code = max(code, ExitCode.FAILED) if code != ExitCode.INTERRUPTED else code
+    if run.interrupted:
+        progress.say_interrupted(len(run.records), "records", saved)
+        return ExitCode.INTERRUPTED
+    if as_json:
+        print_json(run)
+        return code
+    if not run.records:
+        err_console.print("nothing to validate (no record for the chosen kernels, variants and backends)")
+        return ExitCode.NOT_RUN
+    console.print(summary_table(run))
+    for line in detail_lines(run):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    counts = run.counts()
+    tally: list[Any] = [f"{counts[s]} {s}" for s in (PASS, FAIL, ERROR, NOT_RUN) if counts[s]]
+    for note in run.notes:
+        err_console.print(f"note: {note}")
+    console.print(f"{', '.join(tally)} in {run.seconds:.1f}s; records saved to {saved}")
+    return code

@@ -1,0 +1,321 @@
+"""Phase 4: validate every kernel, variant, dtype set, backend and autotune config.
+
+`validate_project(project, ...)` is the API (`tileiropt validate` and `tileiropt run` call it).
+Each backend runs in its own worker subprocesses, because the backend is fixed when Triton and the
+kernel module are imported; each case is a job of the engine (`tileiropt.engine.engine`,
+`case_jobs.py`), and the slots (`executors.py`) take them from one pool. The parent enforces a
+timeout per record: a hanging or crashing kernel costs its own record, and a new worker goes on
+with the rest.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as _dt
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tileiropt.check.machine import Machine, environment_summary, versions
+from tileiropt.engine.engine import JobPool, RunWorkers, run_jobs
+from tileiropt.engine.executors import Executor, validate_per_gpu
+from tileiropt.engine.progress import Progress
+from tileiropt.engine.resume import Earlier, Journal, input_key, read_journal, tool_digest
+from tileiropt.errors import UserError, check_seconds
+from tileiropt.harness.backends import BACKENDS, Backend
+from tileiropt.harness.provenance import digest_memo, file_digest
+from tileiropt.harness.scaling import scale_for_interpreter
+from tileiropt.project.spec import REFERENCE_ORIGINAL, KernelSpec, Project
+from tileiropt.schema import ERROR, NOT_RUN
+from tileiropt.validate.case_jobs import CaseJobs, RecordCallback
+from tileiropt.validate.cases import Case, record_for
+from tileiropt.validate.records import (
+    NONE,
+    VARIANTS,
+    ValidateRun,
+    ValidationRecord,
+    load_validate_run,
+    record_from_dict,
+)
+
+# --------------------------------------------------------------------------- planning
+
+
+def _choose_backends(names: list[str] | None, machine: Machine) -> list[Backend]:
+    if not names:
+        names = machine.default_backends()
+    unknown = [n for n in names if n not in BACKENDS]
+    if unknown:
+        raise UserError(f"unknown backend {unknown[0]!r}", hint=f"choose among: {', '.join(BACKENDS)}")
+    return [BACKENDS[n] for n in dict.fromkeys(names)]
+
+
+def _variants_for(spec: KernelSpec, variants: list[str] | None) -> list[str]:
+    if variants:
+        bad = [v for v in variants if v not in VARIANTS]
+        if bad:
+            raise UserError(f"unknown variant {bad[0]!r}", hint="use original, optimized or both")
+        return [v for v in VARIANTS if v in variants]
+    return ["original", "optimized"] if spec.optimized_path.is_file() else ["original"]
+
+
+def _check_reference(spec: KernelSpec, project: Project) -> None:
+    if spec.reference is None or spec.reference.strip() == REFERENCE_ORIGINAL:
+        return  # nothing to parse
+    from tileiropt.harness.harness import HarnessError, Reference  # lazy: the harness imports torch (2-5 s)
+    try:
+        Reference.parse(spec.reference)
+    except HarnessError as exc:
+        raise UserError(str(exc), file=str(project.file) if project.file else None,
+                        hint=f"fix the reference of kernel {spec.name!r}") from None
+
+
+@dataclass
+class Plan:
+    """The cases per backend, and the records already decided (not run) before any worker."""
+
+    cases: dict[str, list[Case]] = field(default_factory=dict)
+    timeouts: dict[int, float] = field(default_factory=dict)
+    keys: dict[int, tuple[int, ...]] = field(default_factory=dict)  # case id -> sort key
+    records: list[tuple[tuple[int, ...], ValidationRecord]] = field(default_factory=list)
+    inputs: dict[int, str] = field(default_factory=dict)  # case id -> input key
+    reused: int = 0  # records taken from an earlier run
+    instant: list[str] = field(default_factory=list)  # per case decided here (not run, or reused): its kernel
+
+
+def case_inputs(case: Case, backend: Backend, best_config: bool, machine: Machine, versions: dict[str, Any],
+                digest: Callable[[str | None], str | None] = file_digest) -> str:
+    """The input key of a case: the job, the backend, the files' SHA-256, the tool, Triton, torch, the GPU."""
+    job = {k: v for k, v in case.to_json().items() if k not in ("id", "start_item")}
+    return input_key({"job": job, "backend": backend.name, "best_config": best_config,
+                      "files": [digest(case.path), digest(case.original_path)],
+                      "tool": tool_digest(), "versions": versions,
+                      "device": [machine.device.get("name"), machine.device.get("capability")]})
+
+
+def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend], machine: Machine,
+               variants: list[str] | None, timeout: float | None, best_config: bool = False,
+               earlier: Earlier | None = None, release: str | None = None) -> Plan:
+    plan = Plan(cases={b.name: [] for b in backends})
+    installed = versions(release)
+    digest = digest_memo()
+    next_id = 0
+    for s_index, spec in enumerate(specs):
+        _check_reference(spec, project)
+        for v_index, variant in enumerate(_variants_for(spec, variants)):
+            path = spec.path if variant == "original" else spec.optimized_path
+            reference = spec.reference
+            if variant == "optimized" and reference is None:
+                reference = REFERENCE_ORIGINAL  # the untransformed file is the reference
+            for d_index, dtypes in enumerate(spec.dtypes):
+                atol, rtol = spec.tolerances(dtypes)
+                for b_index, backend in enumerate(backends):
+                    if backend.optimized_only and variant != "optimized":
+                        continue
+                    key = (s_index, v_index, d_index, b_index)
+                    scaled = scale_for_interpreter(spec.inputs, spec.dims, spec.flops) \
+                        if backend.interpreted and not spec.launch else None  # a launch keeps its shapes
+                    case = Case(
+                        id=next_id, kernel=spec.name, variant=variant, path=str(path), entry=spec.entry,
+                        reference=reference or "", shapes=scaled.shapes if scaled else spec.shapes(),
+                        dtypes=dict(dtypes), atol=atol, rtol=rtol, original_path=str(spec.path),
+                        dims=scaled.dims if scaled else dict(spec.dims), args=dict(spec.args),
+                        ranges={k: list(v) for k, v in spec.ranges.items()}, seed=spec.seed,
+                        search_paths=[str(project.root)], scaled_from=scaled.scaled_from if scaled else None,
+                        module=spec.module, call=spec.call, launch=spec.launch,
+                    )
+                    next_id += 1
+                    reason = _not_runnable(spec, variant, path, reference, backend, machine)
+                    if reason:
+                        case.scaled_from = None
+                        case.shapes = spec.shapes()
+                        plan.records.append((key + (-1,), record_for(case, backend.name, NONE, NOT_RUN, reason)))
+                        plan.instant.append(spec.name)
+                        continue
+                    picks = best_config and not backend.interpreted
+                    inputs = case_inputs(case, backend, picks, machine, installed, digest)
+                    reused = earlier.reusable(inputs, lambda r: r.status == ERROR) if earlier is not None else None
+                    if reused is not None:
+                        plan.records += [(key + (index,), record) for index, record in enumerate(reused)]
+                        plan.reused += len(reused)
+                        plan.instant.append(spec.name)
+                        continue
+                    plan.inputs[case.id] = inputs
+                    plan.cases[backend.name].append(case)
+                    plan.timeouts[case.id] = float(timeout if timeout is not None else spec.timeout)
+                    plan.keys[case.id] = key
+    return plan
+
+
+def earlier_validation(artifacts: Path | str) -> Earlier:
+    """What a re-run may reuse: the records of validate.json, then (superseding them per input key) those of
+    an unfinished run's journal."""
+    earlier = Earlier()
+    try:
+        run = load_validate_run(Path(artifacts))
+    except UserError:
+        run = None
+    if run is not None:
+        earlier.source = run.started
+        complete = set(run.complete)
+        for record in run.records:
+            earlier.add(record.inputs, record, done=record.inputs in complete)
+    journal: dict[str, list[ValidationRecord]] = {}
+    done: set[str] = set()
+    for entry in read_journal(artifacts, "validate"):
+        try:
+            if "record" in entry:
+                record = record_from_dict(entry["record"])
+                if record.inputs:
+                    journal.setdefault(record.inputs, []).append(record)
+            elif isinstance(entry.get("done"), str):
+                done.add(entry["done"])
+        except (TypeError, ValueError, KeyError, AttributeError):
+            continue
+    for key, records in journal.items():
+        earlier.results[key] = records
+        earlier.complete.discard(key)
+    earlier.complete |= {key for key in done if key in earlier.results}
+    if journal and not earlier.source:
+        earlier.source = "an unfinished run"
+    return earlier
+
+
+def _not_runnable(spec: KernelSpec, variant: str, path: Path, reference: str | None, backend: Backend,
+                  machine: Machine) -> str | None:
+    if not path.is_file():
+        return f"not run: no optimized file {path.name} (run `tileiropt apply` first)"
+    if not reference:
+        return ("not run: no reference (set `reference` to a torch expression or \"pkg.mod:fn\"; "
+                "the optimized file is compared with this one)")
+    if reference == REFERENCE_ORIGINAL and variant == "original" and not spec.launch:
+        return 'not run: reference is "original", the file itself (validate the optimized variant)'
+    return machine.blocks(backend)
+
+
+# --------------------------------------------------------------------------- the API
+
+
+def validate_project(
+    project: Project,
+    kernels: list[str] | None = None,
+    backends: list[str] | None = None,
+    variants: list[str] | None = None,
+    all_configs: bool = True,
+    timeout: float | None = None,
+    *,
+    command: list[str] | None = None,
+    on_record: RecordCallback | None = None,
+    parallel: int | None = None,
+    machine: Machine | None = None,
+    executor: Executor | None = None,
+    earlier: Earlier | None = None,
+    journal: bool = False,
+    progress: Progress | None = None,
+    workers: RunWorkers | None = None,
+) -> ValidateRun:
+    """Validate the project's kernels; every record is returned (validate.json is the caller's to save).
+
+    `backends` defaults by machine (`backends.default_backends`); `variants` defaults to both
+    when the optimized file exists. `all_configs=False` validates only the config the
+    autotuner picks (GPU backends; the interpreter cannot benchmark, so it still pins each).
+    Workers run in the `executor`'s slots (default: this host, every visible GPU); without a GPU,
+    `parallel` workers at once (default: the CPU cores). With `journal`, each finished record goes at once
+    to the artifacts folder's journal; with `earlier` (`earlier_validation(artifacts)`), a case whose inputs
+    did not change reuses its earlier records. Ctrl-C or SIGTERM ends every worker; the run returned then
+    holds what finished (`interrupted`). `workers`: what the run's workers share (the CUDA Tile IR release, the
+    Triton caches, the workers kept between phases); default: the project's release, fresh caches for this call.
+    """
+    started = time.monotonic()
+    started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    if timeout is not None:
+        check_seconds("--timeout", timeout)
+    own_workers = workers is None
+    workers = workers or RunWorkers(project.tileir_version)
+    machine = machine or Machine.probe(workers.release)
+    executor = (executor or Executor()).check()
+    specs = project.select(kernels)
+    chosen = _choose_backends(backends, machine)
+    notes = []
+    if not all_configs and any(b.interpreted for b in chosen):
+        notes.append("--best-config needs a GPU to benchmark; interpreter backends validate every config")
+    plan = plan_cases(project, specs, chosen, machine, variants, timeout, best_config=not all_configs,
+                      earlier=earlier, release=workers.release)
+    if plan.reused:
+        notes.append(f"{plan.reused} record(s) reused from the run of {earlier.source if earlier else '?'} "
+                     "(inputs unchanged; --fresh redoes them)")
+    lock = threading.Lock()
+    log = Journal(project.artifacts, "validate") if journal else None
+    complete: list[str] = []
+
+    def report(record: ValidationRecord) -> None:
+        if log is not None and record.inputs:
+            log.append("record", record)
+        if progress is not None:
+            progress.record(record.kernel, record.status)
+        if on_record:
+            with lock:
+                on_record(record)
+
+    def case_done(case: Case, finished: bool) -> None:
+        key = plan.inputs.get(case.id)
+        if finished and key:
+            complete.append(key)
+            if log is not None:
+                log.append("done", key)
+        if progress is not None:
+            progress.finished(case.kernel)
+
+    if progress is not None:
+        units = collections.Counter(plan.instant)
+        units.update(case.kernel for cases in plan.cases.values() for case in cases)
+        progress.plan(dict(units))
+    for _, record in plan.records:
+        if progress is not None:
+            progress.record(record.kernel, record.status)
+        if on_record:
+            on_record(record)
+    if progress is not None:
+        for kernel in plan.instant:
+            progress.finished(kernel, reused=True)
+    gpu_work = any(b.needs_gpu for b in chosen) and machine.has_gpu
+    per_gpu = validate_per_gpu(memory_gib=machine.device.get("memory_gib"))
+    launchers = executor.slots(gpu_work=gpu_work, per_gpu=per_gpu,
+                               cpu_slots=parallel or os.cpu_count() or 1)
+    cases = CaseJobs(plan.timeouts, best_config=not all_configs, on_record=report, inputs=plan.inputs,
+                     on_case_done=case_done, reference_cache=workers.scratch)
+    slots = workers.slots(JobPool(plan.cases), {b.name: b for b in chosen}, cases)
+    try:
+        interrupted = not run_jobs(slots, launchers)
+    finally:
+        if own_workers:
+            workers.close()
+    keyed = list(plan.records)
+    for (case_id, item), record in list(cases.records):
+        keyed.append((plan.keys[case_id] + (item,), record))
+    keyed.sort(key=lambda pair: pair[0])
+    complete += [r.inputs for _, r in plan.records if r.inputs]
+    if interrupted:
+        notes.append("interrupted: the records that finished are kept; run again to go on (finished cases are "
+                     "reused)")
+    return ValidateRun(
+        records=[record for _, record in keyed],
+        backends=[b.name for b in chosen],
+        command=list(command) if command is not None else list(sys.argv),
+        environment=environment_summary(),
+        project=str(project.file) if project.file else None,
+        started=started_at,
+        seconds=round(time.monotonic() - started, 3),
+        notes=notes,
+        complete=sorted(set(complete)),
+        reused=plan.reused,
+        interrupted=interrupted,
+        slots=len(launchers),
+        workers=slots.workers_started,
+        jobs=list(slots.timings),
+    )

@@ -1,0 +1,392 @@
+"""The validation of one case in a worker of the job engine (`tileiropt.engine.job_worker`).
+
+A case's job, `{"kind": "case", "id": 3, "case": Case, "best_config": false}`, runs every config item of the case
+and answers, besides the engine's own events:
+
+    {"event": "plan", "id": 3, "labels": [...]}         its config items, in order
+    {"event": "start", "id": 3, "item": 0}              an item begins (the parent times it)
+    {"event": "record", "id": 3, "item": 0, "record": {...}}
+    {"event": "skip", "id": 3, "item": 2}               an item of an autotuner the entry never launches
+    {"event": "job_done", "id": 3, "parts": {"prepare": 0.2, "import": 0.4, "items": 1.3}}
+
+A failure before the first item (importing, the reference) is one "prepare" record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from tileiropt.apply.gate import extended_autotuners
+from tileiropt.capture import replay
+from tileiropt.check.environment import check_environment, probe_emulated_tileir
+from tileiropt.classify.model import FileModel
+from tileiropt.engine.worker_io import Emitter
+from tileiropt.errors import UserError
+from tileiropt.harness import harness, loading, stand_ins
+from tileiropt.harness.autotuners import find_autotuner, pruned_reason
+from tileiropt.harness.backends import EMULATOR_SETUP, Backend
+from tileiropt.harness.configs import ConfigItem, config_items, first_configs, label_after_run, pinned_item
+from tileiropt.harness.exception_sites import exception_location
+from tileiropt.harness.launches import LaunchRecorder
+from tileiropt.harness.loading import package_folder
+from tileiropt.harness.provenance import Provenance, fallback_note
+from tileiropt.harness.tileir_surface import tileir_code_on, tileir_configs
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, REJECTED_BY_TILEIR
+from tileiropt.validate import reference_cache
+from tileiropt.validate.cases import Case, record_for
+from tileiropt.validate.records import NONE, PREPARE
+
+OWN_RUN = object()  # prepared["expected"] of a case whose one run is its own reference (`_own_reference`)
+OWN_RUN_REASON = "one run: on the interpreter the original is its own reference (a second run gives the same bits)"
+_POISONED = re.compile(r"illegal memory access|device-side assert|CUDA error|unspecified launch failure",
+                       re.IGNORECASE)
+
+
+def uses_atomics(path: str) -> bool:
+    """Whether a kernel file's JIT functions update memory atomically (its results' summation order differs from
+    run to run)."""
+    try:
+        return FileModel.read(path).uses_atomics()
+    except (UserError, RecursionError):
+        return False
+
+
+def compared_status(ok: bool, reason: str, *, interpreted: bool, dtypes: dict[str, str]) -> tuple[str, str]:
+    """The status of a record whose output was compared: PASS or FAIL, except a bf16 mismatch under the
+    interpreter, which computes bf16 on raw bit patterns (kernels that upcast to fp32 are exact): it says nothing
+    about the kernel, so it is NOT_RUN there and a GPU backend decides. On a GPU a mismatch is always FAIL."""
+    if ok:
+        return PASS, reason
+    if interpreted and "bfloat16" in dtypes.values():
+        return NOT_RUN, f"not run on the interpreter: bf16 arithmetic (it operates on bf16 bit patterns): {reason}"
+    return FAIL, reason
+
+def not_attached(module: Any, path: str) -> dict[str, str]:
+    """Kernel name -> why the TileIR configs the file's TileIR blocks add are not in its autotuner's list (a
+    package's autotuner keeping its list fixed): read after the import, with the TileIR code on or off."""
+    if not tileir_code_on():
+        return {}
+    try:
+        source = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    missing = {}
+    for name in sorted(extended_autotuners(source)):
+        tuner = find_autotuner(getattr(module, name, None))
+        if tuner is None:
+            missing[name] = "no autotuner found"
+        elif not tileir_configs(tuner.configs):
+            missing[name] = f"its autotuner ({type(tuner).__name__}) does not take new configs"
+    return missing
+
+
+class CaseRunner:
+    """Runs every config item of one case and emits a record for each."""
+
+    def __init__(self, case: Case, backend: Backend, best_config: bool, base: Provenance, emit: Emitter,
+                 reference_folder: str | None = None):
+        self.case, self.backend, self.best_config, self.base, self.emit = case, backend, best_config, base, emit
+        self.reference_folder = reference_folder  # the run's saved references (`reference_cache`)
+        self.not_attached: dict[str, str] = {}  # the gate's account of TileIR code it could not attach
+        self.noise_note = ""  # a tolerance widened to the original's own run-to-run difference
+        self.parts: dict[str, float] = {}  # seconds by part of the job: prepare, import, items
+        if self._exact_replay():
+            case.atol = case.rtol = 0.0
+
+    def record(self, config: str, status: str, reason: str = "", provenance: Provenance | None = None,
+               **measures: Any) -> dict[str, Any]:
+        case = self.case
+        if status == PASS and case.variant == "optimized" and case.original_path and case.path != case.original_path:
+            extra = stand_ins.raised_only_in(case.path, case.original_path)
+            if extra:  # the optimized file's own module-level code fails where the original's does not
+                raised = "the optimized file's own top-level call raised where the original's did not: " + \
+                    "; ".join(stand_ins.described(*failure) for failure in extra)
+                if uses_atomics(case.original_path) and not self.backend.interpreted:
+                    # its self-check sums through atomics, in an order that changes from run to run: one run of
+                    # each is no evidence; the kernels' own comparison (this record) decides, and this is said
+                    reason = f"{raised} (its kernels use atomics: a self-check may fail on one run and pass on " \
+                             "the next; not counted as a failure)"
+                else:
+                    status, reason = FAIL, raised
+        note = "; ".join(filter(None, [stand_ins.note(self.scopes()), self.noise_note]))
+        launched = provenance.kernels if provenance is not None else {}
+        missing = {name: why for name, why in self.not_attached.items() if name in launched}
+        if missing:  # only for kernels this record launched
+            attached = "TileIR code not attached at import: " + "; ".join(
+                f"{name} ({why})" for name, why in sorted(missing.items()))
+            note = f"{note}; {attached}" if note else attached
+        if note:
+            reason = f"{reason}; {note}" if reason else note
+        return asdict(record_for(self.case, self.backend.name, config, status, reason,
+                                 provenance or Provenance(**asdict(self.base)), **measures))
+
+    def run(self) -> bool:
+        """Run the case; False when the worker must exit (the CUDA context is unusable)."""
+        case, emit = self.case, self.emit
+        try:  # the reference first: with reference "original", a package's original is imported, then replaced
+            with self.part("prepare"):
+                prepared = self.prepare()
+        except Exception as exc:
+            self.emit_prepare_failure(exc, "reference")
+            return not _POISONED.search(str(exc))
+        try:
+            with self.part("import"):
+                module = self.load(case.path)
+                self.not_attached = not_attached(module, case.path) if case.variant == "optimized" else {}
+                entry = self.entry(module)
+        except Exception as exc:
+            self.emit_prepare_failure(exc, "import")
+            return not _POISONED.search(str(exc))
+        # a captured launch runs at its own config (its grid was computed for it)
+        items = [ConfigItem(replay.label(case.launch), pin=False)] if case.launch else \
+            config_items(module, self.best_config)
+        emit("plan", id=case.id, labels=[item.label for item in items])
+        launched_known: set[str] | None = None
+        for index in range(case.start_item, len(items)):
+            item = items[index]
+            if item.autotuner is not None and launched_known is not None and item.autotuner not in launched_known:
+                emit("skip", id=case.id, item=index)
+                continue
+            emit("start", id=case.id, item=index)
+            with self.part("items"):
+                record, launched, poisoned = self.run_item(module, entry, item, prepared)
+            if launched is not None:
+                launched_known = launched
+            if item.autotuner is not None and launched is not None and item.autotuner not in launched:
+                emit("skip", id=case.id, item=index)
+                continue
+            emit("record", id=case.id, item=index, record=record)
+            if poisoned:
+                return False
+        emit("job_done", id=case.id, parts=self.parts)
+        return True
+
+    @contextlib.contextmanager
+    def part(self, name: str) -> Iterator[None]:
+        """Add the seconds spent inside to the job's `name` part (reported with "job_done")."""
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.parts[name] = self.parts.get(name, 0.0) + time.perf_counter() - began
+
+    def emit_prepare_failure(self, exc: BaseException, stage: str) -> None:
+        """One (prepare) record: not run when the cause is this machine, an error otherwise."""
+        status, reason = self.classify_failure(exc, stage)
+        self.emit("record", id=self.case.id, item=None, record=self.record(PREPARE, status, reason))
+        self.emit("job_done", id=self.case.id, parts=self.parts)
+
+    def scopes(self) -> list[str]:
+        """The files (and, for a package, its folder) whose skipped and emulated calls this case's records name."""
+        case = self.case
+        files = [str(Path(p).resolve()) for p in (case.path, case.original_path) if p]
+        folder = package_folder(Path(case.original_path or case.path), case.module)
+        return files + ([str(folder)] if folder else [])
+
+    def entry(self, module: Any) -> Any:
+        """The call of (inputs, args, dims): the project's entry, or the captured launch's replay."""
+        if self.case.launch:
+            return replay.launcher(module, self.case.launch)
+        return loading.entry_call(module, self.case.entry, self.case.call)
+
+    def _exact_replay(self) -> bool:
+        """A replayed launch through unchanged code (the PTX path, the interpreter) must be bit-exact,
+        unless it accumulates with atomics (their order is not fixed on a GPU)."""
+        case = self.case
+        backend = self.backend
+        return bool(case.launch and not backend.optimized_only and backend.expected_backend != "tileir" and not (
+            case.launch.get("atomics") and not backend.interpreted))
+
+    def _own_reference(self) -> bool:
+        """The original file replayed on the interpreter against the original: its one run is the reference too.
+        The interpreter runs a grid's programs one after another, so a second run would give the same bits."""
+        case = self.case
+        return bool(case.launch) and self.backend.interpreted and case.variant == "original" and \
+            case.reference == "original" and bool(case.original_path) and \
+            os.path.realpath(case.path) == os.path.realpath(str(case.original_path))
+
+    def widen_to_noise(self, function: Any, expected: Any, inputs: dict[str, Any]) -> None:
+        """A kernel accumulating with atomics differs from itself between runs (the order of its updates is not
+        fixed): run the original once more and widen the tolerance to twice its own run-to-run difference."""
+        again, _ = harness.evaluate_reference(function, "original", inputs, self.case.args, self.case.dims)
+        spread = harness.compare(again, expected, 0.0, 0.0).max_abs or 0.0
+        if spread > 0 and 2 * spread > self.case.atol:
+            self.case.atol = 2 * spread
+            self.noise_note = (f"atomics: the original differs from itself by up to {spread:.3g} between runs; "
+                               f"atol widened to {self.case.atol:.3g}")
+
+    def load(self, path: str) -> Any:
+        """The kernel file's module; for a captured launch, a script's definitions only (its program ran in the
+        capture, which recorded every launch it made: `harness.ModuleCalls`)."""
+        case = self.case
+        with harness.MODULE_CALLS.only_definitions(bool(case.launch)):
+            return loading.load_kernel_module(path, case.original_path or case.path, case.module, case.entry,
+                                              case.search_paths)
+
+    def prepare(self) -> dict[str, Any]:
+        """Inputs, the reference output, and the expected output structure (dtypes, shapes)."""
+        case = self.case
+        if case.launch:
+            inputs = replay.build_inputs(case.launch, case.seed, self.backend.device)
+        else:
+            inputs = harness.build_inputs(case.shapes, case.dtypes, seed=case.seed, ranges=case.ranges,
+                                          device=self.backend.device)
+        reference = harness.Reference.parse(case.reference)
+        key = reference_cache.cache_key(case.original_path or "", case.launch, case.seed, self.base.device,
+                                        self.backend.expected_backend) \
+            if reference.kind == "original" and case.launch else None
+        saved = reference_cache.load(self.reference_folder, key, self.backend.device)
+        if saved is not None:  # computed by an earlier case of this run on this device
+            expected, used = saved
+            return {"inputs": inputs, "expected": expected, "reference_inputs": used, "structure": expected,
+                    "check_dtype": True}
+        if self._own_reference():
+            return {"inputs": inputs, "expected": OWN_RUN, "key": key}
+        if reference.kind == "original":
+            if not case.original_path:
+                raise harness.HarnessError('reference "original" needs the untransformed kernel file')
+            original_module = self.load(case.original_path)
+            function = reference.resolve(self.entry(original_module))
+            # a captured launch pins its own config (replay.launcher): the first config, which the kernel's pruner
+            # may drop for these very arguments, is not asked for
+            with contextlib.nullcontext() if case.launch else first_configs(original_module):
+                expected, used = harness.evaluate_reference(function, reference.kind, inputs, case.args, case.dims)
+                if case.launch and case.launch.get("atomics") and not self.backend.interpreted:
+                    self.widen_to_noise(function, expected, inputs)
+            structure, check_dtype = expected, True
+        else:
+            function = reference.resolve()
+            expected, used = harness.evaluate_reference(function, reference.kind, inputs, case.args, case.dims)
+            structure = harness.expected_structure(function, inputs, case.args, case.dims)
+            check_dtype = structure is not None
+            if structure is None:
+                structure = expected  # shapes still checked; the dtype is the upcast one
+        harness.synchronize(self.backend.device)
+        reference_cache.save(self.reference_folder, key, expected, used)  # no key: not to be cached (atomics)
+        return {"inputs": inputs, "expected": expected, "reference_inputs": used,
+                "structure": structure, "check_dtype": check_dtype}
+
+    def classify_failure(self, exc: BaseException, stage: str) -> tuple[str, str]:
+        """(status, reason) of an exception raised at `stage` ("import", "reference" or "kernel"): NOT_RUN
+        when this machine cannot run the code (no GPU, a limit of the interpreter), ERROR otherwise."""
+        text = harness.describe_exception(exc)
+        location = exception_location(exc)
+        if location:
+            text = f"{text} (at {location})"
+        rejection = harness.tileir_rejection(exc)
+        if rejection:  # before the interpreter's limits: the emulated compiler refuses inline asm there too
+            return ERROR, f"{REJECTED_BY_TILEIR}: {rejection}"  # raised in the compiler: no line of the user's
+        if harness.needs_cuda(exc):
+            return NOT_RUN, f"not run: needs a GPU ({text})"
+        limit = harness.interpreter_limit(exc) if self.backend.interpreted else None
+        if limit:
+            return NOT_RUN, f"not run on the interpreter: {limit} ({text})"
+        if stage == "import":
+            missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+            if missing:
+                return ERROR, (f"cannot import the kernel file: it needs the module {missing!r}, which is not "
+                               f"installed (pip install {missing.split('.')[0]}) ({text})")
+            return ERROR, f"cannot import the kernel file: {text}"
+        if stage == "reference":
+            who = "the original kernel" if self.case.reference == "original" else "the reference"
+            return ERROR, f"{who} raised: {text}"
+        return ERROR, text
+
+    def run_item(self, module: Any, entry: Any, item: Any, prepared: dict[str, Any]
+                 ) -> tuple[dict[str, Any], set[str] | None, bool]:
+        """(record, autotuners launched or None when the call raised, CUDA context poisoned)."""
+        case = self.case
+        started = time.perf_counter()
+        inputs = harness.clone_inputs(prepared["inputs"])
+        output, failure = None, None
+        with pinned_item(module, item), LaunchRecorder(module) as launches:
+            try:
+                output = entry(inputs, case.args, case.dims)
+                harness.synchronize(self.backend.device)
+            except Exception as exc:
+                failure = exc
+        label = item.label if case.launch else label_after_run(module, item, launches.autotuners)
+        provenance = self.provenance(launches)
+        if failure is not None:
+            seconds = time.perf_counter() - started
+            pruned = pruned_reason(failure)
+            skipped = harness.autotuner_skip(failure)
+            if pruned or skipped:  # the autotuner would not run it either: nothing to validate here
+                reason = f"not run: {pruned}" if pruned else \
+                    f"not run: skipped by the autotuner: {skipped} ({harness.describe_exception(failure)})"
+                return self.record(label, NOT_RUN, reason, provenance, seconds=seconds), None, False
+            status, reason = self.classify_failure(failure, "kernel")
+            record = self.record(label, status, reason, provenance, seconds=seconds)
+            return record, None, bool(_POISONED.search(str(failure)))
+
+        if prepared["expected"] is OWN_RUN:  # the original's own run: kept as the reference of the later cases
+            reference_cache.save(self.reference_folder, prepared["key"], output, inputs)
+            return self.record(label, PASS, OWN_RUN_REASON, provenance, seconds=time.perf_counter() - started), \
+                launches.autotuners, False
+        expected, structure = prepared["expected"], prepared["structure"]
+        path = "out"
+        if output is None and expected is None:  # in-place kernel and reference: compare the inputs
+            output, expected, structure = inputs, prepared["reference_inputs"], None
+        elif output is None:  # an in-place kernel: its output is the one input it wrote
+            written = harness.written_inputs(prepared["inputs"], inputs)
+            if len(written) == 1:
+                path = f"{written[0]} (written in place)"
+                output = inputs[written[0]]
+        problem = harness.check_structure(output, structure, path, check_dtype=prepared["check_dtype"]) \
+            if structure is not None else None
+        if problem:
+            seconds = time.perf_counter() - started
+            return self.record(label, FAIL, problem, provenance, seconds=seconds), launches.autotuners, False
+        result = harness.compare(output, expected, case.atol, case.rtol, path)
+        seconds = time.perf_counter() - started
+        reason = result.reason
+        if provenance.fallback:
+            note = fallback_note(provenance.compiled_backend, self.backend.expected_backend, provenance)
+            if note is not None:  # always, where `provenance.fallback` is set (see `provenance`)
+                reason = f"{reason}; {note}" if reason else note
+        status, reason = compared_status(result.ok, reason, interpreted=self.backend.interpreted,
+                                         dtypes=case.dtypes)
+        record = self.record(label, status, reason, provenance, max_abs=result.max_abs,
+                             max_rel=result.max_rel, mismatches=result.mismatches, elements=result.elements,
+                             first_mismatch=result.first_mismatch, mismatch_in=result.mismatch_in, seconds=seconds)
+        return record, launches.autotuners, False
+
+    def provenance(self, launches: Any) -> Provenance:
+        provenance = Provenance(**asdict(self.base))
+        provenance.kernels = dict(launches.kernels)
+        provenance.launched = dict(launches.launched)
+        provenance.compiled_backend = launches.backend_summary()
+        if self.backend.expected_backend == "tileir" and provenance.compiled_backend:
+            provenance.fallback = fallback_note(provenance.compiled_backend, "tileir", provenance) is not None
+        return provenance
+
+
+def backend_blocked(backend: Backend, release: str | None = None) -> str | None:
+    """Why `backend` cannot run in this process, or None when it can: the TileIR backend needs TileIR ready for the
+    CUDA Tile IR `release`; an emulated TileIR backend needs the emulator installed here (ENABLE_TILE=1 with
+    tests/emulated_nvtriton on PYTHONPATH), and never takes the real one for it."""
+    if backend.name == "tileir":
+        report = check_environment(release=release)
+        return None if report.tileir_ready else "; ".join(report.reasons)
+    if backend.emulated and not probe_emulated_tileir():
+        return f"the emulated TileIR backend is not installed in this worker ({EMULATOR_SETUP})"
+    return None
+
+
+def run_case_job(job: dict[str, Any], backend: Backend, base: Provenance, emit: Emitter, blocked: str | None) -> bool:
+    """Validate the job's case; False when the worker must exit (the CUDA context is unusable). `blocked`: why
+    the backend cannot run in this process (one "not run" record)."""
+    case = Case.from_json(job["case"])
+    if blocked:
+        record = record_for(case, backend.name, NONE, NOT_RUN, f"not run: {blocked}", base)
+        emit("record", id=case.id, item=None, record=record)
+        emit("job_done", id=case.id, parts={})
+        return True
+    return CaseRunner(case, backend, bool(job.get("best_config")), base, emit, job.get("reference_cache")).run()
