@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tileiropt.schema import SAME_ON_INTERPRETER
+
 ROOT = Path(__file__).resolve().parents[1]
 EMULATOR = Path(__file__).parent / "emulated_nvtriton"
 FIXTURES = Path(__file__).parent / "fixtures" / "emulated"
@@ -127,7 +129,8 @@ def test_a_run_under_the_emulator_says_emulated_wherever_the_tileir_backend_appe
     assert not any(r["backend"] == "tileir-code-on-interpret" for r in records)
     assert check["recommendation"].startswith("emulated TileIR:")
     emulated = [r for r in records if r["backend"] == "tileir-emulated-interpret"]
-    assert emulated and all(r["status"] == "pass" and r["variant"] == "optimized" for r in emulated)
+    ran = [r for r in emulated if not r["reason"].startswith(SAME_ON_INTERPRETER)]  # hint-only repeats run once
+    assert ran and all(r["status"] == "pass" and r["variant"] == "optimized" for r in ran)
     assert all("emulated TileIR" in r["provenance"]["triton_distribution"] for r in emulated)
     report = (artifacts / "report.md").read_text()
     top = next(line for line in report.splitlines() if line.startswith("Not run on this machine"))

@@ -319,3 +319,29 @@ def test_an_optimized_file_whose_own_top_level_call_raises_where_the_originals_d
     assert len(records) == 2 and all(r.status == FAIL for r in records), records  # both autotune configs
     assert all(r.reason.startswith("the optimized file's own top-level call raised where the original's did not: "
                                    "ValueError: invalid literal for int()") for r in records)
+
+
+def test_configs_that_differ_only_in_hints_run_once_on_the_interpreter() -> None:
+    """The interpreter computes with a config's meta-parameters and pre-hook; num_warps, num_stages, num_ctas and
+    occupancy change nothing there, so such a config repeats an earlier item (its record says which)."""
+    import types
+
+    import triton
+
+    from tileiropt.harness.configs import config_items
+    from tileiropt.validate.worker import interpreted_duplicates
+
+    def kernel(x_ptr, BLOCK):  # the autotuner only holds it
+        pass
+
+    hook = print
+    configs = [triton.Config({"BLOCK": 64}, num_warps=4), triton.Config({"BLOCK": 64}, num_warps=8, num_stages=2),
+               triton.Config({"BLOCK": 128}, num_warps=4), triton.Config({"BLOCK": 128}, num_stages=5),
+               triton.Config({"BLOCK": 128}, pre_hook=hook)]
+    tuner = triton.autotune(configs=configs, key=[])(triton.jit(kernel))
+    module = types.ModuleType("m")
+    module.kernel = tuner
+    items = config_items(module)
+    assert [i.index for i in items] == [0, 1, 2, 3, 4]
+    # item 1 repeats item 0 (the first configs), item 3 repeats item 2; item 4's pre-hook makes it its own
+    assert interpreted_duplicates(module, items) == {1: 0, 3: 2}

@@ -24,6 +24,9 @@ STATUSES = (PASS, FAIL, ERROR, NOT_RUN)
 # The start of an error record's reason where the TileIR compiler (tileiras) refused the kernel: the verdict says
 # "the TileIR compiler rejects it", not "wrong results".
 REJECTED_BY_TILEIR = "rejected by the TileIR compiler"
+# The start of a not-run record's reason where the interpreter would compute what an earlier config computed (the
+# same meta-parameters and pre-hook, other hints): counted apart from what could not run.
+SAME_ON_INTERPRETER = "not run on the interpreter: the same meta-parameters and pre-hook as"
 
 # What schema-1 records said, read as today's status (so an earlier run's records still render).
 _EARLIER = {"ok": PASS, "failed": FAIL, "skipped": NOT_RUN, "no_kernels": NOT_RUN}

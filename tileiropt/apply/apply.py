@@ -352,12 +352,115 @@ def file_names(info: ModuleInfo) -> _Names:
     return _Names(gate_name(defined), triton_name, imports_triton=bool(info.triton_names))
 
 
+@dataclass
+class KernelStep:
+    """What the transforms of one kernel share, in the order `TRANSFORMS` runs them: each reads what the earlier
+    ones decided (the twin's name, the kernels the configs go to) and adds to the kernel's plan."""
+
+    model: FileModel
+    kernel: KernelInfo
+    record: KernelRecord
+    kernel_class: str
+    node: cst.FunctionDef
+    space: Space
+    cap: int
+    release: Release
+    names: _Names  # the file's own module-level names (a new one must not shadow them)
+    plan: _Plan
+    twin: cst.FunctionDef  # the body the TMA rewrite starts from: the math twin's, else the kernel's own
+    target: str  # the name the kernel is bound to under the gate
+    paths: list[str] = field(default_factory=list)  # the kernels the TileIR configs go to
+    tma: TmaResult | None = None  # the TMA rewrite's plan, when the kernel gets one
+    step: str | None = None  # a persistent kernel's tile-stride argument (the 2-CTA guard divides it)
+
+
+def math_twin(ctx: KernelStep) -> None:
+    """A twin with exp rewritten as exp2 + mul where the release's compiler does not do it itself."""
+    kernel, plan, release = ctx.kernel, ctx.plan, ctx.release
+    info = ctx.model.module
+    twin, rewrites = rewrite_math(ctx.node, info.aliases) if release.exp_to_exp2 else (ctx.node, [])
+    ctx.twin = twin
+    if rewrites:
+        plan.twin = twin.with_changes(name=cst.Name(kernel.name + TWIN_SUFFIX))
+        plan.report.twin = kernel.name + TWIN_SUFFIX
+        ctx.target = plan.report.twin
+        locator = Locator(ctx.model.node(kernel), ctx.node, info.aliases)
+        for rewrite in rewrites:
+            call = locator.tree_call(rewrite.call)
+            plan.report.changes.append(Change(call.lineno if call is not None else kernel.first_line,
+                                              f"twin {ctx.target}: {rewrite.what}",
+                                              f"{release.label()}'s compiler does not rewrite exp into ex2 + "
+                                              "mul itself"))
+    ctx.paths = [ctx.target]
+
+
+def tma_twin(ctx: KernelStep) -> None:
+    """A TMA twin of a dot kernel (descriptor loads), the pointer twin beside it; the configs go to both."""
+    ctx.tma = _plan_tma(ctx.model, ctx.kernel, ctx.kernel_class, ctx.twin, ctx.plan)
+    release, kernel = ctx.release, ctx.kernel
+    if release.num_warps == "hint" and kernel.autotune is not None:
+        ctx.plan.report.changes.append(Change(kernel.line, f"num_warps kept in the TileIR configs: {release.label()} "
+                                              f"takes it as a hint", release.num_warps_note))
+    if ctx.tma is not None:
+        assert ctx.plan.report.twin is not None  # _plan_tma names the twin it plans
+        ctx.paths = [ctx.plan.report.twin, kernel.name + TWIN_SUFFIX + POINTER_SUFFIX]
+        ctx.target = ctx.paths[0]
+    ctx.step = ctx.model.persistent_step(kernel)
+
+
+def autotuner_configs(ctx: KernelStep) -> None:
+    """TileIR configs added to the kernel's own autotuner (and the 2-CTA guard of a persistent kernel)."""
+    kernel, plan, step = ctx.kernel, ctx.plan, ctx.step
+    if kernel.autotune is None:
+        return
+    two_ctas = _plan_autotuned(kernel, ctx.model, ctx.space, ctx.cap, ctx.paths, plan, ctx.names,
+                               cta_guard=step is not None)
+    if step is not None and two_ctas:
+        plan.block.extend(f"{GUARD}({path}, {step!r})" for path in ctx.paths)
+        plan.runtime = True  # the guard is defined with the TMA runtime helpers
+        plan.report.changes.append(Change(
+            kernel.line, f"2-CTA guard on {', '.join(ctx.paths)}: under num_ctas=2, {step} // 2 programs "
+            f"and tile stride", "each 2-CTA program takes two SMs; a config pre_hook cannot change the "
+            "launch (the autotuner passes it a copy of the arguments)"))
+
+
+def hint_only_configs(ctx: KernelStep) -> None:
+    """An autotuner of TileIR hints for an entry kernel that has none (each TMA path its own)."""
+    kernel, plan, step = ctx.kernel, ctx.plan, ctx.step
+    if kernel.autotune is not None or not kernel.is_entry:
+        return
+    before = len(plan.block)
+    for path in ctx.paths:  # before a TMA dispatch: each path gets its own autotuner
+        _plan_hint_only(kernel, ctx.record, ctx.space, ctx.cap, path if ctx.tma else kernel.name, path, plan,
+                        ctx.names)
+    if step is not None and len(plan.block) > before:
+        plan.block.extend(f"{GUARD}({path if ctx.tma else kernel.name}, {step!r})" for path in ctx.paths)
+        plan.runtime = True
+
+
+def rebinding(ctx: KernelStep) -> None:
+    """The kernel's module-level name bound, under the gate, to its TMA dispatch or its twin."""
+    kernel, plan = ctx.kernel, ctx.plan
+    if ctx.tma is not None:
+        plan.block.append(dispatch_statement(kernel.name, ctx.paths[0], ctx.paths[1], ctx.tma.operands))
+    if plan.twin is not None and not any(line.startswith(f"{kernel.name} =") for line in plan.block):
+        plan.block.append(f"{kernel.name} = {ctx.target}")
+        plan.report.changes.append(Change(kernel.line, f"{kernel.name} bound to {ctx.target} under the gate",
+                                          "every caller, in this module or another, gets the TileIR body"))
+
+
+# The transforms of a kernel, in order: a new one is a function of a `KernelStep`, placed where what it reads is
+# decided (the twin before the configs that name it, the configs before the dispatch that binds the name).
+TRANSFORMS: tuple[Callable[[KernelStep], None], ...] = (math_twin, tma_twin, autotuner_configs,
+                                                        hint_only_configs, rebinding)
+
+
 def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, KernelRecord],
                  spaces: dict[str, Space], cap: int, classify: ClassifyFn | None = None,
                  release: Release | None = None) -> dict[str, _Plan]:
     """A plan per kernel of the file's model (`module`: the file in libcst) from the analysis' records (class,
     pointers, sizes); `classify` overrides the class. `release` (default: the newest known) decides the math
-    rewrites and bounds the occupancy hint."""
+    rewrites and bounds the occupancy hint. Each kernel goes through `TRANSFORMS` in order."""
     release = release or newest()
     info = model.module
     spaces = {name: space_for_release(space, release) for name, space in spaces.items()}
@@ -384,56 +487,12 @@ def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, Kernel
                                        f"-- the TileIR compiler would reject this kernel (fix: {first.hint}; then "
                                        "apply again)")
             continue
-        twin, rewrites = rewrite_math(node, info.aliases) if release.exp_to_exp2 else (node, [])
-        target = kernel.name
-        if rewrites:
-            plan.twin = twin.with_changes(name=cst.Name(kernel.name + TWIN_SUFFIX))
-            plan.report.twin = kernel.name + TWIN_SUFFIX
-            target = plan.report.twin
-            locator = Locator(model.node(kernel), node, info.aliases)
-            for rewrite in rewrites:
-                call = locator.tree_call(rewrite.call)
-                plan.report.changes.append(Change(call.lineno if call is not None else kernel.first_line,
-                                                  f"twin {target}: {rewrite.what}",
-                                                  f"{release.label()}'s compiler does not rewrite exp into ex2 + "
-                                                  "mul itself"))
-        paths = [target]  # the kernels the TileIR configs go to
-        tma = _plan_tma(model, kernel, kernel_class, twin, plan)
-        if release.num_warps == "hint" and kernel.autotune is not None:
-            plan.report.changes.append(Change(kernel.line, f"num_warps kept in the TileIR configs: {release.label()} "
-                                              f"takes it as a hint", release.num_warps_note))
-        if tma is not None:
-            paths = [plan.report.twin, kernel.name + TWIN_SUFFIX + POINTER_SUFFIX]  # type: ignore[list-item]
-            target = paths[0]
-        step = model.persistent_step(kernel)
-        space = spaces[kernel_class]
-        if kernel.autotune is not None:
-            two_ctas = _plan_autotuned(kernel, model, space, cap, paths, plan, names, cta_guard=step is not None)
-            if step is not None and two_ctas:
-                plan.block.extend(f"{GUARD}({path}, {step!r})" for path in paths)
-                plan.runtime = True  # the guard is defined with the TMA runtime helpers
-                plan.report.changes.append(Change(
-                    kernel.line, f"2-CTA guard on {', '.join(paths)}: under num_ctas=2, {step} // 2 programs "
-                    f"and tile stride", "each 2-CTA program takes two SMs; a config pre_hook cannot change the "
-                    "launch (the autotuner passes it a copy of the arguments)"))
-        if kernel.autotune is None and kernel.is_entry:
-            before = len(plan.block)
-            for path in paths:  # before a TMA dispatch: each path gets its own autotuner
-                _plan_hint_only(kernel, record, space, cap, path if tma else kernel.name, path, plan, names)
-            if step is not None and len(plan.block) > before:
-                plan.block.extend(f"{GUARD}({path if tma else kernel.name}, {step!r})" for path in paths)
-                plan.runtime = True
-        if tma is not None:
-            plan.block.append(dispatch_statement(kernel.name, paths[0], paths[1], tma.operands))
-        if plan.twin is not None and not any(line.startswith(f"{kernel.name} =") for line in plan.block):
-            plan.block.append(f"{kernel.name} = {target}")
-            plan.report.changes.append(Change(kernel.line, f"{kernel.name} bound to {target} under the gate",
-                                              "every caller, in this module or another, gets the TileIR body"))
+        ctx = KernelStep(model, kernel, record, kernel_class, node, spaces[kernel_class], cap, release, names, plan,
+                         twin=node, target=kernel.name)
+        for transform in TRANSFORMS:
+            transform(ctx)
         _note_block(kernel, info, plan)
     return plans
-
-
-# ----------------------------------------------------------------------------- rewriting
 
 
 def _note_block(kernel: KernelInfo, info: ModuleInfo, plan: _Plan) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 from tileiropt.capture import hook
 from tileiropt.capture import site as capture_site
+from tileiropt.capture.keys import KernelKey
 from tileiropt.capture.program_failure import ProgramFailure, read_failure
 from tileiropt.capture.watch import ProgramWatch, last_line, stuck_at
 from tileiropt.check.machine import versions
@@ -84,7 +85,7 @@ class CaptureResult:
     def kernels(self) -> dict[str, list[dict[str, Any]]]:
         found: dict[str, list[dict[str, Any]]] = {}
         for launch in self.launches:
-            found.setdefault(f"{launch['kernel']}@{launch['file']}", []).append(launch)
+            found.setdefault(str(KernelKey.of(launch)), []).append(launch)
         return found
 
     def never_launched(self) -> list[str]:
@@ -186,7 +187,7 @@ def target_kernels(targets: list[Path]) -> tuple[list[str], dict[str, bool]]:
     for target in targets:
         real = os.path.realpath(target)
         for record in classify_file(target, rules=[]).kernels:
-            key = f"{record.kernel}@{real}"
+            key = str(KernelKey(record.kernel, real))
             atomics[key] = bool(record.atomic_lines)
             if record.is_entry:
                 expected.append(key)
@@ -310,7 +311,7 @@ def cut_summary(cut: str, where: str) -> str:
 def progress_line(watch: ProgramWatch, expected: list[str], elapsed: float, last: str) -> str:
     """"1m12s, 3,456 launches, 12/320 kernels captured | <the program's last output line>"."""
     counts = watch.counts()
-    captured = len({f"{launch['kernel']}@{launch['file']}" for launch in watch.launches})
+    captured = len({KernelKey.of(launch) for launch in watch.launches})
     text = (f"{duration(elapsed)}, {sum(counts.values()):,} launches, {captured}/{len(expected)} kernels captured")
     return f"{text} | {last}" if last else text
 
@@ -371,7 +372,7 @@ def capture_specs(result: CaptureResult, root: Path, artifacts: Path, timeout: f
     specs = []
     for launch in result.launches:
         path = Path(launch["file"])
-        launch = {**launch, "atomics": result.atomics.get(f"{launch['kernel']}@{launch['file']}", False)}
+        launch = {**launch, "atomics": result.atomics.get(str(KernelKey.of(launch)), False)}
         base = label(launch)
         counters[base] += 1
         name = base if per_kernel[base] == 1 else f"{base}#{counters[base]}"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.capture import hook
+from tileiropt.capture.keys import KernelKey
 from tileiropt.capture.program_failure import _innermost_own, _library_paths
 
 _LAUNCHES = re.compile(r"^launches-(\d+)\.jsonl$")
@@ -74,7 +75,7 @@ class ProgramWatch:
         except ValueError:
             return False  # a line cut by the program's end
         if "kernel" in item:
-            key = f"{item['kernel']}@{item['file']}"
+            key = str(KernelKey.of(item))
             seen = self.signatures.setdefault(key, set())
             signature = str(item.pop("signature", len(seen)))
             if signature not in seen and len(seen) < self.cap:
@@ -97,7 +98,7 @@ class ProgramWatch:
             for key, count in state.launches.items():
                 total[key] = total.get(key, 0) + int(count)
         for launch in self.launches:  # a launch written before its process's first counts
-            total.setdefault(f"{launch['kernel']}@{launch['file']}", 1)
+            total.setdefault(str(KernelKey.of(launch)), 1)
         return total
 
     def outside(self) -> dict[str, dict[str, Any]]:

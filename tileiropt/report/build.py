@@ -16,6 +16,7 @@ from typing import Any
 
 from tileiropt.bench.records import BENCH_FILE, OPTIMIZED, ORIGINAL, BenchKernel
 from tileiropt.capture.capture import cut_summary
+from tileiropt.capture.keys import KernelKey
 from tileiropt.harness.provenance import file_digest
 from tileiropt.report.artifacts import Artifacts
 from tileiropt.report.benchmark import benchmark_for
@@ -209,9 +210,9 @@ def capture_summary(artifacts: Artifacts) -> list[str]:
         lines.append(f"Replayed: {len(replayed)} record(s) on the original and the optimized kernels: "
                      f"{statuses or 'none'} (bit-exact on the unchanged path; per-dtype tolerances with the TileIR "
                      "code on).")
-    captured_files = {launch["file"] for launch in launches} | {key.split("@", 1)[1] for key in capture.get(
+    captured_files = {launch["file"] for launch in launches} | {KernelKey.parse(key).file for key in capture.get(
         "expected", [])}
-    launched = {key.split("@")[0] for key in counts}
+    launched = {KernelKey.parse(key).kernel for key in counts}
     rewritten = []
     for item in artifacts.apply.files if artifacts.apply is not None else []:
         if item.file and os.path.realpath(item.file) in captured_files:

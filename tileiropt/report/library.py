@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tileiropt.capture.keys import KernelKey
 from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, EMULATED, PROVEN, READY, UNPROVEN
 from tileiropt.run.phase_records import ClassifyRecord
 
@@ -57,7 +58,7 @@ def library_summary(capture: dict[str, Any] | None, classify: ClassifyRecord | N
     counts = capture.get("counts") or {}
     files: dict[str, LibraryFile] = {}
     for key in capture.get("expected") or []:
-        kernel, _, path = str(key).partition("@")
+        kernel, path = KernelKey.parse(key)
         entry = files.setdefault(_real(path), LibraryFile(file=os.path.relpath(_real(path), _real(folder)),
                                                           defined=[], launched=[]))
         entry.defined.append(kernel)

@@ -84,8 +84,11 @@ def verdict_details(v: Verdict) -> list[str]:
         return []
     where = [f"backend: {v.backend_description}", f"compiled by: {v.compiled_by or 'unknown'}"]
     where.append(f"{v.configs} record{'s' if v.configs != 1 else ''} (autotune configs x dtypes)")
-    if v.not_run:
-        where.append(f"{v.not_run} not run")
+    if v.not_run > v.repeats:
+        where.append(f"{v.not_run - v.repeats} not run")
+    if v.repeats:
+        where.append(f"{v.repeats} config(s) repeating another's meta-parameters, run once (the interpreter "
+                     "computes the same whatever the hints)")
     if v.dtypes:
         where.append("dtypes: " + "; ".join(v.dtypes))
     lines = ["; ".join(where)]

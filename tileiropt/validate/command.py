@@ -19,7 +19,7 @@ from tileiropt.harness.scaling import describe_scaling
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project.spec import resolve_target
 from tileiropt.releases import get_release
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SAME_ON_INTERPRETER
 from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
 from tileiropt.validate.run import earlier_validation, validate_project
 
@@ -56,6 +56,10 @@ def summary_table(run: ValidateRun) -> Table:
     return table
 
 
+REPEATED = ("run once per distinct meta-parameters and pre-hook: the interpreter computes the same whatever the hints "
+            "(num_warps, num_stages, num_ctas, occupancy)")
+
+
 def detail_lines(run: ValidateRun) -> list[str]:
     """A line per record that failed or errored, a line per distinct "not run" reason (with its
     count), and each kernel's scaling note once."""
@@ -64,7 +68,8 @@ def detail_lines(run: ValidateRun) -> list[str]:
     for r in run.records:
         where = f"{r.kernel} {r.variant} {_dtypes(r)} {r.backend} [{short_config(r.config)}]"
         if r.status == NOT_RUN:
-            key = (r.backend, r.reason.removeprefix("not run: "))
+            repeat = r.reason.startswith(SAME_ON_INTERPRETER)  # one line for them all: each names its own twin
+            key = (r.backend, REPEATED if repeat else r.reason.removeprefix("not run: "))
             not_run[key] = not_run.get(key, 0) + 1
         elif r.status != PASS:
             lines.append(f"{r.status}: {where}: {r.reason}")
