@@ -90,21 +90,35 @@ def erf(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, tl.math.erf(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
 
+@triton.jit
+def big_dot(a_ptr, c_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs[:, None] * BLOCK + offs[None, :])
+    tl.store(c_ptr + offs[:, None] * BLOCK + offs[None, :], tl.dot(a, a))
+
 x = torch.ones(100, device="cuda")
 compiled = scale[(1,)](x, 100, BLOCK=128)
+try:  # a config too large for the device: the compile's OutOfResources, which the fork's autotuner skips
+    big = torch.ones(256 * 256, device="cuda")
+    big_dot[(1,)](big, torch.empty_like(big), BLOCK=256)
+    oversized = ""
+except Exception as exc:
+    oversized = type(exc).__name__
 try:
     erf[(1,)](x, 100, BLOCK=128)
     rejected = ""
 except RuntimeError as exc:
     rejected = str(exc).splitlines()[0]
-print(json.dumps({"target": compiled.metadata.target.backend, "value": float(x[0]), "rejected": rejected}))
+print(json.dumps({"target": compiled.metadata.target.backend, "value": float(x[0]), "rejected": rejected,
+                  "oversized": oversized}))
 """
     script = tmp_path / "kernels.py"  # Triton reads a kernel's source from its file
     script.write_text(code)
     done = _run("", str(script), ENABLE_TILE="1")
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen == {"target": "tileir", "value": 2.0, "rejected": "`tileiras` failed with error code 1"}
+    assert seen == {"target": "tileir", "value": 2.0, "rejected": "`tileiras` failed with error code 1",
+                    "oversized": "OutOfResources"}
 
 
 def test_a_run_under_the_emulator_says_emulated_wherever_the_tileir_backend_appears(tmp_path: Path) -> None:
