@@ -29,6 +29,7 @@ from tileiropt.project.spec import KernelSpec
 from tileiropt.report.markdown import next_steps_md, summary_md
 from tileiropt.report.model import Benchmark, Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.verdict import ATTENTION, EMULATED, PROVEN, READY, UNPROVEN, kernel_verdict
+from tileiropt.run.decisions import not_proven_not_slower
 from tileiropt.run.pipeline import Pipeline
 from tileiropt.run.record import RunResult, run_from_dict
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
@@ -415,6 +416,8 @@ def test_in_place_needs_a_measured_not_slower(pairs: list[tuple[str, float, floa
     rows = [_Row("k", _Paired(*p)) for p in pairs] or [_Row("k", None, "not run: no GPU")]
     pipeline = _pipeline(bench_run=types.SimpleNamespace(rows=rows))
     reason = pipeline.not_proven_not_slower("k")
+    assert reason == not_proven_not_slower(rows, "k")  # the pipeline applies the pure decision over its rows
+    assert not_proven_not_slower(rows, "other").startswith("no paired timing")  # another kernel's rows never count
     assert (reason == "") is proven
     if not pairs:
         assert reason == "no paired timing: not run: no GPU"

@@ -25,13 +25,8 @@ from tileiropt.apply.command import apply_document, apply_paths
 from tileiropt.apply.gate import GATE_MARKER
 from tileiropt.bench.records import ERROR as BENCH_ERROR
 from tileiropt.bench.records import (
-    ORIGINAL,
-    SLOWER,
-    THE_MACHINE,
     code_proof,
-    group_key,
     save_bench_run,
-    slower_cause,
 )
 from tileiropt.bench.run import BenchSettings, bench_project, earlier_bench, kernel_info
 from tileiropt.capture.capture import add_captured_kernels, cut_summary
@@ -67,28 +62,14 @@ from tileiropt.report.artifacts import (
 from tileiropt.report.build import build_report
 from tileiropt.report.markdown import write_markdown
 from tileiropt.report.verdict import ATTENTION
+from tileiropt.run.decisions import not_proven_not_slower, rejections
 from tileiropt.run.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
 from tileiropt.run.record import PhaseResult, RunResult
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, REJECTED_BY_TILEIR
-from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.validate.records import ValidateRun, save_validate_run
 from tileiropt.validate.run import earlier_validation, validate_project
 
 EventCallback = Callable[[str, str], None]  # (phase, message)
-
-
-def refuses_own_code(record: ValidationRecord, spec: KernelSpec) -> bool:
-    """Whether `record` is the TileIR compiler refusing a kernel body as its owner wrote it (no twin of it in the
-    optimized file): the original fails there the same way, so the optimized file is no worse and is kept; the
-    kernel itself is stopped, and its lint finding names the fix."""
-    if not record.reason.startswith(REJECTED_BY_TILEIR):
-        return False
-    kernel = (spec.launch or {}).get("kernel") or spec.entry or ""
-    try:
-        source = spec.optimized_path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    twins = {name for name in record.provenance.kernels if name.endswith("_tileir")}
-    return not twins and f"def {kernel.rsplit('.', 1)[-1]}_tileir(" not in source
 
 
 class Pipeline:
@@ -460,31 +441,9 @@ class Pipeline:
     # ------------------------------------------------------------------ the safe-modification rule
 
     def rejections(self) -> dict[Path, str]:
-        """Optimized file -> why it must not be the result: a failed or errored record of it (validation), or
-        a paired PTX timing whose whole 95% interval lies above 1 + the threshold (bench)."""
-        by_kernel = {s.name: s for s in self.specs}
-        reasons: dict[Path, str] = {}
-        for record in (self.validation.records if self.validation else []):
-            spec = by_kernel.get(record.kernel)
-            if spec is not None and record.variant == "optimized" and record.status in (FAIL, ERROR) and \
-                    not refuses_own_code(record, spec):
-                reasons.setdefault(spec.optimized_path, f"{record.kernel}: validation {record.status} on "
-                                                        f"{record.backend} ({record.config}): {record.reason}")
-        rows = self.bench_run.rows if self.bench_run is not None else []
-        for row in rows:
-            spec = by_kernel.get(row.kernel)
-            paired = row.paired
-            if spec is not None and paired is not None and paired.verdict == SLOWER:
-                original = next((r for r in rows if r.variant == ORIGINAL and r.backend == row.backend
-                                 and group_key(r) == group_key(row)), None)
-                cause = slower_cause(original, row, captured=bool(spec.launch))
-                if cause == THE_MACHINE:
-                    continue  # a captured launch: the same code at the same config is the same work: the machine
-                reasons.setdefault(spec.optimized_path, f"{row.kernel}: {paired.ratio:.3f}x the original's time on "
-                                                        f"PTX at size {row.size} (95% interval {paired.ci_low:.3f}-"
-                                                        f"{paired.ci_high:.3f}, above 1+{paired.threshold:g}); "
-                                                        f"{cause}")
-        return reasons
+        """Optimized file -> why it must not be the result (`decisions.rejections`)."""
+        return rejections(self.specs, self.validation.records if self.validation else [],
+                          self.bench_run.rows if self.bench_run is not None else [])
 
     def settle(self) -> None:
         """Set aside every optimized file that failed or regressed (`<stem>.rejected.py`, reason in run.json and
@@ -532,18 +491,8 @@ class Pipeline:
                 self.bench_failed = True
 
     def not_proven_not_slower(self, kernel: str) -> str:
-        """'' when every paired PTX timing of `kernel` has its whole 95% interval below 1 + threshold (measured: not
-        slower); else why that is not proven."""
-        rows = [r for r in (self.bench_run.rows if self.bench_run is not None else []) if r.kernel == kernel]
-        paired = [r.paired for r in rows if r.paired is not None]
-        if not paired:
-            reasons = "; ".join(dict.fromkeys(r.reason for r in rows if r.reason)) or "bench did not run"
-            return f"no paired timing: {reasons}"
-        unclear = [p for p in paired if p.ci_high > 1 + p.threshold]
-        if unclear:
-            return (f"{len(unclear)} of {len(paired)} paired timing(s) reach above 1+{unclear[0].threshold:g} "
-                    f"(95% interval {unclear[0].ci_low:.3f}-{unclear[0].ci_high:.3f})")
-        return ""
+        """'' when measured not slower on PTX, else why not (`decisions.not_proven_not_slower`)."""
+        return not_proven_not_slower(self.bench_run.rows if self.bench_run is not None else [], kernel)
 
     # ------------------------------------------------------------------ all of it
 
