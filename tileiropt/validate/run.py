@@ -31,7 +31,7 @@ from tileiropt.harness.backends import BACKENDS, Backend
 from tileiropt.harness.provenance import digest_memo, file_digest
 from tileiropt.harness.scaling import scale_for_interpreter
 from tileiropt.project.spec import REFERENCE_ORIGINAL, KernelSpec, Project
-from tileiropt.schema import ERROR, NOT_RUN
+from tileiropt.schema import ERROR, NOT_RUN, SAME_ON_INTERPRETER
 from tileiropt.validate.case_jobs import CaseJobs, RecordCallback
 from tileiropt.validate.cases import Case, record_for
 from tileiropt.validate.records import (
@@ -42,6 +42,8 @@ from tileiropt.validate.records import (
     load_validate_run,
     record_from_dict,
 )
+
+REPEATED = "hint-only repeats"  # the progress line's word for such records (run once: the schema says why)
 
 # --------------------------------------------------------------------------- planning
 
@@ -256,8 +258,8 @@ def validate_project(
     def report(record: ValidationRecord) -> None:
         if log is not None and record.inputs:
             log.append("record", record)
-        if progress is not None:
-            progress.record(record.kernel, record.status)
+        if progress is not None:  # a hint-only repeat on the interpreter is no "not run" a user must look into
+            progress.record(record.kernel, REPEATED if record.reason.startswith(SAME_ON_INTERPRETER) else record.status)
         if on_record:
             with lock:
                 on_record(record)
