@@ -19,7 +19,7 @@ from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
 from tileiropt.report.model import Classification, Coverage, Section, Verdict
 from tileiropt.run.phase_records import ApplyFile
 from tileiropt.run.record import RunResult
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SAME_ON_INTERPRETER
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import VALIDATE_FILE, ValidationRecord
 
 # looked up by a classify record's class (None where a record has none)
@@ -151,7 +151,7 @@ def verdict(records: list[ValidationRecord]) -> Verdict:
         reason="" if ran else "; ".join(dict.fromkeys(r.reason for r in skipped)) or "not run",
         configs=len(ran),
         not_run=len(skipped),
-        repeats=sum(r.reason.startswith(SAME_ON_INTERPRETER) for r in skipped),
+        repeats=sum(r.hint_only_repeat for r in skipped),
         dtypes=list(dict.fromkeys(dtype_key(r.dtypes) for r in records)),
         fallback=any(r.provenance.fallback for r in ran),
         failures=[f"{r.config} [{dtype_key(r.dtypes)}]: {r.status}: {r.reason}" for r in bad[:MAX_FAILURES]],

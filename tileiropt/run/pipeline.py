@@ -65,7 +65,7 @@ from tileiropt.report.verdict import ATTENTION
 from tileiropt.run.decisions import not_proven_not_slower, rejections
 from tileiropt.run.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
 from tileiropt.run.record import PhaseResult, RunResult
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SAME_ON_INTERPRETER
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import ValidateRun, save_validate_run
 from tileiropt.validate.run import REPEATED, earlier_validation, validate_project
 
@@ -320,7 +320,7 @@ class Pipeline:
         stopped = self.stop_on_failures(run, "validate", "the optimized file")
         stopped += self.stop_unvalidated(run)
         counts = run.counts()
-        repeats = sum(r.status == NOT_RUN and r.reason.startswith(SAME_ON_INTERPRETER) for r in run.records)
+        repeats = sum(r.hint_only_repeat for r in run.records)
         shown = {**counts, NOT_RUN: counts[NOT_RUN] - repeats, REPEATED: repeats}
         detail = ", ".join(f"{n} {status}" for status, n in shown.items() if n)
         if stopped:

@@ -19,7 +19,7 @@ from tileiropt.harness.scaling import describe_scaling
 from tileiropt.output import console, err_console, print_json
 from tileiropt.project.spec import resolve_target
 from tileiropt.releases import get_release
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SAME_ON_INTERPRETER
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
 from tileiropt.validate.run import earlier_validation, validate_project
 
@@ -67,9 +67,8 @@ def detail_lines(run: ValidateRun) -> list[str]:
     not_run: dict[tuple[str, str], int] = {}
     for r in run.records:
         where = f"{r.kernel} {r.variant} {_dtypes(r)} {r.backend} [{short_config(r.config)}]"
-        if r.status == NOT_RUN:
-            repeat = r.reason.startswith(SAME_ON_INTERPRETER)  # one line for them all: each names its own twin
-            key = (r.backend, REPEATED if repeat else r.reason.removeprefix("not run: "))
+        if r.status == NOT_RUN:  # hint-only repeats: one line for them all (each names its own twin)
+            key = (r.backend, REPEATED if r.hint_only_repeat else r.reason.removeprefix("not run: "))
             not_run[key] = not_run.get(key, 0) + 1
         elif r.status != PASS:
             lines.append(f"{r.status}: {where}: {r.reason}")

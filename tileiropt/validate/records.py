@@ -15,7 +15,16 @@ from tileiropt.engine.resume import Journal
 from tileiropt.errors import ExitCode
 from tileiropt.harness.provenance import Provenance
 from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
-from tileiropt.schema import ERROR, FAIL, PASS, SCHEMA_VERSION, count_statuses, read_status
+from tileiropt.schema import (
+    ERROR,
+    FAIL,
+    NOT_RUN,
+    PASS,
+    SAME_ON_INTERPRETER,
+    SCHEMA_VERSION,
+    count_statuses,
+    read_status,
+)
 
 VALIDATE_FILE = "validate.json"
 
@@ -61,6 +70,11 @@ class ValidationRecord:
     @property
     def passed(self) -> bool:
         return self.status == PASS
+
+    @property
+    def hint_only_repeat(self) -> bool:
+        """Not run on the interpreter because an earlier config with the same meta-parameters and pre-hook ran."""
+        return self.status == NOT_RUN and self.reason.startswith(SAME_ON_INTERPRETER)
 
 
 @dataclass

@@ -31,7 +31,7 @@ from tileiropt.harness.backends import BACKENDS, Backend
 from tileiropt.harness.provenance import digest_memo, file_digest
 from tileiropt.harness.scaling import scale_for_interpreter
 from tileiropt.project.spec import REFERENCE_ORIGINAL, KernelSpec, Project
-from tileiropt.schema import ERROR, NOT_RUN, SAME_ON_INTERPRETER
+from tileiropt.schema import ERROR, NOT_RUN
 from tileiropt.validate.case_jobs import CaseJobs, RecordCallback
 from tileiropt.validate.cases import Case, record_for
 from tileiropt.validate.records import (
@@ -259,7 +259,7 @@ def validate_project(
         if log is not None and record.inputs:
             log.append("record", record)
         if progress is not None:  # a hint-only repeat on the interpreter is no "not run" a user must look into
-            progress.record(record.kernel, REPEATED if record.reason.startswith(SAME_ON_INTERPRETER) else record.status)
+            progress.record(record.kernel, REPEATED if record.hint_only_repeat else record.status)
         if on_record:
             with lock:
                 on_record(record)
