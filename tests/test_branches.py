@@ -316,12 +316,13 @@ import torch
 from tileiropt.harness.harness import import_kernel_module
 from tileiropt.capture.replay import build_inputs, launcher
 
-launches = json.loads(open(sys.argv[1]).read())
+from tileiropt.capture.launch import CapturedLaunch
+launches = [CapturedLaunch.from_json(item) for item in json.loads(open(sys.argv[1]).read())]
 modules = [import_kernel_module(path) for path in sys.argv[2:]]  # the original, then the rewritten file
 result = {}
 for launch in launches:
     outputs = [launcher(module, launch)(build_inputs(launch, 0, "cpu"), {}, {}) for module in modules]
-    result[launch["kernel"]] = all(torch.equal(outputs[0][k], out[k]) for out in outputs[1:] for k in outputs[0])
+    result[launch.kernel] = all(torch.equal(outputs[0][k], out[k]) for out in outputs[1:] for k in outputs[0])
 print(json.dumps(result))
 """
 
@@ -335,10 +336,10 @@ def test_launches_of_kernels_inside_blocks_are_captured_and_replayed(tmp_path: P
     ops.write_text(OPS.read_text())
     captured = run_capture([ops], interpret=True, cap=1, budget=120, cwd=folder)
     assert captured.ended == "stopped: every kernel captured", (captured.ended, captured.stderr_tail)
-    assert sorted(launch["kernel"] for launch in captured.launches) == ["halve_kernel", "shift_kernel",
+    assert sorted(launch.kernel for launch in captured.launches) == ["halve_kernel", "shift_kernel",
                                                                         "softplus_kernel"]
     spec = tmp_path / "launches.json"
-    spec.write_text(json.dumps(captured.launches))
+    spec.write_text(json.dumps([launch.to_json() for launch in captured.launches]))
     rewritten = _write_rewritten(tmp_path)
     env = {k: v for k, v in os.environ.items() if k not in ("TILEIROPT_FORCE_TILEIR", "ENABLE_TILE")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tileiropt.capture.capture import run_capture
+from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.project.spec import CaptureRequest, Project
 from tileiropt.report.artifacts import load_artifacts
 from tileiropt.run.pipeline import run_pipeline
@@ -33,13 +34,14 @@ def folder(tmp_path: Path) -> Path:
 def test_script_capture_stops_once_every_kernel_has_its_fill(folder: Path) -> None:
     result = run_capture([folder / "ops.py"], interpret=True, cap=1, budget=60, cwd=folder)
     assert result.ended == "stopped: every kernel captured", (result.ended, result.stderr_tail)
-    assert {launch["kernel"] for launch in result.launches} == KERNELS
-    add = next(launch for launch in result.launches if launch["kernel"] == "add_inplace_kernel")
-    assert add["constexprs"]["BLOCK"] == {"value": 64}  # the autotuner's choice arrives as a keyword
-    assert add["grid"] == [8, 1, 1]
-    assert add["caller"]["function"] == "add_" and add["caller"]["tensors"]["x"]["shape"] == [500]
-    bwd = next(launch for launch in result.launches if launch["kernel"] == "square_bwd_kernel")
-    assert bwd["caller"]["function"] == "Square.backward"
+    assert {launch.kernel for launch in result.launches} == KERNELS
+    add = next(launch for launch in result.launches if launch.kernel == "add_inplace_kernel")
+    block, = (a for a in add.constexprs if a.name == "BLOCK")
+    assert (block.kind, block.value) == ("value", 64)  # the autotuner's choice arrives as a keyword
+    assert add.grid == (8, 1, 1)
+    assert add.caller is not None and add.caller["function"] == "add_" and add.caller["tensors"]["x"]["shape"] == [500]
+    bwd = next(launch for launch in result.launches if launch.kernel == "square_bwd_kernel")
+    assert bwd.caller is not None and bwd.caller["function"] == "Square.backward"
 
 
 def test_budget_cuts_an_endless_sweep_and_a_stuck_program_shows_where_and_leaves_no_process(folder: Path) -> None:
@@ -47,7 +49,7 @@ def test_budget_cuts_an_endless_sweep_and_a_stuck_program_shows_where_and_leaves
     sweep = run_capture([folder / "ops.py"], interpret=True, cap=50, budget=15, quiet=10**6, cwd=folder)
     assert sweep.cut == "the capture budget of 15 s was spent", (sweep.ended, sweep.stderr_tail)
     assert sweep.ended.startswith("cut: ") and sweep.exit_code is None and sweep.failure is None
-    assert len([x for x in sweep.launches if x["kernel"] == "scale_kernel"]) > 1
+    assert len([x for x in sweep.launches if x.kernel == "scale_kernel"]) > 1
     assert sweep.stacks and sweep.where  # where it was when cut: its stacks, read before it was ended
     pid_file = folder / "pid"
     os.environ["FIXTURE_PID_FILE"] = str(pid_file)
@@ -63,7 +65,7 @@ def test_budget_cuts_an_endless_sweep_and_a_stuck_program_shows_where_and_leaves
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
-    assert {x["kernel"] for x in hang.launches} == KERNELS
+    assert {x.kernel for x in hang.launches} == KERNELS
 
 
 def test_capture_from_pytest_then_replay_on_original_and_optimized(folder: Path) -> None:
@@ -174,7 +176,7 @@ def test_atomics_on_a_gpu_widen_the_tolerance_to_the_originals_own_noise() -> No
     from tileiropt.validate.worker import CaseRunner
 
     case = Case(id=0, kernel="k#1", variant="optimized", path="k.py", entry="k", reference="original", shapes={},
-                dtypes={"x": "float16"}, atol=1e-2, rtol=1e-2, launch={"atomics": True, "args": []})
+                dtypes={"x": "float16"}, atol=1e-2, rtol=1e-2, launch=CapturedLaunch("k", "k.py", (), atomics=True))
     runner = CaseRunner(case, PTX, False, Provenance(), lambda *a, **k: None)
     assert case.atol == 1e-2  # atomics on a GPU: never bit-exact
     runs = iter([torch.tensor([1.0, 2.25])])  # the second run of the original

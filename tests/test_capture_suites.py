@@ -42,13 +42,13 @@ def test_an_operator_library_that_implements_torch_operators_is_captured_without
     monkeypatch.setenv("OPLIB_CACHE", str(tmp_path / "generated"))
     result = _capture(folder, "oplib/__init__.py", PYTEST)
     assert not result.cut and result.ended == "the program finished", (result.ended, result.stderr_tail)
-    assert {launch["kernel"] for launch in result.launches} == OPLIB_KERNELS
-    ints = next(launch for launch in result.launches if launch["kernel"] == "min_kernel"
-                and launch["args"][0]["tensor"]["dtype"] == "int64")
-    assert ints["args"][0]["tensor"]["values"] == list(range(10, 40))  # read from memory, not through torch.min
-    floats = next(launch for launch in result.launches if launch["kernel"] == "add_kernel")
-    assert floats["args"][0]["tensor"]["nonnegative"] is True  # torch.rand: read from the bits
-    assert floats["grid"] == [8, 1, 1]  # the grid Triton launched (cdiv(1000, 128))
+    assert {launch.kernel for launch in result.launches} == OPLIB_KERNELS
+    ints = next(launch for launch in result.launches if launch.kernel == "min_kernel"
+                and launch.tensors()["x_ptr"].dtype == "int64")
+    assert ints.tensors()["x_ptr"].values == tuple(range(10, 40))  # read from memory, not through torch.min
+    floats = next(launch for launch in result.launches if launch.kernel == "add_kernel")
+    assert floats.tensors()["x_ptr"].nonnegative is True  # torch.rand: read from the bits
+    assert floats.grid == (8, 1, 1)  # the grid Triton launched (cdiv(1000, 128))
     # the kernel the library wrote into its cache folder at run time: named, with where it was defined
     generated = str((tmp_path / "generated" / "generated_fill.py").resolve())
     assert result.outside == {f"generated_fill_kernel@{generated}": {
@@ -61,7 +61,7 @@ def test_pytest_xdist_workers_are_captured(tmp_path: Path, monkeypatch) -> None:
     result = _capture(folder, "oplib/__init__.py", [*PYTEST[:-1], "-n", "2", "tests"])
     assert not result.cut and result.exit_code == 0, (result.ended, result.stderr_tail)
     assert result.processes == 3  # pytest and its two workers, each with a launch file of its own
-    assert {launch["kernel"] for launch in result.launches} == OPLIB_KERNELS
+    assert {launch.kernel for launch in result.launches} == OPLIB_KERNELS
     assert sum(result.counts.values()) == 7  # min 2, max 2, all 2, add 1: over both workers
 
 
@@ -90,7 +90,7 @@ def test_no_size_limit_a_package_of_a_thousand_files(tmp_path: Path) -> None:
                          stop_when_captured=False, stall=120)
     assert result.exit_code == 0, (result.ended, result.stderr_tail)
     assert len(result.expected) == 1800
-    assert [launch["kernel"] for launch in result.launches] == ["add_3_kernel_with_a_descriptive_name"]
+    assert [launch.kernel for launch in result.launches] == ["add_3_kernel_with_a_descriptive_name"]
 
 
 def test_a_cut_library_run_is_never_a_pass_and_says_where_it_was(tmp_path: Path, monkeypatch) -> None:
@@ -176,11 +176,11 @@ def test_the_operator_library_on_the_gpu(tmp_path: Path, monkeypatch) -> None:
     result = run_capture([folder / "oplib/__init__.py"], PYTEST, interpret=False, cwd=folder,
                          stop_when_captured=False, stall=120, budget=300)
     assert not result.cut and result.exit_code == 0, (result.ended, result.stderr_tail)
-    assert {launch["kernel"] for launch in result.launches} == OPLIB_KERNELS
-    ints = next(launch for launch in result.launches if launch["kernel"] == "min_kernel"
-                and launch["args"][0]["tensor"]["dtype"] == "int64")
-    assert ints["args"][0]["tensor"]["device"] == "cuda"
-    assert ints["args"][0]["tensor"]["values"] == list(range(10, 40))  # copied by the CUDA driver, not torch
+    assert {launch.kernel for launch in result.launches} == OPLIB_KERNELS
+    ints = next(launch for launch in result.launches if launch.kernel == "min_kernel"
+                and launch.tensors()["x_ptr"].dtype == "int64")
+    assert ints.tensors()["x_ptr"].device == "cuda"
+    assert ints.tensors()["x_ptr"].values == tuple(range(10, 40))  # copied by the CUDA driver, not torch
     assert len(result.outside) == 1
     assert os.path.basename(next(iter(result.outside.values()))["file"]) == "generated_fill.py"
 
@@ -196,7 +196,7 @@ def test_the_program_s_own_sitecustomize_still_runs_under_the_recorder(tmp_path:
     monkeypatch.setenv("OPLIB_CACHE", str(tmp_path / "generated"))
     result = _capture(folder, "oplib/__init__.py", [*PYTEST[:-1], "tests/test_oplib.py::test_add"])
     assert result.exit_code == 0, result.stderr_tail
-    assert [launch["kernel"] for launch in result.launches] == ["add_kernel"]
+    assert [launch.kernel for launch in result.launches] == ["add_kernel"]
     assert marker.read_text() == "ran\n"  # once: pytest's own process
 
 

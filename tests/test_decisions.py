@@ -24,6 +24,7 @@ import pytest
 
 from tileiropt.apply.gate import gate_source
 from tileiropt.bench.records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
+from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.errors import ExitCode, run_exit_code
 from tileiropt.project.spec import KernelSpec
 from tileiropt.report.markdown import next_steps_md, summary_md
@@ -396,7 +397,7 @@ _RAN = {"k": {"config": "BLOCK=128, num_warps=4", "code": "c1"}}
 ])
 def test_a_set_aside_names_its_cause(original: dict, optimized: dict, cause: str | None) -> None:
     spec = KernelSpec(name="k", path=Path("/tmp/k.py"), entry="k", reference="original", inputs={}, dtypes=[{}],
-                      launch={"kernel": "k"} if cause is None else None)
+                      launch=CapturedLaunch("k", "/tmp/k.py", ()) if cause is None else None)
     rows = [_Row("k", None, variant="original", launched=original),
             _Row("k", _Paired(SLOWER, 1.06, 1.2), launched=optimized)]
     pipeline = _pipeline(specs=[spec], validation=None, bench_run=types.SimpleNamespace(rows=rows))

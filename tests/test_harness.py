@@ -520,11 +520,12 @@ def test_a_launchs_inputs_are_drawn_once_per_worker_and_every_build_gets_its_own
     """The next case or row of the same launch copies the kept storages: the same values, never the same memory (a
     kernel writes into its inputs), values from `spec["values"]` laid over, and at most `KEPT` launches kept."""
     from tileiropt.capture import replay
+    from tileiropt.capture.launch import CapturedLaunch
 
-    launch = {"kernel": "k", "args": [
+    launch = CapturedLaunch.from_json({"kernel": "k", "file": "k.py", "args": [
         {"name": "x", "tensor": {"shape": [4, 3], "stride": [3, 1], "extent": 12, "dtype": "float16"}},
         {"name": "idx", "tensor": {"shape": [2], "stride": [1], "extent": 2, "dtype": "int32", "values": [5, 7]}}],
-        "grid": [1, 1, 1]}
+        "grid": [1, 1, 1]})
     drawn: list[int] = []
     real_draw = replay.draw
     monkeypatch.setattr(replay, "draw", lambda launch, seed: drawn.append(seed) or real_draw(launch, seed))

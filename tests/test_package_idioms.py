@@ -85,19 +85,21 @@ def test_what_counts_as_a_tensor_of_addresses() -> None:
     import torch
 
     from tileiropt.capture.hook import device_addresses
+    from tileiropt.capture.launch import Argument, CapturedLaunch, TensorArg
     from tileiropt.capture.replay import build_inputs, point_addresses
 
     a, b = torch.zeros(8), torch.ones(4, dtype=torch.float16)
     pointers = torch.tensor([a.data_ptr() + 8, 0, b.data_ptr()], dtype=torch.int64)
     found = device_addresses(pointers)
-    assert found == {"buffers": [{"dtype": "float32", "elements": 8, "nonnegative": True},
-                                 {"dtype": "float16", "elements": 4, "nonnegative": True}],
-                     "targets": [[0, 8], None, [1, 0]]}
+    assert found is not None and found.to_json() == {
+        "buffers": [{"dtype": "float32", "elements": 8, "nonnegative": True},
+                    {"dtype": "float16", "elements": 4, "nonnegative": True}],
+        "targets": [[0, 8], None, [1, 0]]}
     assert device_addresses(torch.tensor([3, 70000], dtype=torch.int64)) is None  # indices, not addresses
     assert device_addresses(torch.tensor([1 << 33], dtype=torch.float64).to(torch.int32)) is None  # not int64
     assert device_addresses(torch.tensor([a.data_ptr(), 1 << 47], dtype=torch.int64)) is None  # one not found
-    launch = {"args": [{"name": "p", "tensor": {"shape": [3], "stride": [1], "dtype": "int64", "extent": 3,
-                                                 "addresses": found}}]}
+    launch = CapturedLaunch("k", "k.py", (Argument("p", "tensor", tensor=TensorArg(
+        shape=(3,), stride=(1,), dtype="int64", extent=3, addresses=found)),))
     inputs = build_inputs(launch, seed=0, device="cpu")
     assert sorted(inputs) == ["p", "p@0", "p@1"]
     assert inputs["p"].tolist() == [inputs["p@0"].data_ptr() + 8, 0, inputs["p@1"].data_ptr()]

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
+from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.validate import reference_cache
 
 CPU = {"name": "cpu", "capability": None}
-LAUNCH = {"kernel": "k", "args": [{"kind": "tensor", "shape": [4]}], "grid": [1]}
+LAUNCH = CapturedLaunch.from_json({"kernel": "k", "file": "k.py", "args": [
+    {"name": "x", "tensor": {"shape": [4], "dtype": "float32"}}], "grid": [1]})
 
 
 def test_the_key_names_the_file_the_launch_the_seed_and_the_device(tmp_path: Path) -> None:
     original = tmp_path / "k.py"
     original.write_text("x = 1\n")
     key = reference_cache.cache_key(str(original), LAUNCH, 0, CPU, "interpreter")
-    assert key == reference_cache.cache_key(str(original), dict(LAUNCH), 0, dict(CPU), "interpreter")
+    assert key == reference_cache.cache_key(str(original), CapturedLaunch.from_json(LAUNCH.to_json()), 0, dict(CPU),
+                                                 "interpreter")
     assert key != reference_cache.cache_key(str(original), LAUNCH, 1, CPU, "interpreter")
-    assert key != reference_cache.cache_key(str(original), {**LAUNCH, "grid": [2]}, 0, CPU, "interpreter")
+    assert key != reference_cache.cache_key(str(original), replace(LAUNCH, grid=(2,)), 0, CPU, "interpreter")
     assert key != reference_cache.cache_key(str(original), LAUNCH, 0, {"name": "NVIDIA H100", "capability": "9.0"},
                                           "interpreter")
     gpu = {"name": "NVIDIA B200", "capability": "10.0"}  # PTX (and the TileIR code forced on) vs the TileIR backend
@@ -26,8 +30,8 @@ def test_the_key_names_the_file_the_launch_the_seed_and_the_device(tmp_path: Pat
         reference_cache.cache_key(str(original), LAUNCH, 0, gpu, "tileir")
     original.write_text("x = 2\n")  # the original changed: its outputs are another's
     assert key != reference_cache.cache_key(str(original), LAUNCH, 0, CPU, "interpreter")
-    assert reference_cache.cache_key(str(original), {**LAUNCH, "atomics": True}, 0, gpu, "cuda") is None
-    assert reference_cache.cache_key(str(original), {**LAUNCH, "atomics": True}, 0, CPU, "interpreter") is not None
+    assert reference_cache.cache_key(str(original), LAUNCH.with_atomics(True), 0, gpu, "cuda") is None
+    assert reference_cache.cache_key(str(original), LAUNCH.with_atomics(True), 0, CPU, "interpreter") is not None
     assert reference_cache.cache_key(str(tmp_path / "missing.py"), LAUNCH, 0, CPU, "interpreter") is None
 
 

@@ -13,7 +13,7 @@ import types
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from rich.console import Console
 
@@ -157,16 +157,27 @@ def load_record_file(path: Path | str, name: str, key: str, what: str, command: 
 
 
 class JobMessage:
-    """A dataclass sent to a worker as one JSON object of plain values (a validation case, a bench item)."""
+    """A dataclass sent to a worker as one JSON object of plain values (a validation case, a bench item).
+    `DECODED`: the fields holding an object with a JSON form of its own, and how each is read back."""
+
+    DECODED: ClassVar[dict[str, Callable[[Any], Any]]] = {}
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
+        """Plain values; a field holding an object with a JSON form of its own (a captured launch) in that form."""
+        return {f.name: _message_value(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
 
     @classmethod
     def from_json(cls: type[T], data: dict[str, Any]) -> T:
         """Built from the message; keys this version does not know are left out."""
         known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        return cls(**{k: v for k, v in data.items() if k in known})
+        decoded = cls.DECODED  # type: ignore[attr-defined]
+        return cls(**{k: decoded[k](v) if k in decoded and v is not None else v
+                      for k, v in data.items() if k in known})
+
+
+def _message_value(value: Any) -> Any:
+    own = getattr(value, "to_json", None)
+    return own() if callable(own) else to_jsonable(value)
 
 
 def dataclass_from_dict(cls: type[T], data: Any) -> T:

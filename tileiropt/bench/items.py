@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from tileiropt.bench.records import BenchRow
+from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.harness.provenance import Provenance, file_digest
 from tileiropt.output import JobMessage
 
@@ -36,7 +38,9 @@ class BenchItem(JobMessage):
     original_path: str = ""  # the user's file (the optimized file is imported in its place)
     module: str | None = None
     call: str | None = None
-    launch: dict[str, Any] | None = None  # a captured launch: timed as replayed (its own shapes and config)
+    launch: CapturedLaunch | None = None  # a captured launch: timed as replayed (its own shapes and config)
+
+    DECODED: ClassVar[dict[str, Callable[[Any], Any]]] = {"launch": CapturedLaunch.from_json}
 
     def row(self, status: str, reason: str = "", provenance: Provenance | None = None, **values: Any) -> BenchRow:
         return BenchRow(kernel=self.kernel, variant=self.variant, backend=self.backend, size=self.size,

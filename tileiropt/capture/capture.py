@@ -33,6 +33,7 @@ from typing import Any
 from tileiropt.capture import hook
 from tileiropt.capture import site as capture_site
 from tileiropt.capture.keys import KernelKey
+from tileiropt.capture.launch import CapturedLaunch, kernel_labels
 from tileiropt.capture.program_failure import ProgramFailure, read_failure
 from tileiropt.capture.watch import ProgramWatch, last_line, stuck_at
 from tileiropt.check.machine import versions
@@ -61,7 +62,7 @@ class CaptureResult:
     """What a capture run saw."""
 
     command: list[str]
-    launches: list[dict[str, Any]]  # distinct launches, in order
+    launches: list[CapturedLaunch]  # distinct launches, in order
     counts: dict[str, int] = field(default_factory=dict)  # "kernel@file" -> launches seen (duplicates included)
     expected: list[str] = field(default_factory=list)  # "kernel@file" of every entry kernel of the targets
     atomics: dict[str, bool] = field(default_factory=dict)  # "kernel@file" -> updates memory with atomics
@@ -82,8 +83,8 @@ class CaptureResult:
     processes: int = 0  # processes of the program that loaded the recorder (pytest-xdist workers too)
     last_output: str = ""  # the program's last output line
 
-    def kernels(self) -> dict[str, list[dict[str, Any]]]:
-        found: dict[str, list[dict[str, Any]]] = {}
+    def kernels(self) -> dict[str, list[CapturedLaunch]]:
+        found: dict[str, list[CapturedLaunch]] = {}
         for launch in self.launches:
             found.setdefault(str(KernelKey.of(launch)), []).append(launch)
         return found
@@ -96,14 +97,16 @@ class CaptureResult:
                 "ended": self.ended, "seconds": round(self.seconds, 2), "started": self.started,
                 "inputs": self.inputs, "reused": self.reused, "sources": self.sources, "counts": self.counts,
                 "expected": self.expected,
-                "atomics": self.atomics, "launches": self.launches, "never_launched": self.never_launched(),
+                "atomics": self.atomics, "launches": [launch.to_json() for launch in self.launches],
+                "never_launched": self.never_launched(),
                 "failure": self.failure.to_json() if self.failure else None, "library": self.library,
                 "cut": self.cut, "where": self.where, "stacks": self.stacks, "outside": self.outside,
                 "processes": self.processes, "last_output": self.last_output}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CaptureResult:
-        return cls(command=list(data["command"]), launches=list(data["launches"]), counts=dict(data["counts"]),
+        return cls(command=list(data["command"]), counts=dict(data["counts"]),
+                   launches=[CapturedLaunch.from_json(launch) for launch in data["launches"]],
                    expected=list(data["expected"]), atomics=dict(data["atomics"]), exit_code=data.get("exit_code"),
                    ended=str(data.get("ended", "")), seconds=float(data.get("seconds", 0.0)),
                    started=str(data.get("started", "")), inputs=data.get("inputs"),
@@ -359,32 +362,23 @@ def capture_specs(result: CaptureResult, root: Path, artifacts: Path, timeout: f
     """One kernel spec per distinct captured launch (`<kernel>#<n>`; `<file stem>.<kernel>` where files share a
     kernel name), validated against the original kernel by replay and benchmarked at the captured shapes. In
     library mode the optimized files mirror the library's layout under the artifacts."""
-    files_of: dict[str, set[str]] = {}
-    for launch in result.launches:
-        files_of.setdefault(launch["kernel"], set()).add(launch["file"])
-
-    def label(launch: dict[str, Any]) -> str:
-        kernel = launch["kernel"]
-        return kernel if len(files_of[kernel]) == 1 else f"{Path(launch['file']).stem}.{kernel}"
-
-    per_kernel = Counter(label(launch) for launch in result.launches)
+    labels = kernel_labels(result.launches)
+    per_kernel = Counter(labels)
     counters: Counter[str] = Counter()
     specs = []
-    for launch in result.launches:
-        path = Path(launch["file"])
-        launch = {**launch, "atomics": result.atomics.get(str(KernelKey.of(launch)), False)}
-        base = label(launch)
+    for launch, base in zip(result.launches, labels):
+        path = Path(launch.file)
+        launch = launch.with_atomics(result.atomics.get(str(KernelKey.of(launch)), False))
         counters[base] += 1
         name = base if per_kernel[base] == 1 else f"{base}#{counters[base]}"
         optimized = mirrored_output(path, library, artifacts) \
             if library is not None and path.resolve().is_relative_to(library.resolve()) else None
-        tensors = {a["name"]: a.get("tensor") or a["descriptor"]["base"] for a in launch["args"]
-                   if "tensor" in a or "descriptor" in a}
+        tensors = {a.name: a.storage for a in launch.args if a.storage is not None}
         dotted, _ = package_name_for(path)
         specs.append(KernelSpec(
-            name=name, path=path, entry=launch["kernel"], reference="original",
-            inputs={k: list(v["shape"]) for k, v in tensors.items()},
-            dtypes=[{k: v["dtype"] for k, v in tensors.items()}],
+            name=name, path=path, entry=launch.kernel, reference="original",
+            inputs={k: list(v.shape) for k, v in tensors.items()},
+            dtypes=[{k: v.dtype for k, v in tensors.items()}],
             timeout=timeout or DEFAULT_TIMEOUT_S, sizes=[], module=dotted, root=root, artifacts=artifacts,
             launch=launch, optimized=optimized,
         ))

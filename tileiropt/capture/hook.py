@@ -36,7 +36,10 @@ import sys
 import threading
 import time
 import weakref
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from tileiropt.capture.launch import Addresses, Argument, Buffer, CapturedLaunch, Descriptor, TensorArg
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -131,7 +134,7 @@ class Recorder:
     def busy(self) -> bool:
         return getattr(self.local, "busy", False)
 
-    def before(self, jit: Any, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+    def before(self, jit: Any, args: tuple, kwargs: dict) -> CapturedLaunch | None:
         """The launch's line when it is a new distinct launch of a target kernel (None otherwise): the counts
         first, cheaply; the arguments only for a launch not seen yet."""
         entry = self.entry(jit)
@@ -148,7 +151,7 @@ class Recorder:
         finally:
             self.local.busy = False
 
-    def _new_launch(self, jit: Any, entry: list[Any], args: tuple, kwargs: dict) -> dict[str, Any] | None:
+    def _new_launch(self, jit: Any, entry: list[Any], args: tuple, kwargs: dict) -> CapturedLaunch | None:
         key = entry[0]
         name, path = key.rsplit("@", 1)
         names = _arg_names(jit)
@@ -165,8 +168,8 @@ class Recorder:
             seen.add(signature)
         try:
             aliases: dict[int, str] = {}
-            arguments = [{"name": arg_name, **_encode(value, aliases, arg_name)} for arg_name, value in bound.items()]
-            constexprs = {k: _encode(v, aliases, k) for k, v in others.items()}
+            arguments = tuple(_encode(value, aliases, arg_name) for arg_name, value in bound.items())
+            constexprs = tuple(_encode(v, aliases, k) for k, v in others.items())
         except Exception:
             with self.lock:  # not recorded: a later launch of the same signature may be
                 seen.discard(signature)
@@ -176,11 +179,11 @@ class Recorder:
                 self.full.add(key)
                 entry[2] = True
             self.last_new = time.monotonic()
-        return {"kernel": name, "file": path, "module": getattr(jit.fn, "__module__", None), "args": arguments,
-                "constexprs": constexprs, "options": options, "grid": None, "signature": repr(signature),
-                "caller": _caller(path), "launch": entry[3]}
+        return CapturedLaunch(kernel=name, file=path, module=getattr(jit.fn, "__module__", None), args=arguments,
+                              constexprs=constexprs, options=options, signature=repr(signature),
+                              caller=_caller(path), ordinal=entry[3])
 
-    def after(self, line: dict[str, Any] | None, grid: Any) -> None:
+    def after(self, line: CapturedLaunch | None, grid: Any) -> None:
         """Write a launch that ran, with the grid Triton launched; now and then the counts; in a kernel file's own
         run, end the program once every kernel has its fill."""
         now = time.monotonic()
@@ -190,8 +193,7 @@ class Recorder:
         try:
             with self.lock:
                 if line is not None:
-                    line["grid"] = _grid(grid)
-                    self.out.write(json.dumps(line, default=str) + "\n")
+                    self.out.write(json.dumps(replace(line, grid=_grid(grid)).to_json(), default=str) + "\n")
                 if now - self.last_status >= STATUS_EVERY_S:
                     self.last_status = now
                     self.out.write(json.dumps({"status": self._counts()}) + "\n")
@@ -300,9 +302,9 @@ def _opaque(value: Any) -> str:
     return f"<{kind.__module__}.{kind.__qualname__}>"
 
 
-def _grid(grid: Any) -> list[int] | None:
+def _grid(grid: Any) -> tuple[int, ...] | None:
     try:
-        return [int(g) for g in (tuple(grid) + (1, 1, 1))[:3]]
+        return tuple(int(g) for g in (tuple(grid) + (1, 1, 1))[:3])
     except Exception:  # noqa: BLE001 - a grid that is not a tuple of ints: the launch is not replayable
         return None
 
@@ -312,36 +314,35 @@ def _is_tensor(value: Any) -> bool:
     return torch is not None and isinstance(value, torch.Tensor)
 
 
-def _encode(value: Any, aliases: dict[int, str], name: str) -> dict[str, Any]:
+def _encode(value: Any, aliases: dict[int, str], name: str) -> Argument:
     if _is_tensor(value):
-        return {"tensor": _tensor(value, aliases, name)}
+        return Argument(name, "tensor", tensor=_tensor(value, aliases, name))
     if type(value).__name__ == "TensorDescriptor" and hasattr(value, "base") and hasattr(value, "block_shape"):
-        return {"descriptor": {"base": _tensor(value.base, aliases, name), "shape": [int(s) for s in value.shape],
-                               "strides": [int(s) for s in value.strides],
-                               "block_shape": [int(s) for s in value.block_shape],
-                               "padding": getattr(value, "padding", "zero")}}
+        return Argument(name, "descriptor", descriptor=Descriptor(
+            base=_tensor(value.base, aliases, name), shape=tuple(int(s) for s in value.shape),
+            strides=tuple(int(s) for s in value.strides), block_shape=tuple(int(s) for s in value.block_shape),
+            padding=getattr(value, "padding", "zero")))
     if value is None or isinstance(value, (bool, int, float, str)):
-        return {"value": value}
+        return Argument(name, "value", value=value)
     if type(value).__module__.startswith("triton.language") and hasattr(value, "name"):
-        return {"tl_dtype": str(value.name)}
+        return Argument(name, "tl_dtype", value=str(value.name))
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.dtype):
-        return {"torch_dtype": str(value).removeprefix("torch.")}
-    return {"opaque": _opaque(value)}
+        return Argument(name, "torch_dtype", value=str(value).removeprefix("torch."))
+    return Argument(name, "opaque", value=_opaque(value))
 
 
-def _tensor(value: Any, aliases: dict[int, str], name: str) -> dict[str, Any]:
-    shape, stride = list(value.shape), list(value.stride())
+def _tensor(value: Any, aliases: dict[int, str], name: str) -> TensorArg:
+    shape, stride = tuple(int(s) for s in value.shape), tuple(int(s) for s in value.stride())
     numel = 1
     for size in shape:
         numel *= size
     extent = 1 + sum((s - 1) * st for s, st in zip(shape, stride)) if numel else 0
     dtype = str(value.dtype).removeprefix("torch.")
-    data: dict[str, Any] = {"shape": shape, "stride": stride, "dtype": dtype,
-                            "offset": 0, "extent": extent, "device": value.device.type}
+    data = TensorArg(shape=shape, stride=stride, dtype=dtype, extent=extent, device=value.device.type)
     pointer = value.data_ptr()
     if pointer in aliases and numel:
-        data["alias"] = aliases[pointer]
+        data = replace(data, alias=aliases[pointer])
     elif numel:
         aliases[pointer] = name
     if not numel:
@@ -349,18 +350,14 @@ def _tensor(value: Any, aliases: dict[int, str], name: str) -> dict[str, Any]:
     if dtype in _INTEGERS:
         array = tensor_array(value)
         if array is None:
-            data["unread"] = True  # too large, or on a device the recorder cannot read: no range known
-        elif array.size <= SMALL_VALUES:
-            values = [int(v) for v in array.reshape(-1).tolist()]  # read once: for the addresses test and the values
-            addresses = device_addresses(value, values)
-            if addresses is not None:
-                data["addresses"] = addresses
-            else:
-                data["values"] = values
-        else:
-            data["range"] = [int(array.min()), int(array.max())]
-    elif dtype in _FLOATS:
-        data["nonnegative"] = nonnegative(value)
+            return replace(data, unread=True)  # too large, or on a device the recorder cannot read: no range known
+        if array.size <= SMALL_VALUES:
+            values = tuple(int(v) for v in array.reshape(-1).tolist())  # read once: the addresses test, the values
+            addresses = device_addresses(value, list(values))
+            return replace(data, addresses=addresses) if addresses is not None else replace(data, values=values)
+        return replace(data, range=(int(array.min()), int(array.max())))
+    if dtype in _FLOATS:
+        return replace(data, nonnegative=nonnegative(value))
     return data
 
 
@@ -447,7 +444,7 @@ def nonnegative(value: Any) -> bool:
 ADDRESS_FLOOR = 1 << 32  # heap and device addresses lie above 4 GiB; indices and sizes below
 
 
-def device_addresses(values: Any, listed: list[int] | None = None) -> dict[str, Any] | None:
+def device_addresses(values: Any, listed: list[int] | None = None) -> Addresses | None:
     """For an int64 tensor holding the addresses of other tensors (`t.data_ptr()`: grouped GEMMs, MoE): the
     buffers they point into (dtype, elements) and, per value, (buffer, byte offset); a replay rebuilds the
     addresses into buffers of its own. None when the values are not all addresses (or zero) of live tensors.
@@ -463,9 +460,9 @@ def device_addresses(values: Any, listed: list[int] | None = None) -> dict[str, 
     if not any(flat) or any(v and v < ADDRESS_FLOOR for v in flat):
         return None
     storages = _live_storages(values.device)
-    buffers: list[dict[str, Any]] = []
+    buffers: list[Buffer] = []
     index: dict[int, int] = {}
-    targets: list[list[int] | None] = []
+    targets: list[tuple[int, int] | None] = []
     for value in flat:
         if value == 0:
             targets.append(None)
@@ -477,10 +474,10 @@ def device_addresses(values: Any, listed: list[int] | None = None) -> dict[str, 
         if start not in index:
             index[start] = len(buffers)
             elements = tensor.untyped_storage().nbytes() // tensor.element_size()
-            buffers.append({"dtype": str(tensor.dtype).removeprefix("torch."), "elements": elements,
-                            "nonnegative": tensor.is_floating_point() and nonnegative(tensor)})
-        targets.append([index[start], value - start])
-    return {"buffers": buffers, "targets": targets}
+            buffers.append(Buffer(str(tensor.dtype).removeprefix("torch."), elements,
+                                  tensor.is_floating_point() and nonnegative(tensor)))
+        targets.append((index[start], value - start))
+    return Addresses(tuple(buffers), tuple(targets))
 
 
 def _live_storages(device: Any) -> list[tuple[int, int, Any]]:

@@ -90,11 +90,11 @@ def project_text(result: CaptureResult, kernel_file: Path, root: Path) -> str:
         root.resolve()) else str(kernel_file.resolve())
     callers: dict[str, tuple[dict[str, Any], list[str]]] = {}
     for launch in result.launches:
-        caller = launch.get("caller")
+        caller = launch.caller
         if caller:
             entry = callers.setdefault(caller["function"], (caller, []))
-            if launch["kernel"] not in entry[1]:
-                entry[1].append(launch["kernel"])
+            if launch.kernel not in entry[1]:
+                entry[1].append(launch.kernel)
     lines = [f"# tileiropt project for {path}, prefilled from a capture of `{' '.join(result.command[1:])}`",
              f"# ({len(result.launches)} distinct launch(es) of {len(result.kernels())} kernel(s); {result.ended}).",
              "# Edit the inputs, dims and reference; `tileiropt run` reads this file.", "",

@@ -3,7 +3,10 @@ capture's records (capture.json's `expected` and `counts`, the recorder's per-pr
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from tileiropt.capture.launch import CapturedLaunch
 
 
 class KernelKey(NamedTuple):
@@ -16,9 +19,9 @@ class KernelKey(NamedTuple):
         return cls(kernel, file)
 
     @classmethod
-    def of(cls, launch: dict) -> KernelKey:
-        """The key of a captured launch record (its "kernel" and "file")."""
-        return cls(str(launch["kernel"]), str(launch["file"]))
+    def of(cls, launch: CapturedLaunch) -> KernelKey:
+        """The key of a captured launch."""
+        return cls(launch.kernel, launch.file)
 
     def __str__(self) -> str:
         return f"{self.kernel}@{self.file}"

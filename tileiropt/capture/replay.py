@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from tileiropt.capture.launch import Argument, CapturedLaunch, TensorArg
 from tileiropt.errors import PINNING_ERROR
 from tileiropt.harness.autotuners import autotuners, chain, function_name, innermost, own_run, run_at
 from tileiropt.harness.harness import HarnessError
@@ -25,42 +26,35 @@ LaunchCall = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]],
 OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
-def _tensor_specs(launch: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(input name, tensor description) of every tensor the launch takes, aliases excluded, then the buffers
-    its address tensors point into (`<name>@<i>`: what a grouped kernel reads and writes through them)."""
-    found = []
-    for arg in launch["args"]:
-        tensor = arg.get("tensor") or (arg.get("descriptor") or {}).get("base")
-        if tensor is not None and "alias" not in tensor:
-            found.append((arg["name"], tensor))
-    for name, value in launch.get("constexprs", {}).items():
-        if "tensor" in value and "alias" not in value["tensor"]:
-            found.append((name, value["tensor"]))
+def _tensor_specs(launch: CapturedLaunch) -> list[tuple[str, TensorArg]]:
+    """(input name, tensor) of every tensor the launch takes, aliases excluded, then the buffers its address
+    tensors point into (`<name>@<i>`: what a grouped kernel reads and writes through them)."""
+    found = [(name, tensor) for name, tensor in launch.tensors().items() if tensor.alias is None]
     for name, tensor in list(found):
-        for i, buffer in enumerate((tensor.get("addresses") or {}).get("buffers", [])):
-            elements = max(int(buffer["elements"]), 1)
-            found.append((f"{name}@{i}", {"shape": [elements], "stride": [1], "extent": elements,
-                                          "dtype": buffer["dtype"], "nonnegative": buffer.get("nonnegative")}))
+        for i, buffer in enumerate(tensor.addresses.buffers if tensor.addresses else ()):
+            elements = max(buffer.elements, 1)
+            found.append((f"{name}@{i}", TensorArg(shape=(elements,), stride=(1,), extent=elements,
+                                                   dtype=buffer.dtype, nonnegative=buffer.nonnegative)))
     return found
 
 
-def point_addresses(launch: Mapping[str, Any], inputs: Mapping[str, Any]) -> None:
+def point_addresses(launch: CapturedLaunch, inputs: Mapping[str, Any]) -> None:
     """Fill each address tensor with the addresses of this call's own buffers (`<name>@<i>`, at the captured
     byte offsets): inputs are cloned before every call, and each clone must point into its own buffers."""
     import torch
 
     for name, tensor in _tensor_specs(launch):
-        addresses = tensor.get("addresses")
+        addresses = tensor.addresses
         if not addresses or name not in inputs:
             continue
-        values = [0 if target is None else inputs[f"{name}@{target[0]}"].data_ptr() + int(target[1])
-                  for target in addresses["targets"]]
+        values = [0 if target is None else inputs[f"{name}@{target[0]}"].data_ptr() + target[1]
+                  for target in addresses.targets]
         target = inputs[name]
         target.copy_(torch.tensor(values, dtype=torch.int64).to(target.device).view(target.dtype)
                      .reshape(target.shape))
 
 
-def build_inputs(launch: Mapping[str, Any], seed: int, device: str) -> dict[str, Any]:
+def build_inputs(launch: CapturedLaunch, seed: int, device: str) -> dict[str, Any]:
     """Seeded tensors for the launch, by argument name, laid out with the captured strides. The values are drawn on
     the CPU, so every device gets the same ones; a worker keeps the last launches' drawn storages
     (`DRAWN`), so the next case or row of the same launch and seed only copies them to its device."""
@@ -70,9 +64,9 @@ def build_inputs(launch: Mapping[str, Any], seed: int, device: str) -> dict[str,
     for name, spec, storage in DRAWN.storages(launch, seed):
         dtype = storage.dtype
         placed = storage.to(device=device, copy=True)  # its own copy: a kernel writes into its inputs
-        tensor = torch.as_strided(placed, spec["shape"], spec["stride"], 0)
-        if "values" in spec:
-            tensor.copy_(torch.tensor(spec["values"], dtype=dtype).reshape(spec["shape"]))
+        tensor = torch.as_strided(placed, spec.shape, spec.stride, 0)
+        if spec.values is not None:
+            tensor.copy_(torch.tensor(spec.values, dtype=dtype).reshape(spec.shape))
         inputs[name] = tensor
     point_addresses(launch, inputs)
     return inputs
@@ -88,10 +82,10 @@ class DrawnStorages:
     KEPT = 2
 
     def __init__(self) -> None:
-        self.kept: dict[str, list[tuple[str, dict[str, Any], Any]]] = {}
+        self.kept: dict[str, list[tuple[str, TensorArg, Any]]] = {}
 
-    def storages(self, launch: Mapping[str, Any], seed: int) -> list[tuple[str, dict[str, Any], Any]]:
-        key = json.dumps([launch, seed], sort_keys=True, default=str)
+    def storages(self, launch: CapturedLaunch, seed: int) -> list[tuple[str, TensorArg, Any]]:
+        key = json.dumps([launch.to_json(), seed], sort_keys=True, default=str)
         found = self.kept.pop(key, None)
         if found is None:
             found = draw(launch, seed)
@@ -103,27 +97,27 @@ class DrawnStorages:
         return found
 
 
-def draw(launch: Mapping[str, Any], seed: int) -> list[tuple[str, dict[str, Any], Any]]:
+def draw(launch: CapturedLaunch, seed: int) -> list[tuple[str, TensorArg, Any]]:
     """(input name, its description, its storage on the CPU in its dtype), drawn from one generator in order."""
     import torch
 
     generator = torch.Generator(device="cpu").manual_seed(seed)
     drawn = []
     for name, spec in _tensor_specs(launch):
-        dtype = getattr(torch, spec["dtype"], None)
+        dtype = getattr(torch, spec.dtype, None)
         if not isinstance(dtype, torch.dtype):
-            raise HarnessError(f"argument {name!r} has dtype {spec['dtype']!r}, which this torch does not know")
-        extent = max(int(spec["extent"]), 1)
+            raise HarnessError(f"argument {name!r} has dtype {spec.dtype!r}, which this torch does not know")
+        extent = max(spec.extent, 1)
         if dtype.is_floating_point:
-            if spec.get("nonnegative"):
+            if spec.nonnegative:
                 storage = torch.rand(extent, generator=generator, dtype=torch.float32)
             else:
                 storage = torch.randn(extent, generator=generator, dtype=torch.float32)
         elif dtype == torch.bool:
             storage = torch.randint(0, 2, (extent,), generator=generator).bool()
         else:
-            low, high = spec.get("range", [0, 1])
-            storage = torch.randint(int(low), int(high) + 1, (extent,), generator=generator, dtype=torch.int64)
+            low, high = spec.range or (0, 1)
+            storage = torch.randint(low, high + 1, (extent,), generator=generator, dtype=torch.int64)
         drawn.append((name, spec, storage.to(dtype=dtype)))
     return drawn
 
@@ -131,45 +125,44 @@ def draw(launch: Mapping[str, Any], seed: int) -> list[tuple[str, dict[str, Any]
 DRAWN = DrawnStorages()
 
 
-def _value(arg: Mapping[str, Any], inputs: Mapping[str, Any]) -> Any:
-    if "tensor" in arg:
-        return inputs[arg["tensor"].get("alias", arg["name"])]
-    if "descriptor" in arg:
+def _value(arg: Argument, inputs: Mapping[str, Any]) -> Any:
+    if arg.tensor is not None:
+        return inputs[arg.tensor.alias or arg.name]
+    if arg.descriptor is not None:
         from triton.tools.tensor_descriptor import TensorDescriptor
 
-        spec = arg["descriptor"]
-        base = inputs[spec["base"].get("alias", arg["name"])]
-        return TensorDescriptor(base, list(spec["shape"]), list(spec["strides"]), list(spec["block_shape"]),
-                                spec.get("padding", "zero"))
-    if "value" in arg:
-        return arg["value"]
-    if "tl_dtype" in arg:
+        spec = arg.descriptor
+        base = inputs[spec.base.alias or arg.name]
+        return TensorDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block_shape), spec.padding)
+    if arg.kind == "value":
+        return arg.value
+    if arg.kind == "tl_dtype":
         import triton.language as tl
 
-        return tl.dtype(arg["tl_dtype"])  # by its own name: "fp32", "bf16", ...
-    if "torch_dtype" in arg:
+        return tl.dtype(arg.value)  # by its own name: "fp32", "bf16", ...
+    if arg.kind == "torch_dtype":
         import torch
 
-        return getattr(torch, arg["torch_dtype"])
-    raise HarnessError(f"argument {arg.get('name')!r} cannot be replayed ({arg.get('opaque', 'unknown value')})")
+        return getattr(torch, arg.value)
+    raise HarnessError(f"argument {arg.name!r} cannot be replayed ({arg.value or 'unknown value'})")
 
 
-def unreplayable(launch: Mapping[str, Any]) -> str | None:
+def unreplayable(launch: CapturedLaunch) -> str | None:
     """Why this launch cannot be replayed, or None."""
-    if launch.get("grid") is None:
-        return f"its grid could not be evaluated ({launch.get('options', {}).get('_grid_error', 'unknown')})"
-    for arg in [*launch["args"], *({"name": k, **v} for k, v in launch.get("constexprs", {}).items())]:
-        if "opaque" in arg:
-            return f"argument {arg['name']!r} is a {arg['opaque'].split(':')[0]}, which a replay cannot rebuild"
+    if launch.grid is None:
+        return "its grid could not be read as integers"
+    for arg in launch.arguments:
+        if arg.kind == "opaque":
+            return f"argument {arg.name!r} is a {str(arg.value).split(':')[0]}, which a replay cannot rebuild"
     return None
 
 
-def label(launch: Mapping[str, Any]) -> str:
+def label(launch: CapturedLaunch) -> str:
     """`captured: grid (g0, g1, g2), BLOCK=128, num_warps=4`."""
-    parts = [f"{k}={v.get('value', v.get('tl_dtype', '?'))}" for k, v in sorted(launch.get("constexprs", {}).items())
-             if "tensor" not in v]
-    parts += [f"{k}={v}" for k, v in launch.get("options", {}).items() if not k.startswith("_") and v is not None]
-    grid = launch.get("grid") or ["?"]
+    parts = [f"{a.name}={a.value if a.kind in ('value', 'tl_dtype') else '?'}"
+             for a in sorted(launch.constexprs, key=lambda a: a.name) if a.storage is None]
+    parts += [f"{k}={v}" for k, v in launch.options.items() if not k.startswith("_") and v is not None]
+    grid = launch.grid or ["?"]
     return f"captured: grid ({', '.join(map(str, grid))})" + (f", {', '.join(parts)}" if parts else "")
 
 
@@ -280,7 +273,7 @@ def taken_options(options: Mapping[str, Any], names: set[str] | None) -> dict[st
     return dict(options) if names is None else {k: v for k, v in options.items() if k in names}
 
 
-def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
+def launcher(module: Any, launch: CapturedLaunch) -> LaunchCall:
     """A function of (inputs, args, dims) launching the captured kernel once through `module`'s name for it
     and returning every tensor argument by name (the kernel's outputs are among them)."""
     from triton.runtime.autotuner import Autotuner
@@ -288,7 +281,7 @@ def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
     why = unreplayable(launch)
     if why:
         raise HarnessError(f"the captured launch cannot be replayed: {why}")
-    name = launch["kernel"]
+    name = launch.kernel
     kernel = getattr(module, name, None)
     if kernel is None:
         raise HarnessError(f"{getattr(module, '__name__', 'the module')} has no kernel {name!r} at module level")
@@ -297,21 +290,20 @@ def launcher(module: Any, launch: Mapping[str, Any]) -> LaunchCall:
     for tuner in [*autotuners(module).values(), *(o for o in chain(kernel) if isinstance(o, Autotuner))]:
         if function_name(tuner) in names and all(tuner is not t for t in tuners):
             tuners.append(tuner)
-    grid = tuple(launch["grid"])
-    outputs = [output for output, spec in _tensor_specs(launch) if "addresses" not in spec]  # not where: what
+    grid = tuple(launch.grid or ())
+    outputs = [output for output, spec in _tensor_specs(launch) if spec.addresses is None]  # not where: what
 
-    bound = {arg["name"] for arg in launch["args"]}  # passed positionally: never again by keyword
+    bound = {arg.name for arg in launch.args}  # passed positionally: never again by keyword
     jit = innermost(kernel)
     parameters = set(getattr(jit, "arg_names", ()) or ())
     option_names = backend_option_names()  # once: the call below is what the bench times
 
     def call(inputs: Mapping[str, Any], args: Mapping[str, Any], dims: Mapping[str, Any]) -> dict[str, Any]:
         point_addresses(launch, inputs)
-        positional = [_value(arg, inputs) for arg in launch["args"]]
-        constexprs = {k: _value({"name": k, **v}, inputs) for k, v in launch.get("constexprs", {}).items()
-                      if k not in bound}
+        positional = [_value(arg, inputs) for arg in launch.args]
+        constexprs = {a.name: _value(a, inputs) for a in launch.constexprs if a.name not in bound}
         kwargs = {k: v for k, v in constexprs.items() if k in parameters or not parameters}
-        options = {k: v for k, v in launch.get("options", {}).items() if not k.startswith("_") and k not in bound}
+        options = {k: v for k, v in launch.options.items() if not k.startswith("_") and k not in bound}
         options.update({k: v for k, v in constexprs.items() if k not in kwargs})  # a config's option by name
         kwargs.update(taken_options(options, option_names))
         reached: list[bool] = []

@@ -9,12 +9,13 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tileiropt.capture import hook
 from tileiropt.capture.keys import KernelKey
+from tileiropt.capture.launch import CapturedLaunch, LaunchFormatError
 from tileiropt.capture.program_failure import _innermost_own, _library_paths
 
 _LAUNCHES = re.compile(r"^launches-(\d+)\.jsonl$")
@@ -37,7 +38,7 @@ class ProgramWatch:
     folder: Path
     cap: int
     files: dict[int, _ProcessFile] = field(default_factory=dict)  # pid -> what was read of its file
-    launches: list[dict[str, Any]] = field(default_factory=list)  # distinct launches, in order, `cap` per kernel
+    launches: list[CapturedLaunch] = field(default_factory=list)  # distinct launches, in order, `cap` per kernel
     signatures: dict[str, set[str]] = field(default_factory=dict)
     stopped: str = ""  # a process ended the program: every kernel of a kernel file's own run captured
     sources: set[str] = field(default_factory=set)  # every process that finished lists its imported files
@@ -75,12 +76,16 @@ class ProgramWatch:
         except ValueError:
             return False  # a line cut by the program's end
         if "kernel" in item:
-            key = str(KernelKey.of(item))
+            try:
+                launch = CapturedLaunch.from_json(item)
+            except (LaunchFormatError, TypeError, ValueError):
+                return False  # not what the recorder writes: no launch to replay
+            key = str(KernelKey.of(launch))
             seen = self.signatures.setdefault(key, set())
-            signature = str(item.pop("signature", len(seen)))
+            signature = launch.signature if launch.signature is not None else str(len(seen))
             if signature not in seen and len(seen) < self.cap:
                 seen.add(signature)
-                self.launches.append(item)
+                self.launches.append(replace(launch, signature=None))
             return False
         counts = item.get("status", item)
         state.launches = dict(counts.get("launches") or state.launches)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.errors import UserError
 from tileiropt.validate.tolerances import tolerances
 
@@ -46,7 +47,7 @@ class KernelSpec:
     call: str | None = None  # a call expression over inputs, dims and args; None: entry(**inputs, **args)
     root: Path | None = None  # the project's folder (outputs for kernel files outside it go to `artifacts`)
     artifacts: Path | None = None
-    launch: dict[str, Any] | None = None  # a captured launch to replay (entry: the kernel; reference: "original")
+    launch: CapturedLaunch | None = None  # a captured launch to replay (entry: the kernel; reference: "original")
 
     @property
     def optimized_path(self) -> Path:

@@ -17,6 +17,7 @@ from typing import Any
 from tileiropt.bench.records import BENCH_FILE, OPTIMIZED, ORIGINAL, BenchKernel
 from tileiropt.capture.capture import cut_summary
 from tileiropt.capture.keys import KernelKey
+from tileiropt.capture.launch import kernel_labels, read_launches
 from tileiropt.harness.provenance import file_digest
 from tileiropt.report.artifacts import Artifacts
 from tileiropt.report.benchmark import benchmark_for
@@ -192,13 +193,9 @@ def capture_summary(artifacts: Artifacts) -> list[str]:
     capture = artifacts.capture
     if not capture:
         return []
-    launches = capture.get("launches", [])
+    launches = read_launches(capture.get("launches", []))
     counts: dict[str, int] = capture.get("counts", {})
-    files_of: dict[str, set[str]] = {}
-    for launch in launches:
-        files_of.setdefault(launch["kernel"], set()).add(launch["file"])
-    kernels = sorted({launch["kernel"] if len(files_of[launch["kernel"]]) == 1 else
-                      f"{Path(launch['file']).stem}.{launch['kernel']}" for launch in launches})
+    kernels = sorted(set(kernel_labels(launches)))
     reused = (f" (reused by this run: the program, its files and the kernel files are unchanged since "
               f"{capture.get('started') or 'then'})") if capture.get("reused") else ""
     lines = [f"Capture: `{' '.join(capture.get('command', []))}` ran {capture.get('seconds', 0):.1f} s "
@@ -210,7 +207,7 @@ def capture_summary(artifacts: Artifacts) -> list[str]:
         lines.append(f"Replayed: {len(replayed)} record(s) on the original and the optimized kernels: "
                      f"{statuses or 'none'} (bit-exact on the unchanged path; per-dtype tolerances with the TileIR "
                      "code on).")
-    captured_files = {launch["file"] for launch in launches} | {KernelKey.parse(key).file for key in capture.get(
+    captured_files = {launch.file for launch in launches} | {KernelKey.parse(key).file for key in capture.get(
         "expected", [])}
     launched = {KernelKey.parse(key).kernel for key in counts}
     rewritten = []

@@ -19,7 +19,7 @@ def refuses_own_code(record: ValidationRecord, spec: KernelSpec) -> bool:
     kernel itself is stopped, and its lint finding names the fix."""
     if not record.reason.startswith(REJECTED_BY_TILEIR):
         return False
-    kernel = (spec.launch or {}).get("kernel") or spec.entry or ""
+    kernel = (spec.launch.kernel if spec.launch else None) or spec.entry or ""
     try:
         source = spec.optimized_path.read_text(encoding="utf-8", errors="replace")
     except OSError:

@@ -336,7 +336,7 @@ class Pipeline:
                                              before_program=self.prestart, on_progress=self.capture_progress())
         self.specs += specs
         self.result.kernels += [kernel_info(s, self.bench_settings.sizes) for s in specs]
-        kernels = len({((s.launch or {}).get("kernel"), (s.launch or {}).get("file")) for s in specs})
+        kernels = len({(s.launch.kernel, s.launch.file) if s.launch else (None, None) for s in specs})
         never = [KernelKey.parse(key).kernel for key in result.never_launched()]
         how = (f"reused from the capture of {result.started or 'an earlier run'} (the program, its files and the "
                "kernel files unchanged; --fresh runs it again)") if result.reused else \

@@ -6,9 +6,11 @@ autotune config of each. Cases travel as JSON, so every field is a plain value.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
+from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.harness.provenance import Provenance, file_digest
 from tileiropt.harness.scaling import describe_scaling
 from tileiropt.output import JobMessage
@@ -38,7 +40,9 @@ class Case(JobMessage):
     start_item: int = 0  # resume after a timeout or crash: the first config item to run
     module: str | None = None  # the original's dotted module name, when it lives in a package
     call: str | None = None  # the entry's call expression (None: entry(**inputs, **args))
-    launch: dict[str, Any] | None = None  # a captured launch, replayed instead of calling an entry
+    launch: CapturedLaunch | None = None  # a captured launch, replayed instead of calling an entry
+
+    DECODED: ClassVar[dict[str, Callable[[Any], Any]]] = {"launch": CapturedLaunch.from_json}
 
 
 def record_for(case: Case, backend: str, config: str, status: str, reason: str = "",

@@ -23,19 +23,20 @@ from typing import Any
 
 import torch
 
+from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.harness.provenance import file_digest
 
 
-def cache_key(original_path: str, launch: dict[str, Any], seed: int, device: dict[str, Any],
+def cache_key(original_path: str, launch: CapturedLaunch, seed: int, device: dict[str, Any],
               compiler: str) -> str | None:
     """The key of a reference, or None when it must not be cached (atomics on a GPU, whose order changes from run to
     run; no file). `compiler`: what compiles the original on that backend ("cuda", "tileir", "interpreter"): the
     TileIR backend's output is its own. The interpreter runs a grid's programs one after another, so its atomics
     sum in one order and its reference is cached too."""
     digest = file_digest(original_path)
-    if digest is None or (launch.get("atomics") and compiler != "interpreter"):
+    if digest is None or (launch.atomics and compiler != "interpreter"):
         return None
-    described = {"file": digest, "launch": launch, "seed": seed, "compiler": compiler,
+    described = {"file": digest, "launch": launch.to_json(), "seed": seed, "compiler": compiler,
                  "device": [device.get("name"), device.get("capability")]}
     return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()
 

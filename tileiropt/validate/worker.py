@@ -231,7 +231,7 @@ class CaseRunner:
         case = self.case
         backend = self.backend
         return bool(case.launch and not backend.optimized_only and backend.expected_backend != "tileir" and not (
-            case.launch.get("atomics") and not backend.interpreted))
+            case.launch.atomics and not backend.interpreted))
 
     def _own_reference(self) -> bool:
         """The original file replayed on the interpreter against the original: its one run is the reference too.
@@ -287,7 +287,7 @@ class CaseRunner:
             # may drop for these very arguments, is not asked for
             with contextlib.nullcontext() if case.launch else first_configs(original_module):
                 expected, used = harness.evaluate_reference(function, reference.kind, inputs, case.args, case.dims)
-                if case.launch and case.launch.get("atomics") and not self.backend.interpreted:
+                if case.launch and case.launch.atomics and not self.backend.interpreted:
                     self.widen_to_noise(function, expected, inputs)
             structure, check_dtype = expected, True
         else:
