@@ -43,6 +43,7 @@ from tileiropt.bench.run import (
 )
 from tileiropt.bench.worker import _call_bench, choose_method, input_set_count
 from tileiropt.cache import CACHE_ENV
+from tileiropt.check.device import Device
 from tileiropt.check.machine import Machine
 from tileiropt.cli import app
 from tileiropt.engine import engine
@@ -56,9 +57,9 @@ from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-NO_GPU = Machine(device={"name": "cpu", "capability": None, "sm_count": None},
+NO_GPU = Machine(device=Device(),
                  tileir_blockers=["nvtriton is not installed (triton.backends.tileir not found)", "no GPU"])
-HOPPER = Machine(device={"name": "FAKE H100 (test)", "capability": "9.0", "sm_count": 132},
+HOPPER = Machine(device=Device("FAKE H100 (test)", "9.0", 132),
                  tileir_blockers=["FAKE H100 (test) is sm_90; TileIR needs Blackwell (sm_100+)"])
 
 
@@ -400,7 +401,7 @@ def test_obtain_peaks_uses_the_cache_without_a_worker(tmp_path: Path, monkeypatc
     from tileiropt.check.environment import probe_torch
 
     monkeypatch.setenv(CACHE_ENV, str(tmp_path))
-    peaks = {**recorded()["peaks"], "device": HOPPER.device["name"], "torch_version": probe_torch()["version"]}
+    peaks = {**recorded()["peaks"], "device": HOPPER.device.name, "torch_version": probe_torch()["version"]}
     peaks_module.save_peaks(peaks)
     monkeypatch.setattr(bench_module, "start_worker", lambda *a, **k: pytest.fail("no worker may start"))
     found, note = obtain_peaks(HOPPER)
@@ -497,7 +498,7 @@ def test_bench_on_a_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         assert row.gbps > 0 and row.pct_peak_bandwidth > 0 and row.speedup > 0
         if row.backend != "torch":
             assert row.first_call_ms > row.timing.median_ms  # it compiled
-        assert row.provenance.device["name"] == machine.device["name"] and row.provenance.torch_version
+        assert row.provenance.device["name"] == machine.device.name and row.provenance.torch_version
         if row.backend == "ptx":
             assert row.provenance.compiled_backend == "cuda" and not row.provenance.fallback
         if (row.variant, row.backend) == ("optimized", "ptx"):
@@ -677,7 +678,7 @@ def test_a_pair_times_the_measurements_its_rows_prepared_and_a_sweep_keeps_only_
     assert paired.verdict == "same" and paired.rounds == 8
 
 
-EMULATED_HOPPER = Machine(device=dict(HOPPER.device), tileir_blockers=list(HOPPER.tileir_blockers),
+EMULATED_HOPPER = Machine(device=HOPPER.device, tileir_blockers=list(HOPPER.tileir_blockers),
                           tileir_emulated="emulated TileIR: tileiropt's test emulator")
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from tileiropt.capture.capture import run_capture
 from tileiropt.capture.launch import CapturedLaunch
+from tileiropt.check.device import Device
 from tileiropt.project.spec import CaptureRequest, Project
 from tileiropt.report.artifacts import load_artifacts
 from tileiropt.run.pipeline import run_pipeline
@@ -188,7 +189,7 @@ def test_an_unchanged_capture_is_reused_and_a_changed_file_or_fresh_runs_the_pro
     from tileiropt.capture.capture import add_captured_kernels
     from tileiropt.check.machine import Machine
 
-    machine = Machine(device={"name": "cpu"}, tileir_blockers=["no GPU"])
+    machine = Machine(device=Device(), tileir_blockers=["no GPU"])
 
     def project() -> Project:
         return Project(file=None, root=folder, kernels=[], artifacts=folder / ".tileiropt",

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from tileiropt.bench import run as bench_module
 from tileiropt.bench.run import BenchSettings, bench_project, earlier_bench
+from tileiropt.check.device import Device
 from tileiropt.check.machine import Machine
 from tileiropt.cli import app
 from tileiropt.engine import engine
@@ -51,7 +52,7 @@ def _fake_gpus(monkeypatch: pytest.MonkeyPatch, log: Path) -> Machine:
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(bench_module, "obtain_peaks",
                         lambda machine, remeasure=False, workers=None, launcher=None: (None, "not measured (test)"))
-    return Machine(device={"name": "FAKE GPU (test fixture)", "capability": "9.0", "sm_count": 132},
+    return Machine(device=Device("FAKE GPU (test fixture)", "9.0", 132),
                    tileir_blockers=["nvtriton is not installed"])
 
 

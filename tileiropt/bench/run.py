@@ -147,7 +147,7 @@ def item_inputs(item: BenchItem, machine: Machine, versions: dict[str, Any],
     job = {k: v for k, v in item.to_json().items() if k != "id"}
     return input_key({"job": job, "files": [digest(item.path), digest(item.original_path)],
                       "tool": tool_digest(), "versions": versions,
-                      "device": [machine.device.get("name"), machine.device.get("capability")]})
+                      "device": machine.device.key()})
 
 
 def earlier_bench(artifacts: Any) -> Earlier:
@@ -176,7 +176,7 @@ def earlier_bench(artifacts: Any) -> Earlier:
 def parent_provenance(machine: Machine) -> Provenance:
     """Device, Triton and torch as this process sees them (for rows that never reach a worker)."""
     dist = triton_distribution()
-    return Provenance(device=dict(machine.device), triton_distribution=dist.get("name"),
+    return Provenance(device=machine.device.to_json(), triton_distribution=dist.get("name"),
                       triton_version=dist.get("version"), torch_version=torch_info().get("version"))
 
 
@@ -361,7 +361,7 @@ def obtain_peaks(machine: Machine, remeasure: bool = False, workers: RunWorkers 
     keeps idle there when it has one (it goes back to the run after), else one started for it."""
     if not machine.has_gpu:
         return None, "not run: no GPU"
-    device, torch_version = str(machine.device.get("name")), str(torch_info().get("version"))
+    device, torch_version = machine.device.name, str(torch_info().get("version"))
     if not remeasure:
         cached = load_cached_peaks(device, torch_version)
         if cached:

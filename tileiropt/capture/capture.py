@@ -36,6 +36,7 @@ from tileiropt.capture.keys import KernelKey
 from tileiropt.capture.launch import CapturedLaunch, kernel_labels
 from tileiropt.capture.program_failure import ProgramFailure, read_failure
 from tileiropt.capture.watch import ProgramWatch, last_line, stuck_at
+from tileiropt.check.device import Device
 from tileiropt.check.machine import versions
 from tileiropt.classify.classify import classify_file
 from tileiropt.engine.progress import duration
@@ -401,7 +402,7 @@ def _named_files(argv: list[str], cwd: Path) -> list[Path]:
     return found
 
 
-def capture_inputs(request: Any, cwd: Path, device: dict[str, Any]) -> str:
+def capture_inputs(request: Any, cwd: Path, device: Device) -> str:
     """The input key of a capture: the command and where it runs, the SHA-256 of the kernel files and of the
     files the command names, the budget and cap, the tool's source, Triton's and torch's versions, the GPU (or
     the interpreter). A re-run with the same key reuses the saved launches instead of running the program."""
@@ -411,7 +412,7 @@ def capture_inputs(request: Any, cwd: Path, device: dict[str, Any]) -> str:
                       "files": {str(p): file_digest(p) for p in request.files},
                       "named": {str(p): file_digest(p) for p in _named_files(argv, cwd)},
                       "tool": tool_digest(), "versions": versions(),
-                      "device": [device.get("name"), device.get("capability")]})
+                      "device": device.key()})
 
 
 def earlier_capture(artifacts: Path, inputs: str) -> CaptureResult | None:

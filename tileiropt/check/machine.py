@@ -8,6 +8,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tileiropt.check.device import Device
 from tileiropt.check.environment import (
     check_environment,
     choose_release,
@@ -23,18 +24,18 @@ from tileiropt.harness.backends import EMULATOR_SETUP, Backend, default_backends
 class Machine:
     """What this machine can run: a GPU, and whether TileIR could be active on it."""
 
-    device: dict[str, Any]
+    device: Device
     tileir_blockers: list[str]  # why TileIR cannot run here; empty when it may
     tileir_emulated: str = ""  # what the tests' emulated nvtriton says of itself, where this process runs under it
 
     @property
     def has_gpu(self) -> bool:
-        return self.device.get("name") not in (None, "cpu")
+        return self.device.is_gpu
 
     @classmethod
     def probe(cls, release: str | None = None) -> Machine:
         """This machine, judged for the CUDA Tile IR `release` (default: detected, else the newest known)."""
-        device = device_description()
+        device = Device.from_json(device_description())
         chosen = choose_release(release).release
         blockers = []
         distribution = triton_distribution()
@@ -42,10 +43,10 @@ class Machine:
             blockers.append(emulated_blocker(distribution["emulated"]))
         elif not distribution.get("tileir_backend"):
             blockers.append("nvtriton is not installed (triton.backends.tileir not found)")
-        if device.get("name") in (None, "cpu"):
+        if not device.is_gpu:
             blockers.append("no GPU")
-        elif not chosen.targets(device.get("capability")):
-            blockers.append(f"{device['name']} is sm_{str(device.get('capability')).replace('.', '')}; "
+        elif not chosen.targets(device.capability):
+            blockers.append(f"{device.name} is sm_{str(device.capability).replace('.', '')}; "
                             f"{chosen.label()} targets {', '.join(chosen.architectures)}")
         return cls(device=device, tileir_blockers=blockers, tileir_emulated=distribution.get("emulated") or "")
 

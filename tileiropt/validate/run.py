@@ -97,7 +97,7 @@ def case_inputs(case: Case, backend: Backend, best_config: bool, machine: Machin
     return input_key({"job": job, "backend": backend.name, "best_config": best_config,
                       "files": [digest(case.path), digest(case.original_path)],
                       "tool": tool_digest(), "versions": versions,
-                      "device": [machine.device.get("name"), machine.device.get("capability")]})
+                      "device": machine.device.key()})
 
 
 def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend], machine: Machine,
@@ -286,7 +286,7 @@ def validate_project(
         for kernel in plan.instant:
             progress.finished(kernel, reused=True)
     gpu_work = any(b.needs_gpu for b in chosen) and machine.has_gpu
-    per_gpu = validate_per_gpu(memory_gib=machine.device.get("memory_gib"))
+    per_gpu = validate_per_gpu(memory_gib=machine.device.memory_gib)
     launchers = executor.slots(gpu_work=gpu_work, per_gpu=per_gpu,
                                cpu_slots=parallel or os.cpu_count() or 1)
     cases = CaseJobs(plan.timeouts, best_config=not all_configs, on_record=report, inputs=plan.inputs,
