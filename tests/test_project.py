@@ -123,3 +123,24 @@ def test_unknown_entry_is_bad_input_before_anything_runs(tmp_path: Path) -> None
         load_project(path)
     (tmp_path / "add.py").write_text("from helpers import *\n")  # may define anything: left to the run
     assert load_project(path).kernels[0].entry == "nope"
+
+
+@pytest.mark.parametrize(("cut", "code", "expected"), [
+    ("", 0, 0), ("", 3, 3),  # no capture cut: the phase's own code
+    ("the capture budget of 15 s was spent", 0, 1), ("the capture budget of 15 s was spent", 3, 3),
+    ("no progress for 300 s", 130, 130),  # an interrupted run stays interrupted
+])
+def test_a_cut_capture_is_never_a_pass_for_validate_or_bench(cut: str, code: int, expected: int,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from tileiropt.check.device import Device
+    from tileiropt.check.machine import Machine
+    from tileiropt.engine.executors import Executor
+    from tileiropt.errors import ExitCode
+    from tileiropt.project.model import CaptureRequest, Project
+    from tileiropt.project.options import PreparedTarget
+
+    project = Project(file=None, root=Path("."), artifacts=Path("."), kernels=[],
+                      capture=CaptureRequest(files=[], command=["pytest"], cut=cut))
+    target = PreparedTarget(project, Machine(Device(), ["no GPU"]), Executor())
+    assert target.exit_code(ExitCode(code)) == expected
+    assert (f"cut: {cut}" in capsys.readouterr().err) == bool(cut)

@@ -123,6 +123,17 @@ def _executor(kind: str | None, partition: str | None, time: str | None, gpus: i
     return {key: value for key, value in given.items() if value is not None}
 
 
+def _target(target: Path | None, entry: str | None, shapes: str | None, dtypes: str | None, reference: str | None,
+            args: str | None, kernel: list[str] | None, tileir_version: str | None, fresh: bool,
+            executor: dict[str, Any], as_json: bool) -> Any:
+    """The options validate, bench and run share (`project.options.TargetOptions`)."""
+    from tileiropt.project.options import TargetOptions  # on use: it imports the capture and the machine probe
+
+    return TargetOptions(target=target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
+                         kernels=kernel, tileir_version=tileir_version, fresh=fresh, executor=executor,
+                         as_json=as_json)
+
+
 TileirVersionOpt = Annotated[
     str | None, typer.Option("--tileir-version", metavar="X.Y",
                              help="CUDA Tile IR release to target (default: the one detected, else the newest known).",
@@ -362,11 +373,9 @@ def validate(
     """Phase 4: numerics against the reference, per backend (own subprocess) and per autotune config."""
     from tileiropt.validate.command import run_validate_command  # on use, not at every start-up (+0.12 s)
 
-    code = run_validate_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
-                                kernels=kernel, backends=backend, variant=variant, all_configs=all_configs,
-                                timeout=timeout, as_json=json_output, fresh=fresh, tileir_version=tileir_version,
-                                executor=_executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task,
-                                                   slurm_tasks))
+    options = _target(target, entry, shapes, dtypes, reference, args, kernel, tileir_version, fresh,
+                      _executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task, slurm_tasks), json_output)
+    code = run_validate_command(options, backends=backend, variant=variant, all_configs=all_configs, timeout=timeout)
     raise typer.Exit(int(code))
 
 
@@ -418,11 +427,9 @@ def bench(
 
     settings = BenchSettings(method=method, warmup_ms=warmup_ms, rep_ms=rep_ms, timeout=timeout, isolate=isolate,
                              sizes=sizes or None, rounds=rounds, threshold=threshold)
-    code = run_bench_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
-                             kernels=kernel, settings=settings, remeasure_peaks=remeasure_peaks, as_json=json_output,
-                             fresh=fresh, tileir_version=tileir_version,
-                             executor=_executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task,
-                                                slurm_tasks))
+    options = _target(target, entry, shapes, dtypes, reference, args, kernel, tileir_version, fresh,
+                      _executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task, slurm_tasks), json_output)
+    code = run_bench_command(options, settings=settings, remeasure_peaks=remeasure_peaks)
     raise typer.Exit(int(code))
 
 
@@ -487,14 +494,12 @@ def run(
     from tileiropt.run.command import run_run_command  # on use, not at every start-up (+0.15 s)
 
     command = list(ctx.args) or None
-    code = run_run_command(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
-                           kernels=kernel, timeout=timeout, sizes=sizes, as_json=json_output, capture=command,
+    options = _target(target, entry, shapes, dtypes, reference, args, kernel, tileir_version, fresh,
+                      _executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task, slurm_tasks), json_output)
+    code = run_run_command(options, timeout=timeout, sizes=sizes, capture=command,
                            capture_budget=_budget(capture_budget),
-                           capture_stall=_budget(capture_stall, "--capture-stall"), tileir_version=tileir_version,
-                           include=include, exclude=exclude,
-                           in_place=in_place, fresh=fresh,
-                           executor=_executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task,
-                                              slurm_tasks))
+                           capture_stall=_budget(capture_stall, "--capture-stall"), include=include,
+                           exclude=exclude, in_place=in_place)
     raise typer.Exit(int(code))
 
 

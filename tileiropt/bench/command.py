@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -20,14 +18,10 @@ from tileiropt.bench.records import (
     save_bench_run,
 )
 from tileiropt.bench.run import BenchSettings, bench_project, earlier_bench
-from tileiropt.capture.capture import with_captured_kernels
-from tileiropt.check.machine import Machine
-from tileiropt.engine.executors import resolve_executor
 from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
-from tileiropt.project.spec import resolve_target
-from tileiropt.releases import get_release
+from tileiropt.project.options import TargetOptions, prepared
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 _STYLE = {PASS: "green", ERROR: "bold red", NOT_RUN: "yellow"}
@@ -92,41 +86,25 @@ def not_run_lines(run: BenchRun) -> list[str]:
 
 
 def run_bench_command(
-    target: Path | None,
+    options: TargetOptions,
     *,
-    entry: str | None = None,
-    shapes: str | None = None,
-    dtypes: str | None = None,
-    reference: str | None = None,
-    args: str | None = None,
-    kernels: list[str] | None = None,
     settings: BenchSettings | None = None,
     remeasure_peaks: bool = False,
-    as_json: bool = False,
-    fresh: bool = False,
-    executor: dict[str, Any] | None = None,
-    tileir_version: str | None = None,
 ) -> ExitCode:
     """Everything behind the command; returns the exit code."""
-    project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
-    if tileir_version is not None:  # judged against that CUDA Tile IR release, as `apply` and `run` are
-        project.tileir_version = get_release(tileir_version).version
-    machine = Machine.probe(project.tileir_version)
-    project = with_captured_kernels(project, machine, fresh)  # a project that asks for a capture: its launches
-    chosen = resolve_executor(project.executor, executor)
+    target = prepared(options)
+    project = target.project
     with Progress("bench", "rows", err_console) as progress:
-        run = bench_project(project, kernels=kernels, settings=settings, remeasure_peaks=remeasure_peaks,
-                            command=["tileiropt", *sys.argv[1:]], executor=chosen, progress=progress,
-                            journal=True, machine=machine, earlier=None if fresh else earlier_bench(project.artifacts))
+        run = bench_project(project, kernels=options.kernels, settings=settings, remeasure_peaks=remeasure_peaks,
+                            command=["tileiropt", *sys.argv[1:]], executor=target.executor, progress=progress,
+                            journal=True, machine=target.machine,
+                            earlier=None if options.fresh else earlier_bench(project.artifacts))
     saved = save_bench_run(run, project.artifacts)
-    code = run.exit_code()
-    if project.capture is not None and project.capture.cut:  # partial: never a pass
-        err_console.print(f"cut: {project.capture.cut}", markup=False, soft_wrap=True)
-        code = max(code, ExitCode.FAILED) if code != ExitCode.INTERRUPTED else code
+    code = target.exit_code(run.exit_code())
     if run.interrupted:
         progress.say_interrupted(len(run.rows), "rows", saved)
         return ExitCode.INTERRUPTED
-    if as_json:
+    if options.as_json:
         print_json(run)
         return code
     if any(r.status != NOT_RUN for r in run.rows):

@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import functools
 import sys
-from pathlib import Path
-from typing import Any
 
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from tileiropt.bench.run import BenchSettings
-from tileiropt.engine.executors import resolve_executor
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
 from tileiropt.phases import PHASES
-from tileiropt.project.spec import resolve_target
-from tileiropt.releases import get_release
+from tileiropt.project.options import TargetOptions
 from tileiropt.run.pipeline import run_pipeline
 from tileiropt.run.record import RunResult
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, STATUSES
@@ -54,31 +50,18 @@ class PhaseProgress:
 
 
 def run_run_command(
-    target: Path | None,
+    options: TargetOptions,
     *,
-    entry: str | None = None,
-    shapes: str | None = None,
-    dtypes: str | None = None,
-    reference: str | None = None,
-    args: str | None = None,
-    kernels: list[str] | None = None,
     timeout: float | None = None,
     sizes: list[int] | None = None,
-    as_json: bool = False,
     capture: list[str] | None = None,
     capture_budget: float | None = None,
     capture_stall: float | None = None,
-    tileir_version: str | None = None,
     in_place: bool = False,
-    fresh: bool = False,
-    executor: dict[str, Any] | None = None,
     include: list[str] | None = None,
     exclude: list[str] | None = None,
 ) -> ExitCode:
-    project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
-                             capture=capture, may_capture=True, include=include, exclude=exclude)
-    if tileir_version is not None:
-        project.tileir_version = get_release(tileir_version).version  # over the project's own key
+    project = options.project(capture=capture, may_capture=True, include=include, exclude=exclude)
     if project.capture is not None and capture_budget is not None:
         project.capture.budget = capture_budget
     if project.capture is not None and capture_stall is not None:
@@ -86,10 +69,10 @@ def run_run_command(
     settings = BenchSettings(timeout=timeout, sizes=sizes or None)
     settings.check()
     command = ["tileiropt", *sys.argv[1:]]
-    run = functools.partial(run_pipeline, project, kernels=kernels, timeout=timeout, bench_settings=settings,
-                            command=command, in_place=in_place, fresh=fresh,
-                            executor=resolve_executor(project.executor, executor))
-    if as_json:
+    run = functools.partial(run_pipeline, project, kernels=options.kernels, timeout=timeout, bench_settings=settings,
+                            command=command, in_place=in_place, fresh=options.fresh,
+                            executor=options.resolved_executor(project))
+    if options.as_json:
         result = run()
         print_json(result)
         return ExitCode(result.exit_code)

@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from tileiropt.capture.capture import with_captured_kernels
-from tileiropt.check.machine import Machine
-from tileiropt.engine.executors import resolve_executor
 from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.harness.scaling import describe_scaling
 from tileiropt.output import console, err_console, print_json
-from tileiropt.project.spec import resolve_target
-from tileiropt.releases import get_release
+from tileiropt.project.options import TargetOptions, prepared
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
 from tileiropt.validate.run import earlier_validation, validate_project
@@ -83,47 +78,30 @@ def detail_lines(run: ValidateRun) -> list[str]:
 
 
 def run_validate_command(
-    target: Path | None,
+    options: TargetOptions,
     *,
-    entry: str | None = None,
-    shapes: str | None = None,
-    dtypes: str | None = None,
-    reference: str | None = None,
-    args: str | None = None,
-    kernels: list[str] | None = None,
     backends: list[str] | None = None,
     variant: str | None = None,
     all_configs: bool = True,
     timeout: float | None = None,
-    as_json: bool = False,
-    fresh: bool = False,
-    executor: dict[str, Any] | None = None,
-    tileir_version: str | None = None,
 ) -> ExitCode:
     """Everything behind the command; returns the exit code."""
-    project = resolve_target(target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args)
-    if tileir_version is not None:  # judged against that CUDA Tile IR release, as `apply` and `run` are
-        project.tileir_version = get_release(tileir_version).version
     if variant not in (None, "original", "optimized", "both"):
         raise UserError(f"--variant: unknown value {variant!r}", hint="use original, optimized or both")
     variants = None if variant is None else ["original", "optimized"] if variant == "both" else [variant]
-    machine = Machine.probe(project.tileir_version)
-    project = with_captured_kernels(project, machine, fresh)  # a project that asks for a capture: its launches
-    chosen = resolve_executor(project.executor, executor)
+    target = prepared(options)
+    project = target.project
     with Progress("validate", "cases", err_console) as progress:
-        run = validate_project(project, kernels=kernels, backends=backends, variants=variants,
+        run = validate_project(project, kernels=options.kernels, backends=backends, variants=variants,
                                all_configs=all_configs, timeout=timeout, command=["tileiropt", *sys.argv[1:]],
-                               executor=chosen, progress=progress, journal=True, machine=machine,
-                               earlier=None if fresh else earlier_validation(project.artifacts))
+                               executor=target.executor, progress=progress, journal=True, machine=target.machine,
+                               earlier=None if options.fresh else earlier_validation(project.artifacts))
     saved = save_validate_run(run, project.artifacts)
-    code = run.exit_code()
-    if project.capture is not None and project.capture.cut:  # partial: never a pass
-        err_console.print(f"cut: {project.capture.cut}", markup=False, soft_wrap=True)
-        code = max(code, ExitCode.FAILED) if code != ExitCode.INTERRUPTED else code
+    code = target.exit_code(run.exit_code())
     if run.interrupted:
         progress.say_interrupted(len(run.records), "records", saved)
         return ExitCode.INTERRUPTED
-    if as_json:
+    if options.as_json:
         print_json(run)
         return code
     if not run.records:
