@@ -13,6 +13,7 @@ import pytest
 from tileiropt import __version__
 from tileiropt.apply.apply import transform_source
 from tileiropt.apply.gate import gate_source
+from tileiropt.apply.transforms import TRANSFORMS, Transform, by_name
 from tileiropt.releases import get_release
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -39,3 +40,41 @@ def test_apply_writes_exactly_the_golden_file(name: str) -> None:
     if os.environ.get("TILEIROPT_UPDATE_GOLDEN") == "1":
         golden.write_text(written)
     assert written == golden.read_text(), f"{name}: {CASES[name]}; the rewrite changed (see the docstring)"
+
+
+# One golden file per transform (`apply/transforms.py`): the file `apply` writes for the transform's own EXAMPLE when
+# only that transform runs, with the ones it NEEDS; what each adds is read in its file alone.
+TRANSFORM_GOLDEN = GOLDEN / "transforms"
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS, ids=lambda t: t.name)
+def test_each_transform_alone_writes_its_golden_file(transform: Transform) -> None:
+    chosen = by_name([transform.name, *transform.NEEDS])
+    result = transform_source(transform.EXAMPLE, f"{transform.name}.py", release=get_release("13.4"),
+                              transforms=chosen)
+    assert result.changed, f"{transform.name}: its example is one it changes"
+    written = result.new_source.replace(__version__, "VERSION")
+    golden = TRANSFORM_GOLDEN / f"{transform.name}.expected"
+    if os.environ.get("TILEIROPT_UPDATE_GOLDEN") == "1":
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(written)
+    assert written == golden.read_text(), f"{transform.name}: the rewrite changed (see the module's docstring)"
+    changes = [c.what for kernel in result.kernels for c in kernel.changes]
+    assert changes, f"{transform.name}: a change the report shows"
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS, ids=lambda t: t.name)
+def test_each_transform_s_example_is_changed_by_it_and_not_without_it(transform: Transform) -> None:
+    others = tuple(t for t in by_name(transform.NEEDS))
+    alone = transform_source(transform.EXAMPLE, "x.py", release=get_release("13.4"), transforms=others)
+    full = transform_source(transform.EXAMPLE, "x.py", release=get_release("13.4"),
+                            transforms=by_name([transform.name, *transform.NEEDS]))
+    assert alone.new_source != full.new_source  # what the transform adds, and nothing else makes it
+
+
+def test_the_transforms_run_in_their_declared_order() -> None:
+    assert [t.name for t in TRANSFORMS] == ["math_twin", "tma_twin", "autotuner_configs", "hint_only_configs",
+                                            "rebinding"]
+    assert by_name(["rebinding", "math_twin"]) == (TRANSFORMS[0], TRANSFORMS[4])
+    with pytest.raises(ValueError, match="no transform named nope"):
+        by_name(["nope"])

@@ -1,0 +1,292 @@
+"""What `apply` decides for each kernel before it writes anything (`KernelPlan`: the statements of its
+`if is_tileir():` block, its twins, whether it needs the TMA runtime helpers), and the planners and code
+builders the transforms (`transforms.py`) call: TileIR configs for a kernel's own autotuner, a hint-only
+autotuner for an entry kernel without one, a TMA twin of a dot kernel."""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from tileiropt.apply.config_values import ConfigValue, Unresolvable, resolve_configs
+from tileiropt.apply.gate import (
+    gate_name,
+)
+from tileiropt.apply.spaces import (
+    Space,
+    TileIRConfig,
+    covering_combinations,
+    tile_sizes,
+    tileir_configs,
+)
+from tileiropt.apply.tma import POINTER_SUFFIX, TmaResult, plan_tma
+from tileiropt.classify.classify import KernelRecord
+from tileiropt.classify.discovery import KernelInfo, ModuleInfo
+from tileiropt.classify.model import FileModel
+from tileiropt.classify.names import AUTOTUNE, HEURISTICS, call_name
+from tileiropt.run.phase_records import ApplyKernel, Change
+
+TWIN_SUFFIX = "_tileir"
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
+
+
+# ----------------------------------------------------------------------------- code builders
+
+
+@dataclass(frozen=True)
+class FileNames:
+    """How the transformed file names what its TileIR code uses."""
+
+    gate: str  # the gate function: `is_tileir`
+    triton: str  # the triton module: `triton`
+    imports_triton: bool = True  # the file binds `triton` itself (else the gate imports it)
+
+
+def _hint_list(configs: list[TileIRConfig], names: FileNames) -> str:
+    """Hint-only configs (no meta-parameters) as one comprehension: over the product of the lever values when the
+    configs are that product, else over the literal combinations. A lever with one value is written as it is;
+    `None` (num_warps always: the launch's own) leaves it to the launch, which passes its own."""
+    levers: list[tuple[str, list[int | None]]] = [
+        ("num_stages", [c.num_stages for c in configs]), ("occupancy", [c.occupancy for c in configs]),
+        ("num_ctas", [c.num_ctas for c in configs])]
+    levers = [(name, list(dict.fromkeys(values))) for name, values in levers]
+    varying = [(name, values) for name, values in levers if len(values) > 1]
+    short = {name: name.removeprefix("num_") for name, _ in varying}  # the comprehension's variables
+    keywords = ["num_warps=None"] + [f"{name}={short[name]}" if name in short else f"{name}={values[0]!r}"
+                                     for name, values in levers if name in short or values[0] != 1]
+    call = f"{names.triton}.Config({{}}, {', '.join(keywords)})"
+    if not varying:
+        return f"[{call}]"
+    if math.prod(len(values) for _, values in varying) == len(configs):
+        return f"[\n    {call}\n    {' '.join(f'for {short[name]} in {values!r}' for name, values in varying)}\n]"
+    rows = [tuple(getattr(c, name) for name, _ in varying) for c in configs]
+    return f"[\n    {call}\n    for {', '.join(short.values())} in {rows!r}\n]"
+
+
+def _crossed_list(source: str, combos: list[TileIRConfig], tiles: bool, names: FileNames) -> str:
+    """A comprehension crossing a kernel's own configs (`source`, read at import: the tool never runs the code that
+    builds them) with literal combinations of the TileIR levers (a larger tile replaces the own size where given)."""
+    kwargs = "{**c.kwargs, **t}" if tiles else "c.kwargs"
+    targets = ["o", "n", "s"] + (["t"] if tiles else [])
+    rows = [repr((c.occupancy, c.num_ctas, c.num_stages,
+                  *([{k: v for k, v in c.kwargs if v is not None}] if tiles else []))) for c in combos]
+    lines, line = [], ""
+    for row in rows:  # the combinations wrapped at 100 characters
+        if line and len(line) + len(row) > 100:
+            lines.append(line.rstrip())
+            line = ""
+        line += row + ", "
+    lines.append(line.rstrip(", "))
+    head = f"for {', '.join(targets)} in ["
+    listed = head + ("\n" + " " * (4 + len(head))).join(lines) + "]"
+    call = (f"{names.triton}.Config({kwargs}, num_warps=c.num_warps, num_stages=s, occupancy=o, num_ctas=n, "
+            "pre_hook=c.pre_hook)")
+    return f"[\n    {call}\n    for c in {source}\n    {listed}\n]"
+
+
+def _extend(owner: str, paths: list[str], configs: str, fixed_list_possible: bool) -> list[str]:
+    """Statements adding `configs` (an expression) to the autotuner at each of `paths`; a package's autotuner may
+    keep its list fixed, and then runs its own configs rather than fail the import."""
+    if len(paths) == 1:
+        lines = [f"{paths[0]}.configs += {configs}"]
+    else:
+        variable = f"{owner}_tileir_configs"
+        lines = [f"{variable} = {configs}", *(f"{path}.configs += {variable}" for path in paths)]
+    if not fixed_list_possible:
+        return lines
+    body = "\n".join(lines).replace("\n", "\n    ")
+    return [f"try:\n    {body}\nexcept (AttributeError, TypeError):  # its autotuner keeps its config list fixed\n"
+            "    pass"]
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+@dataclass
+class KernelPlan:
+    report: ApplyKernel
+    twin: cst.FunctionDef | None = None
+    block: list[str] = field(default_factory=list)  # statements inside `if is_tileir():`
+    pointer_twin: cst.FunctionDef | None = None  # the math-only twin beside a TMA twin (defined under the gate)
+    runtime: bool = False  # uses the TMA dispatch / 2-CTA guard helpers (tma_runtime)
+    node: cst.FunctionDef | None = None  # the kernel's def, at the top level or inside a module-level block
+
+
+def _config_names(values: list[ConfigValue]) -> list[str]:
+    """The meta-parameter names the kernel's configs set, in first-seen order."""
+    return list(dict.fromkeys(name for value in values for name in value.kwargs))
+
+
+def _autotuner_path(model: FileModel, kernel: KernelInfo) -> str | None:
+    """The attribute path from the kernel's module-level name to its autotuner (`""`, `".fn"` under
+    @triton.heuristics), read from its decorators; None when a wrapper of unknown kind sits above it."""
+    path = ""
+    package = kernel.autotune.package if kernel.autotune else None
+    for decorator in model.node(kernel).decorator_list:
+        name = call_name(decorator, model.module.aliases)
+        source = ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        if name in AUTOTUNE or (package is not None and source == package):
+            return path
+        if name in HEURISTICS:
+            path += ".fn"
+        else:
+            return None
+    return None
+
+
+def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int, paths: list[str], plan: KernelPlan,
+                    names: FileNames, cta_guard: bool = False) -> bool:
+    """Add the TileIR configs to the autotuner of each kernel in `paths`; True when some use num_ctas > 1.
+
+    One comprehension crosses the autotuner's own list, read at import, with literal lever combinations: the tool
+    never runs the kernel file. When the file states its configs literally they are read here (at least `cap`
+    configs in all, names checked against the kernel's parameters); configs built by code (a function that branches
+    on the backend, a package's autotuner reading tuned configs from disk) get the covering combinations only.
+    `cta_guard`: the persistent kernel gets the 2-CTA guard
+    (NUM_SMS // num_ctas), so 2-CTA configs are safe for it."""
+    autotune = kernel.autotune
+    assert autotune is not None
+    target = paths[0]
+    params = {p.name for p in kernel.params}
+    allow_ctas = "NUM_SMS" not in params or cta_guard  # persistent kernels: see the 2-CTA note below
+    if not allow_ctas and any(c > 1 for c in space.num_ctas):
+        plan.report.skipped.append(
+            "num_ctas=2 not added: persistent kernel (NUM_SMS); its grid and tile stride would need "
+            "NUM_SMS // num_ctas, which a config pre_hook cannot pass to the launch")
+    suffix = _autotuner_path(model, kernel)
+    if suffix is None:
+        plan.report.skipped.append(
+            f"TileIR configs not added: a wrapper of unknown kind ({', '.join(kernel.wrappers) or 'a decorator'}) "
+            "sits above the autotuner, so its attribute path is not known")
+        return False
+    attributes = [path + suffix for path in paths]
+    ctas = space.num_ctas if allow_ctas else [1]
+    owner = f"{autotune.package}(...)" if autotune.package else "its autotuner"
+    tiles = tile_sizes(space, [n for n in autotune.config_names if n in params])
+    try:
+        if autotune.package:
+            raise Unresolvable(f"{autotune.package} is a package's own autotuner")
+        values = resolve_configs(model.scan.tree, model.scan.configs_nodes.get(kernel.name), model.module.triton_names)
+    except Unresolvable as exc:
+        combos = covering_combinations(space, ctas, tiles)
+        plan.block.extend(_extend(kernel.name, attributes, _crossed_list(
+            f"{attributes[0]}.configs", combos, bool(tiles), names), autotune.package is not None))
+        plan.report.changes.append(Change(
+            autotune.line,
+            f"TileIR configs crossed at import from the own config list of {owner} on {target} ({len(combos)} "
+            f"combinations per own config: occupancy {space.occupancy}, num_ctas {ctas}, num_stages "
+            f"{space.num_stages}" + (f", larger {', '.join(tiles)}" if tiles else "") + ")",
+            f"its configs are built by code ({exc}); one comprehension crosses the autotuner's actual configs with "
+            "literal lever values that cover every value, so the tool never runs the kernel file"))
+        return any(c > 1 for c in ctas)
+    config_names = _config_names(values)
+    unknown = [n for n in config_names if n not in params]
+    if unknown:
+        plan.report.skipped.append(f"TileIR configs not added: configs set {unknown[0]!r}, not a kernel parameter")
+        return False
+    combos = covering_combinations(space, ctas, tiles, at_least=cap // max(len(values), 1))
+    plan.block.extend(_extend(kernel.name, attributes, _crossed_list(
+        f"{attributes[0]}.configs", combos, bool(tiles), names), False))
+    plan.report.configs_added = len(values) * len(combos)
+    # the combinations of int lever values (`ctas`, `space.num_stages`): neither hint is None here
+    used_ctas = sorted({c.num_ctas for c in combos if c.num_ctas is not None})
+    used_stages = sorted({c.num_stages for c in combos if c.num_stages is not None})
+    plan.report.changes.append(Change(
+        autotune.line,
+        f"{len(values) * len(combos)} TileIR configs added to the autotune space of {target}: its {len(values)} "
+        f"own configs crossed with {len(combos)} combinations of occupancy {sorted({c.occupancy for c in combos})}, "
+        f"num_ctas {used_ctas}, num_stages {used_stages}"
+        + (f", larger {', '.join(tiles)}" if tiles else ""),
+        "TileIR tunes occupancy and 2-CTA mode; num_stages is a cost hint; larger tiles suit CGA-level tiles; "
+        f"the kernel's own {len(values)} configs are kept first; every lever value is tried at least once"))
+    return any(c.num_ctas is not None and c.num_ctas > 1 for c in combos)
+
+
+def plan_hint_only(kernel: KernelInfo, record: KernelRecord, space: Space, cap: int, bind: str, target: str,
+                    plan: KernelPlan, names: FileNames) -> None:
+    """`bind = triton.autotune(<hint-only configs>, key=<its sizes>)(target)` for a kernel without autotuner."""
+    if not kernel.launches:
+        plan.report.skipped.append("no hint autotune: the kernel is not launched in this file")
+        return
+    if record.atomic_lines:
+        plan.report.skipped.append(
+            f"no hint autotune: atomics (line {record.atomic_lines[0]}) accumulate across runs, and autotuning "
+            "re-runs the kernel")
+        return
+    key = record.size_params
+    if not key:
+        plan.report.skipped.append("no hint autotune: no runtime size argument to key the autotuner on")
+        return
+    if kernel.wrappers:
+        plan.report.skipped.append(f"no hint autotune: wrapped by {', '.join(kernel.wrappers)}, which holds no "
+                                   "autotuner the file shows (wrapping it could pass launch options twice)")
+        return
+    # Launch options the call sites pass stay theirs; a `**options` splat may pass any of them.
+    # A kernel parameter named like a launch option is one too (passed positionally).
+    passed = {name for launch in kernel.launches for name in launch.kwargs}
+    passed |= set(LAUNCH_OPTIONS) & {p.name for p in kernel.params}
+    if "**" in passed:
+        passed |= set(LAUNCH_OPTIONS)
+    stages: list[int | None] = [None] if "num_stages" in passed else list(space.num_stages)
+    ctas: list[int | None] = [None] if "num_ctas" in passed else list(space.num_ctas)
+    configs = tileir_configs(space, [({}, None)], [], num_ctas=ctas, num_stages=stages, cap=cap)
+    count = len(configs)
+    restore = record.in_place_params
+    restore_arg = f"    restore_value={restore!r},\n" if restore else ""
+    listed = _hint_list(configs, names).replace("\n", "\n    ")
+    plan.block.append(f"{bind} = {names.triton}.autotune(\n    configs={listed},\n    key={key!r},\n"
+                      f"{restore_arg})({target})")
+    plan.report.configs_added = count
+    plan.report.changes.append(Change(
+        kernel.line,
+        f"hint-only autotune under the gate: {count} configs over occupancy {space.occupancy}"
+        + (f", num_stages {stages}" if stages != [None] else "")
+        + (f", num_ctas {ctas}" if len(ctas) > 1 else "") + f", keyed on {', '.join(key)}"
+        + (f", restoring {', '.join(restore)} between trials" if restore else ""),
+        "the launch passes its own block sizes, so only TileIR hints are tuned; launch options it passes "
+        "(" + (", ".join(o for o in LAUNCH_OPTIONS if o in passed) or "none") + ") are left to it; "
+        "keys are integer sizes only (a tensor as key would tune again for every new tensor)"))
+
+
+def plan_tma_twin(model: FileModel, kernel: KernelInfo, kernel_class: str, function: cst.FunctionDef,
+              plan: KernelPlan) -> TmaResult | None:
+    """The TMA twin of a dot kernel, set on the plan: the TMA twin becomes `<name>_tileir`, the
+    pointer kernel (the math-only twin, or the original) `<name>_tileir_pointer`."""
+    if kernel_class != "dot":
+        return None
+    if not kernel.is_entry:
+        plan.report.skipped.append("no TMA twin: a device helper (its tiles come from its caller's pointers)")
+        return None
+    tma = plan_tma(model, kernel, function)
+    plan.report.skipped.extend(tma.skipped)
+    if tma.twin is None:
+        return None
+    name, pointer = kernel.name + TWIN_SUFFIX, kernel.name + TWIN_SUFFIX + POINTER_SUFFIX
+    if plan.twin is not None:
+        plan.pointer_twin = plan.twin.with_changes(name=cst.Name(pointer))
+    else:
+        plan.block.append(f"{pointer} = {kernel.name}")
+    plan.twin = tma.twin.with_changes(name=cst.Name(name))
+    plan.report.twin = name
+    plan.runtime = True
+    for line, what in tma.changes:
+        plan.report.changes.append(Change(line, f"twin {name}: {what}", "TileIR wants TMA for dot kernels "
+                                          "(tensor-of-pointer loads are slow there); masks become the descriptor's "
+                                          "bounds, which TMA zero-fills on load and clips on store"))
+    plan.report.changes.append(Change(
+        kernel.line, f"{kernel.name} bound under the gate to a dispatch: {name} when the launch's tensors meet TMA's "
+        f"rules (16-byte aligned base and strides, unit inner stride), {pointer} otherwise",
+        "TMA's rules are properties of each launch's tensors; .last_path records the path taken"))
+    return tma
+
+
+def file_names(info: ModuleInfo) -> FileNames:
+    """The gate's name in this file (`is_tileir` unless the file has its own) and its name for the triton module
+    (`triton` when imported as such; "triton" with an import of its own when the file has none)."""
+    defined = set(info.module_functions) | set(info.definitions)
+    triton_name = "triton" if "triton" in info.triton_names else min(info.triton_names, default="triton")
+    return FileNames(gate_name(defined), triton_name, imports_triton=bool(info.triton_names))
+
