@@ -19,7 +19,6 @@ from tileiropt import __version__
 from tileiropt.classify.classify import FileResult
 from tileiropt.classify.rule_pages import rule_page
 from tileiropt.classify.rules import ALL_RULES, Finding
-from tileiropt.classify.rules.explain import WHY
 from tileiropt.errors import UserError
 
 OUTPUT_FORMATS = ("text", "json", "sarif", "github")
@@ -136,7 +135,7 @@ def sarif_rule(rule: Any) -> dict[str, Any]:
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.message},
-        "fullDescription": {"text": WHY[rule.code]},
+        "fullDescription": {"text": rule.why},
         "help": {"text": f"Fix: {rule.hint}", "markdown": rule_page(rule)},
         "defaultConfiguration": {"level": SARIF_LEVEL[rule.severity]},
         "properties": {"tags": ["tileir", rule.severity]},

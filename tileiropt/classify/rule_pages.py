@@ -1,5 +1,5 @@
 """Each lint rule's page -- what it finds, why, how each release rates it, the fix, an example before and
-after -- from one source: the rule classes, the release files and `rules.explain`.
+after -- from one source: the rule classes (their checks, examples and prose) and the release files.
 
 `tileiropt rule TIR006` prints `rule_page`, `tileiropt rule --all` prints `rules_document`, which is
 also docs/rules.md word for word (`make rules-docs` writes it; a test keeps them equal), and the SARIF
@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from tileiropt.classify.rules import ALL_RULES, Rule
-from tileiropt.classify.rules.explain import AFTER, DETECTS, WHY
 from tileiropt.errors import UserError
 from tileiropt.releases import known_releases
 
@@ -59,7 +58,7 @@ def release_ratings(rule: Rule) -> list[str]:
 
 def before_after(rule: Rule) -> tuple[str, str]:
     """The example that breaks the rule and its rewrite, each a whole file."""
-    return EXAMPLE_HEADER + rule.INVALID[0], EXAMPLE_HEADER + AFTER.get(rule.code, rule.VALID[0])
+    return EXAMPLE_HEADER + rule.INVALID[0], EXAMPLE_HEADER + (rule.AFTER or rule.VALID[0])
 
 
 def rule_page(rule: Rule) -> str:
@@ -67,9 +66,9 @@ def rule_page(rule: Rule) -> str:
     before, after = before_after(rule)
     lines = [f"## {rule.code} {rule.name}", "",
              f"Severity: **{rule.severity}**: {SEVERITY_MEANING[rule.severity]}.", "",
-             f"**What it finds.** {DETECTS[rule.code]}.", "",
+             f"**What it finds.** {rule.detects}.", "",
              f"**Message.** {rule.message}.", "",
-             f"**Why.** {WHY[rule.code]}", ""]
+             f"**Why.** {rule.why}", ""]
     ratings = release_ratings(rule)
     if ratings:
         lines += ["**By release.**", "", *[f"- {line}" for line in ratings], ""]
@@ -92,8 +91,8 @@ def rules_index() -> str:
 def rules_document() -> str:
     """docs/rules.md: the index, then every rule's page."""
     head = ["# TileIR lint rules", "",
-            "Generated from the rule classes (`tileiropt/classify/rules/`), their texts "
-            "(`tileiropt/classify/rules/explain.py`) and the release files (`tileiropt/releases/`) by "
+            "Generated from the rule classes (`tileiropt/classify/rules/`: each rule's check, examples and texts) "
+            "and the release files (`tileiropt/releases/`) by "
             "`make rules-docs`; `tileiropt rule CODE` prints one page, `tileiropt rule --all` all of them.", "",
             "Codes group by severity: `TIR0xx` error, `TIR1xx` warning, `TIR2xx` perf. A rule for a release "
             "feature reports nothing on a release that supports the feature; where a release supports it in part, "
@@ -105,5 +104,5 @@ def rules_document() -> str:
 def rule_json(rule: Rule) -> dict[str, Any]:
     before, after = before_after(rule)
     return {"code": rule.code, "name": rule.name, "severity": rule.severity, "message": rule.message,
-            "detects": DETECTS[rule.code], "why": WHY[rule.code], "fix": rule.hint,
+            "detects": rule.detects, "why": rule.why, "fix": rule.hint,
             "releases": release_ratings(rule), "example": {"before": before, "after": after}}

@@ -24,6 +24,22 @@ if TYPE_CHECKING:
 
 SEVERITIES = ("error", "warning", "perf")
 
+_COMPILE = ("The TileIR compiler has no lowering for it on the releases that rate it unsupported: the kernel fails to"
+            " compile (\"Some ttir ops cannot be converted to tileir\"), or, on a release with runtime fallback "
+            "switched on (TRITON_TILEIR_RUNTIME_FALLBACK=1), silently runs on PTX instead.")
+_MEMORY = ("TileIR orders global-memory accesses only through data dependencies (an unordered memory model): two "
+           "accesses that Triton's PTX path keeps in program order may be reordered.")
+
+
+def compile_fails(more: str) -> str:
+    """The `why` of an error rule: what an unsupported construct does on TileIR, then `more`."""
+    return f"{_COMPILE} {more}".rstrip()
+
+
+def unordered_memory(more: str) -> str:
+    """The `why` of a memory-model rule: TileIR's unordered memory model, then `more`."""
+    return f"{_MEMORY} {more}".rstrip()
+
 
 @dataclass
 class Finding:
@@ -68,8 +84,11 @@ class Rule:
     severity: ClassVar[str]
     message: ClassVar[str]
     hint: ClassVar[str]
+    detects: ClassVar[str]  # what it matches, in detail (its page's "What it finds")
+    why: ClassVar[str]  # what goes wrong on TileIR (its page's "Why"; SARIF's fullDescription)
     VALID: ClassVar[list[str]]
     INVALID: ClassVar[list[str]]
+    AFTER: ClassVar[str | None] = None  # the page's fixed example, where it is not VALID[0]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
         raise NotImplementedError

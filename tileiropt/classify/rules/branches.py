@@ -24,6 +24,11 @@ class BranchAlternative(Rule):
     severity = "perf"
     message = "the kernel's name is bound to something else on another branch of a module-level block"
     hint = FALLBACK_HINT
+    detects = ("a kernel defined inside a module-level block (`if HAS_TRITON:`, `try:`, `with ...:`) whose name "
+        "another branch binds too: a plain-Python fallback under `else:`, or a second Triton kernel")
+    why = ("Only one branch of the block runs at import, and which one is not known from the source: the analysis "
+        "and `apply` take the (first) Triton kernel, so whatever the other branch binds runs without TileIR code, and "
+        "a second Triton kernel of the same name is neither classified nor rewritten.")
     VALID = ["try:\n    import numpy\nexcept ImportError:\n    numpy = None\n\n"
              "if True:\n    @triton.jit\n    def k(x_ptr):\n        tl.store(x_ptr, 1.0)\n\n"
              "    def run(x):\n        k[(1,)](x)\n",

@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterable
 
 from tileiropt.classify.facts import ATOMICS, TL
-from tileiropt.classify.rules.base import Finding, KernelContext, Rule
+from tileiropt.classify.rules.base import Finding, KernelContext, Rule, unordered_memory
 
 _RMW = ATOMICS - {TL + "atomic_cas", TL + "atomic_xchg"}
 
@@ -34,6 +34,9 @@ class InPlaceAliasing(Rule):
     message = "a pointer argument is both loaded and stored (in-place update)"
     hint = ("make sure every load that must see a store depends on it through data, or write to a separate "
             "output buffer")
+    detects = "a pointer argument both loaded and stored in one kernel (the message says when a load follows a store)"
+    why = unordered_memory("A load meant to see an earlier store to the same buffer may read the old value; 13.4 "
+        "adds memory tokens for accesses it can prove alias, not for every case.")
     VALID = ["@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
              "    x = tl.load(x_ptr + offs, mask=offs < n)\n    tl.store(y_ptr + offs, x * 2, mask=offs < n)\n"]
     INVALID = ["@triton.jit\ndef k(x_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
@@ -61,6 +64,9 @@ class AtomicResultUsed(Rule):
     message = "the value returned by an atomic is used: cross-program communication (counter, ticket, flag)"
     hint = ("TileIR does not order this atomic with the surrounding loads and stores; "
             "split the communication into separate kernels or verify the result under ENABLE_TILE=1")
+    detects = "the value returned by an atomic is used (a counter, a ticket, a flag)"
+    why = unordered_memory("A program that reads an atomic's result to decide what to do (a ticket, a last-block "
+        "flag) may see the loads and stores around it reordered.")
     VALID = ["@triton.jit\ndef k(x_ptr, out_ptr):\n"
              "    tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, 8))))\n"]
     INVALID = ["@triton.jit\ndef k(counter_ptr, out_ptr):\n    ticket = tl.atomic_add(counter_ptr, 1)\n"
@@ -81,6 +87,9 @@ class SpinLock(Rule):
     message = "an atomic compare-and-swap / exchange in a while loop: a lock or spin-wait in global memory"
     hint = ("TileIR's unordered memory model does not order the protected loads and stores with the lock; "
             "avoid global locks (write partial results and reduce in a second kernel)")
+    detects = "`tl.atomic_cas` / `tl.atomic_xchg` in a while loop"
+    why = unordered_memory("A lock does not protect the loads and stores after it: they are not ordered with the "
+        "atomic that takes it.")
     VALID = ["@triton.jit\ndef k(lock_ptr):\n    tl.atomic_xchg(lock_ptr, 0)\n"]
     INVALID = ["@triton.jit\ndef k(lock_ptr, x_ptr):\n    while tl.atomic_cas(lock_ptr, 0, 1) == 1:\n        pass\n"
                "    tl.store(x_ptr, tl.load(x_ptr) + 1.0)\n    tl.atomic_xchg(lock_ptr, 0)\n"]
@@ -100,6 +109,9 @@ class SplitK(Rule):
     message = "a dot kernel accumulates its output across programs with atomics (split-K / stream-K)"
     hint = ("TileIR does not order data exchanged between tile blocks; write per-split partial results and "
             "reduce them in a second kernel, or validate this kernel under ENABLE_TILE=1")
+    detects = "atomic accumulation of a dot kernel's output (split-K / stream-K)"
+    why = unordered_memory("Partial results that tile blocks exchange through global memory are not ordered with "
+        "the reads of the final sum.")
     VALID = ["@triton.jit\ndef k(a, b, c):\n    tl.store(c, tl.dot(tl.load(a), tl.load(b)))\n"]
     INVALID = ["@triton.jit\ndef k(a, b, c, SPLIT_K: tl.constexpr):\n"
                "    tl.atomic_add(c, tl.dot(tl.load(a), tl.load(b)))\n"]
@@ -121,6 +133,8 @@ class AtomicTargetLoaded(Rule):
     severity = "warning"
     message = "a buffer updated with atomics is also read with a plain load in the same kernel"
     hint = "read the accumulated result in a later kernel; within one kernel the load is not ordered"
+    detects = "a buffer updated with atomics and read with a plain load in the same kernel"
+    why = unordered_memory("The plain load is not ordered after the atomics of other programs, nor after this one's.")
     VALID = ["@triton.jit\ndef k(x_ptr, out_ptr):\n    tl.atomic_add(out_ptr, tl.load(x_ptr))\n"]
     INVALID = ["@triton.jit\ndef k(x_ptr, acc_ptr, out_ptr):\n    tl.atomic_add(acc_ptr, tl.load(x_ptr))\n"
                "    tl.store(out_ptr, tl.load(acc_ptr))\n"]
@@ -139,6 +153,9 @@ class AliasedLaunch(Rule):
     severity = "warning"
     message = "the same tensor is passed as a loaded and as a stored pointer argument"
     hint = "pass a separate output tensor, or check the in-place update under ENABLE_TILE=1"
+    detects = "a launch that passes the same tensor to a loaded and to a stored pointer parameter"
+    why = unordered_memory("Two pointer arguments to the same memory look independent to the compiler: it may "
+        "reorder a store through one and a load through the other.")
     VALID = ["@triton.jit\ndef k(x_ptr, y_ptr):\n    tl.store(y_ptr, tl.load(x_ptr))\n\n"
              "def run(x, y):\n    k[(1,)](x, y)\n"]
     INVALID = ["@triton.jit\ndef k(x_ptr, y_ptr):\n    tl.store(y_ptr, tl.load(x_ptr))\n\n"

@@ -18,6 +18,10 @@ class TensorOfPointerDot(Rule):
     severity = "perf"
     message = "tensor-of-pointer load in a dot kernel: slow on TileIR, which prefers TMA"
     hint = "load the tiles through a tensor descriptor (tl.make_tensor_descriptor or a host TensorDescriptor)"
+    detects = ("tensor-of-pointer `tl.load` / `tl.store` in a dot kernel (block-pointer loads are not tensors of "
+        "pointers)")
+    why = ("TileIR compiles tiles for a whole CTA cluster and is at its best with TMA descriptors; tensor-of-pointer "
+        "loads in a matrix multiply are a known slow path (the fork's README lists them).")
     VALID = ["@triton.jit\ndef k(a_ptr, b_ptr, c_ptr, M, N, K):\n"
              "    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [64, 64])\n"
              "    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [64, 64])\n"
@@ -51,6 +55,10 @@ class WideReductionBlock(Rule):
     message = f"a norm kernel holds a whole row of more than {WIDE_REDUCTION} elements in one block"
     hint = (f"cap the block at {WIDE_REDUCTION} and loop over the row (TileIR has no num_warps control yet, "
             "so wide rows spill registers)")
+    detects = ("a norm kernel whose block constexpr can exceed 8192: a default, an autotune config or a launch value "
+        "> 8192, or `triton.next_power_of_2(...)` of the row length without a cap <= 8192")
+    why = ("TileIR has no warp-count control for the reduction (num_warps is ignored or only a hint), so a norm "
+        "kernel holding a very wide row in one block spills registers and runs slowly.")
     VALID = ["@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr = 1024):\n    offs = tl.arange(0, BLOCK)\n"
              "    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)\n"
              "    tl.store(y_ptr + offs, x / tl.sum(x, axis=0), mask=offs < n)\n\n"

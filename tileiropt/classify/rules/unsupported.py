@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from tileiropt.classify.facts import ATOMICS, TL, CallFact
 from tileiropt.classify.names import call_name
-from tileiropt.classify.rules.base import Finding, KernelContext, Rule
+from tileiropt.classify.rules.base import Finding, KernelContext, Rule, compile_fails
 
 # Functions of `triton.language.math` that are MLIR math ops; anything else there is a libdevice
 # extern (the Triton 2.x spelling, e.g. `tl.math.tanh`).
@@ -45,6 +45,8 @@ class InlineAsm(_CallRule):
     message = "tl.inline_asm_elementwise is not supported by TileIR (tt.elementwise_inline_asm)"
     hint = "express the operation with tl.* math, or keep this kernel on the PTX backend"
     names = frozenset({TL + "inline_asm_elementwise"})
+    detects = "`tl.inline_asm_elementwise` (tt.elementwise_inline_asm)"
+    why = compile_fails("Inline PTX has no meaning in Tile IR, whatever it computes.")
     VALID = ["@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr)\n    tl.store(x_ptr, x * 2)\n"]
     INVALID = [
         "@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr)\n"
@@ -62,6 +64,8 @@ class Gather(_CallRule):
     message = "tl.gather is not supported by TileIR (tt.gather)"
     hint = "load with computed offsets (tl.load(ptr + idx)) instead of gathering from a tile"
     names = frozenset({TL + "gather"})
+    detects = "`tl.gather` (tt.gather)"
+    why = compile_fails("13.4 lowers tl.gather, slowly on large tiles.")
     VALID = ["@triton.jit\ndef k(x_ptr, i_ptr):\n    i = tl.load(i_ptr + tl.arange(0, 16))\n"
              "    tl.store(x_ptr, tl.load(x_ptr + i))\n"]
     INVALID = ["@triton.jit\ndef k(x_ptr, i_ptr):\n    x = tl.load(x_ptr + tl.arange(0, 16))\n"
@@ -89,6 +93,9 @@ class DotScaled(_CallRule):
                 continue
             yield self.finding(call.line, f"tl.dot_scaled {' x '.join(formats) or '(formats known at run time)'} "
                                           f"is {on(ctx)}" + (f" ({feature.note})" if feature.note else ""))
+    detects = ("`tl.dot_scaled`; on a release that supports some forms (13.4: matching FP4/FP8 formats with scales "
+        "on both operands), the others")
+    why = compile_fails("Scaled dots map to Tile IR's scaled MMA only for the format pairs the release lists.")
     VALID = ["@triton.jit\ndef k(a, b, c):\n    tl.store(c, tl.dot(tl.load(a), tl.load(b)))\n"]
     INVALID = ["@triton.jit\ndef k(a, sa, b, sb, c):\n"
                "    tl.store(c, tl.dot_scaled(tl.load(a), tl.load(sa), 'e4m3', tl.load(b), tl.load(sb), 'e4m3'))\n"]
@@ -101,6 +108,11 @@ class ExternElementwise(Rule):
     severity = "error"
     message = "libdevice / extern function calls are not supported by TileIR (tt.extern_elementwise)"
     hint = "use the tl.* equivalent (tl.exp, tl.sqrt, tl.rsqrt, ...) or write the formula out"
+    detects = ("libdevice / extern calls outside the release's mapped symbols: `triton.language.extra.*` (any import "
+        "spelling), `tl.math.<fn>` that is not a builtin math op (the Triton 2.x libdevice spelling), "
+        "`tl.extern_elementwise`")
+    why = compile_fails("The converter maps a fixed set of libdevice symbols to Tile IR math; any other extern "
+        "symbol has no lowering.")
     VALID = [
         "@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr)\n    tl.store(x_ptr, tl.math.rsqrt(x) + tl.exp(x))\n",
         "from triton.language.extra import libdevice\n@triton.jit\ndef k(x_ptr):\n"
@@ -150,6 +162,8 @@ class MapElementwise(_CallRule):
     message = "tl.map_elementwise is not supported by TileIR (tt.map_elementwise)"
     hint = "write the scalar function as tile operations (tl.where, arithmetic)"
     names = frozenset({TL + "map_elementwise"})
+    detects = "`tl.map_elementwise` (tt.map_elementwise)"
+    why = compile_fails("13.4 lowers it.")
     VALID = ["@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr)\n    tl.store(x_ptr, tl.where(x > 0, x, 0.0))\n"]
     INVALID = ["@triton.jit\ndef f(x):\n    return x\n\n@triton.jit\ndef k(x_ptr):\n"
                "    tl.store(x_ptr, tl.map_elementwise(f, tl.load(x_ptr)))\n"]
@@ -164,6 +178,10 @@ class Erf(_CallRule):
     message = "erf is not supported by TileIR (math.erf)"
     hint = "use the tanh form of GELU, 0.5*x*(1+tanh(0.7978845608*(x+0.044715*x*x*x))), or an erf polynomial"
     names = frozenset({TL + "erf", TL + "math.erf"})
+    detects = "`tl.erf`, `tl.math.erf` (math.erf; a libdevice erf is TIR004)"
+    why = compile_fails("No release so far lowers math.erf; GELU's erf form is the usual source.")
+    AFTER = ("@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr)\n    inner = 0.7978845608 * (x + 0.044715 * x * x * "
+        "x)\n    tl.store(x_ptr, 0.5 * x * (1 + (2 * tl.sigmoid(2 * inner) - 1)))  # tanh form of GELU\n")
     VALID = ["@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr)\n    tl.store(x_ptr, x * tl.sigmoid(1.702 * x))\n"]
     INVALID = [
         "@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr)\n    tl.store(x_ptr, 0.5 * x * (1 + tl.erf(x * 0.7071)))\n",
@@ -207,6 +225,9 @@ class AtomicRmw16(Rule):
     message = "atomic read-modify-write on a 16-bit float is not supported by this release (atomic_rmw)"
     hint = "accumulate in a float32 buffer and cast afterwards"
     rmw = ATOMICS - {TL + "atomic_cas"}
+    detects = ("`tl.atomic_max/min/xchg/...` (and on 13.1 `tl.atomic_add`) on a 16-bit float; a warning \"depends on "
+        "runtime dtype\" when the dtype is not visible")
+    why = compile_fails("Tile IR's atomic read-modify-write on bf16/f16 came with 13.4, for add only.")
     VALID = [
         "@triton.jit\ndef k(x_ptr, out_ptr):\n    tl.atomic_add(out_ptr, tl.load(x_ptr).to(tl.float32))\n",
         "@triton.jit\ndef k(x_ptr, out_ptr):\n    tl.store(out_ptr, tl.load(x_ptr))\n",
@@ -246,6 +267,8 @@ class AtomicCas16(Rule):
     severity = "error"
     message = "atomic compare-and-swap on float16/bfloat16 is not supported by TileIR (atomic_cas)"
     hint = "use a 32-bit lock word or value"
+    detects = "`tl.atomic_cas` on float16/bfloat16; a warning when the dtype is a run-time matter"
+    why = compile_fails("Compare-and-swap works on 32- and 64-bit words only.")
     VALID = ["@triton.jit\ndef k(lock_ptr):\n    tl.atomic_cas(lock_ptr.to(tl.pointer_type(tl.int32)), 0, 1)\n"]
     INVALID = [
         "@triton.jit\ndef k(p):\n    tl.atomic_cas(p, tl.zeros([1], tl.float16).to(tl.float16), 1.0)\n",
@@ -273,6 +296,10 @@ class RtzDowncast(Rule):
     severity = "error"
     message = "round-toward-zero float downcast is not supported by TileIR (cuda_tile.ftof rtz)"
     hint = "drop fp_downcast_rounding='rtz' (round-to-nearest is the default)"
+    detects = ("`.to(..., fp_downcast_rounding=\"rtz\")`, `tl.cast(..., fp_downcast_rounding=\"rtz\")`; on 13.4 only "
+        "to FP8 E5M2")
+    why = compile_fails("The float conversion op takes round-to-nearest; 13.4 adds round-toward-zero except to FP8 "
+        "E5M2.")
     VALID = ["@triton.jit\ndef k(x_ptr, y_ptr):\n    tl.store(y_ptr, tl.load(x_ptr).to(tl.float16))\n"]
     INVALID = [
         "@triton.jit\ndef k(x_ptr, y_ptr):\n"
@@ -311,6 +338,8 @@ class TmaGatherScatterReduce(Rule):
     severity = "error"
     message = "TMA gather/scatter/reduce on a tensor descriptor is not supported by TileIR"
     hint = "use desc.load / desc.store, or pointer loads for irregular access"
+    detects = "`desc.gather`, `desc.scatter` (13.1), `desc.atomic_*` on a tensor descriptor (13.4: float min/max only)"
+    why = compile_fails("TMA gather/scatter came with 13.4; a TMA reduce with floating-point min/max is still missing.")
     VALID = ["@triton.jit\ndef k(a_desc, o_desc):\n    o_desc.store([0, 0], a_desc.load([0, 0]))\n"]
     INVALID = [
         "@triton.jit\ndef k(a_desc, idx_ptr):\n    rows = tl.load(idx_ptr + tl.arange(0, 8))\n"
@@ -368,6 +397,9 @@ class TmaPadding(Rule):
     severity = "error"
     message = "a non-default TMA padding value is not supported by TileIR"
     hint = "keep the default zero padding and apply the fill with tl.where after the load"
+    detects = ("`padding_option=` other than `\"zero\"` on device descriptors; `TensorDescriptor(..., padding=...)` "
+        "other than zero in the launching function")
+    why = compile_fails("Tensor-descriptor loads fill out-of-bounds elements with zero only.")
     VALID = ["@triton.jit\ndef k(x_ptr, M, N):\n    d = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [16, 16])\n"
              "    d.store([0, 0], d.load([0, 0]))\n",
              "@triton.jit\ndef k(x_ptr, M, N):\n"
@@ -420,6 +452,9 @@ class Int64Offsets(Rule):
     severity = "error"
     message = "a value cast to int64 is a tensor-descriptor coordinate: i64 coordinates are not supported"
     hint = "pass int32 coordinates (`.to(tl.int32)`); 64-bit pointer offsets are fine"
+    detects = ("a value cast to int64 (`.to(tl.int64)`, `.cast`, `tl.cast`) used as a tensor-descriptor coordinate; "
+        "64-bit pointer offsets are fine and not reported")
+    why = compile_fails("Tile IR takes tensor-descriptor coordinates as 32-bit integers.")
     VALID = ["@triton.jit\ndef k(x_ptr, stride):\n    row = tl.program_id(0)\n"
              "    tl.store(x_ptr + row * stride, 1.0)\n",
              "@triton.jit\ndef k(x_ptr, stride):\n    row = tl.program_id(0).to(tl.int64)\n"
@@ -448,6 +483,15 @@ class BlockPointer(Rule):
     message = "block pointers (tl.make_block_ptr / tl.advance) are not supported by TileIR"
     hint = ("rewrite to a tensor descriptor (TMA): tl.make_tensor_descriptor and desc.load([row, col]) in place of "
             "the block pointer, integer offsets in place of tl.advance (`tileiropt rule TIR013` shows the rewrite)")
+    detects = ("`tl.make_block_ptr`, `tl.advance`: an error where the release does not lower them (13.1); a `perf` "
+        "finding where it emulates them through plain pointers (13.4, 13.5)")
+    why = ("13.1 cannot lower tt.make_tensor_ptr / tt.advance: the kernel fails to compile. 13.4 and 13.5 lower them "
+        "by emulating the block pointer through plain (tensor-of-pointer) loads and stores: the results are right, "
+        "but the loads do not use TMA, TileIR's fast path for tiles. Triton itself deprecated tl.make_block_ptr (3.7, "
+        "3.8) and removed it in 3.9, so the rewrite to tensor descriptors is due anyway.")
+    AFTER = ("@triton.jit\ndef k(x_ptr, M, N):\n    d = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [16, 16])  "
+        "# shape, strides, block\n    d.store([0, 0], d.load([0, 0]))  # the block pointer's offsets; tl.advance: add "
+        "to them\n")
     VALID = ["@triton.jit\ndef k(x_ptr, M, N):\n    d = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [16, 16])\n"
              "    d.store([0, 0], d.load([0, 0]))\n"]
     INVALID = ["@triton.jit\ndef k(x_ptr, M, N):\n"
@@ -471,6 +515,9 @@ class UnstructuredControlFlow(Rule):
     severity = "error"
     message = "a `return` before the end of a kernel becomes unstructured control flow (cf.cond_br)"
     hint = "wrap the rest of the kernel in `if not <condition>:` instead of returning early, or mask the work"
+    detects = "an early `return` (cf.cond_br) where the release cannot structure it (13.1)"
+    why = compile_fails("An early return becomes cf.cond_br, a branch between blocks; 13.4 turns the common forms "
+        "back into structured control flow.")
     VALID = ["@triton.jit\ndef k(x_ptr, n):\n    pid = tl.program_id(0)\n    if pid < n:\n"
              "        tl.store(x_ptr + pid, 1.0)\n"]
     INVALID = ["@triton.jit\ndef k(x_ptr, n):\n    pid = tl.program_id(0)\n    if pid >= n:\n        return\n"
@@ -509,6 +556,8 @@ class Histogram(_CallRule):
     message = "tl.histogram is not supported by TileIR (tt.histogram)"
     hint = "count with tl.sum over a comparison (tl.sum((x[:, None] == bins[None, :]).to(tl.int32), 0))"
     names = frozenset({TL + "histogram"})
+    detects = "`tl.histogram` (tt.histogram)"
+    why = compile_fails("")
     VALID = ["@triton.jit\ndef k(x_ptr, y_ptr):\n    offs = tl.arange(0, 16)\n"
              "    tl.store(y_ptr + offs, tl.load(x_ptr + offs))\n"]
     INVALID = ["@triton.jit\ndef k(x_ptr, y_ptr):\n    offs = tl.arange(0, 16)\n"
@@ -522,6 +571,8 @@ class NoInline(Rule):
     severity = "error"
     message = "a noinline JIT function (@triton.jit(noinline=True)) is not supported by TileIR"
     hint = "drop noinline=True so the helper is inlined"
+    detects = "`@triton.jit(noinline=True)` helpers"
+    why = compile_fails("Tile IR has no calls between kernels' device functions: every helper is inlined.")
     VALID = ["@triton.jit\ndef helper(x):\n    return x * 2\n\n@triton.jit\ndef k(x_ptr):\n"
              "    tl.store(x_ptr, helper(tl.load(x_ptr)))\n"]
     INVALID = ["@triton.jit(noinline=True)\ndef helper(x):\n    return x * 2\n\n@triton.jit\ndef k(x_ptr):\n"
@@ -542,6 +593,8 @@ class Unsplat(Rule):
     severity = "error"
     message = "a one-element tensor turned into a scalar (tt.unsplat: x.item(), tl.reshape(x, ())) is not supported"
     hint = "keep the value a one-element tensor (index with a mask, or reduce with tl.sum)"
+    detects = "`x.item()`, `tl.reshape(x, ())` (tt.unsplat; the IR check also sees `tl.split` to scalars)"
+    why = compile_fails("13.4 lowers tt.unsplat.")
     VALID = ["@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr + tl.arange(0, 1))\n"
              "    tl.store(x_ptr + tl.arange(0, 1), x * 2)\n"]
     INVALID = ["@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr + tl.arange(0, 1))\n"
