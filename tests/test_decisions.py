@@ -17,6 +17,7 @@ import math
 import os
 import sys
 import types
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import pytest
 from tileiropt.apply.gate import gate_source
 from tileiropt.bench.records import FASTER, SAME, SLOWER, UNCLEAR, paired_ratio
 from tileiropt.capture.launch import CapturedLaunch
+from tileiropt.classify.rules.base import KernelFinding
 from tileiropt.errors import ExitCode, run_exit_code
 from tileiropt.project.spec import KernelSpec
 from tileiropt.report.markdown import next_steps_md, summary_md
@@ -197,9 +199,9 @@ def _kernel(name: str = "k", **changes: Any) -> KernelReport:
     return report
 
 
-ERROR_FINDING = {"code": "TIR006", "severity": "error", "line": 12, "kernel": "k", "message": "erf is not supported",
-                 "hint": "use the tanh form"}
-WARNING_FINDING = {**ERROR_FINDING, "code": "TIR101", "severity": "warning", "message": "cross-block atomics"}
+ERROR_FINDING = KernelFinding(kernel="k", code="TIR006", severity="error", line=12, message="erf is not supported",
+                              hint="use the tanh form")
+WARNING_FINDING = replace(ERROR_FINDING, code="TIR101", severity="warning", message="cross-block atomics")
 SLOWER_RATIO = {"ratio": 1.2, "within_noise": False, "paired": {"verdict": SLOWER, "ci_low": 1.1, "ci_high": 1.3,
                                                                  "threshold": 0.05}}
 
@@ -510,13 +512,11 @@ def test_durations_are_checked(value: Any, ok: bool) -> None:
 
 
 def test_verdict_words() -> None:
-    from tileiropt.report.verdict import finding_text
-
-    assert finding_text({"code": "TIR006", "message": "erf"}) == "TIR006: erf"  # no kernel, no hint: nothing made up
-    two = Classification(True, findings=[ERROR_FINDING, {**ERROR_FINDING, "code": "TIR007"}])
+    assert KernelFinding.from_json(None, {"code": "TIR006", "message": "erf"}).text() == "TIR006: erf"  # none made up
+    two = Classification(True, findings=[ERROR_FINDING, replace(ERROR_FINDING, code="TIR007")])
     assert kernel_verdict(_kernel(classification=two)).text.endswith("(fix: use the tanh form) (and 1 more error "
                                                                      "finding(s))")
-    long = Classification(True, findings=[{**ERROR_FINDING, "message": "m" * 500}])
+    long = Classification(True, findings=[replace(ERROR_FINDING, message="m" * 500)])
     text = kernel_verdict(_kernel(classification=long)).text
     assert text == "the TileIR compiler would reject it: " + ("TIR006 at `k` L12: " + "m" * 500)[:399] + "…"
     unclassified = Classification(False, reason="not run: no classify.json", findings=[ERROR_FINDING])

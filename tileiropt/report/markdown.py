@@ -63,8 +63,8 @@ def classification_md(c: Classification) -> str:
     lines.append(f"- Triton kernels: {kernels}")
     if c.findings:
         lines.append("- TileIR lint:")
-        lines += [f"  - {f.get('code')} {f.get('severity')} at `{f.get('kernel')}` L{f.get('line')}: {f.get('message')}"
-                  + (" (seen in the TTIR)" if f.get("via") == "ir" else "") for f in c.findings]
+        lines += [f"  - {f.code} {f.severity} at `{f.kernel}` L{f.line}: {f.message}"
+                  + (" (seen in the TTIR)" if f.via == "ir" else "") for f in c.findings]
     else:
         lines.append("- TileIR lint: no finding")
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tileiropt.bench.records import BenchRow
+from tileiropt.classify.rules.base import KernelFinding
 from tileiropt.report.library import LibrarySummary
 from tileiropt.report.verdict import KernelVerdict
 from tileiropt.run.record import RunResult
@@ -53,7 +54,7 @@ class Classification:
     kernel_type: str = ""  # seed wording, e.g. "norm-like"; several when the file's kernels differ
     strategy: str = ""
     kernels: list[dict[str, Any]] = field(default_factory=list)  # kernel, line, class, confidence, strategy
-    findings: list[dict[str, Any]] = field(default_factory=list)  # code, severity, line, message, kernel
+    findings: list[KernelFinding] = field(default_factory=list)
 
 
 @dataclass

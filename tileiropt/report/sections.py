@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.bench.records import OPTIMIZED, ORIGINAL, BenchKernel, dtype_key
+from tileiropt.classify.rules.base import KernelFinding
 from tileiropt.harness.backends import BACKENDS, EMULATED_TILEIR, EMULATED_TILEIR_ON_INTERPRET
 from tileiropt.harness.scaling import describe_scaling
 from tileiropt.phases import comes_after
@@ -107,7 +108,7 @@ def classification_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[
         kernel_type = ", ".join(f"{SEED_CLASS_NAMES.get(k.get('class'), k.get('class'))} ({k.get('kernel')})"
                                 for k in entries)
     strategies = list(dict.fromkeys(SEED_STRATEGIES.get(k.get("class"), k.get("strategy", "")) for k in entries))
-    findings = [{"kernel": k.get("kernel"), **f} for k in records for f in k.get("findings", [])]
+    findings = [KernelFinding.from_json(k.get("kernel"), f) for k in records for f in k.get("findings") or []]
     return Classification(
         True, kernel_type=kernel_type, strategy="; ".join(s for s in strategies if s),
         kernels=[{"kernel": k.get("kernel"), "line": k.get("line"), "class": k.get("class"),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tileiropt.classify.rules.base import KernelFinding
 from tileiropt.errors import PINNING_ERROR
 from tileiropt.schema import ERROR, FAIL, PASS, REJECTED_BY_TILEIR
 
@@ -36,15 +37,9 @@ class KernelVerdict:
     proven_on: str = ""  # PROVEN: the backend the TileIR code passed on
 
 
-def error_findings(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def error_findings(findings: list[KernelFinding]) -> list[KernelFinding]:
     """The lint findings of error severity: what the release's compiler rejects."""
-    return [f for f in findings if f.get("severity") == "error"]
-
-
-def finding_text(finding: dict[str, Any]) -> str:
-    where = f" at `{finding.get('kernel')}` L{finding.get('line')}" if finding.get("kernel") else ""
-    hint = f" (fix: {finding['hint']})" if finding.get("hint") else ""
-    return f"{finding.get('code')}{where}: {finding.get('message')}{hint}"
+    return [f for f in findings if f.severity == "error"]
 
 
 def _short(text: object, limit: int = 160) -> str:
@@ -89,7 +84,7 @@ def kernel_verdict(k: Any, rejected: dict[str, dict[str, Any]] | None = None,
     errors = error_findings(k.classification.findings if k.classification.ran else [])
     if errors:
         more = f" (and {len(errors) - 1} more error finding(s))" if len(errors) > 1 else ""
-        return KernelVerdict(ATTENTION, f"the TileIR compiler would reject it: {_short(finding_text(errors[0]), 400)}"
+        return KernelVerdict(ATTENTION, f"the TileIR compiler would reject it: {_short(errors[0].text(), 400)}"
                                         f"{more}")
     if k.tileir_validation.status == PASS:
         speeds = k.benchmark.tileir_speedups

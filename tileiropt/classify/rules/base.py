@@ -13,7 +13,7 @@ import io
 import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tileiropt.errors import UserError
 
@@ -49,6 +49,35 @@ class Finding:
     message: str
     hint: str
     via: str = "syntax"  # "syntax": found in the source; "ir": found in the kernel's TTIR
+
+
+@dataclass(frozen=True)
+class KernelFinding:
+    """A finding with the kernel it is in, as the report carries it (read back from classify.json)."""
+
+    kernel: str
+    code: str
+    severity: str
+    line: int
+    message: str
+    hint: str = ""
+    via: str = "syntax"
+
+    @classmethod
+    def from_json(cls, kernel: Any, data: Any) -> KernelFinding:
+        """From one of a kernel's findings in classify.json; a missing or odd field reads as unknown."""
+        data = data if isinstance(data, dict) else {}
+        line = data.get("line")
+        return cls(kernel=str(kernel or ""), code=str(data.get("code") or "?"),
+                   severity=str(data.get("severity") or "?"), line=line if isinstance(line, int) else 0,
+                   message=str(data.get("message") or ""), hint=str(data.get("hint") or ""),
+                   via=str(data.get("via") or "syntax"))
+
+    def text(self) -> str:
+        """`TIR006 at `k` L12: message (fix: hint)`; no kernel or hint known: none said."""
+        where = f" at `{self.kernel}` L{self.line}" if self.kernel else ""
+        hint = f" (fix: {self.hint})" if self.hint else ""
+        return f"{self.code}{where}: {self.message}{hint}"
 
 
 @dataclass
