@@ -61,7 +61,7 @@ smoke-newest:
 	$(NEWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_real_kernels.py tests/test_capture.py
 	cp -r examples $(NEWEST_VENV)/examples && $(NEWEST_VENV)/bin/tileiropt run $(NEWEST_VENV)/examples/
 
-# Debian's SLURM and munge, for the test that starts a one-node cluster (tests/test_slurm.py); needs root.
+# Debian's SLURM and munge, for the test that starts a one-node cluster (tests/engine/test_slurm.py); needs root.
 SLURM_BINARIES := /usr/sbin/slurmctld /usr/sbin/slurmd /usr/sbin/munged /usr/bin/srun
 slurm-packages:
 	@if ls $(SLURM_BINARIES) >/dev/null 2>&1; then echo "SLURM and munge present"; else \

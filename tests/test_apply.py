@@ -24,7 +24,8 @@ from tileiropt.cli import app
 from tileiropt.errors import UserError
 from tileiropt.harness.autotuners import autotuners, config_label, function_name
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from shared import EXAMPLES
+
 EXAMPLE_FILES = sorted(p for p in EXAMPLES.glob("*.py") if not p.stem.endswith("_tileir"))
 
 AUTOTUNED = textwrap.dedent('''

@@ -43,7 +43,6 @@ from tileiropt.bench.run import (
 )
 from tileiropt.bench.worker import _call_bench, choose_method, input_set_count
 from tileiropt.cache import CACHE_ENV
-from tileiropt.check.device import Device
 from tileiropt.check.machine import Machine
 from tileiropt.cli import app
 from tileiropt.engine import engine
@@ -55,12 +54,11 @@ from tileiropt.harness.provenance import Provenance
 from tileiropt.project.spec import parse_project
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
-FIXTURES = Path(__file__).parent / "fixtures" / "bench"
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-NO_GPU = Machine(device=Device(),
-                 tileir_blockers=["nvtriton is not installed (triton.backends.tileir not found)", "no GPU"])
-HOPPER = Machine(device=Device("FAKE H100 (test)", "9.0", 132),
-                 tileir_blockers=["FAKE H100 (test) is sm_90; TileIR needs Blackwell (sm_100+)"])
+from shared import EXAMPLES, TEST_FIXTURES, cpu_machine, gpu_machine
+
+FIXTURES = TEST_FIXTURES / "bench"
+NO_GPU = cpu_machine(["nvtriton is not installed (triton.backends.tileir not found)", "no GPU"])
+HOPPER = gpu_machine()
 
 
 def recorded() -> dict:

@@ -25,10 +25,11 @@ from tileiropt.classify.source import SourceText
 from tileiropt.project import entries
 from tileiropt.releases import get_release
 
-FIXTURES = Path(__file__).parent / "fixtures" / "branches"
+from shared import ROOT, TEST_FIXTURES
+
+FIXTURES = TEST_FIXTURES / "branches"
 OPS = FIXTURES / "optional_ops.py"
 EXPECTED = FIXTURES / "optional_ops_tileir.expected"  # apply's output, the version as VERSION
-ROOT = Path(__file__).parent.parent
 RELEASE = get_release("13.4")
 
 

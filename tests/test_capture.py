@@ -14,14 +14,15 @@ import pytest
 
 from tileiropt.capture.capture import run_capture
 from tileiropt.capture.launch import CapturedLaunch
-from tileiropt.check.device import Device
 from tileiropt.project.spec import CaptureRequest, Project
 from tileiropt.report.artifacts import load_artifacts
 from tileiropt.run.pipeline import run_pipeline
 from tileiropt.schema import PASS
 from tileiropt.validate.worker import OWN_RUN_REASON
 
-FIXTURES = Path(__file__).parent / "fixtures" / "capture"
+from shared import TEST_FIXTURES, cpu_machine
+
+FIXTURES = TEST_FIXTURES / "capture"
 KERNELS = {"scale_kernel", "add_inplace_kernel", "square_fwd_kernel", "square_bwd_kernel"}
 
 
@@ -187,9 +188,8 @@ def test_atomics_on_a_gpu_widen_the_tolerance_to_the_originals_own_noise() -> No
 
 def test_an_unchanged_capture_is_reused_and_a_changed_file_or_fresh_runs_the_program_again(folder: Path) -> None:
     from tileiropt.capture.capture import add_captured_kernels
-    from tileiropt.check.machine import Machine
 
-    machine = Machine(device=Device(), tileir_blockers=["no GPU"])
+    machine = cpu_machine()
 
     def project() -> Project:
         return Project(file=None, root=folder, kernels=[], artifacts=folder / ".tileiropt",

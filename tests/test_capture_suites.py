@@ -17,7 +17,9 @@ from tileiropt.report.artifacts import load_artifacts
 from tileiropt.run.pipeline import run_pipeline
 from tileiropt.schema import FAIL, NOT_RUN, PASS
 
-SUITES = Path(__file__).parent / "fixtures" / "suites"
+from shared import TEST_FIXTURES
+
+SUITES = TEST_FIXTURES / "suites"
 OPLIB_KERNELS = {"min_kernel", "max_kernel", "all_kernel", "add_kernel"}
 PYTEST = ["pytest", "-q", "-p", "no:cacheprovider", "tests"]
 

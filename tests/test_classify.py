@@ -14,7 +14,8 @@ from tileiropt.cli import app
 from tileiropt.releases import get_release
 from tileiropt.schema import SCHEMA_VERSION
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from shared import EXAMPLES
+
 HEADER = "import triton\nimport triton.language as tl\n\n"
 
 

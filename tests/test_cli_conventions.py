@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 
 from tileiropt.cli import app
 
+from shared import ROOT
+
 runner = CliRunner()
 COMMANDS = ["check", "classify", "rule", "init", "apply", "validate", "bench", "report", "run"]
 
@@ -111,7 +113,7 @@ def test_the_readme_s_table_of_phases_is_the_one_list() -> None:
     """README's phases are `tileiropt.phases.PHASES` as `phases_table` writes them (the run's help reads the same)."""
     from tileiropt.phases import PHASES, phases_table
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert phases_table() in readme
     assert [p.name for p in PHASES] == ["check", "capture", "compatibility", "classify", "apply", "validate", "bench",
                                         "report"]

@@ -25,6 +25,8 @@ from tileiropt.capture import site as capture_site
 from tileiropt.harness import tileir_surface
 from tileiropt.validate.worker import not_attached
 
+from shared import TEST_FIXTURES
+
 
 def _tuned():
     @triton.autotune(configs=[triton.Config({"BLOCK": 32}, num_warps=4, pre_hook=print)], key=["n"])
@@ -110,7 +112,7 @@ def test_validation_names_an_autotuner_that_did_not_take_the_configs(tmp_path: P
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from tileiropt.harness.loading import load_kernel_module
 
-    monkeypatch.syspath_prepend(str(Path(__file__).parent / "fixtures" / "suites" / "tunerpkg"))
+    monkeypatch.syspath_prepend(str(TEST_FIXTURES / "suites" / "tunerpkg"))
     path = tmp_path / "fixed_tileir.py"
     path.write_text(gate_source() + _FIXED)
     assert extended_autotuners(path.read_text()) == {"kern", "took"}

@@ -15,9 +15,10 @@ import pytest
 
 from tileiropt.schema import SAME_ON_INTERPRETER
 
-ROOT = Path(__file__).resolve().parents[1]
+from shared import ROOT, TEST_FIXTURES
+
 EMULATOR = Path(__file__).parent / "emulated_nvtriton"
-FIXTURES = Path(__file__).parent / "fixtures" / "emulated"
+FIXTURES = TEST_FIXTURES / "emulated"
 # the emulator first, then this checkout, then whatever the environment already adds (a GPU image's own packages)
 PYTHONPATH = os.pathsep.join([str(EMULATOR), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
 

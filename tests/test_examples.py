@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
+from shared import EXAMPLES, ROOT
+
 EXAMPLE_NAMES = ["vector_add", "swiglu", "softmax", "layer_norm", "rms_norm", "row_sum", "matmul",
                  "attention"]
 AUTOTUNED = {"swiglu", "rms_norm", "matmul", "attention"}

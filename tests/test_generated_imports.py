@@ -15,8 +15,9 @@ from tileiropt.apply.audit import bad_keys, hint_autotunes, import_check
 from tileiropt.errors import UserError
 from tileiropt.project.entries import package_name_for
 
-ROOT = Path(__file__).parent.parent
-FIXTURE_PACKAGES = Path(__file__).parent / "fixtures" / "real" / "pkgs"
+from shared import ROOT, TEST_FIXTURES
+
+FIXTURE_PACKAGES = TEST_FIXTURES / "real" / "pkgs"
 
 
 def _sources() -> list[Path]:

@@ -6,7 +6,6 @@ writes them again after a reviewed change."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,9 @@ from tileiropt.apply.gate import gate_source
 from tileiropt.apply.transforms import TRANSFORMS, Transform, by_name
 from tileiropt.releases import get_release
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-GOLDEN = Path(__file__).parent / "fixtures" / "golden"
+from shared import EXAMPLES, TEST_FIXTURES
+
+GOLDEN = TEST_FIXTURES / "golden"
 # what each example shows: the rewrite it exercises
 CASES = {
     "vector_add": "an elementwise kernel without autotuner: hint-only autotune under the gate",

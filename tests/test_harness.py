@@ -21,7 +21,9 @@ from tileiropt.project.spec import parse_project
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import ValidateRun, ValidationRecord, load_validate_run, save_validate_run
 
-FIXTURES = Path(__file__).parent / "fixtures" / "validate"
+from shared import TEST_FIXTURES
+
+FIXTURES = TEST_FIXTURES / "validate"
 
 
 # --------------------------------------------------------------------------- inputs

@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 
 from tileiropt.cli import app
 
+from shared import ROOT
+
 runner = CliRunner()
 
 KERNEL = """import triton
@@ -106,7 +108,7 @@ def test_non_finite_config_values_are_derived_at_import_not_written(tmp_path: Pa
     ["bench", "examples", "--warmup-ms", "-1"], ["run", "examples/vector_add.py", "--capture-budget", "nan"],
 ])
 def test_nan_infinite_and_huge_durations_are_refused(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(Path(__file__).parent.parent)
+    monkeypatch.chdir(ROOT)
     output = _one_line_error(_invoke(*args))
     assert "must be a number of" in output
 

@@ -28,7 +28,9 @@ else:  # pragma: no cover - Python 3.10
 
 from tileiropt.classify.classify import CLASSES, classify_paths
 
-REPO = Path(__file__).resolve().parent.parent
+from shared import ROOT
+
+REPO = ROOT
 LABELS_FILE = Path(__file__).parent / "data" / "kernel_classes.toml"
 TARGET_ACCURACY = 0.95
 

@@ -14,7 +14,9 @@ from tileiropt.cli import app
 from tileiropt.errors import ExitCode
 from tileiropt.project.library import defines_kernel, library_files, mirrored_output
 
-FIXTURE = Path(__file__).parent / "fixtures" / "library"
+from shared import TEST_FIXTURES
+
+FIXTURE = TEST_FIXTURES / "library"
 COMMAND = ["--", "pytest", "-q", "tests/check_mylib.py"]
 
 

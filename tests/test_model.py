@@ -25,8 +25,10 @@ from tileiropt.classify.source import SourceText
 from tileiropt.classify.syntax import names_assigned, on_header_line, statement_lines
 from tileiropt.releases import get_release
 
+from shared import TEST_FIXTURES
+
 HEADER = "import triton\nimport triton.language as tl\n\n"
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = TEST_FIXTURES
 
 
 def _model(body: str, header: str = HEADER) -> FileModel:

@@ -18,7 +18,9 @@ from tileiropt.report.artifacts import load_artifacts
 from tileiropt.run.pipeline import run_pipeline
 from tileiropt.schema import NOT_RUN, PASS
 
-FIXTURES = Path(__file__).parent / "fixtures" / "real" / "pkgs" / "tuned"
+from shared import TEST_FIXTURES
+
+FIXTURES = TEST_FIXTURES / "real" / "pkgs" / "tuned"
 
 
 def _kernel(name: str, entry: str, reference: str, inputs: dict, **extra) -> dict:

@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
 
-IDIOMS = Path(__file__).parent / "fixtures" / "idioms"
+from shared import TEST_FIXTURES
+
+IDIOMS = TEST_FIXTURES / "idioms"
 
 
 @pytest.fixture(scope="module")

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 try:
     import tomllib
 except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib
 
-ROOT = Path(__file__).resolve().parent.parent
+from shared import ROOT
 
 
 def test_every_package_is_listed_in_pyproject() -> None:

@@ -18,7 +18,9 @@ from tileiropt.run.pipeline import run_pipeline
 from tileiropt.schema import ERROR, NOT_RUN, PASS, SAME_ON_INTERPRETER
 from tileiropt.validate.run import validate_project
 
-FIXTURES = Path(__file__).parent / "fixtures" / "real"
+from shared import TEST_FIXTURES
+
+FIXTURES = TEST_FIXTURES / "real"
 
 RMS = {"name": "tutorial_rms", "path": "tutorial_style.py", "call": "rms_norm(x, (N,), w, 1e-6)",
        "reference": "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w",

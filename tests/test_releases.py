@@ -17,7 +17,9 @@ from tileiropt.classify.classify import classify_paths
 from tileiropt.errors import UserError
 from tileiropt.releases import BUNDLED, RELEASES_ENV, get_release, known_releases, resolve_release
 
-FIXTURES = Path(__file__).parent / "fixtures" / "releases"
+from shared import TEST_FIXTURES
+
+FIXTURES = TEST_FIXTURES / "releases"
 R131, R134 = get_release("13.1"), get_release("13.4")
 
 

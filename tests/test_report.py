@@ -29,6 +29,8 @@ from tileiropt.report.markdown import render_markdown, split_template
 from tileiropt.run.record import run_from_dict
 from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
 
+from shared import EXAMPLES
+
 SEED_HEADINGS = ("### Classification", "### Compatibility Check (ENABLE_TILE=0)", "### Transformations Applied",
                  "### TileIR Validation (ENABLE_TILE=1)", "### Benchmark Comparison", "### Output")
 BROKEN_STOP = "the original file fail on ptx (-): 3 of 64 elements differ"
@@ -227,7 +229,7 @@ def test_cli_bad_input(tmp_path: Path) -> None:
 
 
 def test_a_project_file_points_at_its_artifacts(tmp_path: Path) -> None:
-    examples = Path(__file__).resolve().parent.parent / "examples"
+    examples = EXAMPLES
     folder, kernels = resolve_artifacts(examples / "tileiropt.toml")
     assert folder == examples / ".tileiropt" and kernels and kernels[0].name == "vector_add"
     with pytest.raises(UserError):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tileiropt.classify.classify import classify_source
@@ -12,7 +10,9 @@ from tileiropt.classify.rules import ALL_RULES, Rule
 from tileiropt.errors import UserError
 from tileiropt.releases import get_release
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
+from shared import ROOT
+
+DOCS = ROOT / "docs" / "rules.md"
 
 
 def test_docs_rules_md_is_generated_from_the_rules() -> None:

@@ -18,9 +18,9 @@ from tileiropt.check.machine import Machine
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
-FIXTURES = Path(__file__).parent / "fixtures" / "bench"
+from shared import EXAMPLES, TEST_FIXTURES
+
+FIXTURES = TEST_FIXTURES / "bench"
 SEED_HEADINGS = ("### Classification", "### Compatibility Check (ENABLE_TILE=0)", "### Transformations Applied",
                  "### TileIR Validation (ENABLE_TILE=1)", "### Benchmark Comparison", "### Output")
 RECORDS = ("check.json", "classify.json", "apply.json", "validate.json", "bench.json", "run.json", "report.md")

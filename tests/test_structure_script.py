@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from shared import ROOT, TEST_FIXTURES
+
 SCRIPT = ROOT / "benchmarks" / "structure.py"
-DEMO = ROOT / "tests" / "fixtures" / "structure" / "demo"
+DEMO = TEST_FIXTURES / "structure" / "demo"
+
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -53,7 +55,7 @@ def test_a_folder_that_is_not_a_package_is_a_one_line_error(tmp_path: Path) -> N
 
 def test_string_key_lookups_and_root_modules() -> None:
     """`launch["grid"]` and `launch.get("num_warps", 4)` count; `names[0]` and `.get(1, ...)` do not."""
-    done = run(str(ROOT / "tests" / "fixtures" / "structure" / "records"), "--json")
+    done = run(str(TEST_FIXTURES / "structure" / "records"), "--json")
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout)
     assert figures["string_key_lookups"] == {".": 2} and figures["root_modules"] == []

@@ -26,8 +26,9 @@ from tileiropt.apply.gate import gate_source
 from tileiropt.apply.tma_runtime import RUNTIME_SOURCE
 from tileiropt.harness.autotuners import autotuners, config_label, innermost, pinned, tma_dispatches
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "tests" / "fixtures" / "tma"
+from shared import ROOT, TEST_FIXTURES
+
+FIXTURES = TEST_FIXTURES / "tma"
 NAMES = ["gemm", "persistent_gemm", "batched_gemm", "linear_nt", "attention_fwd"]
 
 

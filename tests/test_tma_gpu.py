@@ -13,13 +13,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from shared import TEST_FIXTURES
+
 pytestmark = pytest.mark.gpu
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "tma"
+FIXTURES = TEST_FIXTURES / "tma"
 NAMES = ["gemm", "persistent_gemm", "batched_gemm", "linear_nt", "attention_fwd"]
 
 

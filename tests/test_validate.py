@@ -13,8 +13,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tileiropt.check.device import Device
-from tileiropt.check.machine import Machine
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
 from tileiropt.project.spec import load_project, parse_project
@@ -22,8 +20,9 @@ from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import PREPARE, load_validate_run
 from tileiropt.validate.run import validate_project
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).parent / "fixtures" / "validate"
+from shared import ROOT, TEST_FIXTURES, cpu_machine
+
+FIXTURES = TEST_FIXTURES / "validate"
 TIMEOUT_S = 6.0  # the hang fixtures' own timeout
 
 KERNELS = [
@@ -199,7 +198,7 @@ def test_run_summary(run):
 
 
 def test_gpu_backends_are_not_run_without_a_gpu():
-    cpu = Machine(device=Device(), tileir_blockers=["no GPU"])
+    cpu = cpu_machine()
     result = validate_project(_project(KERNELS[:1]), backends=["ptx", "tileir-code-on-ptx"], machine=cpu)
     assert [(r.backend, r.status, r.reason) for r in result.records] == [("ptx", NOT_RUN, "not run: no GPU")]
     assert result.exit_code() == ExitCode.NOT_RUN
@@ -214,7 +213,7 @@ def test_default_backends_follow_the_machine():
 
 
 def test_missing_optimized_file_and_missing_reference_are_not_run():
-    cpu = Machine(device=Device(), tileir_blockers=["no GPU"])
+    cpu = cpu_machine()
     project = _project([{"name": "k", "path": "off_by_one.py", "entry": "add", "inputs": {"x": [4], "y": [4]}}])
     result = validate_project(project, backends=["ptx"], variants=["original", "optimized"], machine=cpu)
     reasons = [r.reason for r in result.records]

@@ -1,6 +1,6 @@
 """The run's decisions over its records, as pure functions: which optimized files are set aside, and whether a
 file is proven not slower on PTX (what `--in-place` needs). `run.pipeline` applies them; their decision tables are in
-`tests/test_decisions.py`."""
+`tests/decisions/test_run_decisions.py`."""
 
 from __future__ import annotations
 

@@ -21,7 +21,6 @@ from typer.testing import CliRunner
 
 from tileiropt.bench import run as bench_module
 from tileiropt.bench.run import BenchSettings, bench_project, earlier_bench
-from tileiropt.check.device import Device
 from tileiropt.check.machine import Machine
 from tileiropt.cli import app
 from tileiropt.engine import engine
@@ -35,10 +34,10 @@ from tileiropt.schema import PASS
 from tileiropt.validate.cases import Case
 from tileiropt.validate.run import validate_project
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
-BENCH_FIXTURES = Path(__file__).parent / "fixtures" / "bench"
-VALIDATE_FIXTURES = Path(__file__).parent / "fixtures" / "validate"
+from shared import EXAMPLES, TEST_FIXTURES, gpu_machine
+
+BENCH_FIXTURES = TEST_FIXTURES / "bench"
+VALIDATE_FIXTURES = TEST_FIXTURES / "validate"
 GUARD_S = 120.0  # hang guard of the subprocess tests (never reached when things work)
 
 
@@ -52,8 +51,7 @@ def _fake_gpus(monkeypatch: pytest.MonkeyPatch, log: Path) -> Machine:
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(bench_module, "obtain_peaks",
                         lambda machine, remeasure=False, workers=None, launcher=None: (None, "not measured (test)"))
-    return Machine(device=Device("FAKE GPU (test fixture)", "9.0", 132),
-                   tileir_blockers=["nvtriton is not installed"])
+    return gpu_machine("FAKE GPU (test fixture)", blockers=["nvtriton is not installed"])
 
 
 def _many_kernels(tmp_path: Path, count: int) -> object:

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 
 from tileiropt.cli import app
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from shared import EXAMPLES
+
 DAEMONS = ("munged", "slurmctld", "slurmd", "srun", "sinfo")
 GUARD_S = 60.0  # hang guard for the cluster to come up
 

@@ -1,0 +1,204 @@
+"""A run's decisions: its exit code (interrupted, failed for each cause, not run here), which
+optimized files are set aside or written in place; and what was found on the way.
+
+Each decision users depend on, over every combination of its inputs (or at and around each threshold).
+GPU-only outcomes are built from records and stubs, so the CPU suite holds them.
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tileiropt.bench.records import FASTER, SAME, SLOWER, UNCLEAR
+from tileiropt.capture.launch import CapturedLaunch
+from tileiropt.errors import ExitCode, run_exit_code
+from tileiropt.project.spec import KernelSpec
+from tileiropt.run.decisions import not_proven_not_slower
+from tileiropt.run.pipeline import Pipeline
+from tileiropt.run.record import RunResult
+from tileiropt.schema import PASS
+
+from shared import EXAMPLES
+
+# --------------------------------------------------------------------------- a run's exit code
+
+
+@pytest.mark.parametrize(("interrupted", "failed", "not_run_here", "code"), [
+    (False, False, False, ExitCode.OK), (False, False, True, ExitCode.NOT_RUN),
+    (False, True, False, ExitCode.FAILED), (False, True, True, ExitCode.FAILED),
+    (True, False, False, ExitCode.INTERRUPTED), (True, True, True, ExitCode.INTERRUPTED),
+])
+def test_run_exit_code_table(interrupted: bool, failed: bool, not_run_here: bool, code: ExitCode) -> None:
+    assert run_exit_code(interrupted=interrupted, failed=failed, not_run_here=not_run_here) == code
+
+
+def _pipeline(**state: Any) -> Pipeline:
+    pipeline = Pipeline.__new__(Pipeline)  # the decision alone, without a project or workers
+    pipeline.result = RunResult(phases=[], kernels=[], stopped={}, artifacts="/tmp/a")
+    pipeline.bench_failed = pipeline.capture_failed = False
+    for key, value in state.items():
+        setattr(pipeline, key, value)
+    return pipeline
+
+
+@pytest.mark.parametrize("cause", ["none", "stopped", "set aside", "bench errored", "program failed"])
+def test_each_cause_of_failure_fails_the_run(cause: str) -> None:
+    pipeline = _pipeline()
+    if cause == "stopped":
+        pipeline.result.stopped["k"] = {"phase": "validate", "reason": "wrong"}
+    elif cause == "set aside":
+        pipeline.result.rejected["/tmp/k_tileir.py"] = {"moved_to": "/tmp/k_tileir.rejected.py", "reason": "slower"}
+    elif cause == "bench errored":
+        pipeline.bench_failed = True
+    elif cause == "program failed":
+        pipeline.capture_failed = True
+    assert pipeline.failed() is (cause != "none")
+
+
+class _Paired:
+    def __init__(self, verdict: str, low: float, high: float):
+        self.verdict, self.ci_low, self.ci_high, self.threshold, self.ratio = verdict, low, high, 0.05, (low + high) / 2
+
+
+class _Row:
+    def __init__(self, kernel: str, paired: _Paired | None, reason: str = "", variant: str = "optimized",
+                 launched: dict | None = None):
+        self.kernel, self.paired, self.reason, self.size = kernel, paired, reason, 1024
+        self.variant, self.backend, self.dtypes = variant, "ptx", {}
+        self.provenance = types.SimpleNamespace(launched=launched or {})
+
+
+@pytest.mark.parametrize(("pairs", "slower"), [
+    ([(SLOWER, 1.06, 1.2)], True), ([(UNCLEAR, 0.99, 1.2)], False), ([(SAME, 0.97, 1.03)], False),
+    ([(SAME, 0.97, 1.03), (SLOWER, 1.07, 1.1)], True), ([(FASTER, 0.8, 0.9)], False),
+])
+def test_a_slower_optimized_file_is_set_aside(pairs: list[tuple[str, float, float]], slower: bool) -> None:
+    spec = KernelSpec(name="k", path=Path("/tmp/k.py"), entry="k", reference="original", inputs={}, dtypes=[{}])
+    pipeline = _pipeline(specs=[spec], validation=None,
+                         bench_run=types.SimpleNamespace(rows=[_Row("k", _Paired(*p)) for p in pairs]))
+    assert (spec.optimized_path in pipeline.rejections()) is slower
+
+
+_RAN = {"k": {"config": "BLOCK=128, num_warps=4", "code": "c1"}}
+
+
+@pytest.mark.parametrize(("original", "optimized", "cause"), [
+    (_RAN, {"k": {"config": "BLOCK=128, num_warps=8", "code": "c2"}},
+     "the configs differ (original k: BLOCK=128, num_warps=4; optimized k: BLOCK=128, num_warps=8)"),
+    (_RAN, {"k": {"config": "BLOCK=128, num_warps=4", "code": "c2"}}, "same config, the compiled code differs: k"),
+    (_RAN, {}, "which kernels and configs ran is not known for both rows"),
+    (_RAN, _RAN, "the same kernels, configs and compiled code: the difference is outside the kernels (the entry's "
+                 "own work around them) or the machine"),
+    ({"k": {"config": "B=1", "code": None}}, {"k": {"config": "B=1", "code": None}},
+     "same config; the compiled code is not known (no PTX to compare)"),
+    (_RAN, _RAN, None),  # a captured launch: the same code at the same config is the machine's, never a set-aside
+])
+def test_a_set_aside_names_its_cause(original: dict, optimized: dict, cause: str | None) -> None:
+    spec = KernelSpec(name="k", path=Path("/tmp/k.py"), entry="k", reference="original", inputs={}, dtypes=[{}],
+                      launch=CapturedLaunch("k", "/tmp/k.py", ()) if cause is None else None)
+    rows = [_Row("k", None, variant="original", launched=original),
+            _Row("k", _Paired(SLOWER, 1.06, 1.2), launched=optimized)]
+    pipeline = _pipeline(specs=[spec], validation=None, bench_run=types.SimpleNamespace(rows=rows))
+    reasons = pipeline.rejections()
+    if cause is None:
+        assert reasons == {}
+    else:
+        assert reasons[spec.optimized_path].endswith(f"; {cause}"), reasons
+
+
+@pytest.mark.parametrize(("pairs", "proven"), [
+    ([], False), ([(SAME, 0.97, 1.03)], True), ([(FASTER, 0.8, 0.9)], True),
+    ([(UNCLEAR, 0.99, 1.2)], False),  # not slower beyond doubt, but not proven not slower either
+    ([(SAME, 0.97, 1.03), (UNCLEAR, 0.9, 1.06)], False), ([(UNCLEAR, 0.9, 1.05)], True),
+])
+def test_in_place_needs_a_measured_not_slower(pairs: list[tuple[str, float, float]], proven: bool) -> None:
+    rows = [_Row("k", _Paired(*p)) for p in pairs] or [_Row("k", None, "not run: no GPU")]
+    pipeline = _pipeline(bench_run=types.SimpleNamespace(rows=rows))
+    reason = pipeline.not_proven_not_slower("k")
+    assert reason == not_proven_not_slower(rows, "k")  # the pipeline applies the pure decision over its rows
+    assert not_proven_not_slower(rows, "other").startswith("no paired timing")  # another kernel's rows never count
+    assert (reason == "") is proven
+    if not pairs:
+        assert reason == "no paired timing: not run: no GPU"
+
+
+# --------------------------------------------------------------------------- found on the way
+
+
+def test_validate_json_keeps_every_phase_s_jobs_workers_and_slots(tmp_path: Path) -> None:
+    from tileiropt.engine.job_timing import JobTiming
+    from tileiropt.validate.records import ValidateRun
+
+    def run(jobs: int, workers: int, slots: int) -> ValidateRun:
+        return ValidateRun(records=[], backends=["ptx"], workers=workers, slots=slots,
+                           jobs=[JobTiming("validate", f"k{i}", "ptx", "local", 1.0) for i in range(jobs)])
+
+    pipeline = _pipeline(validation=None, artifacts=tmp_path)
+    pipeline.save_validation(run(2, 1, 2))  # compatibility
+    pipeline.save_validation(run(3, 2, 4))  # validate
+    merged = pipeline.validation
+    assert (len(merged.jobs), merged.workers, merged.slots) == (5, 3, 4)
+
+
+def test_in_place_writes_the_optimized_file_in_the_source_s_own_encoding(tmp_path: Path) -> None:
+    from tileiropt.apply.gate import GATE_MARKER
+    from tileiropt.bench.records import SAME_CODE
+    from tileiropt.validate.records import ValidationRecord
+
+    source = tmp_path / "k.py"
+    text = "# -*- coding: latin-1 -*-\n# poids: 2 µs, café\nVALUE = 1\n"
+    source.write_bytes(text.encode("latin-1"))
+    spec = KernelSpec(name="k", path=source, entry="k", reference="original", inputs={}, dtypes=[{}])
+    optimized_text = text + f"# ({GATE_MARKER})\n# é\n"
+    spec.optimized_path.write_bytes(optimized_text.encode("latin-1"))
+    validation = types.SimpleNamespace(records=[ValidationRecord("k", "optimized", "ptx", "c", PASS)])
+    row = _Row("k", _Paired(SAME_CODE, 1.0, 1.0))
+    pipeline = _pipeline(specs=[spec], validation=validation, in_place=True, on_event=lambda *a: None,
+                         bench_run=types.SimpleNamespace(rows=[row], exit_code=lambda: 0))
+    pipeline.settle()
+    assert pipeline.result.in_place == {str(source): str(source) + ".orig"}
+    assert source.read_bytes() == optimized_text.encode("latin-1")  # the declaration stays true
+    assert (tmp_path / "k.py.orig").read_bytes() == text.encode("latin-1")
+
+
+@pytest.mark.parametrize(("header", "kernel"), [
+    ("from numba import jit\n", False), ("import numba\n", False),
+    ("from triton import jit\n", True), ("import triton as tr\n", True),
+])
+def test_only_triton_s_decorators_make_a_kernel_file(tmp_path: Path, header: str, kernel: bool) -> None:
+    from tileiropt.errors import UserError
+    from tileiropt.project.spec import check_capture_target
+
+    decorator = {"import numba\n": "@numba.jit", "import triton as tr\n": "@tr.jit"}.get(header, "@jit")
+    path = tmp_path / "k.py"
+    path.write_text(f"{header}\n\n{decorator}\ndef f(x):\n    return x\n")
+    if kernel:
+        check_capture_target(path)
+    else:
+        with pytest.raises(UserError, match="no Triton kernel"):
+            check_capture_target(path)
+
+
+@pytest.mark.parametrize("command", ["validate", "bench"])
+def test_validate_and_bench_judge_against_the_release_asked(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tileiropt.check.machine import Machine
+    from tileiropt.cli import app
+
+    asked = []
+
+    def probe(version: str | None = None) -> None:
+        asked.append(version)
+        raise KeyboardInterrupt  # what was asked is all this test reads
+
+    monkeypatch.setattr(Machine, "probe", staticmethod(probe))
+    examples = EXAMPLES / "tileiropt.toml"
+    CliRunner().invoke(app, [command, str(examples), "--tileir-version", "13.1"])
+    assert asked == ["13.1"]
+    bad = CliRunner().invoke(app, [command, str(examples), "--tileir-version", "99.1"])
+    assert bad.exit_code == 2 and "unknown CUDA Tile IR release '99.1'" in bad.output

@@ -1,0 +1,26 @@
+"""What several test modules share, imported where it is used (`from shared import EXAMPLES`): the repository's
+folders and the fake machines tests describe (a CPU, a Hopper GPU) without probing this one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tileiropt.check.device import Device
+from tileiropt.check.machine import Machine
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+TEST_FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def cpu_machine(blockers: list[str] | None = None) -> Machine:
+    """A machine without a GPU: TileIR cannot run, the interpreter validates."""
+    return Machine(device=Device(), tileir_blockers=list(blockers or ["no GPU"]))
+
+
+def gpu_machine(name: str = "FAKE H100 (test)", capability: str = "9.0", sm_count: int = 132,
+                blockers: list[str] | None = None) -> Machine:
+    """A GPU that is not this machine's (by default a Hopper one, where TileIR cannot run)."""
+    return Machine(device=Device(name, capability, sm_count),
+                   tileir_blockers=list(blockers or [f"{name} is sm_{capability.replace('.', '')}; TileIR needs "
+                                                      "Blackwell (sm_100+)"]))
