@@ -117,3 +117,23 @@ def test_the_readme_s_table_of_phases_is_the_one_list() -> None:
     assert phases_table() in readme
     assert [p.name for p in PHASES] == ["check", "capture", "compatibility", "classify", "apply", "validate", "bench",
                                         "report"]
+
+
+COMMANDS = {"check": "tileiropt.check.command", "classify": "tileiropt.classify.command",
+            "rule": "tileiropt.classify.rule_command", "init": "tileiropt.project.command",
+            "apply": "tileiropt.apply.command", "validate": "tileiropt.validate.command",
+            "bench": "tileiropt.bench.command", "report": "tileiropt.report.command", "run": "tileiropt.run.command"}
+
+
+def test_every_command_is_one_function_of_its_phase_named_after_it() -> None:
+    """`tileiropt X` parses its flags and calls `X_command` of its phase's package, which returns the exit code."""
+    import importlib
+    import inspect
+
+    from tileiropt import cli
+
+    assert sorted(c.name or c.callback.__name__ for c in cli.app.registered_commands) == sorted(COMMANDS)
+    for name, module in COMMANDS.items():
+        function = getattr(importlib.import_module(module), f"{name}_command")
+        assert inspect.signature(function).return_annotation in ("ExitCode", "int"), name
+        assert f"{name}_command(" in inspect.getsource(getattr(cli, name)), f"tileiropt {name} calls {module}"

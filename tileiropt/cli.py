@@ -18,11 +18,10 @@ import typer
 from rich.markup import escape
 
 from tileiropt import __version__
-from tileiropt.check.environment import check_environment, print_check
 from tileiropt.cli_style import show_flags_as_flags
 from tileiropt.engine.workers import stopping_on_signals
 from tileiropt.errors import ExitCode, UserError, check_seconds
-from tileiropt.output import console, err_console, print_json
+from tileiropt.output import err_console, print_json
 from tileiropt.phases import phases_text
 from tileiropt.project.model import DEFAULT_MAX_CONFIGS
 from tileiropt.verbosity import set_verbosity
@@ -209,15 +208,10 @@ def check(
 ) -> None:
     """Phase 1: which triton, GPU, backend, tileiras and CUDA Tile IR release this machine has, and whether
     TileIR is ready."""
-    report = check_environment(release=tileir_version)
-    if json_output:
-        print_json(report)
-    else:
-        print_check(report, console)
-    if require_tileir and not report.tileir_ready:
-        reasons = escape("; ".join(report.reasons))
-        err_console.print(f"[bold red]error[/]: TileIR is not ready: {reasons}", soft_wrap=True)
-        raise typer.Exit(int(ExitCode.FAILED))
+    from tileiropt.check.command import check_command
+
+    raise typer.Exit(int(check_command(as_json=json_output, require_tileir=require_tileir,
+                                       tileir_version=tileir_version)))
 
 
 @app.command()
@@ -244,12 +238,12 @@ def classify(
 
     Also reads tool.tileiropt in the nearest pyproject.toml; `# noqa: TIR006` silences a line (docs/linting.md)."""
     # on use, not at every start-up (+0.07 s)
-    from tileiropt.classify.command import run_classify
+    from tileiropt.classify.command import classify_command
     from tileiropt.classify.lint_output import output_format_of
 
     set_verbosity(quiet, verbose)
     fmt = output_format_of(output_format, json_output)
-    raise typer.Exit(run_classify(paths, select=select, ignore=ignore, strict=strict, output_format=fmt,
+    raise typer.Exit(classify_command(paths, select=select, ignore=ignore, strict=strict, output_format=fmt,
                                   tileir_version=tileir_version, ir=ir))
 
 
@@ -263,9 +257,9 @@ def rule(
     json_output: JsonFormatFlag = False,
 ) -> None:
     """A lint rule's page: what it finds, why, how each release rates it, the fix, an example before and after."""
-    from tileiropt.classify.rule_command import run_rule  # on use, not at every start-up (+0.03 s)
+    from tileiropt.classify.rule_command import rule_command  # on use, not at every start-up (+0.03 s)
 
-    raise typer.Exit(run_rule(code, all_rules=all_rules, output_format=output_format, json_output=json_output))
+    raise typer.Exit(rule_command(code, all_rules=all_rules, output_format=output_format, json_output=json_output))
 
 
 @app.command(context_settings={"allow_extra_args": True})
@@ -288,29 +282,11 @@ def init(
     """Write a commented project-file template (tileiropt.toml) to edit; `init kernel.py [-- command]` writes one
     prefilled from a capture of the kernel file's run (entries, shapes, dtypes, dims); `init DIR -- command` one
     that captures the command's launches of every kernel of the library folder DIR."""
-    # on use, not at every start-up (+0.12 s)
-    from tileiropt.project.template import write_captured_project, write_library_project, write_project_template
+    from tileiropt.project.command import init_command  # on use, not at every start-up (+0.12 s)
 
-    if path is not None and path.suffix == ".py":
-        written, summary = write_captured_project(path, list(ctx.args) or None, output, force=force,
-                                                  budget=_budget(capture_budget))
-    elif path is not None and path.is_dir() and ctx.args:
-        written, summary = write_library_project(path, list(ctx.args), output, force=force, include=include,
-                                                 exclude=exclude)
-    else:
-        if ctx.args:
-            raise UserError("a command after `--` needs a kernel .py to capture", hint="tileiropt init ops.py -- ...")
-        written, summary = write_project_template(output or path, force=force), None
-    if json_output:
-        print_json({"written": str(written.resolve()), **({"capture": summary} if summary is not None else {})})
-    elif summary is not None and path is not None and path.is_dir():
-        console.print(f"wrote {written} ({summary}); next: tileiropt run {written.parent}", markup=False)
-    elif summary is not None:
-        console.print(f"wrote {written} from a capture ({summary}): check its inputs, dims and reference",
-                      markup=False)
-    else:
-        console.print(f"wrote {written}: edit its [[kernel]] table (path, entry, inputs, reference)",
-                      markup=False)
+    raise typer.Exit(int(init_command(path, list(ctx.args) or None, output=output, force=force,
+                                      capture_budget=_budget(capture_budget), include=include, exclude=exclude,
+                                      as_json=json_output)))
 
 
 @app.command()
@@ -332,9 +308,9 @@ def apply(
     json_output: JsonFlag = False,
 ) -> None:
     """Phase 3: write <stem>_tileir.py with TileIR configs and twins behind a backend gate (PTX path unchanged)."""
-    from tileiropt.apply.command import run_apply  # on use, not at every start-up (+0.37 s)
+    from tileiropt.apply.command import apply_command  # on use, not at every start-up (+0.37 s)
 
-    code = run_apply(paths, output=output, in_place=in_place, dry_run=dry_run, diff=diff,
+    code = apply_command(paths, output=output, in_place=in_place, dry_run=dry_run, diff=diff,
                      json_output=json_output, spaces_file=spaces, max_configs=max_configs,
                      tileir_version=tileir_version)
     raise typer.Exit(code)
@@ -371,11 +347,11 @@ def validate(
     json_output: JsonFlag = False,
 ) -> None:
     """Phase 4: numerics against the reference, per backend (own subprocess) and per autotune config."""
-    from tileiropt.validate.command import run_validate_command  # on use, not at every start-up (+0.12 s)
+    from tileiropt.validate.command import validate_command  # on use, not at every start-up (+0.12 s)
 
     options = _target(target, entry, shapes, dtypes, reference, args, kernel, tileir_version, fresh,
                       _executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task, slurm_tasks), json_output)
-    code = run_validate_command(options, backends=backend, variant=variant, all_configs=all_configs, timeout=timeout)
+    code = validate_command(options, backends=backend, variant=variant, all_configs=all_configs, timeout=timeout)
     raise typer.Exit(int(code))
 
 
@@ -422,14 +398,14 @@ def bench(
 ) -> None:
     """Phase 5: original vs optimized (PTX), PTX vs TileIR, torch baseline, over the size sweep."""
     # on use, not at every start-up (+0.13 s)
-    from tileiropt.bench.command import run_bench_command
+    from tileiropt.bench.command import bench_command
     from tileiropt.bench.run import BenchSettings
 
     settings = BenchSettings(method=method, warmup_ms=warmup_ms, rep_ms=rep_ms, timeout=timeout, isolate=isolate,
                              sizes=sizes or None, rounds=rounds, threshold=threshold)
     options = _target(target, entry, shapes, dtypes, reference, args, kernel, tileir_version, fresh,
                       _executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task, slurm_tasks), json_output)
-    code = run_bench_command(options, settings=settings, remeasure_peaks=remeasure_peaks)
+    code = bench_command(options, settings=settings, remeasure_peaks=remeasure_peaks)
     raise typer.Exit(int(code))
 
 
@@ -446,9 +422,9 @@ def report(
     json_output: JsonFlag = False,
 ) -> None:
     """Render the Markdown report (seed format) from the saved phase records alone."""
-    from tileiropt.report.command import run_report_command  # on use, not at every start-up (+0.16 s)
+    from tileiropt.report.command import report_command  # on use, not at every start-up (+0.16 s)
 
-    raise typer.Exit(int(run_report_command(target, fmt=fmt, output=output, as_json=json_output)))
+    raise typer.Exit(int(report_command(target, fmt=fmt, output=output, as_json=json_output)))
 
 
 RUN_HELP = (
@@ -491,12 +467,12 @@ def run(
     json_output: JsonFlag = False,
 ) -> None:
     """The phases end to end (RUN_HELP)."""
-    from tileiropt.run.command import run_run_command  # on use, not at every start-up (+0.15 s)
+    from tileiropt.run.command import run_command  # on use, not at every start-up (+0.15 s)
 
     command = list(ctx.args) or None
     options = _target(target, entry, shapes, dtypes, reference, args, kernel, tileir_version, fresh,
                       _executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task, slurm_tasks), json_output)
-    code = run_run_command(options, timeout=timeout, sizes=sizes, capture=command,
+    code = run_command(options, timeout=timeout, sizes=sizes, capture=command,
                            capture_budget=_budget(capture_budget),
                            capture_stall=_budget(capture_stall, "--capture-stall"), include=include,
                            exclude=exclude, in_place=in_place)

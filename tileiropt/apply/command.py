@@ -119,7 +119,7 @@ def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_ru
         err_console.print(f"[bold red]error[/]: {escape(error.error)}", soft_wrap=True)
 
 
-def run_apply(paths: list[Path], *, output: Path | None, in_place: bool, dry_run: bool, diff: bool,
+def apply_command(paths: list[Path], *, output: Path | None, in_place: bool, dry_run: bool, diff: bool,
               json_output: bool, spaces_file: Path | None, max_configs: int, tileir_version: str | None = None) -> int:
     if max_configs < 1:
         raise UserError("--max-configs must be at least 1")

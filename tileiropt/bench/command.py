@@ -85,7 +85,7 @@ def not_run_lines(run: BenchRun) -> list[str]:
     return [f"{count} row{'s' if count > 1 else ''}: {reason}" for reason, count in reasons.items()]
 
 
-def run_bench_command(
+def bench_command(
     options: TargetOptions,
     *,
     settings: BenchSettings | None = None,

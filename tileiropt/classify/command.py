@@ -25,7 +25,7 @@ from tileiropt.verbosity import QUIET, VERBOSE, verbosity
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "perf": "cyan"}
 
 
-def run_classify(paths: list[Path], select: list[str] | None = None, ignore: list[str] | None = None,
+def classify_command(paths: list[Path], select: list[str] | None = None, ignore: list[str] | None = None,
                  strict: bool = False, json_output: bool = False, tileir_version: str | None = None,
                  ir: bool = True, output_format: str | None = None) -> int:
     """Classify and lint `paths` for a CUDA Tile IR release; print in `output_format` (text, json, sarif,

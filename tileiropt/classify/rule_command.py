@@ -10,7 +10,7 @@ from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import print_json
 
 
-def run_rule(code: str | None, all_rules: bool = False, output_format: str | None = None,
+def rule_command(code: str | None, all_rules: bool = False, output_format: str | None = None,
              json_output: bool = False) -> int:
     """Print one rule's page (`code`), every page (`all_rules`) or one line per rule; text is Markdown."""
     fmt = (output_format or ("json" if json_output else "text")).strip().lower()

@@ -52,7 +52,7 @@ def make_report(target: Path | None) -> Report:
     return report
 
 
-def run_report_command(target: Path | None, *, fmt: str = "md", output: Path | None = None,
+def report_command(target: Path | None, *, fmt: str = "md", output: Path | None = None,
                        as_json: bool = False) -> ExitCode:
     if fmt not in FORMATS:
         raise UserError(f"--format: unknown value {fmt!r}", hint="use md or json")

@@ -49,7 +49,7 @@ class PhaseProgress:
             self.progress.update(task, description=f"{phase}: {escape(message)}")
 
 
-def run_run_command(
+def run_command(
     options: TargetOptions,
     *,
     timeout: float | None = None,

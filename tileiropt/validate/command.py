@@ -77,7 +77,7 @@ def detail_lines(run: ValidateRun) -> list[str]:
     return lines
 
 
-def run_validate_command(
+def validate_command(
     options: TargetOptions,
     *,
     backends: list[str] | None = None,
