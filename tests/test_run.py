@@ -202,3 +202,28 @@ def test_every_record_and_json_output_speaks_one_vocabulary(examples_run: dict) 
         assert statuses or name in ("check.json", "check"), name
         odd = [(where, status) for where, status in statuses if status not in STATUSES]
         assert not odd, (name, odd[:5])
+
+
+@pytest.mark.slow
+def test_two_runs_at_once_do_not_disturb_each_other(tmp_path: Path) -> None:
+    """Two `tileiropt run`s on one machine at once (a CI matrix, one per library), sharing the user's cache folder:
+    each passes, and each report renders again, from its own records alone, to the same text."""
+    import subprocess
+    import sys
+
+    folders = []
+    for name in ("one", "two"):
+        folder = tmp_path / name
+        shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns(".tileiropt", "*_tileir.py", "__pycache__"))
+        folders.append(folder)
+    runs = [subprocess.Popen([sys.executable, "-m", "tileiropt", "run", str(folder), "--kernel", "vector_add",
+                              "--kernel", "softmax"],
+                             cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for folder in folders]
+    outputs = [run.communicate(timeout=600)[0] for run in runs]
+    for folder, run, output in zip(folders, runs, outputs):
+        assert run.returncode == ExitCode.OK, output
+        report = folder / ".tileiropt" / "report.md"
+        again = CliRunner().invoke(app, ["report", str(report.parent), "-o", str(folder / "again.md")])
+        assert again.exit_code == ExitCode.OK, again.output
+        assert (folder / "again.md").read_text() == report.read_text()
