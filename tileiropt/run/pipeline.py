@@ -31,6 +31,7 @@ from tileiropt.bench.records import (
 from tileiropt.bench.run import BenchSettings, bench_project, earlier_bench, kernel_info
 from tileiropt.capture.capture import add_captured_kernels, cut_summary
 from tileiropt.capture.keys import KernelKey
+from tileiropt.check.device import Device
 from tileiropt.check.environment import check_environment, choose_release
 from tileiropt.check.machine import Machine
 from tileiropt.check.machine_facts import machine_facts
@@ -43,6 +44,7 @@ from tileiropt.engine.engine import RunWorkers
 from tileiropt.engine.executors import Executor, validate_per_gpu
 from tileiropt.engine.job_timing import JobTiming
 from tileiropt.engine.progress import Progress
+from tileiropt.engine.resume import Earlier
 from tileiropt.engine.workers import take_worker_starts
 from tileiropt.errors import ExitCode, check_seconds, run_exit_code
 from tileiropt.harness.backends import BACKENDS, default_backends
@@ -50,6 +52,7 @@ from tileiropt.harness.provenance import file_digest
 from tileiropt.output import write_atomic
 from tileiropt.phases import PHASES, Phase
 from tileiropt.project.spec import KernelSpec, Project
+from tileiropt.releases import Choice
 from tileiropt.report.artifacts import (
     APPLY_FILE,
     CHECK_FILE,
@@ -63,6 +66,7 @@ from tileiropt.report.build import build_report
 from tileiropt.report.markdown import write_markdown
 from tileiropt.report.verdict import ATTENTION
 from tileiropt.run.decisions import not_proven_not_slower, rejections
+from tileiropt.run.phase_records import apply_from_dict, classify_from_dict
 from tileiropt.run.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
 from tileiropt.run.record import PhaseResult, RunResult
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
@@ -73,7 +77,8 @@ EventCallback = Callable[[str, str], None]  # (phase, message)
 
 
 class Pipeline:
-    """Runs the phases over a project, keeping track of the kernels still going."""
+    """Runs the phases over a project, keeping track of the kernels still going. Building one reads and starts
+    nothing: `run` chooses the release, reads what a re-run may reuse and starts the workers."""
 
     def __init__(self, project: Project, kernels: list[str] | None, timeout: float | None,
                  bench_settings: BenchSettings | None, command: list[str], on_event: EventCallback | None,
@@ -90,9 +95,10 @@ class Pipeline:
                                 stopped={}, artifacts=str(self.artifacts), command=command,
                                 project=str(project.file) if project.file else None, cwd=str(Path.cwd()))
 
-        self.release = choose_release(project.tileir_version)  # every phase follows this CUDA Tile IR release
-        # the workers of validate and bench, kept between phases: the PTX worker that validated a kernel times it
-        self.workers = RunWorkers(self.release.release.version, keep=True)
+        self.release: Choice  # every phase follows this CUDA Tile IR release (`start`)
+        self.workers: RunWorkers  # validate's and bench's, kept between phases (`start`)
+        self.earlier: Earlier | None = None  # what a re-run may reuse, read before it writes anything (`start`)
+        self.earlier_bench: Earlier | None = None
         self.validation: ValidateRun | None = None
         self.jobs: list[JobTiming] = []  # the current phase's jobs of the engine
         # (GPU, TileIR ready, the GPU's memory in GiB), once checked: `prestart`
@@ -105,9 +111,6 @@ class Pipeline:
         self.bench_run: Any = None
         self.executor = executor
         self.console = console  # where progress goes (None: only the phase events)
-        # read before this run writes anything: what a re-run may reuse
-        self.earlier = None if fresh else earlier_validation(self.artifacts)
-        self.earlier_bench = None if fresh else earlier_bench(self.artifacts)
         self.interrupted = False
         self.models = FileModels()  # each kernel file read, parsed and classified once, by classify and apply
         self.not_run_here = False  # the program needs what this machine lacks (a GPU)
@@ -210,10 +213,11 @@ class Pipeline:
         report = check_environment(release=self.release.release.version)
         report.release["origin"] = self.release.origin
         save_record(self.artifacts, CHECK_FILE, report)
-        self.ready_to_start = (report.gpu.get("name") not in (None, "cpu"), report.tileir_ready,
-                               report.gpu.get("memory_gib"), bool(report.triton.get("emulated")))
+        device = Device.from_json(report.gpu)
+        self.ready_to_start = (device.is_gpu, report.tileir_ready, device.memory_gib,
+                               bool(report.triton.get("emulated")))
         ready = "TileIR ready" if report.tileir_ready else "TileIR not ready: " + "; ".join(report.reasons)
-        return PhaseResult("check", PASS, detail=f"{report.gpu.get('name')}; {ready}; machine {origin}")
+        return PhaseResult("check", PASS, detail=f"{device.name}; {ready}; machine {origin}")
 
     def prestart(self) -> None:
         """Start the validation workers the run will need first as the program starts: their start-up (torch,
@@ -267,16 +271,16 @@ class Pipeline:
             document = {**classify_json(classify_paths(paths, release=self.release.release, dtypes=dtypes,
                                                        models=self.models), self.release), "inputs": inputs}
         save_record(self.artifacts, CLASSIFY_FILE, document)
-        failed = {Path(f["file"]).resolve(): f.get("message") or f["status"] for f in document["files"]
-                  if f["status"] == ERROR}
+        record = classify_from_dict(document)
+        failed = {Path(f.file).resolve(): f.message or f.status for f in record.files if f.status == ERROR}
         for spec in self.specs:
             if spec.path.resolve() in failed:
                 self.stop(spec.name, "classify", f"cannot classify {spec.path.name}: {failed[spec.path.resolve()]}")
         how = " (reused: the files, the release and the tool unchanged)" if reused else ""
         if failed:
             return PhaseResult("classify", ERROR, detail=f"{len(failed)} file(s) could not be classified{how}")
-        return PhaseResult("classify", PASS, detail=f"{len(document['kernels'])} Triton kernel(s) in "
-                                                    f"{len(document['files'])} file(s){how}")
+        return PhaseResult("classify", PASS, detail=f"{len(record.kernels)} Triton kernel(s) in "
+                                                    f"{len(record.files)} file(s){how}")
 
     def apply(self) -> PhaseResult:
 
@@ -300,13 +304,14 @@ class Pipeline:
             document = {**apply_document(results, errors, dry_run=False, choice=self.release), "inputs": inputs,
                         "outputs": {str(o): file_digest(o) for _, o in pairs if o.is_file()}}
         save_record(self.artifacts, APPLY_FILE, document)
-        for error in document["errors"]:
+        record = apply_from_dict(document)
+        for error in record.errors:
             for spec in self.live:
-                if Path(error["file"]).resolve() == spec.path.resolve():
-                    self.stop(spec.name, "apply", f"apply failed: {error['error']}")
-        count = sum(1 for r in document["files"] if r.get("output"))
-        if document["errors"]:
-            return PhaseResult("apply", ERROR, detail=f"{len(document['errors'])} file(s) could not be rewritten")
+                if Path(error.file).resolve() == spec.path.resolve():
+                    self.stop(spec.name, "apply", f"apply failed: {error.error}")
+        count = sum(1 for f in record.files if f.output)
+        if record.errors:
+            return PhaseResult("apply", ERROR, detail=f"{len(record.errors)} file(s) could not be rewritten")
         how = " (reused: the files, the release and the tool unchanged, the outputs as written)" if reused else ""
         return PhaseResult("apply", PASS, detail=f"{count} optimized file(s) written{how}")
 
@@ -503,8 +508,17 @@ class Pipeline:
         benchmark errored, the program failed, or --in-place could not be proven."""
         return bool(self.result.stopped) or self.bench_failed or self.capture_failed or bool(self.result.rejected)
 
+    def start(self) -> None:
+        """The release every phase follows; what a re-run may reuse, read before this run writes anything; the
+        workers of validate and bench, kept between phases (the PTX worker that validated a kernel times it)."""
+        self.release = choose_release(self.project.tileir_version)
+        self.earlier = None if self.fresh else earlier_validation(self.artifacts)
+        self.earlier_bench = None if self.fresh else earlier_bench(self.artifacts)
+        self.workers = RunWorkers(self.release.release.version, keep=True)
+
     def run(self) -> RunResult:
         started = time.monotonic()
+        self.start()
         self.result.started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         runners: dict[str, Callable[[], PhaseResult]] = {
             "check": self.check, "capture": self.capture, "compatibility": self.compatibility,
