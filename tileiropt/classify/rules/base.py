@@ -176,3 +176,20 @@ def noqa_codes(line_text: str) -> set[str] | None:
 def suppressed(finding: Finding, line_text: str) -> bool:
     codes = noqa_codes(line_text)
     return codes is not None and ("*" in codes or finding.code in codes)
+
+
+def on(ctx: KernelContext) -> str:
+    """`not supported by CUDA Tile IR 13.4` and the like: every message names its release."""
+    return f"not supported by {ctx.release.label()}"
+
+
+class CallRule(Rule):
+    """A rule that fires on every call to one of `names` (qualified Triton names)."""
+
+    names: frozenset[str] = frozenset()
+    what: str = ""  # e.g. "tl.gather (tt.gather)"
+
+    def check(self, ctx: KernelContext) -> Iterable[Finding]:
+        note = ctx.release.feature(self.feature).note if self.feature else ""
+        for call in ctx.calls_named(*self.names):
+            yield self.finding(call.line, f"{self.what} is {on(ctx)}" + (f" ({note})" if note else ""))
