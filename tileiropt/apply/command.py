@@ -120,7 +120,8 @@ def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_ru
 
 
 def apply_command(paths: list[Path], *, output: Path | None, in_place: bool, dry_run: bool, diff: bool,
-              json_output: bool, spaces_file: Path | None, max_configs: int, tileir_version: str | None = None) -> int:
+                  json_output: bool, spaces_file: Path | None, max_configs: int,
+                  tileir_version: str | None = None) -> ExitCode:
     if max_configs < 1:
         raise UserError("--max-configs must be at least 1")
     choice = choose_release(tileir_version)
@@ -145,4 +146,4 @@ def apply_command(paths: list[Path], *, output: Path | None, in_place: bool, dry
                                   f"`tileiropt run {result.path} --in-place` replaces a file only after it "
                                   f"validates and is not slower on PTX; undo: mv {backup} {result.path}",
                                   markup=False, soft_wrap=True)
-    return int(ExitCode.BAD_INPUT if errors else ExitCode.OK)
+    return ExitCode.BAD_INPUT if errors else ExitCode.OK

@@ -27,7 +27,7 @@ _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "perf": "cyan"}
 
 def classify_command(paths: list[Path], select: list[str] | None = None, ignore: list[str] | None = None,
                  strict: bool = False, json_output: bool = False, tileir_version: str | None = None,
-                 ir: bool = True, output_format: str | None = None) -> int:
+                 ir: bool = True, output_format: str | None = None) -> ExitCode:
     """Classify and lint `paths` for a CUDA Tile IR release; print in `output_format` (text, json, sarif,
     github; `json_output`: json); return the exit code. Settings: tileiropt.classify.lint_config."""
     fmt = output_format or ("json" if json_output else "text")
@@ -45,10 +45,10 @@ def classify_command(paths: list[Path], select: list[str] | None = None, ignore:
     if all(r.status == ERROR for r in results):
         if fmt != "json":
             err_console.print("[bold red]error[/]: no file could be parsed", soft_wrap=True)
-        return int(ExitCode.BAD_INPUT)
+        return ExitCode.BAD_INPUT
     if strict and has_errors(results):
-        return int(ExitCode.FAILED)
-    return int(ExitCode.OK)
+        return ExitCode.FAILED
+    return ExitCode.OK
 
 
 def _release_choice(settings: Any, files: list[Path]) -> Any:

@@ -11,7 +11,7 @@ from tileiropt.output import print_json
 
 
 def rule_command(code: str | None, all_rules: bool = False, output_format: str | None = None,
-             json_output: bool = False) -> int:
+             json_output: bool = False) -> ExitCode:
     """Print one rule's page (`code`), every page (`all_rules`) or one line per rule; text is Markdown."""
     fmt = (output_format or ("json" if json_output else "text")).strip().lower()
     if fmt not in ("text", "json") or (json_output and fmt != "json"):
@@ -32,4 +32,4 @@ def rule_command(code: str | None, all_rules: bool = False, output_format: str |
         for rule in rules:
             sys.stdout.write(f"{rule.code}  {rule.name:<{width}}  {rule.severity:<7}  {rule.message}\n")
     sys.stdout.flush()
-    return int(ExitCode.OK)
+    return ExitCode.OK
