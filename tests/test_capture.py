@@ -78,7 +78,7 @@ def test_capture_from_pytest_then_replay_on_original_and_optimized(folder: Path)
     artifacts = load_artifacts(result.artifacts)
     assert result.exit_code == 0, [(r.kernel, r.variant, r.backend, r.status, r.reason)
                                    for r in artifacts.validate.records]
-    captured = {launch["kernel"] for launch in artifacts.capture["launches"]}
+    captured = {launch.kernel for launch in artifacts.capture.launches}
     assert captured == KERNELS  # module-level scale, both tests, forward and backward
     by_kernel: dict[str, list] = {}
     for record in artifacts.validate.records:
@@ -152,7 +152,7 @@ def test_liger_rms_norm_captured_from_a_users_pytest_forward_and_backward(tmp_pa
     result = run_pipeline(project, command=["tileiropt", "run"])
     artifacts = load_artifacts(result.artifacts)
     assert result.exit_code == 0, result.stopped
-    assert {launch["kernel"] for launch in artifacts.capture["launches"]} == {"_rms_norm_forward_kernel",
+    assert {launch.kernel for launch in artifacts.capture.launches} == {"_rms_norm_forward_kernel",
                                                                                "_rms_norm_backward_kernel"}
     records = [r for r in artifacts.validate.records if r.backend != "tileir"]
     assert {r.kernel for r in records if r.status == PASS} == {"_rms_norm_forward_kernel", "_rms_norm_backward_kernel"}
@@ -224,9 +224,10 @@ def test_a_file_whose_script_part_only_benchmarks_is_captured_from_its_own_tests
     result = run_pipeline(project, command=["tileiropt", "run"])
     artifacts = load_artifacts(result.artifacts)
     assert result.exit_code == 0, result.stopped
-    assert "so its own tests ran" in artifacts.capture["ended"], artifacts.capture["ended"]
-    assert artifacts.capture["command"][1:3] == ["-m", "pytest"]
-    sizes = sorted(launch["args"][2]["value"] for launch in artifacts.capture["launches"])
+    assert artifacts.capture is not None
+    assert "so its own tests ran" in artifacts.capture.ended, artifacts.capture.ended
+    assert artifacts.capture.command[1:3] == ["-m", "pytest"]
+    sizes = sorted(launch.args[2].value for launch in artifacts.capture.launches)
     assert sizes == [100, 1000]  # both parametrized tests
     assert {r.status for r in artifacts.validate.records if r.backend != "tileir"} == {PASS}
     assert not (folder / ".pytest_cache").exists()  # nothing written into the user's folder
@@ -240,12 +241,12 @@ def test_a_failing_module_level_self_check_is_the_programs_failure_not_the_repla
                       capture=CaptureRequest(files=[folder / "failing_self_check.py"], command=None, budget=90))
     result = run_pipeline(project, command=["tileiropt", "run"])
     artifacts = load_artifacts(result.artifacts)
-    assert artifacts.capture["ended"] == "the program exited with status 1"
+    assert artifacts.capture is not None and artifacts.capture.ended == "the program exited with status 1"
     # the program's failure is the run's (exit 1), named with file:line, while its launch is still replayed
     assert result.exit_code == 1 and not result.stopped, result.stopped
-    failure = artifacts.capture["failure"]
-    assert failure["exception"] == "AssertionError: a self-check that fails" \
-        and failure["where"].startswith("failing_self_check.py:"), failure
+    failure = artifacts.capture.failure
+    assert failure is not None and failure.exception == "AssertionError: a self-check that fails" \
+        and failure.where.startswith("failing_self_check.py:"), failure
     assert result.program is not None and result.program["summary"].startswith("AssertionError")
     report = (result.artifacts and Path(result.artifacts, "report.md").read_text(encoding="utf-8"))
     assert f"failed: {result.program['summary']}" in report and "The program's last lines:" in report

@@ -107,7 +107,8 @@ def test_a_cut_library_run_is_never_a_pass_and_says_where_it_was(tmp_path: Path,
     assert capture.status == FAIL and "did not finish: no progress for 15 s" in capture.detail, capture.detail
     assert result.exit_code == 1
     record = load_artifacts(result.artifacts).capture
-    assert record["cut"] and record["where"].startswith("tests/test_oplib.py:38 in test_waits_forever_when_asked")
+    assert record is not None and record.cut
+    assert record.where.startswith("tests/test_oplib.py:38 in test_waits_forever_when_asked")
     report = Path(result.report).read_text()
     first = report.split("\n\n")[1]  # after the title
     assert first.startswith("**Cut**: the command did not finish: no progress for 15 s"), first

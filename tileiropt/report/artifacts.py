@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tileiropt.bench.records import BENCH_FILE, BenchRun, load_bench_run
-from tileiropt.capture.capture import CAPTURE_FILE
+from tileiropt.capture.capture import CAPTURE_FILE, CaptureResult
 from tileiropt.check.environment import CheckReport
 from tileiropt.errors import UserError
 from tileiropt.output import dataclass_from_dict, save_record_file
@@ -51,7 +51,7 @@ class Artifacts:
     validate: ValidateRun | None = None
     bench: BenchRun | None = None
     run: RunResult | None = None
-    capture: dict[str, Any] | None = None
+    capture: CaptureResult | None = None
     problems: dict[str, str] = field(default_factory=dict)  # record file -> why it could not be read
 
     @property
@@ -100,7 +100,7 @@ def load_artifacts(folder: Path | str) -> Artifacts:
     found.classify = _typed(folder / CLASSIFY_FILE, classify_from_dict, found.problems)
     found.apply = _typed(folder / APPLY_FILE, apply_from_dict, found.problems)
     found.run = _typed(folder / RUN_FILE, run_from_dict, found.problems)
-    found.capture = _read_json(folder / CAPTURE_FILE, found.problems)
+    found.capture = _typed(folder / CAPTURE_FILE, CaptureResult.from_json, found.problems)
     for name, loader, attribute in ((VALIDATE_FILE, load_validate_run, "validate"),
                                     (BENCH_FILE, load_bench_run, "bench")):
         if (folder / name).is_file():

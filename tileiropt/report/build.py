@@ -12,12 +12,11 @@ import os
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from tileiropt.bench.records import BENCH_FILE, OPTIMIZED, ORIGINAL, BenchKernel
-from tileiropt.capture.capture import cut_summary
+from tileiropt.capture.capture import CaptureResult, cut_summary
 from tileiropt.capture.keys import KernelKey
-from tileiropt.capture.launch import kernel_labels, read_launches
+from tileiropt.capture.launch import kernel_labels
 from tileiropt.harness.provenance import file_digest
 from tileiropt.report.artifacts import Artifacts
 from tileiropt.report.benchmark import benchmark_for
@@ -181,11 +180,11 @@ def _kernel_report(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str,
     )
 
 
-def cut_md(capture: dict[str, Any] | None) -> str:
+def cut_md(capture: CaptureResult | None) -> str:
     """The first line of a report whose captured command was cut (budget, no progress), else ""."""
-    if not isinstance(capture, dict) or not capture.get("cut"):
+    if capture is None or not capture.cut:
         return ""
-    return f"**Cut**: {cut_summary(str(capture['cut']), str(capture.get('where') or ''))}."
+    return f"**Cut**: {cut_summary(capture.cut, capture.where)}."
 
 
 def capture_summary(artifacts: Artifacts) -> list[str]:
@@ -193,13 +192,12 @@ def capture_summary(artifacts: Artifacts) -> list[str]:
     capture = artifacts.capture
     if not capture:
         return []
-    launches = read_launches(capture.get("launches", []))
-    counts: dict[str, int] = capture.get("counts", {})
+    launches, counts = capture.launches, capture.counts
     kernels = sorted(set(kernel_labels(launches)))
     reused = (f" (reused by this run: the program, its files and the kernel files are unchanged since "
-              f"{capture.get('started') or 'then'})") if capture.get("reused") else ""
-    lines = [f"Capture: `{' '.join(capture.get('command', []))}` ran {capture.get('seconds', 0):.1f} s "
-             f"({capture.get('ended', '?')}){reused}: {len(launches)} distinct launch(es) of {len(kernels)} "
+              f"{capture.started or 'then'})") if capture.reused else ""
+    lines = [f"Capture: `{' '.join(capture.command)}` ran {capture.seconds:.1f} s "
+             f"({capture.ended or '?'}){reused}: {len(launches)} distinct launch(es) of {len(kernels)} "
              f"kernel(s) ({', '.join(kernels) or 'none'}) out of {sum(counts.values())} launch(es) seen."]
     if artifacts.validate is not None:
         replayed = [r for r in artifacts.validate.records if r.config.startswith("captured: ")]
@@ -207,8 +205,7 @@ def capture_summary(artifacts: Artifacts) -> list[str]:
         lines.append(f"Replayed: {len(replayed)} record(s) on the original and the optimized kernels: "
                      f"{statuses or 'none'} (bit-exact on the unchanged path; per-dtype tolerances with the TileIR "
                      "code on).")
-    captured_files = {launch.file for launch in launches} | {KernelKey.parse(key).file for key in capture.get(
-        "expected", [])}
+    captured_files = {launch.file for launch in launches} | {KernelKey.parse(key).file for key in capture.expected}
     launched = {KernelKey.parse(key).kernel for key in counts}
     rewritten = []
     for item in artifacts.apply.files if artifacts.apply is not None else []:
@@ -217,13 +214,13 @@ def capture_summary(artifacts: Artifacts) -> list[str]:
     never = sorted(set(rewritten) - launched)
     if never:
         lines.append(f"Rewritten but never launched by the program (not validated): {', '.join(never)}.")
-    outside = capture.get("outside") or {}
+    outside = capture.outside
     if outside:
         rows = [f"- `{item.get('kernel')}` ({item.get('launches', 0)} launch(es)), defined in `{item.get('file')}`"
                 + (f" line {item['line']}" if item.get("line") else "") for item in outside.values()]
         lines.append(f"Launched from outside the targets: {len(outside)} kernel(s) that no target file defines "
                      "(generated code, other packages), not validated:\n\n" + "\n".join(rows))
-    stacks = capture.get("stacks") or {}
+    stacks = capture.stacks
     if stacks:
         fence = "````"
         lines.append("Where the cut program was (every thread's stack, process by process):\n\n" + "\n\n".join(

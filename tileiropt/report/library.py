@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tileiropt.capture.capture import CaptureResult
 from tileiropt.capture.keys import KernelKey
 from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, EMULATED, PROVEN, READY, UNPROVEN
 from tileiropt.run.phase_records import ClassifyRecord
@@ -48,16 +49,16 @@ def _real(path: str) -> str:
     return os.path.realpath(path)
 
 
-def library_summary(capture: dict[str, Any] | None, classify: ClassifyRecord | None,
+def library_summary(capture: CaptureResult | None, classify: ClassifyRecord | None,
                     sections: list[Any]) -> LibrarySummary | None:
     """The library's kernels from capture.json's targets and counts, classify.json's classes and each report
     section's verdict; None when the run was not a library run."""
-    if not isinstance(capture, dict) or not isinstance(capture.get("library"), str):
+    if capture is None or capture.library is None:
         return None
-    folder = capture["library"]
-    counts = capture.get("counts") or {}
+    folder = capture.library
+    counts = capture.counts
     files: dict[str, LibraryFile] = {}
-    for key in capture.get("expected") or []:
+    for key in capture.expected:
         kernel, path = KernelKey.parse(key)
         entry = files.setdefault(_real(path), LibraryFile(file=os.path.relpath(_real(path), _real(folder)),
                                                           defined=[], launched=[]))
@@ -76,8 +77,8 @@ def library_summary(capture: dict[str, Any] | None, classify: ClassifyRecord | N
         if isinstance(record, dict) and _real(str(record.get("file", ""))) in files:
             classes[str(record.get("class") or "unknown")] += 1
     return LibrarySummary(folder=folder, files=sorted(files.values(), key=lambda f: f.file), classes=classes,
-                          cut=bool(capture.get("cut")),
-                          outside=sorted(str(item.get("kernel")) for item in (capture.get("outside") or {}).values()
+                          cut=bool(capture.cut),
+                          outside=sorted(str(item.get("kernel")) for item in capture.outside.values()
                                          if isinstance(item, dict)))
 
 
