@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from tileiropt.bench.records import FASTER, SAME, SLOWER, UNCLEAR
+from tileiropt.bench.run import BenchSettings
 from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.errors import ExitCode, run_exit_code
 from tileiropt.project.spec import KernelSpec
 from tileiropt.run.decisions import not_proven_not_slower
-from tileiropt.run.pipeline import Pipeline
+from tileiropt.run.pipeline import Pipeline, RunRequest
 from tileiropt.run.record import RunResult
 from tileiropt.schema import PASS
 
@@ -157,7 +158,8 @@ def test_in_place_writes_the_optimized_file_in_the_source_s_own_encoding(tmp_pat
     spec.optimized_path.write_bytes(optimized_text.encode("latin-1"))
     validation = types.SimpleNamespace(records=[ValidationRecord("k", "optimized", "ptx", "c", PASS)])
     row = _Row("k", _Paired(SAME_CODE, 1.0, 1.0))
-    pipeline = _pipeline(specs=[spec], validation=validation, in_place=True, on_event=lambda *a: None,
+    pipeline = _pipeline(specs=[spec], validation=validation, on_event=lambda *a: None,
+                         request=RunRequest(timeout=None, bench_settings=BenchSettings(), in_place=True),
                          bench_run=types.SimpleNamespace(rows=[row], exit_code=lambda: 0))
     pipeline.settle()
     assert pipeline.result.in_place == {str(source): str(source) + ".orig"}

@@ -17,6 +17,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,18 @@ from tileiropt.validate.run import REPEATED, earlier_validation, validate_projec
 EventCallback = Callable[[str, str], None]  # (phase, message)
 
 
+@dataclass(frozen=True)
+class RunRequest:
+    """What a run was asked to do, beside its project and kernels: it never changes while the run goes."""
+
+    timeout: float | None  # seconds per record or measurement (None: the project's)
+    bench_settings: BenchSettings
+    in_place: bool = False  # write each optimized file over its kernel file once proven
+    fresh: bool = False  # redo every record
+    executor: Executor | None = None  # where the workers run (None: this host)
+    console: Any = None  # where progress goes (None: only the phase events)
+
+
 class Pipeline:
     """Runs the phases over a project, keeping track of the kernels still going. Building one reads and starts
     nothing: `run` chooses the release, reads what a re-run may reuse and starts the workers."""
@@ -84,35 +97,33 @@ class Pipeline:
                  bench_settings: BenchSettings | None, command: list[str], on_event: EventCallback | None,
                  in_place: bool = False, fresh: bool = False, executor: Executor | None = None,
                  console: Any = None):
-
+        # what the run was asked: it never changes while the run goes
         self.project = project
         self.specs = project.select(kernels)
-        self.timeout = timeout
-        self.bench_settings = bench_settings or BenchSettings(timeout=timeout)
-        self.on_event = on_event or (lambda phase, message: None)
         self.artifacts = project.artifacts
-        self.result = RunResult(phases=[], kernels=[kernel_info(s, self.bench_settings.sizes) for s in self.specs],
+        self.request = RunRequest(timeout=timeout, bench_settings=bench_settings or BenchSettings(timeout=timeout),
+                                  in_place=in_place, fresh=fresh, executor=executor, console=console)
+        self.on_event = on_event or (lambda phase, message: None)
+        # what `start` sets up for the phases
+        self.release: Choice  # every phase follows this CUDA Tile IR release
+        self.workers: RunWorkers  # validate's and bench's, kept between phases
+        self.earlier: Earlier | None = None  # what a re-run may reuse, read before it writes anything
+        self.earlier_bench: Earlier | None = None
+        self.adopted = contextlib.ExitStack()  # the machine's facts, adopted from the check to the end of the run
+        self.models = FileModels()  # each kernel file read, parsed and classified once, by classify and apply
+        # what the phases found so far: the run's record, and what its decisions read
+        self.result = RunResult(phases=[], kernels=[kernel_info(s, self.request.bench_settings.sizes)
+                                                    for s in self.specs],
                                 stopped={}, artifacts=str(self.artifacts), command=command,
                                 project=str(project.file) if project.file else None, cwd=str(Path.cwd()))
-
-        self.release: Choice  # every phase follows this CUDA Tile IR release (`start`)
-        self.workers: RunWorkers  # validate's and bench's, kept between phases (`start`)
-        self.earlier: Earlier | None = None  # what a re-run may reuse, read before it writes anything (`start`)
-        self.earlier_bench: Earlier | None = None
         self.validation: ValidateRun | None = None
+        self.bench_run: Any = None
         self.jobs: list[JobTiming] = []  # the current phase's jobs of the engine
-        # (GPU, TileIR ready, the GPU's memory in GiB), once checked: `prestart`
+        # (GPU, TileIR ready, the GPU's memory in GiB, emulated), once checked: `prestart`
         self.ready_to_start: tuple[bool, bool, float | None, bool] | None = None
-        self.adopted = contextlib.ExitStack()  # the machine's facts, adopted from the check to the end of the run
         self.bench_failed = False
         self.capture_failed = False
-        self.in_place = in_place
-        self.fresh = fresh
-        self.bench_run: Any = None
-        self.executor = executor
-        self.console = console  # where progress goes (None: only the phase events)
         self.interrupted = False
-        self.models = FileModels()  # each kernel file read, parsed and classified once, by classify and apply
         self.not_run_here = False  # the program needs what this machine lacks (a GPU)
 
     # ------------------------------------------------------------------ helpers
@@ -146,7 +157,7 @@ class Pipeline:
 
     def record_event(self, phase: str) -> Callable[[Any], None]:
         def event(record: Any) -> None:
-            if self.console is None:  # else the progress line says more
+            if self.request.console is None:  # else the progress line says more
                 self.on_event(phase, f"{record.kernel} {record.variant} {record.backend}")
 
         return event
@@ -173,12 +184,12 @@ class Pipeline:
 
     def progress(self, phase: str, unit: str) -> Any:
 
-        if self.console is None:
+        if self.request.console is None:
             return None
-        return Progress(phase, unit, self.console, on_status=lambda text: self.on_event(phase, text))
+        return Progress(phase, unit, self.request.console, on_status=lambda text: self.on_event(phase, text))
 
     def validation_options(self, phase: str) -> dict[str, Any]:
-        return {"executor": self.executor, "earlier": self.earlier, "journal": True,
+        return {"executor": self.request.executor, "earlier": self.earlier, "journal": True,
                 "progress": self.progress(phase, "cases"), "workers": self.workers}
 
     def stop_on_failures(self, run: ValidateRun, phase: str, what: str) -> int:
@@ -209,7 +220,7 @@ class Pipeline:
 
     def check(self) -> PhaseResult:
 
-        origin = self.adopted.enter_context(machine_facts(self.fresh))  # held until the run ends
+        origin = self.adopted.enter_context(machine_facts(self.request.fresh))  # held until the run ends
         report = check_environment(release=self.release.release.version)
         report.release["origin"] = self.release.origin
         save_record(self.artifacts, CHECK_FILE, report)
@@ -225,7 +236,7 @@ class Pipeline:
         phase's backend, then one per slot of the next backend validate runs, up to half the host's cores (they
         import torch while the program runs). Not on SLURM (a job step is not started ahead of its work), nor
         before the check said what this machine runs."""
-        executor = (self.executor or Executor()).check()
+        executor = (self.request.executor or Executor()).check()
         if executor.kind != "local" or self.ready_to_start is None:
             return
         has_gpu, tileir_ready, memory_gib, emulated = self.ready_to_start
@@ -242,7 +253,7 @@ class Pipeline:
         machine = Machine.probe(self.workers.release)
         backend = "ptx" if machine.has_gpu else "interpret"
         run = validate_project(self.project, kernels=[s.name for s in self.live], backends=[backend],
-                               variants=["original"], timeout=self.timeout, command=self.result.command,
+                               variants=["original"], timeout=self.request.timeout, command=self.result.command,
                                on_record=self.record_event("compatibility"), machine=machine,
                                **self.validation_options("compatibility"))
         self.save_validation(run)
@@ -265,7 +276,7 @@ class Pipeline:
         lowered = {ir_dtype(d) for s in self.specs for variant in s.dtypes for d in variant.values()}
         dtypes = sorted(d for d in lowered if d is not None) or None
         inputs = classify_inputs(paths, self.release.release.version, dtypes)
-        document = None if self.fresh else earlier_classify(self.artifacts, inputs)
+        document = None if self.request.fresh else earlier_classify(self.artifacts, inputs)
         reused = document is not None
         if document is None:
             document = {**classify_json(classify_paths(paths, release=self.release.release, dtypes=dtypes,
@@ -286,7 +297,7 @@ class Pipeline:
 
         pairs = list(dict.fromkeys((spec.path.resolve(), spec.optimized_path.resolve()) for spec in self.live))
         inputs = apply_inputs(pairs, self.project.max_configs, self.release.release.version)
-        document = None if self.fresh else earlier_apply(self.artifacts, inputs)
+        document = None if self.request.fresh else earlier_apply(self.artifacts, inputs)
         reused = document is not None
         if document is None:
             results, errors = [], []
@@ -318,7 +329,7 @@ class Pipeline:
     def validate(self) -> PhaseResult:
 
         run = validate_project(self.project, kernels=[s.name for s in self.live], variants=["optimized"],
-                               timeout=self.timeout, command=self.result.command,
+                               timeout=self.request.timeout, command=self.result.command,
                                on_record=self.record_event("validate"), **self.validation_options("validate"))
         self.save_validation(run)
         self.jobs = list(run.jobs)
@@ -337,10 +348,10 @@ class Pipeline:
         request = self.project.capture
         assert request is not None
         machine = Machine.probe(self.workers.release)
-        result, specs = add_captured_kernels(self.project, machine, self.timeout, fresh=self.fresh,
+        result, specs = add_captured_kernels(self.project, machine, self.request.timeout, fresh=self.request.fresh,
                                              before_program=self.prestart, on_progress=self.capture_progress())
         self.specs += specs
-        self.result.kernels += [kernel_info(s, self.bench_settings.sizes) for s in specs]
+        self.result.kernels += [kernel_info(s, self.request.bench_settings.sizes) for s in specs]
         kernels = len({(s.launch.kernel, s.launch.file) if s.launch else (None, None) for s in specs})
         never = [KernelKey.parse(key).kernel for key in result.never_launched()]
         how = (f"reused from the capture of {result.started or 'an earlier run'} (the program, its files and the "
@@ -385,7 +396,7 @@ class Pipeline:
 
         def show(text: str) -> None:
             self.on_event("capture", text)
-            console = self.console
+            console = self.request.console
             if console is not None and not console.is_terminal and time.monotonic() - printed[0] >= 30:
                 printed[0] = time.monotonic()
                 console.print(f"capture: {text}", markup=False, highlight=False, soft_wrap=True)
@@ -395,11 +406,11 @@ class Pipeline:
     def bench(self) -> PhaseResult:
 
         def on_row(row: Any) -> None:
-            if self.console is None:  # else the progress line says more
+            if self.request.console is None:  # else the progress line says more
                 self.on_event("bench", f"{row.kernel} {row.short_label} size {row.size}")
 
-        run = bench_project(self.project, kernels=[s.name for s in self.live], settings=self.bench_settings,
-                            command=self.result.command, on_row=on_row, executor=self.executor, journal=True,
+        run = bench_project(self.project, kernels=[s.name for s in self.live], settings=self.request.bench_settings,
+                            command=self.result.command, on_row=on_row, executor=self.request.executor, journal=True,
                             earlier=self.earlier_bench, progress=self.progress("bench", "rows"),
                             workers=self.workers)
         save_bench_run(run, self.artifacts)
@@ -465,7 +476,7 @@ class Pipeline:
             path.rename(moved)
             self.result.rejected[str(path)] = {"moved_to": str(moved), "reason": reason}
             self.on_event("settle", f"set aside {path.name}: {reason}")
-        if not self.in_place:
+        if not self.request.in_place:
             return
         passed = {r.kernel for r in (self.validation.records if self.validation else [])
                   if r.variant == "optimized" and r.status == PASS}
@@ -512,8 +523,8 @@ class Pipeline:
         """The release every phase follows; what a re-run may reuse, read before this run writes anything; the
         workers of validate and bench, kept between phases (the PTX worker that validated a kernel times it)."""
         self.release = choose_release(self.project.tileir_version)
-        self.earlier = None if self.fresh else earlier_validation(self.artifacts)
-        self.earlier_bench = None if self.fresh else earlier_bench(self.artifacts)
+        self.earlier = None if self.request.fresh else earlier_validation(self.artifacts)
+        self.earlier_bench = None if self.request.fresh else earlier_bench(self.artifacts)
         self.workers = RunWorkers(self.release.release.version, keep=True)
 
     def run(self) -> RunResult:
