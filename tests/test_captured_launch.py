@@ -17,7 +17,6 @@ from tileiropt.capture.launch import (
     LaunchFormatError,
     TensorArg,
     kernel_labels,
-    read_launches,
 )
 from tileiropt.capture.watch import ProgramWatch
 from tileiropt.validate.cases import Case
@@ -103,7 +102,6 @@ def test_a_damaged_line_in_a_launch_file_is_left_out_and_the_rest_is_read(tmp_pa
     watch.poll()
     assert [launch.grid for launch in watch.launches] == [(3, 1, 1), (6, 1, 1)]
     assert all(launch.signature is None for launch in watch.launches)  # merged: the distinctness key is dropped
-    assert read_launches([good, {"kernel": 1}, "x"]) == [CapturedLaunch.from_json(good)]
 
 
 def test_kernels_sharing_a_name_are_labelled_by_their_file() -> None:

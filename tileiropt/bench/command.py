@@ -20,7 +20,7 @@ from tileiropt.bench.records import (
 from tileiropt.bench.run import BenchSettings, bench_project, earlier_bench
 from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode
-from tileiropt.output import console, err_console, print_json
+from tileiropt.output import console, err_console
 from tileiropt.project.options import TargetOptions, prepared
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
@@ -101,12 +101,10 @@ def bench_command(
                             earlier=None if options.fresh else earlier_bench(project.artifacts))
     saved = save_bench_run(run, project.artifacts)
     code = target.exit_code(run.exit_code())
-    if run.interrupted:
-        progress.say_interrupted(len(run.rows), "rows", saved)
-        return ExitCode.INTERRUPTED
-    if options.as_json:
-        print_json(run)
-        return code
+    early = target.ends_early(run, code, saved=saved, progress=progress, done=len(run.rows), unit="rows",
+                              as_json=options.as_json)
+    if early is not None:
+        return early
     if any(r.status != NOT_RUN for r in run.rows):
         console.print(summary_table(run))
     for line in not_run_lines(run):

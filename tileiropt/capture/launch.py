@@ -276,13 +276,3 @@ def kernel_labels(launches: list[CapturedLaunch]) -> list[str]:
     return [launch.kernel if len(files_of[launch.kernel]) == 1 else f"{Path(launch.file).stem}.{launch.kernel}"
             for launch in launches]
 
-
-def read_launches(items: Any) -> list[CapturedLaunch]:
-    """The launches of a saved capture's list that read as launches (a damaged one is left out)."""
-    found = []
-    for item in items if isinstance(items, list) else []:
-        try:
-            found.append(CapturedLaunch.from_json(item))
-        except (LaunchFormatError, TypeError, ValueError):
-            continue
-    return found

@@ -15,7 +15,7 @@ from typing import Any
 
 from tileiropt.capture import hook
 from tileiropt.capture.keys import KernelKey
-from tileiropt.capture.launch import CapturedLaunch, LaunchFormatError
+from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.capture.program_failure import _innermost_own, _library_paths
 
 _LAUNCHES = re.compile(r"^launches-(\d+)\.jsonl$")
@@ -78,7 +78,7 @@ class ProgramWatch:
         if "kernel" in item:
             try:
                 launch = CapturedLaunch.from_json(item)
-            except (LaunchFormatError, TypeError, ValueError):
+            except (TypeError, ValueError):  # LaunchFormatError among them
                 return False  # not what the recorder writes: no launch to replay
             key = str(KernelKey.of(launch))
             seen = self.signatures.setdefault(key, set())

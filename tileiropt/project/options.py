@@ -16,8 +16,9 @@ from typing import Any
 from tileiropt.capture.capture import with_captured_kernels
 from tileiropt.check.machine import Machine
 from tileiropt.engine.executors import Executor, resolve_executor
+from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode
-from tileiropt.output import err_console
+from tileiropt.output import err_console, print_json
 from tileiropt.project.model import Project
 from tileiropt.project.spec import resolve_target
 from tileiropt.releases import get_release
@@ -65,6 +66,18 @@ class PreparedTarget:
             return code
         err_console.print(f"cut: {cut}", markup=False, soft_wrap=True)
         return code if code == ExitCode.INTERRUPTED else max(code, ExitCode.FAILED)
+
+    def ends_early(self, run: Any, code: ExitCode, *, saved: Path, progress: Progress, done: int, unit: str,
+                   as_json: bool) -> ExitCode | None:
+        """The exit code where a phase command ends before its tables: interrupted (what finished is saved, and
+        said), or `--json` (the run printed); None: go on."""
+        if run.interrupted:
+            progress.say_interrupted(done, unit, saved)
+            return ExitCode.INTERRUPTED
+        if as_json:
+            print_json(run)
+            return code
+        return None
 
 
 def prepared(options: TargetOptions) -> PreparedTarget:

@@ -28,7 +28,6 @@ def refuses_own_code(record: ValidationRecord, spec: KernelSpec) -> bool:
     return not twins and f"def {kernel.rsplit('.', 1)[-1]}_tileir(" not in source
 
 
-
 def rejections(specs: Iterable[KernelSpec], records: Iterable[ValidationRecord],
                rows: list[BenchRow]) -> dict[Path, str]:
     """Optimized file -> why it must not be the result: a failed or errored record of it (validation; not the TileIR

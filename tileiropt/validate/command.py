@@ -12,7 +12,7 @@ from rich.table import Table
 from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.harness.scaling import describe_scaling
-from tileiropt.output import console, err_console, print_json
+from tileiropt.output import console, err_console
 from tileiropt.project.options import TargetOptions, prepared
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
@@ -98,12 +98,10 @@ def validate_command(
                                earlier=None if options.fresh else earlier_validation(project.artifacts))
     saved = save_validate_run(run, project.artifacts)
     code = target.exit_code(run.exit_code())
-    if run.interrupted:
-        progress.say_interrupted(len(run.records), "records", saved)
-        return ExitCode.INTERRUPTED
-    if options.as_json:
-        print_json(run)
-        return code
+    early = target.ends_early(run, code, saved=saved, progress=progress, done=len(run.records), unit="records",
+                              as_json=options.as_json)
+    if early is not None:
+        return early
     if not run.records:
         err_console.print("nothing to validate (no record for the chosen kernels, variants and backends)")
         return ExitCode.NOT_RUN

@@ -51,17 +51,11 @@ class Finding:
     via: str = "syntax"  # "syntax": found in the source; "ir": found in the kernel's TTIR
 
 
-@dataclass(frozen=True)
-class KernelFinding:
+@dataclass
+class KernelFinding(Finding):
     """A finding with the kernel it is in, as the report carries it (read back from classify.json)."""
 
-    kernel: str
-    code: str
-    severity: str
-    line: int
-    message: str
-    hint: str = ""
-    via: str = "syntax"
+    kernel: str = ""
 
     @classmethod
     def from_json(cls, kernel: Any, data: Any) -> KernelFinding:
