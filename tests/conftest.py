@@ -31,3 +31,18 @@ def gate_of(module: ModuleType) -> bool:
     from tileiropt.apply.gate import GATE_NAME, OTHER_NAME
 
     return (getattr(module, GATE_NAME, None) or getattr(module, OTHER_NAME))()
+
+
+def _cache_typer_commands() -> None:
+    """typer's test runner builds the click command of the app again on every `invoke` (about 50 ms for tileiropt's
+    nine commands, most of a report fuzz's time); the command is the same each time, so it is built once per app."""
+    import functools
+
+    import typer.testing
+
+    build = getattr(typer.testing, "_get_command", None)
+    if build is not None and not hasattr(build, "cache_info"):
+        typer.testing._get_command = functools.lru_cache(maxsize=None)(build)
+
+
+_cache_typer_commands()
