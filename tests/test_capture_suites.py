@@ -10,8 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from tileiropt.capture.capture import run_capture
+from tileiropt.cli import app
+from tileiropt.errors import ExitCode
 from tileiropt.project.spec import project_from_library
 from tileiropt.report.artifacts import load_artifacts
 from tileiropt.run.pipeline import run_pipeline
@@ -67,7 +70,7 @@ def test_pytest_xdist_workers_are_captured(tmp_path: Path, monkeypatch) -> None:
     assert sum(result.counts.values()) == 7  # min 2, max 2, all 2, add 1: over both workers
 
 
-def test_no_size_limit_a_package_of_a_thousand_files(tmp_path: Path) -> None:
+def test_no_size_limit_a_package_of_a_thousand_files(tmp_path: Path, monkeypatch) -> None:
     # 1,800 kernels in 300 files among 1,001: their names alone pass the 128 KiB an environment variable may hold
     package = tmp_path / "a_package_with_a_rather_long_name" / "bigpkg"
     package.mkdir(parents=True)
@@ -84,6 +87,7 @@ def test_no_size_limit_a_package_of_a_thousand_files(tmp_path: Path) -> None:
         "import torch\nfrom bigpkg.ops_0007 import add_3_kernel_with_a_descriptive_name as k\n"
         "x = torch.rand(100)\nout = torch.empty_like(x)\nk[(1,)](x, out, 100, BLOCK=128)\n"
         "assert torch.allclose(out, x + 3)\n")
+    monkeypatch.chdir(package.parent)  # where the command runs
     project = project_from_library(package, ["python", "drive.py"])
     assert len(project.capture.files) == 300
     expected = sum(len(str(f.resolve())) + 40 for f in project.capture.files) * 6
@@ -159,7 +163,7 @@ def test_the_tool_s_own_pinning_failure_is_never_the_original_failing() -> None:
     failed = SimpleNamespace(status="error", failures=[reason], reason=reason)
     kernel = SimpleNamespace(optimized_path="", tileir_code=None, stopped=None, compatibility=failed)
     verdict = kernel_verdict(kernel)
-    assert verdict.bucket == ATTENTION and verdict.text.startswith("tileiropt could not run the original"), verdict
+    assert verdict.bucket == ATTENTION and verdict.text.startswith("tileiropt could not replay the original"), verdict
 
 
 def test_a_package_that_needs_a_gpu_to_import_is_not_run_here(tmp_path: Path, monkeypatch) -> None:
@@ -236,3 +240,15 @@ def test_validate_on_a_cut_capture_is_never_a_pass(tmp_path: Path, monkeypatch) 
     result = CliRunner().invoke(app, ["validate", "--backend", "interpret"])
     assert result.exit_code == 1, result.output
     assert "cut: the command did not finish: no progress for 15 s" in result.output
+
+
+def test_a_program_stopping_for_want_of_a_gpu_is_this_machine_s_lack_not_a_failure(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    folder = tmp_path / "gpu_midway"
+    shutil.copytree(TEST_FIXTURES / "capture" / "gpu_midway", folder)
+    monkeypatch.chdir(folder)
+    result = CliRunner().invoke(app, ["run", "twice.py", "--", "python", "drive.py"])
+    assert result.exit_code == ExitCode.OK, result.output[-2000:]
+    report = (folder / ".tileiropt" / "report.md").read_text()
+    assert "Not run to its end here: **the program**" in report and "needs a GPU and this machine has none" in report
+    assert "Needs attention" not in report

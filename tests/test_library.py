@@ -110,6 +110,29 @@ def test_a_library_needs_a_command_and_a_kernel(library: Path) -> None:
     assert not (library / ".tileiropt").exists()  # nothing ran
 
 
+def test_files_tileiropt_wrote_are_never_the_library_s(library: Path) -> None:
+    ops = library / "mylib" / "ops"
+    (ops / "add_tileir.py").write_text("# tileiropt gate: ...\n" + (ops / "add.py").read_text())
+    (ops / "own_tileir.py").write_text((ops / "add.py").read_text())  # the user's own file of that name: kept
+    found = library_files(library / "mylib")
+    assert [p.name for p in found.kernel_files] == ["add.py", "own_tileir.py", "scale.py", "unused.py"]
+    assert [p.name for p in found.written_by_tool] == ["add_tileir.py"]
+
+
+def test_a_command_that_cannot_start_ends_before_any_phase(library: Path) -> None:
+    (library / ".tileiropt").mkdir()
+    (library / ".tileiropt" / "report.md").write_text("the last good report\n")
+    typo = CliRunner().invoke(app, ["run", "mylib", "--", "python", "tests/chek_mylib.py"])
+    assert typo.exit_code == ExitCode.BAD_INPUT
+    assert "tests/chek_mylib.py: the command after `--` cannot start: its script is not there" in \
+        " ".join(typo.output.split())
+    missing = CliRunner().invoke(app, ["run", "mylib", "--", "pytset", "-q"])
+    assert missing.exit_code == ExitCode.BAD_INPUT
+    assert "'pytset' is not a program on PATH" in " ".join(missing.output.split())
+    assert (library / ".tileiropt" / "report.md").read_text() == "the last good report\n"  # as it was
+    assert sorted(p.name for p in (library / ".tileiropt").iterdir()) == ["report.md"]  # no phase ran
+
+
 def test_init_writes_a_library_project_that_run_reads(library: Path) -> None:
     result = CliRunner().invoke(app, ["init", "mylib", "--exclude", "unused.py", *COMMAND])
     assert result.exit_code == ExitCode.OK, result.output

@@ -204,3 +204,19 @@ def test_bad_flags_give_a_json_document_with_output_format_json() -> None:
     assert _wants_json(["classify", "k.py", "--output-format=json"]) and _wants_json(["classify", "--json"])
     assert not _wants_json(["classify", "k.py", "--output-format", "sarif"])
     assert not _wants_json(["run", "k.py", "--", "tool", "--output-format", "json"])
+
+
+def test_one_rule_on_many_lines_of_a_kernel_with_one_fix_reads_as_one_finding() -> None:
+    from tileiropt.classify.lint_output import Located, grouped, lines_text
+    from tileiropt.classify.rules.base import Finding
+
+    def at(kernel: str, line: int, code: str = "TIR101", hint: str = "fix it") -> Located:
+        return Located("k.py", kernel, 5, Finding(code, "warning", line, f"on line {line}", hint))
+
+    items = [at("a", 12), at("a", 30), at("b", 14), at("a", 44), at("a", 50, hint="another fix"),
+             at("a", 60, code="TIR102")]
+    assert [(first.kernel, first.line, lines) for first, lines in grouped(items)] == [
+        ("a", 12, [12, 30, 44]), ("b", 14, [14]), ("a", 50, [50]), ("a", 60, [60])]
+    assert lines_text([12]) == "L12"
+    assert lines_text([30, 12, 44]) == "L12, L30 and L44"
+    assert lines_text(list(range(1, 14))) == "L1, L2, L3, L4, L5, L6, L7, L8, L9, L10 and 3 more lines"

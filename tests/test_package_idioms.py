@@ -126,9 +126,39 @@ def test_an_autotuner_subclass_with_its_own_strategy_is_pinned_through_its_kerne
 
 def test_the_idioms_library_is_reported_by_file(idioms: Path) -> None:
     report = (idioms / ".tileiropt" / "report.md").read_text()
-    assert "**Library `idioms/`**: 4 kernel(s) in 4 file(s); the command launched 4 of them (100% of the library)." \
+    assert "**Library `idioms/`**: 7 kernel(s) in 7 file(s); the command launched 7 of them (100% of the library)." \
         in report
-    assert "| `regpkg/ops.py` | 1 | 1 | 0 | 1 | 0 | 0 | - |" in report
+    assert "| `regpkg/ops.py` | 1 | 1 | 0 | 1 | 0 | 0 | 0 | - |" in report
+    assert "| `entrywrap.py` | 1 | 1 | 0 | 0 | 1 | 0 | 0 | - |" in report  # compatible, not tuned
+
+
+def test_a_launch_wrapper_binding_its_own_constexprs_is_replayed_below_it(idioms: Path) -> None:
+    # the wrapper binds TILE_N itself: a replay through it would pass TILE_N twice ("multiple values")
+    assert _records(idioms, "row_scale_kernel") == PASSED
+    configs = {r["config"] for r in json.loads((idioms / ".tileiropt" / "validate.json").read_text())["records"]
+               if r["kernel"] == "row_scale_kernel" and r["backend"] == "interpret"}
+    assert configs == {"captured: grid (6, 1, 1), TILE_N=128"}  # as the wrapper bound it
+    report = (idioms / ".tileiropt" / "report.md").read_text()
+    # apply cannot reach a config list under the wrapper: said as such, never "ready to try on TileIR"
+    assert "**row_scale_kernel**: compatible with TileIR, not tuned: no hint autotune: wrapped by entry(" in report
+
+
+def test_gpu_only_calls_of_a_wrapper_are_answered_on_the_cpu_and_said(idioms: Path) -> None:
+    # `with torch.cuda.device(x.device.index)` and `get_device_properties(...).multi_processor_count` on CPU tensors
+    assert _records(idioms, "rows_sum_kernel") == PASSED
+    launch = next(launch for launch in json.loads((idioms / ".tileiropt" / "capture.json").read_text())["launches"]
+                  if launch["kernel"] == "rows_sum_kernel")
+    assert launch["grid"] == [132, 1, 1]  # the emulated device's SM count
+    captured = json.loads((idioms / ".tileiropt" / "capture.json").read_text())
+    assert captured.get("failure") is None
+
+
+def test_a_package_held_bare_by_the_program_is_imported_bare_in_the_workers(idioms: Path) -> None:
+    # extpkg/__init__.py imports a compiled extension that does not exist: importing it whole would fail
+    assert _records(idioms, "shift_kernel") == PASSED
+    launch = next(launch for launch in json.loads((idioms / ".tileiropt" / "capture.json").read_text())["launches"]
+                  if launch["kernel"] == "shift_kernel")
+    assert launch["module"] == "extpkg.ops.shift" and launch["bare_packages"] == ["extpkg"]
 
 
 def test_run_at_launches_the_config_with_its_pre_hook() -> None:

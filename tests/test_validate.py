@@ -345,3 +345,40 @@ def test_configs_that_differ_only_in_hints_run_once_on_the_interpreter() -> None
     assert [i.index for i in items] == [0, 1, 2, 3, 4]
     # item 1 repeats item 0 (the first configs), item 3 repeats item 2; item 4's pre-hook makes it its own
     assert interpreted_duplicates(module, items) == {1: 0, 3: 2}
+
+
+def test_whose_difference_a_bit_exact_replay_shows(tmp_path: Path) -> None:
+    """A replay expected bit-exact differs: the original, run once more, decides whether the kernel disagrees
+    with itself (compared within its own spread) or, its code being the same on both sides, the replay is the
+    tool's (never the optimized file's failure)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from tileiropt.capture.launch import CapturedLaunch
+    from tileiropt.errors import PINNING_ERROR
+    from tileiropt.harness import harness
+    from tileiropt.validate.worker import CaseRunner, same_kernel_code
+
+    source = "import triton\n\n@triton.jit\ndef k(x):\n    pass\n"
+    (tmp_path / "k.py").write_text(source)
+    (tmp_path / "k_tileir.py").write_text("# tileiropt gate\n" + source)
+    (tmp_path / "other.py").write_text(source.replace("pass", "return"))
+    assert same_kernel_code(str(tmp_path / "k_tileir.py"), str(tmp_path / "k.py"), "k")
+    assert not same_kernel_code(str(tmp_path / "other.py"), str(tmp_path / "k.py"), "k")
+
+    expected, output = torch.zeros(4), torch.tensor([0.0, 0.0, 1e-9, 0.0])
+    first = harness.compare(output, expected, 0.0, 0.0)
+    case = SimpleNamespace(args={}, dims={}, variant="optimized", path=str(tmp_path / "k_tileir.py"),
+                           original_path=str(tmp_path / "k.py"), launch=CapturedLaunch("k", "k.py", ()))
+    again = iter([torch.tensor([0.0, 2e-9, 0.0, 0.0])])
+    runner = SimpleNamespace(case=case, backend=SimpleNamespace(device="cpu"),
+                             original_call=lambda: lambda inputs, args, dims: next(again))
+    kept, whose = CaseRunner.second_look(runner, output, expected, {"inputs": {}}, "out", first)
+    assert kept.ok and whose.startswith("the kernel disagrees with itself: the original run twice on the same "
+                                        "inputs differs by up to 2e-09; compared within 4e-09")
+    runner.original_call = lambda: lambda inputs, args, dims: torch.zeros(4)  # the original is steady
+    kept, whose = CaseRunner.second_look(runner, output, expected, {"inputs": {}}, "out", first)
+    assert not kept.ok and whose.startswith(f"{PINNING_ERROR} k alike on both sides")
+    case.path = str(tmp_path / "other.py")  # its code changed: the optimized file's difference
+    assert CaseRunner.second_look(runner, output, expected, {"inputs": {}}, "out", first)[1] == ""

@@ -60,6 +60,6 @@ def check_seconds(name: str, value: float, limit: float = MAX_SECONDS, unit: str
     return float(value)
 
 
-# The start of the reason of a record whose original could not run because the tool's own pinning of an autotuner
-# failed (replay.PinningError): the verdict says it is the tool's error, never "the original fails its own check".
-PINNING_ERROR = "an error of tileiropt, not of the kernel: it could not pin"
+# The start of the reason of a record whose original could not run because the tool's own replay of a launch failed
+# before the kernel ran (replay.PinningError): the verdict says it is the tool's error, never "the original fails".
+PINNING_ERROR = "an error of tileiropt, not of the kernel: it could not replay"

@@ -47,3 +47,5 @@ def count_statuses(items: Any) -> dict[str, int]:
     for item in items:
         counts[item.status] = counts.get(item.status, 0) + 1
     return counts
+
+GATE_MARKER = "tileiropt gate"  # in the comment above the gate: a file tileiropt wrote

@@ -281,6 +281,39 @@ def _hanging_project(tmp_path: Path) -> Path:
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_a_tool_killed_with_sigkill_leaves_no_worker_behind(tmp_path) -> None:
+    """SIGKILL gives the tool no chance to stop its workers: their sentinels see it gone and end their groups."""
+    project = _hanging_project(tmp_path)
+    tag = uuid.uuid4().hex
+    env = {**os.environ, "TILEIROPT_TEST_TAG": tag}
+    process = subprocess.Popen([sys.executable, "-m", "tileiropt", "validate", str(project), "--backend",
+                                "interpret", "--fresh"], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + GUARD_S
+    try:
+        while time.monotonic() < deadline:  # until the hanging kernel runs in a worker
+            entries = read_journal(tmp_path / ".tileiropt", "validate") \
+                if journal_path(tmp_path / ".tileiropt", "validate").exists() else []
+            if any(e.get("record", {}).get("kernel") == "quick" for e in entries) and \
+                    len(_tagged_processes(tag)) >= 2:
+                break
+            assert process.poll() is None
+            time.sleep(0.2)
+        else:
+            pytest.fail("the hanging kernel never started")
+        assert _tagged_processes(tag)  # its sentinels and workers, mid-kernel
+        process.kill()
+        process.wait(timeout=GUARD_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    deadline = time.monotonic() + 10
+    while _tagged_processes(tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _tagged_processes(tag) == []  # every sentinel ended its worker's group
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_ends_every_worker_and_keeps_finished_records(tmp_path, sig) -> None:
     project = _hanging_project(tmp_path)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 
 from tileiropt import __version__
+from tileiropt.schema import GATE_MARKER
 
-GATE_MARKER = "tileiropt gate"  # in the comment above the gate: a file tileiropt wrote
 GATE_NAME = "is_tileir"
 OTHER_NAME = "tileir_backend_active"  # when the file defines an `is_tileir` of its own (the fork's tutorials)
 HELPER_MODULE = "_tileir"  # a library's shared module: <package>/_tileir.py

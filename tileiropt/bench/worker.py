@@ -183,9 +183,8 @@ class Measurement:
             reference = harness.Reference.parse(item.reference or "").resolve()
             return (lambda inputs: reference(inputs, item.args, item.dims)), None
         module = loading.load_kernel_module(item.path, item.original_path or item.path, item.module, item.entry,
-                                            item.search_paths)
+                                            item.search_paths, item.launch.bare_packages if item.launch else ())
         if item.launch:
-
             entry = replay.launcher(module, item.launch)
         else:
             entry = loading.entry_call(module, item.entry, item.call)

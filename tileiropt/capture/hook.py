@@ -179,9 +179,10 @@ class Recorder:
                 self.full.add(key)
                 entry[2] = True
             self.last_new = time.monotonic()
-        return CapturedLaunch(kernel=name, file=path, module=getattr(jit.fn, "__module__", None), args=arguments,
+        module = getattr(jit.fn, "__module__", None)
+        return CapturedLaunch(kernel=name, file=path, module=module, args=arguments,
                               constexprs=constexprs, options=options, signature=repr(signature),
-                              caller=_caller(path), ordinal=entry[3])
+                              caller=_caller(path), ordinal=entry[3], bare_packages=bare_packages(module, path))
 
     def after(self, line: CapturedLaunch | None, grid: Any) -> None:
         """Write a launch that ran, with the grid Triton launched; now and then the counts; in a kernel file's own
@@ -279,6 +280,26 @@ def program_sources() -> list[str]:
             continue
         found.add(real)
     return sorted(found)
+
+
+def bare_packages(module: str | None, path: str) -> tuple[str, ...]:
+    """The parent packages of `module` that this program holds bare: a module object in `sys.modules` whose
+    `__init__.py` (there on disk) never ran, set there by the program to import a package's Triton ops without
+    what its `__init__` imports."""
+    if not module or "." not in module:
+        return ()
+    parts = module.split(".")
+    root = os.path.realpath(path)
+    for _ in parts:
+        root = os.path.dirname(root)
+    found = []
+    for depth in range(1, len(parts)):
+        name = ".".join(parts[:depth])
+        held = sys.modules.get(name)
+        if held is not None and getattr(held, "__file__", None) is None and \
+                os.path.isfile(os.path.join(root, *parts[:depth], "__init__.py")):
+            found.append(name)
+    return tuple(found)
 
 
 def _arg_names(jit: Any) -> list[str]:

@@ -218,6 +218,9 @@ class CapturedLaunch:
     ordinal: int | None = None  # the how-manyth launch of the kernel this was in its process
     signature: str | None = None  # the recorder's distinctness key (dropped once the launches are merged)
     atomics: bool = False  # the kernel updates memory with atomics (classify's finding, added by the capture)
+    # parent packages of `module` the program held without running their `__init__` (a bare module in sys.modules:
+    # how users import a package whose `__init__` needs what they lack): a worker imports the module the same way
+    bare_packages: tuple[str, ...] = ()
 
     @property
     def arguments(self) -> tuple[Argument, ...]:
@@ -241,6 +244,8 @@ class CapturedLaunch:
             data["signature"] = self.signature
         if self.atomics:
             data["atomics"] = True
+        if self.bare_packages:
+            data["bare_packages"] = list(self.bare_packages)
         return data
 
     @classmethod
@@ -264,7 +269,8 @@ class CapturedLaunch:
                    caller=caller if isinstance(caller, dict) else None,
                    ordinal=data.get("launch") if isinstance(data.get("launch"), int) else None,
                    signature=None if data.get("signature") is None else str(data["signature"]),
-                   atomics=bool(data.get("atomics")))
+                   atomics=bool(data.get("atomics")),
+                   bare_packages=tuple(str(p) for p in data.get("bare_packages") or () if isinstance(p, str)))
 
 
 def kernel_labels(launches: list[CapturedLaunch]) -> list[str]:

@@ -1,12 +1,9 @@
-"""Replay a captured launch: fresh seeded inputs with the captured shapes, strides and dtypes, one launch
-of the kernel at the captured config and grid, and every tensor argument afterwards as the output.
+"""Replay a captured launch: fresh seeded inputs with the captured shapes, strides and dtypes, and one launch of
+what reached Triton's JIT launch, again, on the innermost JIT function (`launcher`), below every package wrapper.
 
-The kernel is launched through the module's own name for it, so the optimized module with its TileIR
-code on launches its twin, its TMA dispatch or its hint autotuner -- every autotuner on the way is
-pinned to the captured config (the grid was computed for that config; another config would need the
-program's grid function). Integer tensors keep the captured values when there were few of them, else
-take values in the captured range; float tensors are seeded normal values (uniform in [0, 1) when every
-captured value was non-negative, say a variance).
+Integer tensors keep the captured values when there were few of them, else take values in the captured range;
+float tensors are seeded normal values (uniform in [0, 1) when every captured value was non-negative, say a
+variance).
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from typing import Any
 
 from tileiropt.capture.launch import Argument, CapturedLaunch, TensorArg
 from tileiropt.errors import PINNING_ERROR
-from tileiropt.harness.autotuners import autotuners, chain, function_name, innermost, own_run, run_at
+from tileiropt.harness.autotuners import JIT_TYPES, autotuners, chain, function_name, innermost, kernel_objects
 from tileiropt.harness.harness import HarnessError
 
 LaunchCall = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Any]
@@ -168,10 +165,10 @@ def label(launch: CapturedLaunch) -> str:
 
 @contextlib.contextmanager
 def _pinned(tuners: list[Any], kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Pin every autotuner to the captured config; yield the keyword arguments left for the call."""
+    """Pin every autotuner the tool wrote to the captured config; yield the keyword arguments left for the call."""
     import triton
 
-    saved = [(tuner, tuner.configs, dict(getattr(tuner, "cache", {})), vars(tuner).get("run")) for tuner in tuners]
+    saved = [(tuner, tuner.configs, dict(getattr(tuner, "cache", {}))) for tuner in tuners]
     left = dict(kwargs)
     try:
         for tuner in tuners:
@@ -182,56 +179,63 @@ def _pinned(tuners: list[Any], kwargs: dict[str, Any]) -> Iterator[dict[str, Any
                 getattr(c, k, None) == v for k, v in options.items() if v is not None)), None)
             tuner.configs = [own if own is not None else triton.Config(meta, **options)]  # its pre_hook kept
             tuner.cache = {}
-            if own_run(tuner):  # a package's Autotuner subclass: launched at the config, past its own strategy
-                tuner.run = run_at(tuner, tuner.configs[0])
             for key in (*meta, *(k for k, v in options.items() if v is not None)):
                 left.pop(key, None)
         yield left
     finally:
-        for tuner, configs, cache, run in saved:
+        for tuner, configs, cache in saved:
             tuner.configs, tuner.cache = configs, cache
-            if run is None:
-                vars(tuner).pop("run", None)
-            else:
-                tuner.run = run
 
 
 class PinningError(HarnessError):
-    """The tool's own pinning of an autotuner failed (not the user's kernel): said as the tool's error."""
+    """The tool's own replay failed before the kernel ran (not the user's kernel): said as the tool's error."""
 
 
-@contextlib.contextmanager
-def _seen_launching(jit: Any, reached: list[bool]) -> Iterator[None]:
-    """While active, a launch of `jit` (Triton's `run`) appends True to `reached`."""
-    saved = vars(jit).get("run") if hasattr(jit, "__dict__") else None
-    original = jit.run
+def _captured_config(tuners: list[Any], kwargs: Mapping[str, Any]) -> tuple[Any, Any] | None:
+    """(autotuner, its config) equal to the captured launch's constexprs and options: the config the package's
+    autotuner chose, whose pre_hook ran before the launch; None when no autotuner on the way holds it."""
+    for tuner in tuners:
+        for config in getattr(tuner, "configs", ()) or ():
+            meta = getattr(config, "kwargs", None)
+            if isinstance(meta, dict) and meta and all(kwargs.get(k, object()) == v for k, v in meta.items()):
+                return tuner, config
+    return None
 
-    def run(*args: Any, **kwargs: Any) -> Any:
-        reached.append(True)
-        return original(*args, **kwargs)
 
-    try:
-        jit.run = run
-    except (AttributeError, TypeError):  # cannot be watched: the traceback alone decides
-        yield
+def _before_launch(tuners: list[Any], positional: list[Any], kwargs: dict[str, Any]) -> None:
+    """What an autotuner does between choosing a config and launching it: zero its `reset_to_zero` arguments
+    (after tuning, it resets them before the real launch) and run the chosen config's own pre_hook."""
+    found = _captured_config(tuners, kwargs)
+    if found is None:
         return
-    try:
-        yield
-    finally:
-        if saved is None:
-            vars(jit).pop("run", None)
-        else:
-            jit.run = saved
+    tuner, config = found
+    named = {**dict(zip(getattr(tuner, "arg_names", ()) or (), positional)), **kwargs}
+    for name in getattr(tuner, "reset_to_zero", None) or ():
+        if hasattr(named.get(name), "zero_"):
+            named[name].zero_()
+    if getattr(config, "pre_hook", None) is not None:
+        config.pre_hook({**named, **config.all_kwargs()})
 
 
-def _pre_hook(tuners: list[Any], positional: list[Any], kwargs: dict[str, Any]) -> None:
-    """Call the pre_hook of the captured config (the first autotuner's own config equal to it), if it has one."""
-    tuner = tuners[0]
-    keys = {k for config in getattr(tuner, "configs", ()) for k in getattr(config, "kwargs", {})}
-    meta = {k: kwargs[k] for k in keys if k in kwargs}
-    own = next((c for c in getattr(tuner, "configs", ()) if getattr(c, "kwargs", None) == meta), None)
-    if own is not None and getattr(own, "pre_hook", None) is not None:
-        own.pre_hook({**dict(zip(tuner.arg_names, positional)), **kwargs})
+def tool_link(kernel: Any) -> Any:
+    """The outermost object the tool wrote around a kernel (a TMA dispatch, a 2-CTA guard), or None: a replay of
+    the optimized file goes through it (its choice is part of what is validated), never through a package's own."""
+    return next((link for link in chain(kernel) if type(link).__name__.startswith("_TileIROpt")
+                 or "last_path" in getattr(link, "__dict__", {})), None)
+
+
+def jit_function(module: Any, kernel: Any, name: str) -> Any:
+    """The JIT function named `name` under the module's object for it: through its wrappers' chain, else the one
+    among the module's kernel objects whose innermost function has that name."""
+    found = innermost(kernel)
+    if isinstance(found, JIT_TYPES):
+        return found
+    for obj in kernel_objects(module).values():
+        inner = innermost(obj)
+        if isinstance(inner, JIT_TYPES) and function_name(inner) == name:
+            return inner
+    raise PinningError(f"{PINNING_ERROR} {name}: no JIT function named {name!r} is reachable under "
+                       f"{type(kernel).__name__}")
 
 
 def reached_a_kernel(exc: BaseException) -> bool:
@@ -274,10 +278,15 @@ def taken_options(options: Mapping[str, Any], names: set[str] | None) -> dict[st
 
 
 def launcher(module: Any, launch: CapturedLaunch) -> LaunchCall:
-    """A function of (inputs, args, dims) launching the captured kernel once through `module`'s name for it
-    and returning every tensor argument by name (the kernel's outputs are among them)."""
-    from triton.runtime.autotuner import Autotuner
+    """A function of (inputs, args, dims) launching the captured kernel once and returning every tensor argument by
+    name (the kernel's outputs are among them).
 
+    What reached Triton's JIT launch is launched again, as it was: the innermost JIT function of the module's
+    name for the kernel, with the captured positional arguments, every constexpr as the package's wrappers,
+    heuristics and autotuner finally bound it, the launch options and the grid, after the chosen config's
+    pre_hook. No package wrapper, autotuner or cache is entered: they would bind again what is bound already, or
+    choose again. Only the tool's own objects in an optimized file (a TMA dispatch) are launched through, their
+    autotuners pinned to the captured config."""
     why = unreplayable(launch)
     if why:
         raise HarnessError(f"the captured launch cannot be replayed: {why}")
@@ -285,18 +294,23 @@ def launcher(module: Any, launch: CapturedLaunch) -> LaunchCall:
     kernel = getattr(module, name, None)
     if kernel is None:
         raise HarnessError(f"{getattr(module, '__name__', 'the module')} has no kernel {name!r} at module level")
+    from triton.runtime.autotuner import Autotuner
+
+    jit = jit_function(module, kernel, name)
+    through = tool_link(kernel)
     names = {name, f"{name}_tileir", f"{name}_tileir_pointer"}
-    tuners: list[Any] = []  # every autotuner on the way: the module's (twins included) and the kernel's chain
-    for tuner in [*autotuners(module).values(), *(o for o in chain(kernel) if isinstance(o, Autotuner))]:
-        if function_name(tuner) in names and all(tuner is not t for t in tuners):
-            tuners.append(tuner)
+    tuners: list[Any] = []  # under a tool's link: every autotuner of the kernel and its twins, to pin
+    if through is not None:
+        for tuner in autotuners(module).values():
+            if function_name(tuner) in names and all(tuner is not t for t in tuners):
+                tuners.append(tuner)
+    chosen = [link for link in chain(kernel) if isinstance(link, Autotuner)]  # whose config's pre_hook runs
     grid = tuple(launch.grid or ())
     specs = _tensor_specs(launch)
     outputs = [output for output, spec in specs if spec.addresses is None]  # not where: what
     repoint = any(spec.addresses is not None for _, spec in specs)  # once: the call below is what the bench times
 
     bound = {arg.name for arg in launch.args}  # passed positionally: never again by keyword
-    jit = innermost(kernel)
     parameters = set(getattr(jit, "arg_names", ()) or ())
     option_names = backend_option_names()  # once: the call below is what the bench times
 
@@ -309,26 +323,18 @@ def launcher(module: Any, launch: CapturedLaunch) -> LaunchCall:
         options = {k: v for k, v in launch.options.items() if not k.startswith("_") and k not in bound}
         options.update({k: v for k, v in constexprs.items() if k not in kwargs})  # a config's option by name
         kwargs.update(taken_options(options, option_names))
-        reached: list[bool] = []
-        # a package's autotuner pinned through its kernel may fail before or after launching it: watch the launch
-        watched = _seen_launching(jit, reached) if any(own_run(t) for t in tuners) else contextlib.nullcontext()
         try:
-            with _pinned(tuners, kwargs) as left, watched:
-                kernel[grid](*positional, **left)
-        except Exception as exc:
-            if not tuners or reached or reached_a_kernel(exc):
-                raise  # the kernel's own failure (or its wrapper's), or it ran already: the user's to see
-            # the tool's pinning of a package's autotuner failed before the kernel was launched: launch the JIT
-            # function at the config the package's autotuner chose in the captured launch (the launch's own values),
-            # after that config's own pre_hook, as the autotuner would
-            try:
-                _pre_hook(tuners, positional, kwargs)
+            if through is None:
+                _before_launch(chosen, positional, kwargs)
                 jit[grid](*positional, **kwargs)
-            except Exception as again:
-                if reached_a_kernel(again):
-                    raise
-                raise PinningError(f"{PINNING_ERROR} {type(tuners[0]).__name__} at the captured config: "
-                                   f"{type(exc).__name__}: {exc}") from exc
+            else:
+                with _pinned(tuners, kwargs) as left:
+                    through[grid](*positional, **left)
+        except Exception as exc:
+            if reached_a_kernel(exc):
+                raise  # the kernel's own failure: the user's to see
+            raise PinningError(f"{PINNING_ERROR} {name} at the captured config: "
+                               f"{type(exc).__name__}: {exc}") from exc
         return {output: inputs[output] for output in outputs}
 
     return call

@@ -15,7 +15,14 @@ from tileiropt.check.environment import choose_release
 from tileiropt.classify.classify import CLASSES, FileResult, IROptions, classify_file, collect_files, has_errors
 from tileiropt.classify.ir.sandbox import Registry
 from tileiropt.classify.lint_config import LintSettings, forget_cached_files
-from tileiropt.classify.lint_output import github_annotation, located_findings, sarif_document, text_line
+from tileiropt.classify.lint_output import (
+    github_annotation,
+    grouped,
+    lines_text,
+    located_findings,
+    sarif_document,
+    text_line,
+)
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
 from tileiropt.releases import Choice, get_release
@@ -93,9 +100,9 @@ def ir_summary(results: list[FileResult]) -> str:
     reasons = Counter(k.ir["reason"].split(":")[-1].strip()[:60] for r in results for k in r.kernels
                       if k.ir is not None and k.ir["status"] == NOT_RUN and k.ir.get("needed", True))
     why = f" (most often: {reasons.most_common(1)[0][0]})" if reasons else ""
-    return (f"IR check: {counts['checked']} kernels lowered to TTIR, {counts['not-needed']} use only operations "
-            f"every release supports, {counts['not-run']} could not be lowered from the source{why}; their syntax "
-            "findings stand")
+    return (f"IR check (tileiropt's own, not findings): {counts['checked']} kernels lowered to TTIR, "
+            f"{counts['not-needed']} use only operations every release supports, {counts['not-run']} could not be "
+            f"lowered with the inputs tileiropt guessed{why}; their syntax findings stand")
 
 
 def classify_json(results: list[FileResult], choice: Any = None) -> dict[str, Any]:
@@ -167,14 +174,18 @@ def _print_human(results: list[FileResult], explicit: set[Path], verbose: bool =
 
 
 def _print_findings(results: list[FileResult], plain: bool) -> None:
-    """One line per finding, `path:line:col: CODE severity message (fix: hint)`; coloured on a terminal."""
-    for item in located_findings(results):
-        if plain:
+    """Plain: one line per finding, `path:line:col: CODE severity message (fix: hint)`. On a terminal, coloured,
+    one line per kernel and rule with one fix, its other lines listed."""
+    if plain:
+        for item in located_findings(results):
             sys.stdout.write(text_line(item) + "\n")
-            continue
+        sys.stdout.flush()
+        return
+    for item, lines in grouped(located_findings(results)):
         f = item.finding
+        also = f" [dim](also {lines_text(lines[1:])} of {_escape(item.kernel)})[/]" if len(lines) > 1 else ""
         console.print(f"{_escape(item.file)}:{item.line}:{item.column}: [bold]{f.code}[/] "
-                      f"[{_SEVERITY_STYLE[f.severity]}]{f.severity}[/] {_escape(f.message)} "
+                      f"[{_SEVERITY_STYLE[f.severity]}]{f.severity}[/] {_escape(f.message)}{also} "
                       f"[dim](fix: {_escape(f.hint)})[/]", soft_wrap=True)
     sys.stdout.flush()
 

@@ -68,6 +68,28 @@ def located_findings(results: list[FileResult]) -> list[Located]:
     return sorted(found, key=lambda f: (f.file, f.line, f.column, f.finding.code))
 
 
+def grouped(items: list[Located]) -> list[tuple[Located, list[int]]]:
+    """One entry per kernel and rule with one fix: its first finding and the lines of all of them, in order. A
+    rule that fires on many lines of a kernel with the same fix reads as one finding with its lines listed (the
+    plain, SARIF and GitHub formats keep one line per finding, for editors and CI)."""
+    found: dict[tuple[str, str, str, str], tuple[Located, list[int]]] = {}
+    for item in items:
+        key = (item.file, item.kernel, item.finding.code, item.finding.hint)
+        if key in found:
+            found[key][1].append(item.line)
+        else:
+            found[key] = (item, [item.line])
+    return list(found.values())
+
+
+def lines_text(lines: list[int]) -> str:
+    """`L12`, or `L12, L30 and L44` (the first ten, then how many more)."""
+    shown = [f"L{n}" for n in sorted(set(lines))]
+    if len(shown) > 10:
+        return ", ".join(shown[:10]) + f" and {len(shown) - 10} more lines"
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" and {shown[-1]}"
+
+
 def _read_lines(path: str) -> list[str]:
     try:
         return Path(path).read_text(encoding="utf-8", errors="replace").splitlines()

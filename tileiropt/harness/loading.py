@@ -92,9 +92,28 @@ def forget(top_names: Iterable[str]) -> None:
     importlib.invalidate_caches()
 
 
+def hold_bare(root: Path, packages: Iterable[str]) -> None:
+    """Put each package in `sys.modules` bare, as the user's program held it: a module of that name whose
+    `__path__` is its folder under `root` and whose `__init__` never runs (it imports what the program lacked)."""
+    import importlib.machinery
+
+    for name in packages:
+        held = sys.modules.get(name)
+        if held is not None and getattr(held, "__file__", None) is None:
+            continue  # bare already
+        folder = root.joinpath(*name.split("."))
+        bare = ModuleType(name)
+        bare.__path__ = [str(folder)]
+        bare.__package__ = name
+        bare.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+        bare.__spec__.submodule_search_locations = [str(folder)]
+        sys.modules[name] = bare
+
+
 def load_kernel_module(path: Path | str, original: Path | str, module: str | None, entry: str,
-                       search_paths: Iterable[Path | str] = ()) -> ModuleType:
-    """Import the file at `path` (the original or its optimized file) as the code of `original`."""
+                       search_paths: Iterable[Path | str] = (), bare: Iterable[str] = ()) -> ModuleType:
+    """Import the file at `path` (the original or its optimized file) as the code of `original`; the packages in
+    `bare` are held without running their `__init__`, as the program that launched the kernel held them."""
     path, original = Path(path).resolve(), Path(original).resolve()
     name = import_name(original, module, entry)
     if name is None:
@@ -102,18 +121,21 @@ def load_kernel_module(path: Path | str, original: Path | str, module: str | Non
     for folder in reversed([_root_of(original, name), *map(Path, search_paths)]):
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
+    bare = [package for package in bare if name.startswith(package + ".")]
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
     ref = EntryRef.parse(entry)
     if path != original:
         redirect_helper(path, name)
     if path != original and module and original.name != "__init__.py" and (ref is None or ref.module is None):
+        hold_bare(_root_of(original, name), bare)
         return _load_sibling(path, name)
     wanted = None if path == original else str(path)
     loaded = sys.modules.get(name)
     if loaded is not None and _REDIRECTS.get(name) == wanted:
         return loaded
     forget({name.split(".")[0]} | ({ref.module.split(".")[0]} if ref and ref.module else set()))
+    hold_bare(_root_of(original, name), bare)
     if wanted is None:
         _REDIRECTS.pop(name, None)
     else:

@@ -256,11 +256,50 @@ def install_interpreter_device() -> bool:
 
         get_device_capability._tileiropt = True  # type: ignore[attr-defined]
         torch.cuda.get_device_capability = get_device_capability
+    if not torch.cuda.is_available():
+        _patch_cuda_queries(torch)
     _patch_warmup()
     _patch_autotuner(Autotuner)
     _patch_scalar_arguments()
     _patch_libdevice()
     return True
+
+
+def _device_properties(device: Any = None) -> Any:
+    """`torch.cuda.get_device_properties(...)` of the emulated device (CPU torch raises there)."""
+    from types import SimpleNamespace
+
+    _reached("device properties")
+    major, minor = EMULATED_CAPABILITY
+    return SimpleNamespace(name=EMULATED_DEVICE["name"], major=major, minor=minor,
+                           multi_processor_count=EMULATED_DEVICE["multiprocessor_count"],
+                           total_memory=80 * 2**30, L2_cache_size=50 * 2**20, warp_size=EMULATED_DEVICE["warpSize"],
+                           max_threads_per_multi_processor=2048,
+                           regs_per_multiprocessor=EMULATED_DEVICE["max_num_regs"],
+                           shared_memory_per_block_optin=EMULATED_DEVICE["max_shared_mem"])
+
+
+def _patch_cuda_queries(torch: Any) -> None:
+    """Operator wrappers ask CUDA about the tensors' device before launching (`with torch.cuda.device(x.device.index)`,
+    `get_device_properties(x.device).multi_processor_count`): with CPU tensors (index None) the device context is
+    a no-op, as it is on a GPU for index None, and the properties are the emulated device's."""
+    cuda = torch.cuda
+    if getattr(cuda.get_device_properties, "_tileiropt", False):
+        return
+    _device_properties._tileiropt = True  # type: ignore[attr-defined]
+    cuda.get_device_properties = _device_properties
+    for name in ("_exchange_device", "_maybe_exchange_device"):
+        original = getattr(cuda, name, None)
+        if original is None:
+            continue
+
+        def exchange(device: Any, _original: Any = original) -> Any:
+            if device is None or (isinstance(device, int) and device < 0):
+                _reached("device context")
+                return -1
+            return _original(device)
+
+        setattr(cuda, name, exchange)
 
 
 def _patch_scalar_arguments() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from tileiropt.classify.names import collect_import, dotted_parts, qualified
 from tileiropt.classify.reexports import collect_reexports, module_level
 from tileiropt.errors import UserError
+from tileiropt.schema import GATE_MARKER
 
 SKIPPED_FOLDERS = {"__pycache__", "site-packages", "node_modules", "build", "dist"}  # besides hidden ones
 
@@ -29,6 +30,14 @@ class LibraryFiles:
     kernel_files: list[Path] = field(default_factory=list)
     unreadable: dict[Path, str] = field(default_factory=dict)  # file -> why it could not be read or parsed
     without_kernels: int = 0  # Python files defining no Triton kernel
+    written_by_tool: list[Path] = field(default_factory=list)  # optimized files tileiropt wrote: never the library's
+
+
+def written_by_tileiropt(path: Path, text: str) -> bool:
+    """Whether `path` is an optimized file tileiropt wrote beside the user's (`<stem>_tileir.py` holding the gate's
+    marker, with `<stem>.py` beside it): never part of the library, whatever it defines."""
+    stem = path.name[: -len("_tileir.py")] if path.name.endswith("_tileir.py") else ""
+    return bool(stem) and GATE_MARKER in text and (path.parent / f"{stem}.py").is_file()
 
 
 def _matches(relative: str, patterns: list[str]) -> bool:
@@ -94,6 +103,9 @@ def library_files(folder: Path, include: list[str] | None = None,
             continue
         if "triton" not in text and "jit" not in text:
             found.without_kernels += 1
+            continue
+        if written_by_tileiropt(path, text):
+            found.written_by_tool.append(path.resolve())
             continue
         try:
             tree = ast.parse(text, filename=str(path))

@@ -96,6 +96,7 @@ def project_from_capture(kernel: Path, command: list[str] | None, *, artifacts: 
     """`tileiropt run kernel.py [-- command]`: no project, no shapes; the kernels' launches are captured
     from the program (the file itself as a script, or the command) and replayed against the original."""
     check_capture_target(kernel)
+    check_command(command)
     root = Path.cwd()
     return Project(file=None, root=root, kernels=[], artifacts=root / (artifacts or DEFAULT_ARTIFACTS),
                    capture=CaptureRequest(files=[kernel.resolve()], command=command or None, budget=budget))
@@ -108,10 +109,34 @@ def project_from_library(folder: Path, command: list[str] | None, *, include: li
     `tileiropt/project/library.py`) is a capture target of the command."""
     found = library_files(folder, include, exclude)
     check_library(found)
+    check_command(command)
     root = Path.cwd()
     return Project(file=None, root=root, kernels=[], artifacts=root / (artifacts or DEFAULT_ARTIFACTS),
                    capture=CaptureRequest(files=found.kernel_files, command=command, budget=budget,
                                           library=found.folder))
+
+
+def check_command(command: list[str] | None, cwd: Path | None = None) -> None:
+    """Before any phase runs (and before the last report is replaced): the program after `--` can start. Its
+    executable is on PATH (or a file), and a Python script it names (`python drivr.py`) exists; a typo ends here,
+    exit 2, instead of running every phase on a program that never started."""
+    import shutil
+
+    if not command:
+        return
+    cwd = cwd or Path.cwd()
+    executable = command[0]
+    bound = Path(executable).name in ("python", "python3", "pytest")  # run with this interpreter (the capture)
+    if not bound and shutil.which(executable) is None and not (cwd / executable).is_file():
+        raise UserError(f"the command after `--` cannot start: {executable!r} is not a program on PATH",
+                        hint="check its spelling, or give its path")
+    if Path(executable).name.startswith("python"):
+        script = next((arg for arg in command[1:] if not arg.startswith("-")), None)
+        takes_value = any(arg in ("-m", "-c") for arg in command[1:command.index(script)] if script) if script \
+            else True
+        if script and not takes_value and not (cwd / script).is_file():
+            raise UserError("the command after `--` cannot start: its script is not there", file=script,
+                            hint=f"check the file name (the command runs in {cwd})")
 
 
 def check_capture_target(kernel: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from tileiropt.capture.capture import CaptureResult
 from tileiropt.capture.keys import KernelKey
-from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, EMULATED, PROVEN, READY, UNPROVEN
+from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, EMULATED, PROVEN, READY, UNPROVEN, UNTUNED
 from tileiropt.run.phase_records import ClassifyRecord
 
 
@@ -102,8 +102,8 @@ def library_md(summary: LibrarySummary) -> str:
                                                        if verdicts[b]) + ".")
     if summary.classes:
         lines.append("By class: " + ", ".join(f"{c} {n}" for c, n in summary.classes.most_common()) + ".")
-    order = (READY, *((EMULATED,) if any(f.verdicts[EMULATED] for f in summary.files) else ()), PROVEN, ATTENTION,
-             UNPROVEN)
+    order = (READY, *((EMULATED,) if any(f.verdicts[EMULATED] for f in summary.files) else ()), PROVEN,
+             *((UNTUNED,) if any(f.verdicts[UNTUNED] for f in summary.files) else ()), ATTENTION, UNPROVEN)
     rows = ["| file | kernels | launched | " + " | ".join(BUCKET_LABELS[b] for b in order) + " | never launched |",
             "|" + "---|" * (len(order) + 4)]
     for f in summary.files:

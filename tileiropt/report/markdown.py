@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tileiropt.classify.lint_output import lines_text
 from tileiropt.output import write_atomic
 from tileiropt.project.template import read_template
 from tileiropt.report.benchmark_markdown import benchmark_md
@@ -31,6 +32,7 @@ from tileiropt.report.verdict import (
     PROVEN,
     READY,
     UNPROVEN,
+    UNTUNED,
     KernelVerdict,
 )
 from tileiropt.run.record import RunResult
@@ -63,8 +65,13 @@ def classification_md(c: Classification) -> str:
     lines.append(f"- Triton kernels: {kernels}")
     if c.findings:
         lines.append("- TileIR lint:")
-        lines += [f"  - {f.code} {f.severity} at `{f.kernel}` L{f.line}: {f.message}"
-                  + (" (seen in the TTIR)" if f.via == "ir" else "") for f in c.findings]
+        groups: dict[tuple[str, str, str], list[Any]] = {}  # one line per kernel and rule with one fix
+        for f in c.findings:
+            groups.setdefault((f.kernel, f.code, f.hint), []).append(f)
+        for same in groups.values():
+            f = same[0]
+            lines.append(f"  - {f.code} {f.severity} at `{f.kernel}` {lines_text([g.line for g in same])}: "
+                         f"{f.message}" + (" (seen in the TTIR)" if f.via == "ir" else ""))
     else:
         lines.append("- TileIR lint: no finding")
     return "\n".join(lines)
@@ -267,9 +274,14 @@ def next_steps_md(report: Report) -> str:
         by_bucket.setdefault(verdict.bucket, []).append((f"**{cell(k.name)}**", verdict))
     attention = [f"{name}: {v.text}" for name, v in by_bucket[ATTENTION]]
     program = run.program if run else None
+    here: list[str] = []  # what this machine could not run: the environment's, not the code's
     if program is not None:
-        attention.insert(0, f"**the program** (`{shlex.join(str(c) for c in program.get('command') or [])}`) failed: "
-                            f"{one_line(program.get('summary'))}")
+        shown = f"**the program** (`{shlex.join(str(c) for c in program.get('command') or [])}`)"
+        if program.get("needs_gpu"):  # this machine's lack, not the program's fault
+            here.append(f"Not run to its end here: {shown} needs a GPU and this machine has none "
+                        f"(its launches before that are validated): {one_line(program.get('summary'))}")
+        else:
+            attention.insert(0, f"{shown} failed: {one_line(program.get('summary'))}")
     ready = [f"{name}: {v.text}" for name, v in by_bucket[READY]]
     proven: dict[str, list[str]] = {}
     for name, v in by_bucket[PROVEN]:
@@ -279,6 +291,7 @@ def next_steps_md(report: Report) -> str:
     ready += [f"{name}: {BUCKET_LABELS[EMULATED]}: {v.text}" for name, v in by_bucket[EMULATED]]
     if proven or by_bucket[EMULATED]:
         ready.append(f"next, on a Blackwell GPU with nvtriton: `{rerun_command(run, report)}`")
+    untuned = [f"{name}: {v.text}" for name, v in by_bucket[UNTUNED]]
     unproven = [f"{name}: {v.text}" for name, v in by_bucket[UNPROVEN]]
     lines = []
     interrupted = interrupted_phase(run)
@@ -294,6 +307,11 @@ def next_steps_md(report: Report) -> str:
         lines.append("Needs attention:\n\n" + bullets(attention))
     if ready:
         lines.append("Ready:\n\n" + bullets(ready))
+    if here:
+        lines.extend(here)
+    if untuned:
+        lines.append("Compatible, not tuned (the TileIR code passed; apply changed nothing for these):\n\n"
+                     + bullets(untuned))
     if unproven:
         lines.append("Not proven yet:\n\n" + bullets(unproven))
     shared = run_wide_not_run(report)

@@ -9,6 +9,8 @@ A kernel lands in one bucket, first match wins:
     ready      validated on the TileIR backend itself
     emulated   validated under the tests' emulated nvtriton (its own gate on, standard Triton underneath): the
                TileIR path runs, the TileIR compiler never did
+    untuned    the TileIR code passed (forced on, or emulated) but apply changed nothing for this kernel: compatible
+               with TileIR, not tuned (the reason apply gives); never said in the words of a tuned kernel
     proven     the TileIR code was forced on under PTX or the interpreter and passed: ready to try on TileIR
     unproven   nothing above: the TileIR code never ran (the reason is the kernel's own)
 """
@@ -23,10 +25,11 @@ from tileiropt.classify.rules.base import KernelFinding
 from tileiropt.errors import PINNING_ERROR
 from tileiropt.schema import ERROR, FAIL, PASS, REJECTED_BY_TILEIR
 
-ATTENTION, READY, EMULATED, PROVEN, UNPROVEN = "attention", "ready", "emulated", "proven", "unproven"
-BUCKETS = (ATTENTION, READY, EMULATED, PROVEN, UNPROVEN)
+ATTENTION, READY, EMULATED, PROVEN, UNTUNED, UNPROVEN = \
+    "attention", "ready", "emulated", "proven", "untuned", "unproven"
+BUCKETS = (ATTENTION, READY, EMULATED, PROVEN, UNTUNED, UNPROVEN)
 BUCKET_LABELS = {ATTENTION: "needs attention", READY: "validated on TileIR", EMULATED: "validated on TileIR (emulated)",
-                 PROVEN: "ready to try on TileIR", UNPROVEN: "not proven"}
+                 PROVEN: "ready to try on TileIR", UNTUNED: "compatible with TileIR, not tuned", UNPROVEN: "not proven"}
 SLOWER = "slower"  # the paired verdict of a slower optimized file (runtime.bench.records.SLOWER)
 
 
@@ -60,7 +63,7 @@ def kernel_verdict(k: Any, rejected: dict[str, dict[str, Any]] | None = None,
     if k.compatibility.status in (FAIL, ERROR):
         failure = _first_failure(k.compatibility)
         if PINNING_ERROR in str(failure):  # the tool's own error: never the user's kernel failing
-            return KernelVerdict(ATTENTION, f"tileiropt could not run the original: {_short(failure)}")
+            return KernelVerdict(ATTENTION, f"tileiropt could not replay the original: {_short(failure)}")
         return KernelVerdict(ATTENTION, f"the original fails its own check: {_short(failure)}")
     if any((r.get("paired") or {}).get("verdict") == SLOWER for r in k.benchmark.ptx_ratios):
         return KernelVerdict(ATTENTION, "its optimized file is slower than the original on PTX beyond the threshold "
@@ -72,7 +75,7 @@ def kernel_verdict(k: Any, rejected: dict[str, dict[str, Any]] | None = None,
         where = wrong.backend_description or wrong.backend
         failure = _first_failure(wrong)
         what = "the TileIR compiler rejects it" if REJECTED_BY_TILEIR in failure else \
-            "the TileIR code gives wrong results"
+            "tileiropt could not replay it" if PINNING_ERROR in failure else "the TileIR code gives wrong results"
         return KernelVerdict(ATTENTION, f"{what} ({where}): {_short(failure)}")
     fell_back = next((v for v in (k.tileir_validation, emulated) if v is not None and v.status == PASS and v.fallback),
                      None)
@@ -90,6 +93,12 @@ def kernel_verdict(k: Any, rejected: dict[str, dict[str, Any]] | None = None,
         speeds = k.benchmark.tileir_speedups
         speed = f"; {min(speeds):.2f}x-{max(speeds):.2f}x the PTX original" if speeds else ""
         return KernelVerdict(READY, f"validated on the TileIR backend{speed}")
+    untuned = not_tuned(k)
+    passed = next((v for v in (emulated, code) if v is not None and v.status == PASS), None)
+    if untuned is not None and passed is not None:
+        on = passed.backend_description or passed.backend
+        return KernelVerdict(UNTUNED, f"compatible with TileIR, not tuned: {_short(untuned, 300)} (its code passed "
+                                      f"with the {on})", proven_on=on)
     if emulated is not None and emulated.status == PASS:
         on = emulated.backend_description or emulated.backend
         return KernelVerdict(EMULATED, f"the optimized file passed under the {on} (max difference "
@@ -104,6 +113,16 @@ def kernel_verdict(k: Any, rejected: dict[str, dict[str, Any]] | None = None,
                                        "(run the same command again to go on)")
     reason = (code.reason if code is not None else "") or k.tileir_validation.reason or "not run"
     return KernelVerdict(UNPROVEN, f"the TileIR code never ran: {_short(reason)}")
+
+
+def not_tuned(k: Any) -> str | None:
+    """Why apply made no TileIR change for the kernel (what it left alone, or that nothing was to change), or None
+    when it made one (or did not run)."""
+    section = getattr(k, "transformations", None)
+    if section is None or not section.ran or section.count:
+        return None
+    alone = [line.split(" left alone: ", 1)[1] for line in section.lines if " left alone: " in line]
+    return "; ".join(dict.fromkeys(alone)) if alone else "apply found nothing to change for TileIR"
 
 
 def _difference(verdict: Any) -> str:

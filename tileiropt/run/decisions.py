@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from tileiropt.bench.records import ORIGINAL, SLOWER, THE_MACHINE, BenchRow, group_key, slower_cause
+from tileiropt.errors import PINNING_ERROR
 from tileiropt.project.spec import KernelSpec
 from tileiropt.schema import ERROR, FAIL, REJECTED_BY_TILEIR
 from tileiropt.validate.records import ValidationRecord
@@ -31,14 +32,15 @@ def refuses_own_code(record: ValidationRecord, spec: KernelSpec) -> bool:
 def rejections(specs: Iterable[KernelSpec], records: Iterable[ValidationRecord],
                rows: list[BenchRow]) -> dict[Path, str]:
     """Optimized file -> why it must not be the result: a failed or errored record of it (validation; not the TileIR
-    compiler refusing the owner's own body), or a paired PTX timing whose whole 95% interval lies above 1 + the
-    threshold (bench; not where the same code at the same config was slower: the machine)."""
+    compiler refusing the owner's own body, nor the tool's own replay failing), or a paired PTX timing whose whole
+    95% interval lies above 1 + the threshold (bench; not where the same code at the same config was slower: the
+    machine)."""
     by_kernel = {s.name: s for s in specs}
     reasons: dict[Path, str] = {}
     for record in records:
         spec = by_kernel.get(record.kernel)
         if spec is not None and record.variant == "optimized" and record.status in (FAIL, ERROR) and \
-                not refuses_own_code(record, spec):
+                not refuses_own_code(record, spec) and PINNING_ERROR not in record.reason:  # the tool's own
             reasons.setdefault(spec.optimized_path, f"{record.kernel}: validation {record.status} on "
                                                     f"{record.backend} ({record.config}): {record.reason}")
     for row in rows:
