@@ -184,3 +184,28 @@ def test_run_at_launches_the_config_with_its_pre_hook() -> None:
             return None
 
     assert own_run(Own.__new__(Own))
+
+
+@pytest.mark.gpu
+def test_every_idiom_on_the_gpu(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The same library on a GPU: every kernel launched, every record of the original and the optimized file passes
+    on PTX (the TileIR backend itself is not here), and no verdict needs attention."""
+    import os
+
+    folder = tmp_path_factory.mktemp("idioms_gpu") / "idioms"
+    shutil.copytree(IDIOMS, folder)
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        result = CliRunner().invoke(app, ["run", ".", "--json", "--", "python", "drive.py"])
+    finally:
+        os.chdir(before)
+    assert result.exit_code == ExitCode.OK, result.output[-3000:]
+    records = json.loads((folder / ".tileiropt" / "validate.json").read_text())["records"]
+    ran = [r for r in records if r["backend"] != "tileir"]
+    assert {r["kernel"] for r in ran} == {"scale_kernel", "double_kernel", "grouped_scale_kernel", "negate_kernel",
+                                          "row_scale_kernel", "rows_sum_kernel", "shift_kernel"}
+    assert all(r["status"] in ("pass", "not-run") for r in ran), [(r["kernel"], r["backend"], r["reason"])
+                                                                 for r in ran if r["status"] != "pass"]
+    assert any(r["status"] == "pass" and r["backend"] == "ptx" for r in ran)
+    assert "Needs attention" not in (folder / ".tileiropt" / "report.md").read_text()
