@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from tileiropt.apply.apply import apply_file, transform_source
 from tileiropt.apply.gate import GATE_MARKER
+from tileiropt.apply.math_rewrites import gate_off
 from tileiropt.cli import app
 from tileiropt.errors import UserError
 from tileiropt.harness.autotuners import autotuners, config_label, function_name
@@ -76,7 +77,9 @@ def _statements(source: str) -> list[str]:
 
 
 def assert_original_preserved(before: str, after: str) -> None:
-    """Every top-level statement of the original appears, byte-identical and in order, in the output."""
+    """Every top-level statement of the original appears, byte-identical and in order, in the output as the gate
+    off reads it (an in-place rewrite `(a if TILEIR else b)` read as `b`)."""
+    after = gate_off(after)
     position = 0
     for statement in _statements(before):
         found = after.find(statement, position)
@@ -87,19 +90,21 @@ def assert_original_preserved(before: str, after: str) -> None:
 # ----------------------------------------------------------------------------- before / after
 
 
-def test_autotuned_kernel_gets_twin_configs_and_binding() -> None:
+def test_autotuned_kernel_gets_its_rewrite_in_place_and_configs_in_its_own_list() -> None:
     result = transform_source(AUTOTUNED, "dot.py", classify=_classes("dot"), max_configs=8)
     out = result.new_source
     assert GATE_MARKER in out
     assert_original_preserved(AUTOTUNED, out)
-    assert "def dot_kernel_tileir(" in out and "tl.exp2(acc * 1.4426950408889634)" in out
-    block = out[out.index("\n    dot_kernel_tileir.configs += ["):]
-    assert "for c in dot_kernel_tileir.configs\n" in block and "pre_hook=c.pre_hook)" in block
+    assert "def dot_kernel_tileir" not in out  # no copy of the kernel for a rewrite
+    assert "tl.exp2(acc * LOG2E) if TILEIR else tl.exp(acc)" in out
+    assert "TILEIR = triton.language.constexpr(is_tileir())" in out
+    assert "LOG2E = triton.language.constexpr(1.4426950408889634)" in out
+    block = out[out.index("\n    dot_kernel.configs += ["):]
+    assert "for c in dot_kernel.configs\n" in block and "pre_hook=c.pre_hook)" in block
     assert block.count("), (") + block.count("),\n") + 1 >= 8  # 8 lever combinations: 1 own config x 8
-    assert "dot_kernel = dot_kernel_tileir" in block
     (report,) = result.kernels
-    assert report.twin == "dot_kernel_tileir" and report.configs_added == 8
-    assert any("tl.exp(x) -> tl.exp2" in c.what and c.line == 17 for c in report.changes)
+    assert report.twin is None and report.configs_added == 8
+    assert any("tl.exp(x) -> tl.exp2" in c.what and "in place" in c.what and c.line == 17 for c in report.changes)
 
 
 def test_hint_only_autotune_respects_launch_options() -> None:
@@ -129,7 +134,7 @@ def test_atomics_and_unresolvable_configs_are_left_alone_with_reasons() -> None:
     result = transform_source(dynamic, "d.py", classify=_classes("dot"))
     (change,) = [c for c in result.kernels[0].changes if "crossed at import" in c.what]
     assert "only known at run time" in change.why or "built by code" in change.why
-    assert "for c in dot_kernel_tileir.configs\n        for o, n, s in [" in result.new_source
+    assert "for c in dot_kernel.configs\n        for o, n, s in [" in result.new_source
 
 
 def test_no_kernel_is_a_clear_error(tmp_path: Path) -> None:
@@ -285,7 +290,8 @@ def test_simulated_tileir_space(simulated_tileir, tmp_path: Path) -> None:
     module = _import_path(tmp_path / "dot_tileir.py", "_sim_dot")
     assert gate_of(module) is True
     tuner = autotuners(module)["dot_kernel"]
-    assert function_name(tuner) == "dot_kernel_tileir"  # the twin is bound
+    assert function_name(tuner) == "dot_kernel"  # its own autotuner: the rewrite is in place
+    assert module.TILEIR  # the gate's constexpr, which the in-place rewrite reads
     own, added = tuner.configs[:1], tuner.configs[1:]
     assert own[0].kwargs == {"BLOCK_M": 32, "BLOCK_N": 32}
     assert len(added) == 12
@@ -314,7 +320,7 @@ def test_forced_tileir_code_drops_rejected_hints(tmp_path: Path, tileir_code_for
     apply_file(src, classify=_classes("dot"), max_configs=12)
     module = _import_path(tmp_path / "dot_tileir.py", "_forced_dot")
     tuner = autotuners(module)["dot_kernel"]
-    assert function_name(tuner) == "dot_kernel_tileir"
+    assert function_name(tuner) == "dot_kernel"
     added = tuner.configs[1:]
     assert added and all(c.num_ctas == 1 and not hasattr(c, "occupancy") for c in added)
     assert all(set(c.tileir_dropped) <= {"occupancy", "num_ctas"} for c in added)

@@ -330,5 +330,5 @@ def test_a_captured_kernels_report_shows_the_helpers_it_runs_as_validated(tmp_pa
     assert result.exit_code == 0, result.stopped
     text = render_markdown(build_report(load_artifacts(result.artifacts)))
     assert "`_act` (L7" in text and "`act_kernel` (L12" in text  # the kernel and the helper it calls
-    assert "`_act` L7: " in text  # the helper's rewrite is among the kernel's changes
+    assert "`_act` L8: in place, under the gate: tl.exp(x) -> tl.exp2" in text  # the helper's own rewrite
     assert "`_act` rewritten and validated: a JIT helper run by the kernels launched in" in text

@@ -73,8 +73,8 @@ def test_each_transform_s_example_is_changed_by_it_and_not_without_it(transform:
 
 
 def test_the_transforms_run_in_their_declared_order() -> None:
-    assert [t.name for t in TRANSFORMS] == ["math_twin", "tma_twin", "autotuner_configs", "hint_only_configs",
+    assert [t.name for t in TRANSFORMS] == ["math_in_place", "tma_twin", "autotuner_configs", "hint_only_configs",
                                             "rebinding"]
-    assert by_name(["rebinding", "math_twin"]) == (TRANSFORMS[0], TRANSFORMS[4])
+    assert by_name(["rebinding", "math_in_place"]) == (TRANSFORMS[0], TRANSFORMS[4])
     with pytest.raises(ValueError, match="no transform named nope"):
         by_name(["nope"])

@@ -364,7 +364,10 @@ def test_whose_difference_a_bit_exact_replay_shows(tmp_path: Path) -> None:
     (tmp_path / "k.py").write_text(source)
     (tmp_path / "k_tileir.py").write_text("# tileiropt gate\n" + source)
     (tmp_path / "other.py").write_text(source.replace("pass", "return"))
+    (tmp_path / "in_place.py").write_text(source.replace("pass", "return 1"))
+    (tmp_path / "gated.py").write_text(source.replace("pass", "return 2 if TILEIR else 1"))
     assert same_kernel_code(str(tmp_path / "k_tileir.py"), str(tmp_path / "k.py"), "k")
+    assert same_kernel_code(str(tmp_path / "gated.py"), str(tmp_path / "in_place.py"), "k")  # as the gate off reads it
     assert not same_kernel_code(str(tmp_path / "other.py"), str(tmp_path / "k.py"), "k")
 
     expected, output = torch.zeros(4), torch.tensor([0.0, 0.0, 1e-9, 0.0])

@@ -16,6 +16,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
 
@@ -27,7 +28,9 @@ from tileiropt.apply.gate import (
     gate_source,
     helper_import_level,
 )
+from tileiropt.apply.math_rewrites import LOG2E
 from tileiropt.apply.nested import (
+    GUARDED_TRITON,
     Statement,
     gate_insert_index,
     guarded,
@@ -163,10 +166,36 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
         if needs_runtime:
             runtime = _gate_statements(cst.parse_module(runtime_source(_runtime_called(plans))))
             gate_statements += guarded(runtime) if optional_triton else runtime
+    if any(plan.rewritten is not None for plan in plans.values()):
+        triton = GUARDED_TRITON if optional_triton else names.triton
+        constants = _gate_statements(cst.parse_module(gate_constants(names, triton)))
+        gate_statements += guarded(constants) if optional_triton else constants
     blocks = {id(plan.node): _with_twins(_block_statement(name, plan.block, names.gate), plan)
               for name, plan in plans.items() if plan.block and plan.node is not None}
     before, after = list(module.body[:gate_index]), list(module.body[gate_index:])  # no def precedes the gate
-    return module.with_changes(body=[*before, *gate_statements, *insert_after(after, blocks)])
+    module = module.with_changes(body=[*before, *gate_statements, *insert_after(after, blocks)])
+    rewritten = {id(plan.node): plan.rewritten for plan in plans.values()
+                 if plan.rewritten is not None and plan.node is not None}
+    return module.visit(_Replaced(rewritten)) if rewritten else module
+
+
+class _Replaced(cst.CSTTransformer):
+    """Each node whose id is a key replaced by its value, in one pass (the kernels rewritten in place)."""
+
+    def __init__(self, replacements: dict[int, cst.FunctionDef]):
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> Any:
+        return self.replacements.get(id(original), updated)
+
+
+def gate_constants(names: FileNames, triton: str) -> str:
+    """The module-level constexprs in-place rewrites read: the gate, and log2(e) (`triton`: the module's name)."""
+    constexpr = f"{triton}.language.constexpr"
+    return (f"# the gate as kernels read it: a constexpr, so only the branch it takes is compiled\n"
+            f"{names.flag} = {constexpr}({names.gate}())\n"
+            f"{names.log2e} = {constexpr}({LOG2E})  # log2(e): exp(x) == exp2(x * {names.log2e})\n")
 
 
 def helper_import(names: FileNames, plans: dict[str, KernelPlan], level: int) -> str:
@@ -313,7 +342,7 @@ def transform_model(model: FileModel, *, spaces: dict[str, Space] | None = None,
         module = cst.parse_module(source)
         plans = plan_kernels(model, module, records, spaces or load_spaces(), max_configs, classify, release,
                              transforms)
-        changed = any(p.block or p.twin for p in plans.values())
+        changed = any(p.block or p.twin or p.rewritten for p in plans.values())
         new_source = rewrite_module(module, plans, file_names(info), helper_level).code if changed else source
     except RecursionError:
         raise TOO_DEEP(path) from None

@@ -182,6 +182,9 @@ def _package(name: cst.BaseExpression) -> str | None:
     return parts[0] if parts else None
 
 
+GUARDED_TRITON = "_tileiropt_triton"  # Triton's name inside `guarded`
+
+
 def guarded(statements: list[Statement]) -> list[Statement]:
     """The TMA runtime's statements inside `try: import triton` / `except ImportError: pass` / `else:`, its header
     comments kept above the `try` (the TileIR blocks using it exist only where Triton is imported)."""
@@ -189,7 +192,7 @@ def guarded(statements: list[Statement]) -> list[Statement]:
     header = list(first.leading_lines)
     first = first.with_changes(leading_lines=[])
     template = cst.parse_statement(
-        "try:\n    import triton as _tileiropt_triton\n"
+        f"try:\n    import triton as {GUARDED_TRITON}\n"
         "except ImportError:  # Triton is optional in this module: no TileIR code without it\n"
         "    pass\nelse:\n    pass\n")
     assert isinstance(template, cst.Try) and template.orelse is not None

@@ -15,6 +15,7 @@ from tileiropt.apply.config_values import ConfigValue, Unresolvable, resolve_con
 from tileiropt.apply.gate import (
     gate_name,
 )
+from tileiropt.apply.math_rewrites import FLAGS
 from tileiropt.apply.spaces import (
     Space,
     TileIRConfig,
@@ -43,6 +44,8 @@ class FileNames:
     gate: str  # the gate function: `is_tileir`
     triton: str  # the triton module: `triton`
     imports_triton: bool = True  # the file binds `triton` itself (else the gate imports it)
+    flag: str = "TILEIR"  # the gate as a module-level constexpr, read by in-place rewrites
+    log2e: str = "LOG2E"  # log2(e) as a module-level constexpr
 
 
 def _hint_list(configs: list[TileIRConfig], names: FileNames) -> str:
@@ -113,6 +116,7 @@ class KernelPlan:
     pointer_twin: cst.FunctionDef | None = None  # the math-only twin beside a TMA twin (defined under the gate)
     runtime: bool = False  # uses the TMA dispatch / 2-CTA guard helpers (tma_runtime)
     node: cst.FunctionDef | None = None  # the kernel's def, at the top level or inside a module-level block
+    rewritten: cst.FunctionDef | None = None  # the kernel's def with in-place rewrites behind the gate's constexpr
 
 
 def _config_names(values: list[ConfigValue]) -> list[str]:
@@ -288,5 +292,7 @@ def file_names(info: ModuleInfo) -> FileNames:
     (`triton` when imported as such; "triton" with an import of its own when the file has none)."""
     defined = set(info.module_functions) | set(info.definitions)
     triton_name = "triton" if "triton" in info.triton_names else min(info.triton_names, default="triton")
-    return FileNames(gate_name(defined), triton_name, imports_triton=bool(info.triton_names))
+    flag = next(name for name in sorted(FLAGS, key=len) if name not in defined)
+    log2e = next(name for name in ("LOG2E", "TILEIR_LOG2E", "_TILEIROPT_LOG2E") if name not in defined)
+    return FileNames(gate_name(defined), triton_name, imports_triton=bool(info.triton_names), flag=flag, log2e=log2e)
 

@@ -19,7 +19,7 @@ from typing import ClassVar
 import libcst as cst
 
 from tileiropt.apply.locate import Locator
-from tileiropt.apply.math_rewrites import rewrite_math
+from tileiropt.apply.math_rewrites import Gated, rewrite_math
 from tileiropt.apply.plan import (
     TWIN_SUFFIX,
     FileNames,
@@ -52,7 +52,7 @@ class KernelStep:
     release: Release
     names: FileNames  # the file's own module-level names (a new one must not shadow them)
     plan: KernelPlan
-    twin: cst.FunctionDef  # the body the TMA rewrite starts from: the math twin's, else the kernel's own
+    twin: cst.FunctionDef  # the body the TMA rewrite starts from: the kernel's own
     target: str  # the name the kernel is bound to under the gate
     paths: list[str] = field(default_factory=list)  # the kernels the TileIR configs go to
     tma: TmaResult | None = None  # the TMA rewrite's plan, when the kernel gets one
@@ -77,10 +77,11 @@ class Transform:
 _IMPORTS = "import triton\nimport triton.language as tl\n\n\n"
 
 
-class MathTwin(Transform):
-    """A twin with exp rewritten as exp2 + mul where the release's compiler does not do it itself."""
+class MathInPlace(Transform):
+    """exp rewritten as exp2 + mul where the release's compiler does not do it itself: in place, each rewritten call
+    behind the gate's constexpr (`(tl.exp2(x * LOG2E) if TILEIR else tl.exp(x))`), never a copy of the kernel."""
 
-    name = "math_twin"
+    name = "math_in_place"
     EXAMPLE = _IMPORTS + (
         "@triton.jit\n"
         "def silu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
@@ -88,24 +89,20 @@ class MathTwin(Transform):
         "    x = tl.load(x_ptr + offs, mask=offs < n)\n"
         "    tl.store(out_ptr + offs, x / (1 + tl.exp(-x)), mask=offs < n)\n")
 
-    NEEDS = ("rebinding",)  # a twin is written where the kernel's name is bound to it
-
     def __call__(self, step: KernelStep) -> None:
         kernel, plan, release = step.kernel, step.plan, step.release
         info = step.model.module
-        twin, rewrites = rewrite_math(step.node, info.aliases) if release.exp_to_exp2 else (step.node, [])
-        step.twin = twin
+        gated = Gated(step.names.flag, step.names.log2e)
+        rewritten, rewrites = rewrite_math(step.node, info.aliases, gated) if release.exp_to_exp2 else (step.node, [])
         if rewrites:
-            plan.twin = twin.with_changes(name=cst.Name(kernel.name + TWIN_SUFFIX))
-            plan.report.twin = kernel.name + TWIN_SUFFIX
-            step.target = plan.report.twin
+            plan.rewritten = rewritten
             locator = Locator(step.model.node(kernel), step.node, info.aliases)
             for rewrite in rewrites:
                 call = locator.tree_call(rewrite.call)
                 plan.report.changes.append(Change(call.lineno if call is not None else kernel.first_line,
-                                                  f"twin {step.target}: {rewrite.what}",
+                                                  f"in place, under the gate: {rewrite.what}",
                                                   f"{release.label()}'s compiler does not rewrite exp into ex2 + "
-                                                  "mul itself"))
+                                                  "mul itself; with the gate off the call compiles as before"))
         step.paths = [step.target]
 
 
@@ -143,6 +140,9 @@ class TmaTwin(Transform):
     def __call__(self, step: KernelStep) -> None:
         step.tma = plan_tma_twin(step.model, step.kernel, step.kernel_class, step.twin, step.plan)
         release, kernel = step.release, step.kernel
+        if step.tma is not None and step.plan.twin is not None and release.exp_to_exp2:
+            # the descriptor form is TileIR's alone: its math in the TileIR form, ungated
+            step.plan.twin = rewrite_math(step.plan.twin, step.model.module.aliases, Gated(None, step.names.log2e))[0]
         if release.num_warps == "hint" and kernel.autotune is not None:
             step.plan.report.changes.append(Change(kernel.line, f"num_warps kept in the TileIR configs: "
                                                    f"{release.label()} takes it as a hint", release.num_warps_note))
@@ -227,7 +227,7 @@ class Rebinding(Transform):
 
 
 # The transforms of a kernel, in the order they run.
-TRANSFORMS: tuple[Transform, ...] = (MathTwin(), TmaTwin(), AutotunerConfigs(), HintOnlyConfigs(), Rebinding())
+TRANSFORMS: tuple[Transform, ...] = (MathInPlace(), TmaTwin(), AutotunerConfigs(), HintOnlyConfigs(), Rebinding())
 
 
 def by_name(names: tuple[str, ...] | list[str]) -> tuple[Transform, ...]:

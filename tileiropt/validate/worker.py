@@ -23,7 +23,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import libcst as cst
+
 from tileiropt.apply.gate import extended_autotuners
+from tileiropt.apply.math_rewrites import gate_off
 from tileiropt.capture import replay
 from tileiropt.check.environment import check_environment, probe_emulated_tileir
 from tileiropt.classify.model import FileModel
@@ -438,14 +441,16 @@ class CaseRunner:
 
 
 def same_kernel_code(path: str, original: str | None, kernel: str) -> bool:
-    """Whether the kernel's function is the same source in both files (or the files are byte-identical)."""
+    """Whether the kernel's function is the same source in both files (or the files are byte-identical), the
+    optimized one read as the gate off compiles it (an in-place rewrite `a if TILEIR else b` read as `b`)."""
     import ast
 
     if not original:
         return False
     try:
         texts = [Path(p).read_text(encoding="utf-8") for p in (path, original)]
-    except (OSError, UnicodeDecodeError):
+        texts[0] = gate_off(texts[0]) if texts[0] != texts[1] else texts[0]
+    except (OSError, UnicodeDecodeError, cst.ParserSyntaxError):
         return False
     if texts[0] == texts[1]:
         return True
