@@ -118,9 +118,10 @@ def rewrite_math(function: cst.FunctionDef, aliases: dict[str, str], gated: Gate
     kernel model: `tileiropt.apply.locate`)."""
     rewriter = _MathRewriter(aliases, gated)
     new_function = function.visit(rewriter)
+    assert isinstance(new_function, cst.FunctionDef)
     if gated is not None and gated.flag is not None and rewriter.rewrites:
         new_function = new_function.visit(_Unparenthesized())
-    assert isinstance(new_function, cst.FunctionDef)
+        assert isinstance(new_function, cst.FunctionDef)
     return new_function, rewriter.rewrites
 
 
