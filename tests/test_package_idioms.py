@@ -19,12 +19,11 @@ from shared import TEST_FIXTURES
 IDIOMS = TEST_FIXTURES / "idioms"
 
 
-@pytest.fixture(scope="module")
-def idioms(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The idioms folder as a library, run once: `tileiropt run . -- python drive.py` (one capture, one replay)."""
+def run_idioms(parent: Path) -> Path:
+    """A copy of the idioms folder under `parent`, run as a library: `tileiropt run . -- python drive.py`."""
     import os
 
-    folder = tmp_path_factory.mktemp("idioms") / "idioms"
+    folder = parent / "idioms"
     shutil.copytree(IDIOMS, folder)
     before = os.getcwd()
     os.chdir(folder)
@@ -34,6 +33,12 @@ def idioms(tmp_path_factory: pytest.TempPathFactory) -> Path:
         os.chdir(before)
     assert result.exit_code == ExitCode.OK, result.output[-3000:]
     return folder
+
+
+@pytest.fixture(scope="module")
+def idioms(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The idioms folder as a library, run once (one capture, one replay)."""
+    return run_idioms(tmp_path_factory.mktemp("idioms"))
 
 
 def _records(folder: Path, kernel: str) -> list[tuple[str, str, str]]:
@@ -190,17 +195,7 @@ def test_run_at_launches_the_config_with_its_pre_hook() -> None:
 def test_every_idiom_on_the_gpu(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The same library on a GPU: every kernel launched, every record of the original and the optimized file passes
     on PTX (the TileIR backend itself is not here), and no verdict needs attention."""
-    import os
-
-    folder = tmp_path_factory.mktemp("idioms_gpu") / "idioms"
-    shutil.copytree(IDIOMS, folder)
-    before = os.getcwd()
-    os.chdir(folder)
-    try:
-        result = CliRunner().invoke(app, ["run", ".", "--json", "--", "python", "drive.py"])
-    finally:
-        os.chdir(before)
-    assert result.exit_code == ExitCode.OK, result.output[-3000:]
+    folder = run_idioms(tmp_path_factory.mktemp("idioms_gpu"))
     records = json.loads((folder / ".tileiropt" / "validate.json").read_text())["records"]
     ran = [r for r in records if r["backend"] != "tileir"]
     assert {r["kernel"] for r in ran} == {"scale_kernel", "double_kernel", "grouped_scale_kernel", "negate_kernel",
