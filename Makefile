@@ -1,6 +1,7 @@
 # tileiropt: install, demo, test, lint.
 #   make demo    install, then run the five phases on examples/ (report in examples/.tileiropt/report.md)
-#   make test    install, then run the CPU test suite
+#   make test    install, then run the CPU test suite (on two processes, a test file each: pytest-xdist)
+#   make test-fast  the decision tables and unit tests alone (seconds)
 #   make demo-emulated  the demo under the tests' emulated nvtriton (build/demo-emulated/.tileiropt/report.md)
 PYTHON ?= python3
 VENV ?= .venv
@@ -17,7 +18,7 @@ TRITON_SPEC ?= triton==3.6.0
 NUMPY_SPEC ?= numpy<2.4
 NEWEST_VENV ?= .venv-newest
 
-.PHONY: install demo demo-emulated test test-gpu lint rules-docs mutation smoke-newest slurm-packages clean
+.PHONY: install demo demo-emulated test test-fast test-gpu lint rules-docs mutation smoke-newest slurm-packages clean
 
 install: $(VENV)/.installed
 
@@ -44,8 +45,16 @@ demo-emulated: install
 	rm -rf build/demo-emulated/.tileiropt
 	ENABLE_TILE=1 PYTHONPATH=$(CURDIR)/tests/emulated_nvtriton $(BIN)/tileiropt run build/demo-emulated/
 
+# both cores of the CI machine, a test file per process (module fixtures run once; the suite is 6-7 min there)
+TEST_PROCESSES ?= 2
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_PROCESSES) --dist loadfile
+
+# what decides and what transforms, without running a kernel file end to end
+FAST_TESTS := tests/decisions tests/test_rules.py tests/test_lint_output.py tests/test_captured_launch.py \
+	tests/test_transform_units.py tests/test_golden_transforms.py tests/test_math_in_place.py tests/test_structure_script.py
+test-fast: install
+	$(BIN)/python -m pytest -q $(FAST_TESTS)
 
 test-gpu: install
 	$(BIN)/python -m pytest -q -m gpu

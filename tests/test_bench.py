@@ -223,10 +223,11 @@ def test_provenance_survives_the_json_round_trip(tmp_path: Path) -> None:
 
 def test_error_and_not_run_rows_carry_no_numbers() -> None:
     rows, _ = finished_rows()
-    for row in rows:
-        if row.status in (ERROR, NOT_RUN):
-            assert row.median_ms is None and row.tflops is None and row.gbps is None and row.speedup is None
-            assert row.reason
+    without = [row for row in rows if row.status in (ERROR, NOT_RUN)]
+    assert {row.status for row in without} == {ERROR, NOT_RUN}  # the rows this is about exist
+    for row in without:
+        assert row.median_ms is None and row.tflops is None and row.gbps is None and row.speedup is None
+        assert row.reason
 
 
 def test_exit_codes() -> None:

@@ -89,7 +89,9 @@ def test_run_on_a_library_folder_captures_every_kernel_file_and_never_writes_int
     assert first_screen.startswith("# TileIR optimization report\n\n**Library `mylib/`**: 3 kernel(s) in 3 file(s); "
                                    "the command launched 2 of them (67% of the library).")
     assert "By class: elementwise 3." in first_screen
-    assert "| `ops/unused.py` | 1 | 0 | 0 | 0 | 0 | 0 | `negate_kernel` |" in first_screen
+    assert "`ops/unused.py`" not in first_screen.split("Never launched")[0]  # no row: counted per folder, folded
+    assert "Never launched by the command: 1 kernel(s) in 1 file(s) (`ops/` 1 in 1 file(s))." in first_screen
+    assert "- `ops/unused.py`: `negate_kernel`" in first_screen
     assert "| `ops/add.py` | 1 | 1 | 0 | 1 | 0 | 0 | - |" in first_screen
     assert "<details><summary>ops/add.py: 1 captured launch(es)</summary>" in report
 
@@ -184,3 +186,15 @@ def test_a_library_s_files_share_one_helper_module_which_in_place_copies_beside_
     with pytest.raises(UserError):
         copy_helper(Path(changed[0].output), user_file)
     assert own.read_text() == "USER = 1\n"
+
+
+def test_the_capture_names_kernels_never_launched_with_their_files() -> None:
+    from tileiropt.capture.capture import CaptureResult
+
+    few = CaptureResult(command=[], exit_code=0, ended="", seconds=1.0, launches=[],
+                        expected=["_kernel@/l/ops/add.py", "_kernel@/l/ops/scale.py", "k@/l/ops/x.py"],
+                        counts={"k@/l/ops/x.py": 3})
+    assert few.never_launched_text() == "add.py:_kernel, scale.py:_kernel"  # one name in two files: told apart
+    many = CaptureResult(command=[], exit_code=0, ended="", seconds=1.0, launches=[],
+                         expected=[f"k{i}@/l/ops/f{i % 4}.py" for i in range(20)], counts={})
+    assert many.never_launched_text() == "20 kernel(s) in 4 file(s) (listed in the report)"

@@ -403,3 +403,19 @@ def test_a_note_shared_by_several_sections_is_said_once_at_the_top() -> None:
                         optimized_ptx=None, tileir_emulated=None)
     assert lift_shared_notes([c, d]) == ["y (c)"]
     assert c.compatibility.notes == ["x"] and c.tileir_validation.notes == []
+
+
+def test_a_file_left_as_it_was_has_notes_never_changes() -> None:
+    from types import SimpleNamespace
+
+    from tileiropt.bench.records import BenchKernel
+    from tileiropt.report.sections import transformations_for
+    from tileiropt.report.verdict import not_tuned
+    from tileiropt.run.phase_records import ApplyFile, ApplyKernel, ApplyRecord, Change
+
+    kernel = ApplyKernel("k", 3, "norm", changes=[Change(3, "num_warps kept", "a hint")], skipped=["wrapped by e()"])
+    unchanged = ApplyFile("/x/k.py", "pass", None, False, False, [], [kernel])
+    artifacts = SimpleNamespace(apply=ApplyRecord(1, False, None, [unchanged], []), classify=None)
+    section = transformations_for(BenchKernel("k", "/x/k.py", "/x/k_tileir.py", "k"), artifacts, None)
+    assert section.count == 0 and "`k` L3: note: num_warps kept (a hint)" in section.lines
+    assert not_tuned(SimpleNamespace(transformations=section)) == "wrapped by e()"

@@ -93,6 +93,15 @@ class CaptureResult:
     def never_launched(self) -> list[str]:
         return [key for key in self.expected if key not in self.counts]
 
+    def never_launched_text(self, most: int = 8) -> str:
+        """The kernels never launched, each with its file (`add.py:_kernel`), or their count when there are many
+        (the report lists them all)."""
+        parsed = [KernelKey.parse(key) for key in self.never_launched()]
+        if len(parsed) > most:
+            files = len({path for _, path in parsed})
+            return f"{len(parsed)} kernel(s) in {files} file(s) (listed in the report)"
+        return ", ".join(f"{Path(path).name}:{kernel}" for kernel, path in parsed)
+
     def to_json(self) -> dict[str, Any]:
         return {"schema_version": SCHEMA_VERSION, "command": self.command, "exit_code": self.exit_code,
                 "ended": self.ended, "seconds": round(self.seconds, 2), "started": self.started,

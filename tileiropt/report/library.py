@@ -1,5 +1,6 @@
 """The report's first screen for a library run (`tileiropt run DIR -- COMMAND`): the library's kernels by verdict,
-by class and by file, and the kernels the command never launched (the coverage of the library by its tests)."""
+by class and by file launched, and the kernels the command never launched, counted per folder and folded (the
+coverage of the library by its tests)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ class LibraryFile:
     defined: list[str]  # every kernel the file defines
     launched: list[str]  # those the command launched
     verdicts: Counter[str] = field(default_factory=Counter)  # bucket -> captured launches (report sections)
-    attention: list[str] = field(default_factory=list)  # "<section>: <why>"
 
     @property
     def never(self) -> list[str]:
@@ -70,8 +70,6 @@ def library_summary(capture: CaptureResult | None, classify: ClassifyRecord | No
         if listed is None or section.verdict is None:
             continue
         listed.verdicts[section.verdict.bucket] += 1
-        if section.verdict.bucket == ATTENTION:
-            listed.attention.append(f"{section.name}: {section.verdict.text}")
     classes: Counter[str] = Counter()
     for record in classify.kernels if classify is not None else []:
         if isinstance(record, dict) and _real(str(record.get("file", ""))) in files:
@@ -83,7 +81,9 @@ def library_summary(capture: CaptureResult | None, classify: ClassifyRecord | No
 
 
 def library_md(summary: LibrarySummary) -> str:
-    """The first screen: totals, coverage, verdicts, classes, then one row per file."""
+    """The first screen: totals, coverage, verdicts, classes, one row per file whose kernels were launched, then the
+    files never launched as a count per folder, their names folded (what needs attention is said once, in the next
+    steps below)."""
     name = Path(summary.folder).name
     verdicts: Counter[str] = Counter()
     for f in summary.files:
@@ -104,14 +104,31 @@ def library_md(summary: LibrarySummary) -> str:
         lines.append("By class: " + ", ".join(f"{c} {n}" for c, n in summary.classes.most_common()) + ".")
     order = (READY, *((EMULATED,) if any(f.verdicts[EMULATED] for f in summary.files) else ()), PROVEN,
              *((UNTUNED,) if any(f.verdicts[UNTUNED] for f in summary.files) else ()), ATTENTION, UNPROVEN)
-    rows = ["| file | kernels | launched | " + " | ".join(BUCKET_LABELS[b] for b in order) + " | never launched |",
-            "|" + "---|" * (len(order) + 4)]
-    for f in summary.files:
-        never = ", ".join(f"`{k}`" for k in f.never) or "-"
-        rows.append(f"| `{f.file}` | {len(f.defined)} | {len(f.launched)} | "
-                    + " | ".join(str(f.verdicts[b]) for b in order) + f" | {never} |")
-    lines.append("\n".join(rows))
-    attention = [f"`{f.file}` {item}" for f in summary.files for item in f.attention]
-    if attention:
-        lines.append("Needs attention, by file:\n\n" + "\n".join(f"- {a}" for a in attention))
+    launched = [f for f in summary.files if f.launched]
+    if launched:  # the files whose kernels the command launched, by verdict; the rest below, folded
+        rows = ["| file | kernels | launched | " + " | ".join(BUCKET_LABELS[b] for b in order)
+                + " | never launched |", "|" + "---|" * (len(order) + 4)]
+        for f in launched:
+            never = ", ".join(f"`{k}`" for k in f.never) or "-"
+            rows.append(f"| `{f.file}` | {len(f.defined)} | {len(f.launched)} | "
+                        + " | ".join(str(f.verdicts[b]) for b in order) + f" | {never} |")
+        lines.append("\n".join(rows))
+    unlaunched = [f for f in summary.files if not f.launched]
+    if unlaunched:
+        lines.append(never_launched_md(unlaunched))
     return "\n\n".join(lines)
+
+
+def never_launched_md(files: list[LibraryFile]) -> str:
+    """Files none of whose kernels the command launched: a count per folder, then every file and kernel folded."""
+    folders: Counter[str] = Counter()
+    kernels: Counter[str] = Counter()
+    for f in files:
+        folder = os.path.dirname(f.file) or "."
+        folders[folder] += 1
+        kernels[folder] += len(f.defined)
+    counts = ", ".join(f"`{folder}/` {kernels[folder]} in {folders[folder]} file(s)" for folder in sorted(folders))
+    listed = "\n".join(f"- `{f.file}`: {', '.join(f'`{k}`' for k in f.defined)}" for f in files)
+    total = sum(len(f.defined) for f in files)
+    return (f"Never launched by the command: {total} kernel(s) in {len(files)} file(s) ({counts}).\n\n"
+            f"<details><summary>The files and their kernels</summary>\n\n{listed}\n\n</details>")

@@ -247,12 +247,13 @@ def transformations_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict
     reached = kernels_reached(classify_records(kernel, artifacts), kernel.entry)
     kernels = [k for k in record.kernels if reached is None or k.kernel in reached]
     lines = []
-    for k in kernels:
+    for k in kernels:  # a file left as it was has notes, never changes
         for change in k.changes:
-            lines.append(f"`{k.kernel}` L{change.line}: {change.what} ({change.why})")
+            lines.append(f"`{k.kernel}` L{change.line}: {'' if record.changed else 'note: '}{change.what} "
+                         f"({change.why})")
         for skipped in k.skipped:
             lines.append(f"`{k.kernel}` left alone: {skipped}")
-    changes = sum(len(k.changes) for k in kernels)
+    changes = sum(len(k.changes) for k in kernels) if record.changed else 0
     if not record.changed:
         lines.insert(0, "none: nothing to change for TileIR (the optimized file equals the original)")
     return Section(True, lines=lines, count=changes)

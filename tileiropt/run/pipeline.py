@@ -31,7 +31,6 @@ from tileiropt.bench.records import (
 )
 from tileiropt.bench.run import BenchSettings, bench_project, earlier_bench, kernel_info
 from tileiropt.capture.capture import add_captured_kernels, cut_summary
-from tileiropt.capture.keys import KernelKey
 from tileiropt.check.device import Device
 from tileiropt.check.environment import check_environment, choose_release
 from tileiropt.check.machine import Machine
@@ -353,12 +352,12 @@ class Pipeline:
         self.specs += specs
         self.result.kernels += [kernel_info(s, self.request.bench_settings.sizes) for s in specs]
         kernels = len({(s.launch.kernel, s.launch.file) if s.launch else (None, None) for s in specs})
-        never = [KernelKey.parse(key).kernel for key in result.never_launched()]
+        never = result.never_launched_text()
         how = (f"reused from the capture of {result.started or 'an earlier run'} (the program, its files and the "
                "kernel files unchanged; --fresh runs it again)") if result.reused else \
             f"in {result.seconds:.1f} s" + ("" if result.failure else f"; {result.ended}")  # the failure says it
         detail = (f"{len(specs)} distinct launch(es) of {kernels} kernel(s) {how}"
-                  + (f"; never launched: {', '.join(never)}" if never else ""))
+                  + (f"; never launched: {never}" if never else ""))
         if result.outside:
             detail += f"; {len(result.outside)} kernel(s) launched from outside the targets"
         failure = result.failure
@@ -570,3 +569,4 @@ def run_pipeline(project: Project, *, kernels: list[str] | None = None, timeout:
                         list(command) if command is not None else list(sys.argv), on_event, in_place, fresh,
                         executor, console)
     return pipeline.run()
+
