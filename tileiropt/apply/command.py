@@ -99,17 +99,28 @@ def apply_document(results: list[ApplyResult], errors: list[FileError], *, dry_r
 
 
 def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool) -> None:
+    """A table of counts that fits a narrow terminal, then each kernel's changes and what was left alone as lines
+    below it (prose in a table column wraps to a word a line)."""
     table = Table(title="tileiropt apply", title_justify="left")
-    for column in ("file", "kernel", "class", "TileIR changes", "left alone"):
-        table.add_column(column, overflow="fold")
+    table.add_column("file", overflow="fold", ratio=2)
+    table.add_column("kernel", overflow="fold", ratio=2)
+    table.add_column("class", no_wrap=True)
+    table.add_column("changes", justify="right", no_wrap=True)
+    table.add_column("left alone", justify="right", no_wrap=True)
+    details: list[str] = []
     for result in results:
         if result.already_prepared:
-            table.add_row(result.path, "-", "-", "already prepared (gate present): unchanged", "")
+            table.add_row(escape(result.path), "-", "-", "0", "-")
+            details.append(f"{result.path}: already prepared (gate present): unchanged")
             continue
         for k in result.kernels:
-            changes = "\n".join(f"L{c.line}: {c.what}" for c in k.changes) or "-"
-            table.add_row(escape(result.path), k.kernel, k.kernel_class, escape(changes), escape("\n".join(k.skipped)))
+            table.add_row(escape(result.path), escape(k.kernel), k.kernel_class, str(len(k.changes)),
+                          str(len(k.skipped)))
+            details += [f"{result.path} {k.kernel} L{c.line}: {c.what}" for c in k.changes]
+            details += [f"{result.path} {k.kernel} left alone: {why}" for why in k.skipped]
     console.print(table)
+    for line in details:
+        console.print(line, markup=False, soft_wrap=True)
     for result in results:
         if dry_run and result.output and not result.already_prepared:
             console.print(f"would write {result.output}", markup=False)

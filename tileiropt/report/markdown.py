@@ -187,7 +187,10 @@ def short_reason(reason: str, limit: int = 48) -> str:
 
 
 def _short_verdict(v: Verdict) -> str:
+    """`PASSED (3.1e-03)`; `PASSED` alone where no difference was measured (the original as its own reference)."""
     if v.status in VERDICT_TEXT:
+        if v.max_difference is None:
+            return VERDICT_TEXT[v.status]
         return f"{VERDICT_TEXT[v.status]} ({format_difference(v.max_difference)})"
     return short_reason(v.reason or "not run")
 
