@@ -45,8 +45,8 @@ class PhaseProgress:
         if message in STATUSES:
             style = _STYLE.get(message, "")
             self.progress.update(task, completed=1, description=f"{phase}: [{style}]{message}[/]")
-        elif message != "start":
-            self.progress.update(task, description=f"{phase}: {escape(message)}")
+        elif message != "start":  # a phase's own progress line names the phase already: said once
+            self.progress.update(task, description=f"{phase}: {escape(message.removeprefix(f'{phase}: '))}")
 
 
 def run_command(
