@@ -66,15 +66,17 @@ class Machine:
         return default_backends(self.has_gpu, not self.tileir_blockers, bool(self.tileir_emulated))
 
 
-def environment_summary() -> dict[str, Any]:
-    """The `check` report of this machine, stored with the records: probed once per process and environment (a
-    run's phases each store it; probing torch, CUDA and Triton's driver again costs about a second on a GPU)."""
-    return copy.deepcopy(_summary(tuple(sorted(os.environ.items()))))
+def environment_summary(release: str | None = None) -> dict[str, Any]:
+    """The `check` report of this machine, judged for the CUDA Tile IR `release` the run follows (the one asked
+    for, as check.json holds it; None: detected, else the newest known), stored with the records: probed once per
+    process, environment and release (a run's phases each store it; probing torch, CUDA and Triton's driver again
+    costs about a second on a GPU)."""
+    return copy.deepcopy(_summary(tuple(sorted(os.environ.items())), release))
 
 
 @functools.lru_cache(maxsize=4)
-def _summary(environ: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    return asdict(check_environment(dict(environ)))
+def _summary(environ: tuple[tuple[str, str], ...], release: str | None) -> dict[str, Any]:
+    return asdict(check_environment(dict(environ), release=release))
 
 
 def versions(release: str | None = None) -> dict[str, Any]:
