@@ -372,7 +372,7 @@ def test_the_records_environment_follows_the_release_the_run_asked_for() -> None
     does: two records of one run never name different releases."""
     from tileiropt.check.machine import environment_summary
 
-    from tileiropt.releases import choose_release
+    from tileiropt.check.environment import choose_release
 
     assert environment_summary("13.1")["release"]["version"] == "13.1"
     assert environment_summary("13.4")["release"]["version"] == "13.4"
