@@ -370,9 +370,8 @@ def test_real_check_json_on_this_machine():
 def test_the_records_environment_follows_the_release_the_run_asked_for() -> None:
     """validate.json and bench.json store the environment judged for the release the run follows, as check.json
     does: two records of one run never name different releases."""
-    from tileiropt.check.machine import environment_summary
-
     from tileiropt.check.environment import choose_release
+    from tileiropt.check.machine import environment_summary
 
     assert environment_summary("13.1")["release"]["version"] == "13.1"
     assert environment_summary("13.4")["release"]["version"] == "13.4"
