@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
 from tileiropt.project.spec import load_project, parse_project
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SAME_ON_PTX
 from tileiropt.validate.records import PREPARE, load_validate_run
 from tileiropt.validate.run import validate_project
 
@@ -345,6 +345,33 @@ def test_configs_that_differ_only_in_hints_run_once_on_the_interpreter() -> None
     assert [i.index for i in items] == [0, 1, 2, 3, 4]
     # item 1 repeats item 0 (the first configs), item 3 repeats item 2; item 4's pre-hook makes it its own
     assert interpreted_duplicates(module, items) == {1: 0, 3: 2}
+
+
+def test_configs_alike_once_ptx_drops_the_tileir_hints_run_once() -> None:
+    """On PTX with the TileIR code forced on, a config whose hints were dropped (occupancy, 2-CTA mode) is the very
+    config an earlier item ran: Triton compiles the same code, so it runs once (num_stages and num_warps count)."""
+    import types
+
+    import triton
+
+    from tileiropt.harness.configs import config_items
+    from tileiropt.validate.records import ValidationRecord
+    from tileiropt.validate.worker import dropped_hint_duplicates
+
+    def kernel(x_ptr, BLOCK):  # the autotuner only holds it
+        pass
+
+    configs = [triton.Config({"BLOCK": 64}, num_stages=2),  # occupancy 1, dropped
+               triton.Config({"BLOCK": 64}, num_stages=2),  # occupancy 4, dropped: the same config
+               triton.Config({"BLOCK": 64}, num_stages=3), triton.Config({"BLOCK": 64}, num_stages=2, num_warps=8),
+               triton.Config({"BLOCK": 128}, num_stages=3), triton.Config({"BLOCK": 64}, num_stages=3)]
+    module = types.ModuleType("m")
+    module.kernel = triton.autotune(configs=configs, key=[])(triton.jit(kernel))
+    items = config_items(module)
+    assert dropped_hint_duplicates(module, items) == {1: 0, 5: 2}
+    record = ValidationRecord("k", "optimized", "tileir-code-on-ptx", "BLOCK=64", NOT_RUN,
+                              f"{SAME_ON_PTX} `BLOCK=64, num_stages=2` (its record above)")
+    assert record.hint_only_repeat  # counted as a repeat, not as something that could not run
 
 
 def test_whose_difference_a_bit_exact_replay_shows(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from tileiropt.schema import (
     NOT_RUN,
     PASS,
     SAME_ON_INTERPRETER,
+    SAME_ON_PTX,
     SCHEMA_VERSION,
     count_statuses,
     read_status,
@@ -73,8 +74,9 @@ class ValidationRecord:
 
     @property
     def hint_only_repeat(self) -> bool:
-        """Not run on the interpreter because an earlier config with the same meta-parameters and pre-hook ran."""
-        return self.status == NOT_RUN and self.reason.startswith(SAME_ON_INTERPRETER)
+        """Not run because an earlier config computes the same: on the interpreter, the same meta-parameters and
+        pre-hook; on PTX with the TileIR code forced on, the same config once the hints PTX drops are dropped."""
+        return self.status == NOT_RUN and self.reason.startswith((SAME_ON_INTERPRETER, SAME_ON_PTX))
 
 
 @dataclass

@@ -34,14 +34,14 @@ from tileiropt.engine.worker_io import Emitter
 from tileiropt.errors import PINNING_ERROR, UserError
 from tileiropt.harness import harness, loading, stand_ins
 from tileiropt.harness.autotuners import autotuners, find_autotuner, pruned_reason
-from tileiropt.harness.backends import EMULATOR_SETUP, Backend
+from tileiropt.harness.backends import EMULATOR_SETUP, TILEIR_CODE_ON_PTX, Backend
 from tileiropt.harness.configs import ConfigItem, config_items, first_configs, label_after_run, pinned_item
 from tileiropt.harness.exception_sites import exception_location
 from tileiropt.harness.launches import LaunchRecorder
 from tileiropt.harness.loading import package_folder
 from tileiropt.harness.provenance import Provenance, fallback_note
 from tileiropt.harness.tileir_surface import tileir_code_on, tileir_configs
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, REJECTED_BY_TILEIR, SAME_ON_INTERPRETER
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, REJECTED_BY_TILEIR, SAME_ON_INTERPRETER, SAME_ON_PTX
 from tileiropt.validate import reference_cache
 from tileiropt.validate.cases import Case, record_for
 from tileiropt.validate.records import NONE, PREPARE
@@ -93,24 +93,40 @@ def not_attached(module: Any, path: str) -> dict[str, str]:
 def interpreted_duplicates(module: Any, items: list[ConfigItem]) -> dict[int, int]:
     """Item index -> the earlier item it repeats under the interpreter: the same autotuner config's meta-parameters
     and pre-hook (what the interpreter computes with), the hints aside. Item 0 holds every autotuner's first config."""
-    tuners = autotuners(module)
-    seen: dict[tuple[str, str, int], int] = {}
-    for name, tuner in tuners.items():
-        seen.setdefault(_computed_with(name, tuner.configs[0]), 0)
-    found = {}
-    for index, item in enumerate(items):
-        if not item.pin or item.autotuner is None or item.autotuner not in tuners:
-            continue
-        key = _computed_with(item.autotuner, tuners[item.autotuner].configs[item.index])
-        if key in seen:
-            found[index] = seen[key]
-        else:
-            seen[key] = index
-    return found
+    return _duplicates(module, items, _computed_with)
 
 
 def _computed_with(name: str, config: Any) -> tuple[str, str, int]:
     return name, repr(sorted((getattr(config, "kwargs", None) or {}).items())), id(getattr(config, "pre_hook", None))
+
+
+def dropped_hint_duplicates(module: Any, items: list[ConfigItem]) -> dict[int, int]:
+    """Item index -> the earlier item it repeats on PTX with the TileIR code forced on: the config Triton gets,
+    its TileIR hints dropped (`tileir_surface`), equal in every field Triton compiles with, so the same code. Item 0
+    holds every autotuner's first config."""
+    return _duplicates(module, items, _compiled_with)
+
+
+def _compiled_with(name: str, config: Any) -> tuple[Any, ...]:
+    options = tuple(getattr(config, option, None) for option in ("num_warps", "num_stages", "num_ctas", "maxnreg"))
+    return (*_computed_with(name, config), options, getattr(config, "ir_override", None))
+
+
+def _duplicates(module: Any, items: list[ConfigItem], key: Any) -> dict[int, int]:
+    tuners = autotuners(module)
+    seen: dict[Any, int] = {}
+    for name, tuner in tuners.items():
+        seen.setdefault(key(name, tuner.configs[0]), 0)
+    found = {}
+    for index, item in enumerate(items):
+        if not item.pin or item.autotuner is None or item.autotuner not in tuners:
+            continue
+        computed = key(item.autotuner, tuners[item.autotuner].configs[item.index])
+        if computed in seen:
+            found[index] = seen[computed]
+        else:
+            seen[computed] = index
+    return found
 
 
 class CaseRunner:
@@ -175,7 +191,8 @@ class CaseRunner:
         items = [ConfigItem(replay.label(case.launch), pin=False)] if case.launch else \
             config_items(module, self.best_config)
         emit("plan", id=case.id, labels=[item.label for item in items])
-        same_as = interpreted_duplicates(module, items) if self.backend.interpreted else {}
+        same_as = interpreted_duplicates(module, items) if self.backend.interpreted else \
+            dropped_hint_duplicates(module, items) if self.backend.name == TILEIR_CODE_ON_PTX.name else {}
         launched_known: set[str] | None = None
         for index in range(case.start_item, len(items)):
             item = items[index]
@@ -183,9 +200,14 @@ class CaseRunner:
                 emit("skip", id=case.id, item=index)
                 continue
             emit("start", id=case.id, item=index)
-            if index in same_as:  # the interpreter would compute exactly what that item computed
+            if index in same_as and self.backend.interpreted:  # it would compute exactly what that item computed
                 reason = (f"{SAME_ON_INTERPRETER} `{items[same_as[index]].label}` (its record above); num_warps, "
                           "num_stages, num_ctas and occupancy do not change what the interpreter computes")
+                emit("record", id=case.id, item=index, record=self.record(item.label, NOT_RUN, reason))
+                continue
+            if index in same_as:  # Triton gets the very config that item ran: the same compiled code
+                reason = (f"{SAME_ON_PTX} `{items[same_as[index]].label}` (its record above); occupancy and 2-CTA "
+                          "mode are TileIR's, and PTX compiles the same code without them")
                 emit("record", id=case.id, item=index, record=self.record(item.label, NOT_RUN, reason))
                 continue
             with self.part("items"):
