@@ -419,3 +419,14 @@ def test_a_file_left_as_it_was_has_notes_never_changes() -> None:
     section = transformations_for(BenchKernel("k", "/x/k.py", "/x/k_tileir.py", "k"), artifacts, None)
     assert section.count == 0 and "`k` L3: note: num_warps kept (a hint)" in section.lines
     assert not_tuned(SimpleNamespace(transformations=section)) == "wrapped by e()"
+
+
+def test_a_tolerance_names_the_dtype_it_is_for() -> None:
+    from tileiropt.report.sections import verdict
+    from tileiropt.validate.records import ValidationRecord
+
+    records = [ValidationRecord("k", "optimized", "interpret", "c", "pass", atol=1e-2, rtol=1e-2,
+                                dtypes={"x": "bfloat16"}, max_abs=1e-3),
+               ValidationRecord("k", "optimized", "interpret", "c", "pass", atol=1e-5, rtol=1e-5,
+                                dtypes={"x": "float32"}, max_abs=1e-6)]
+    assert verdict(records).tolerance == "atol 0.01, rtol 0.01 for bfloat16; atol 1e-05, rtol 1e-05 for float32"

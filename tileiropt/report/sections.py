@@ -147,7 +147,8 @@ def verdict(records: list[ValidationRecord]) -> Verdict:
         backend_description=BACKENDS[backend].description if backend in BACKENDS else backend,
         compiled_by=",".join(compiled) or None,
         max_difference=max(compared) if compared else None,
-        tolerance="; ".join(dict.fromkeys(f"atol {r.atol:g}, rtol {r.rtol:g}" for r in ran
+        tolerance="; ".join(dict.fromkeys(f"atol {r.atol:g}, rtol {r.rtol:g}"  # each with the dtype it is for
+                                          + (f" for {dtype_key(r.dtypes)}" if r.dtypes else "") for r in ran
                                           if r.atol is not None and r.rtol is not None)),
         reason="" if ran else "; ".join(dict.fromkeys(r.reason for r in skipped)) or "not run",
         configs=len(ran),
