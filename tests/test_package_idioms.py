@@ -131,7 +131,7 @@ def test_an_autotuner_subclass_with_its_own_strategy_is_pinned_through_its_kerne
 
 def test_the_idioms_library_is_reported_by_file(idioms: Path) -> None:
     report = (idioms / ".tileiropt" / "report.md").read_text()
-    assert "**Library `idioms/`**: 7 kernel(s) in 7 file(s); the command launched 7 of them (100% of the library)." \
+    assert "**Library `idioms/`**: 8 kernel(s) in 8 file(s); the command launched 8 of them (100% of the library)." \
         in report
     assert "| `regpkg/ops.py` | 1 | 1 | 0 | 1 | 0 | 0 | 0 | - |" in report
     assert "| `entrywrap.py` | 1 | 1 | 0 | 0 | 1 | 0 | 0 | - |" in report  # compatible, not tuned
@@ -164,6 +164,11 @@ def test_a_package_held_bare_by_the_program_is_imported_bare_in_the_workers(idio
     launch = next(launch for launch in json.loads((idioms / ".tileiropt" / "capture.json").read_text())["launches"]
                   if launch["kernel"] == "shift_kernel")
     assert launch["module"] == "extpkg.ops.shift" and launch["bare_packages"] == ["extpkg"]
+
+
+def test_a_kernel_writing_part_of_its_output_with_reset_to_zero_replays_alike_on_both_sides(idioms: Path) -> None:
+    # its output's unwritten rows hold the same drawn values on both sides; reset_to_zero zeroes it before the launch
+    assert _records(idioms, "row_sums_kernel") == PASSED
 
 
 def test_run_at_launches_the_config_with_its_pre_hook() -> None:
@@ -199,7 +204,7 @@ def test_every_idiom_on_the_gpu(tmp_path_factory: pytest.TempPathFactory) -> Non
     records = json.loads((folder / ".tileiropt" / "validate.json").read_text())["records"]
     ran = [r for r in records if r["backend"] != "tileir"]
     assert {r["kernel"] for r in ran} == {"scale_kernel", "double_kernel", "grouped_scale_kernel", "negate_kernel",
-                                          "row_scale_kernel", "rows_sum_kernel", "shift_kernel"}
+                                          "row_scale_kernel", "rows_sum_kernel", "shift_kernel", "row_sums_kernel"}
     assert all(r["status"] in ("pass", "not-run") for r in ran), [(r["kernel"], r["backend"], r["reason"])
                                                                  for r in ran if r["status"] != "pass"]
     assert any(r["status"] == "pass" and r["backend"] == "ptx" for r in ran)
