@@ -130,11 +130,11 @@ def check_command(command: list[str] | None, cwd: Path | None = None) -> None:
     if not bound and shutil.which(executable) is None and not (cwd / executable).is_file():
         raise UserError(f"the command after `--` cannot start: {executable!r} is not a program on PATH",
                         hint="check its spelling, or give its path")
-    if Path(executable).name.startswith("python"):
-        script = next((arg for arg in command[1:] if not arg.startswith("-")), None)
-        takes_value = any(arg in ("-m", "-c") for arg in command[1:command.index(script)] if script) if script \
-            else True
-        if script and not takes_value and not (cwd / script).is_file():
+    args = command[1:]
+    first = next((i for i, arg in enumerate(args) if not arg.startswith("-")), None)
+    if Path(executable).name.startswith("python") and first is not None and not {"-m", "-c"} & set(args[:first]):
+        script = args[first]  # `python drivr.py`, not `python -m pytest` or `python -c "..."`
+        if not (cwd / script).is_file():
             raise UserError("the command after `--` cannot start: its script is not there", file=script,
                             hint=f"check the file name (the command runs in {cwd})")
 

@@ -277,12 +277,12 @@ def next_steps_md(report: Report) -> str:
         by_bucket.setdefault(verdict.bucket, []).append((f"**{cell(k.name)}**", verdict))
     attention = [f"{name}: {v.text}" for name, v in by_bucket[ATTENTION]]
     program = run.program if run else None
-    here: list[str] = []  # what this machine could not run: the environment's, not the code's
+    here = ""  # what this machine could not run: the environment's, not the code's
     if program is not None:
         shown = f"**the program** (`{shlex.join(str(c) for c in program.get('command') or [])}`)"
         if program.get("needs_gpu"):  # this machine's lack, not the program's fault
-            here.append(f"Not run to its end here: {shown} needs a GPU and this machine has none "
-                        f"(its launches before that are validated): {one_line(program.get('summary'))}")
+            here = (f"Not run to its end here: {shown} needs a GPU and this machine has none (its launches before "
+                    f"that are validated): {one_line(program.get('summary'))}")
         else:
             attention.insert(0, f"{shown} failed: {one_line(program.get('summary'))}")
     ready = [f"{name}: {v.text}" for name, v in by_bucket[READY]]
@@ -311,7 +311,7 @@ def next_steps_md(report: Report) -> str:
     if ready:
         lines.append("Ready:\n\n" + bullets(ready))
     if here:
-        lines.extend(here)
+        lines.append(here)
     if untuned:
         lines.append("Compatible, not tuned (the TileIR code passed; apply changed nothing for these):\n\n"
                      + bullets(untuned))

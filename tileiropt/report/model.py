@@ -45,6 +45,7 @@ class Section:
     reason: str = ""  # "not run: ..." when it did not
     lines: list[str] = field(default_factory=list)
     count: int = 0  # what the lines count (transformations: the changes made)
+    left_alone: list[str] = field(default_factory=list)  # transformations: what was not done, and why
 
 
 @dataclass

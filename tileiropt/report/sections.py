@@ -257,7 +257,7 @@ def transformations_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict
     changes = sum(len(k.changes) for k in kernels) if record.changed else 0
     if not record.changed:
         lines.insert(0, "none: nothing to change for TileIR (the optimized file equals the original)")
-    return Section(True, lines=lines, count=changes)
+    return Section(True, lines=lines, count=changes, left_alone=[why for k in kernels for why in k.skipped])
 
 
 def coverage_for(kernel: BenchKernel, artifacts: Artifacts) -> list[Coverage]:

@@ -121,7 +121,7 @@ def not_tuned(k: Any) -> str | None:
     section = getattr(k, "transformations", None)
     if section is None or not section.ran or section.count:
         return None
-    alone = [line.split(" left alone: ", 1)[1] for line in section.lines if " left alone: " in line]
+    alone = getattr(section, "left_alone", [])
     return "; ".join(dict.fromkeys(alone)) if alone else "apply found nothing to change for TileIR"
 
 

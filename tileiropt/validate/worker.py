@@ -200,14 +200,12 @@ class CaseRunner:
                 emit("skip", id=case.id, item=index)
                 continue
             emit("start", id=case.id, item=index)
-            if index in same_as and self.backend.interpreted:  # it would compute exactly what that item computed
-                reason = (f"{SAME_ON_INTERPRETER} `{items[same_as[index]].label}` (its record above); num_warps, "
-                          "num_stages, num_ctas and occupancy do not change what the interpreter computes")
-                emit("record", id=case.id, item=index, record=self.record(item.label, NOT_RUN, reason))
-                continue
-            if index in same_as:  # Triton gets the very config that item ran: the same compiled code
-                reason = (f"{SAME_ON_PTX} `{items[same_as[index]].label}` (its record above); occupancy and 2-CTA "
-                          "mode are TileIR's, and PTX compiles the same code without them")
+            if index in same_as:  # it would compute, or compile, exactly what that item did
+                earlier = items[same_as[index]].label
+                reason = (f"{SAME_ON_INTERPRETER} `{earlier}` (its record above); num_warps, num_stages, num_ctas "
+                          "and occupancy do not change what the interpreter computes") if self.backend.interpreted \
+                    else (f"{SAME_ON_PTX} `{earlier}` (its record above); occupancy and 2-CTA mode are TileIR's, and "
+                          "PTX compiles the same code without them")
                 emit("record", id=case.id, item=index, record=self.record(item.label, NOT_RUN, reason))
                 continue
             with self.part("items"):
@@ -270,8 +268,7 @@ class CaseRunner:
     def widen_to_noise(self, function: Any, expected: Any, inputs: dict[str, Any]) -> None:
         """A kernel accumulating with atomics differs from itself between runs (the order of its updates is not
         fixed): run the original once more and widen the tolerance to twice its own run-to-run difference."""
-        again, _ = harness.evaluate_reference(function, "original", inputs, self.case.args, self.case.dims)
-        spread = harness.compare(again, expected, 0.0, 0.0).max_abs or 0.0
+        spread = own_spread(function, expected, inputs, self.case, self.backend.device)
         if spread > 0 and 2 * spread > self.case.atol:
             self.case.atol = 2 * spread
             self.noise_note = (f"atomics: the original differs from itself by up to {spread:.3g} between runs; "
@@ -305,9 +302,7 @@ class CaseRunner:
         if self._own_reference():
             return {"inputs": inputs, "expected": OWN_RUN, "key": key}
         if reference.kind == "original":
-            if not case.original_path:
-                raise harness.HarnessError('reference "original" needs the untransformed kernel file')
-            original_module = self.load(case.original_path)
+            original_module = self.original_module()
             function = reference.resolve(self.entry(original_module))
             # a captured launch pins its own config (replay.launcher): the first config, which the kernel's pruner
             # may drop for these very arguments, is not asked for
@@ -428,12 +423,9 @@ class CaseRunner:
         (a reason starting with PINNING_ERROR). Otherwise the comparison stands."""
         case = self.case
         try:
-            function = self.original_call()
-            again, _ = harness.evaluate_reference(function, "original", prepared["inputs"], case.args, case.dims)
-            harness.synchronize(self.backend.device)
+            spread = own_spread(self.original_call(), expected, prepared["inputs"], case, self.backend.device)
         except Exception:  # noqa: BLE001 - no second look: the first comparison stands
             return result, ""
-        spread = harness.compare(again, expected, 0.0, 0.0).max_abs or 0.0
         if spread > 0:
             widened = harness.compare(output, expected, 2 * spread, 0.0, path)
             return widened, (f"the kernel disagrees with itself: the original run twice on the same inputs differs "
@@ -445,12 +437,15 @@ class CaseRunner:
                             f"replays differ ({result.reason})")
         return result, ""
 
+    def original_module(self) -> Any:
+        """The untransformed kernel file's module (the reference "original")."""
+        if not self.case.original_path:
+            raise harness.HarnessError('reference "original" needs the untransformed kernel file')
+        return self.load(self.case.original_path)
+
     def original_call(self) -> Any:
         """The original's call of (inputs, args, dims): its entry, or the captured launch's replay."""
-        case = self.case
-        if not case.original_path:
-            raise harness.HarnessError('reference "original" needs the untransformed kernel file')
-        return harness.Reference.parse("original").resolve(self.entry(self.load(case.original_path)))
+        return harness.Reference.parse("original").resolve(self.entry(self.original_module()))
 
     def provenance(self, launches: Any) -> Provenance:
         provenance = Provenance(**asdict(self.base))
@@ -460,6 +455,13 @@ class CaseRunner:
         if self.backend.expected_backend == "tileir" and provenance.compiled_backend:
             provenance.fallback = fallback_note(provenance.compiled_backend, "tileir", provenance) is not None
         return provenance
+
+
+def own_spread(function: Any, expected: Any, inputs: dict[str, Any], case: Case, device: str) -> float:
+    """How far the original, run once more on the same inputs, lands from its first run (`expected`)."""
+    again, _ = harness.evaluate_reference(function, "original", inputs, case.args, case.dims)
+    harness.synchronize(device)
+    return harness.compare(again, expected, 0.0, 0.0).max_abs or 0.0
 
 
 def same_kernel_code(path: str, original: str | None, kernel: str) -> bool:
