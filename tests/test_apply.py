@@ -24,6 +24,7 @@ from tileiropt.apply.math_rewrites import gate_off
 from tileiropt.cli import app
 from tileiropt.errors import UserError
 from tileiropt.harness.autotuners import autotuners, config_label, function_name
+from tileiropt.releases import get_release
 
 from shared import EXAMPLES
 
@@ -107,8 +108,33 @@ def test_autotuned_kernel_gets_its_rewrite_in_place_and_configs_in_its_own_list(
     assert any("tl.exp(x) -> tl.exp2" in c.what and "in place" in c.what and c.line == 17 for c in report.changes)
 
 
+def test_a_kernel_without_autotuner_keeps_its_launch_with_a_literal_hint_and_no_autotuner() -> None:
+    result = transform_source(HINT_ONLY, "scale.py", classify=_classes("elementwise"), release=get_release("13.4"))
+    out = result.new_source
+    assert_original_preserved(HINT_ONLY, out)
+    assert "autotune" not in out
+    assert ('scale_kernel[(triton.cdiv(n, 256),)](x, y, n, BLOCK=256, num_warps=4,\n' + ' ' * 41 +
+            '**({"occupancy": 4} if is_tileir() else {}))\n') in out  # past 100 columns: a line of its own
+    (report,) = result.kernels
+    (change,) = report.changes
+    assert change.what.startswith("occupancy 4 at its launch under the gate (L") and "no autotuner added" in change.what
+    assert "num_warps" in change.why and "--hint-autotune scale_kernel" in change.why
+    assert report.configs_added == 0
+    assert gate_off(out).count("scale_kernel[(triton.cdiv(n, 256),)](x, y, n, BLOCK=256, num_warps=4)\n") == 1
+
+
+def test_hint_autotune_all_passes_over_a_kernel_writing_its_inputs_unless_named() -> None:
+    source = HINT_ONLY.replace("tl.store(y_ptr + offs", "tl.store(x_ptr + offs")
+    every = transform_source(source, "s.py", classify=_classes("elementwise"), hint_autotune=("all",))
+    assert "autotune" not in every.new_source and "occupancy" in every.new_source
+    assert any("writes its own inputs (x_ptr)" in s and "--hint-autotune scale_kernel" in s
+               for s in every.kernels[0].skipped)
+    named = transform_source(source, "s.py", classify=_classes("elementwise"), hint_autotune=("scale_kernel",))
+    assert "restore_value=['x_ptr']" in named.new_source and "**({" not in named.new_source
+
+
 def test_hint_only_autotune_respects_launch_options() -> None:
-    result = transform_source(HINT_ONLY, "scale.py", classify=_classes("elementwise"))
+    result = transform_source(HINT_ONLY, "scale.py", classify=_classes("elementwise"), hint_autotune=("all",))
     out = result.new_source
     assert_original_preserved(HINT_ONLY, out)
     block = out[out.index("    scale_kernel = triton.autotune(\n"):]
@@ -120,13 +146,14 @@ def test_hint_only_autotune_respects_launch_options() -> None:
 
 def test_in_place_kernel_restores_its_buffer_between_trials() -> None:
     source = HINT_ONLY.replace("tl.store(y_ptr + offs", "tl.store(x_ptr + offs")
-    out = transform_source(source, "s.py", classify=_classes("elementwise")).new_source
+    out = transform_source(source, "s.py", classify=_classes("elementwise"),
+                           hint_autotune=("scale_kernel",)).new_source
     assert "restore_value=['x_ptr']" in out
 
 
 def test_atomics_and_unresolvable_configs_are_left_alone_with_reasons() -> None:
     atomic = HINT_ONLY.replace("tl.store(y_ptr + offs, x * 2, mask=offs < n_elements)", "tl.atomic_add(y_ptr, 1)")
-    result = transform_source(atomic, "a.py", classify=_classes("reduction"))
+    result = transform_source(atomic, "a.py", classify=_classes("reduction"), hint_autotune=("all",))
     assert not result.changed
     assert "atomics" in result.kernels[0].skipped[0]
     dynamic = AUTOTUNED.replace('configs=[triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4, pre_hook=hook)]',
@@ -186,7 +213,10 @@ def test_cli_diff_dry_run_and_json(tmp_path: Path) -> None:
 
     record = json.loads(as_json.stdout)
     (kernel,) = record["files"][0]["kernels"]
-    assert kernel["kernel"] == "scale_kernel" and kernel["configs_added"] > 0
+    assert kernel["kernel"] == "scale_kernel" and kernel["configs_added"] == 0
+    assert "at its launch under the gate" in kernel["changes"][0]["what"]
+    asked = json.loads(runner.invoke(app, ["apply", str(src), "--json", "--dry-run", "--hint-autotune", "all"]).stdout)
+    assert asked["files"][0]["kernels"][0]["configs_added"] > 0
     assert (tmp_path / "scale_tileir.py").exists()
 
 
@@ -306,7 +336,7 @@ def test_simulated_tileir_space(simulated_tileir, tmp_path: Path) -> None:
 def test_simulated_tileir_hint_only(simulated_tileir, tmp_path: Path) -> None:
     src = tmp_path / "scale.py"
     src.write_text(HINT_ONLY)
-    apply_file(src, classify=_classes("elementwise"))
+    apply_file(src, classify=_classes("elementwise"), hint_autotune=("all",))
     module = _import_path(tmp_path / "scale_tileir.py", "_sim_scale")
     tuner = autotuners(module)["scale_kernel"]
     assert tuner.keys == ["n_elements"]
@@ -332,7 +362,7 @@ def test_kernel_parameters_named_like_launch_options_are_left_to_the_launch(
     source = HINT_ONLY.replace("n_elements, BLOCK: tl.constexpr)",
                                "n_elements, num_stages, num_ctas, BLOCK: tl.constexpr)")
     source = source.replace("(x, y, n, BLOCK=256, num_warps=4)", "(x, y, n, 2, 1, BLOCK=256, num_warps=4)")
-    out = transform_source(source, "s.py", classify=_classes("elementwise")).new_source
+    out = transform_source(source, "s.py", classify=_classes("elementwise"), hint_autotune=("all",)).new_source
     block = out[out.index("scale_kernel = triton.autotune(\n"):]
     assert "num_warps=None, num_stages=None, occupancy=occupancy, num_ctas=None)" in block[: block.index(")(scale")]
     (tmp_path / "s_tileir.py").write_text(out)

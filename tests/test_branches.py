@@ -30,6 +30,7 @@ from shared import ROOT, TEST_FIXTURES
 FIXTURES = TEST_FIXTURES / "branches"
 OPS = FIXTURES / "optional_ops.py"
 EXPECTED = FIXTURES / "optional_ops_tileir.expected"  # apply's output, the version as VERSION
+ASKED = ("all",)  # hint-only autotuners asked for: their placement inside blocks is what is shown
 RELEASE = get_release("13.4")
 
 
@@ -208,7 +209,7 @@ def _elide_gate(new_source: str) -> str:
 
 
 def test_apply_rewrites_kernels_in_place_inside_their_blocks() -> None:
-    result = transform_source(OPS.read_text(), str(OPS), release=RELEASE)
+    result = transform_source(OPS.read_text(), str(OPS), release=RELEASE, hint_autotune=ASKED)
     assert _elide_gate(result.new_source) == EXPECTED.read_text()
     reports = {r.kernel: r for r in result.kernels}
     assert [c.what for c in reports["halve_kernel"].changes][-1] == (
@@ -232,7 +233,7 @@ def test_a_module_importing_triton_unconditionally_keeps_the_gate_at_the_top_lev
 
 def _write_rewritten(tmp_path: Path) -> Path:
     out = tmp_path / "optional_ops_tileir.py"
-    out.write_text(transform_source(OPS.read_text(), str(OPS), release=RELEASE).new_source)
+    out.write_text(transform_source(OPS.read_text(), str(OPS), release=RELEASE, hint_autotune=ASKED).new_source)
     return out
 
 
@@ -396,13 +397,14 @@ print(json.dumps({"gate": module.is_tileir(), "kernel": type(getattr(module, "tw
 
 
 @pytest.mark.parametrize("mode, expected", [
-    ("interpret", {"gate": True, "kernel": "Autotuner", "sum": 200.0}),  # the hint autotuner bound inside `try:`
+    ("interpret", {"gate": True, "kernel": "InterpretedFunction", "sum": 200.0}),  # its launch passes the hint
     ("no-triton", {"gate": False, "kernel": "NoneType", "sum": 200.0}),  # the `except ImportError:` fallback
 ])
 def test_kernels_in_the_try_that_imports_triton_get_a_gate_needing_no_triton(tmp_path: Path, mode: str,
                                                                             expected: dict) -> None:
     source = (FIXTURES / "try_ops.py").read_text()
     new_source = transform_source(source, "try_ops.py", release=RELEASE).new_source
+    assert 'if is_tileir() else {})' in new_source and "autotune" not in new_source
     gate = new_source.index(GATE_MARKER)
     assert "_tileiropt_triton" not in new_source  # the gate is the standard library only: nothing to guard
     assert gate < new_source.index("\ntry:\n    import triton\n")  # before the block that defines the kernel

@@ -60,9 +60,16 @@ def test_generated_files_import_with_the_gate_on_and_off(generated, gate: str) -
     assert [(row["original"], row["twice"]) for row in imported if row["twice"]] == []
 
 
-def test_no_autotuner_is_keyed_on_a_pointer_or_wrapped_twice(generated) -> None:
-    assert sum(len(hint_autotunes(item["new_source"])) for item in generated) > 20
-    assert [p for item in generated for p in bad_keys(item["source"], item["new_source"], item["original"])] == []
+def test_no_autotuner_is_added_where_the_author_chose_none_unless_asked(generated) -> None:
+    assert sum(len(hint_autotunes(item["new_source"])) for item in generated) == 0
+    assert sum(item["new_source"].count("if is_tileir() else {})") for item in generated) > 20  # launch hints
+
+
+def test_an_asked_autotuner_is_never_keyed_on_a_pointer_or_wrapped_twice(generated) -> None:
+    asked = [(item, transform_source(item["source"], item["original"], hint_autotune=("all",)).new_source)
+             for item in generated]
+    assert sum(len(hint_autotunes(new_source)) for _, new_source in asked) > 20
+    assert [p for item, new_source in asked for p in bad_keys(item["source"], new_source, item["original"])] == []
 
 
 def test_a_top_level_call_that_raises_only_in_the_generated_file_is_an_import_error(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from shared import EXAMPLES, TEST_FIXTURES
 GOLDEN = TEST_FIXTURES / "golden"
 # what each example shows: the rewrite it exercises
 CASES = {
-    "vector_add": "an elementwise kernel without autotuner: hint-only autotune under the gate",
+    "vector_add": "an elementwise kernel without autotuner: its launch keeps its options, a literal hint gated",
     "swiglu": "tl.sigmoid rewritten through exp2 in the TileIR twin",
     "softmax": "a norm kernel: occupancy hints",
     "layer_norm": "a norm kernel with its own block size",
@@ -51,7 +51,7 @@ TRANSFORM_GOLDEN = GOLDEN / "transforms"
 def test_each_transform_alone_writes_its_golden_file(transform: Transform) -> None:
     chosen = by_name([transform.name, *transform.NEEDS])
     result = transform_source(transform.EXAMPLE, f"{transform.name}.py", release=get_release("13.4"),
-                              transforms=chosen)
+                              transforms=chosen, hint_autotune=transform.ASKED)
     assert result.changed, f"{transform.name}: its example is one it changes"
     written = result.new_source.replace(__version__, "VERSION")
     golden = TRANSFORM_GOLDEN / f"{transform.name}.expected"
@@ -66,15 +66,16 @@ def test_each_transform_alone_writes_its_golden_file(transform: Transform) -> No
 @pytest.mark.parametrize("transform", TRANSFORMS, ids=lambda t: t.name)
 def test_each_transform_s_example_is_changed_by_it_and_not_without_it(transform: Transform) -> None:
     others = tuple(t for t in by_name(transform.NEEDS))
-    alone = transform_source(transform.EXAMPLE, "x.py", release=get_release("13.4"), transforms=others)
+    alone = transform_source(transform.EXAMPLE, "x.py", release=get_release("13.4"), transforms=others,
+                             hint_autotune=transform.ASKED)
     full = transform_source(transform.EXAMPLE, "x.py", release=get_release("13.4"),
-                            transforms=by_name([transform.name, *transform.NEEDS]))
+                            transforms=by_name([transform.name, *transform.NEEDS]), hint_autotune=transform.ASKED)
     assert alone.new_source != full.new_source  # what the transform adds, and nothing else makes it
 
 
 def test_the_transforms_run_in_their_declared_order() -> None:
-    assert [t.name for t in TRANSFORMS] == ["math_in_place", "tma_twin", "autotuner_configs", "hint_only_configs",
-                                            "rebinding"]
-    assert by_name(["rebinding", "math_in_place"]) == (TRANSFORMS[0], TRANSFORMS[4])
+    assert [t.name for t in TRANSFORMS] == ["math_in_place", "tma_twin", "autotuner_configs", "launch_hints",
+                                            "hint_only_configs", "rebinding"]
+    assert by_name(["rebinding", "math_in_place"]) == (TRANSFORMS[0], TRANSFORMS[5])
     with pytest.raises(ValueError, match="no transform named nope"):
         by_name(["nope"])

@@ -145,7 +145,7 @@ def test_a_launch_wrapper_binding_its_own_constexprs_is_replayed_below_it(idioms
     assert configs == {"captured: grid (6, 1, 1), TILE_N=128"}  # as the wrapper bound it
     report = (idioms / ".tileiropt" / "report.md").read_text()
     # apply cannot reach a config list under the wrapper: said as such, never "ready to try on TileIR"
-    assert "**row_scale_kernel**: compatible with TileIR, not tuned: no hint autotune: wrapped by entry(" in report
+    assert "**row_scale_kernel**: compatible with TileIR, not tuned: no TileIR hint at its launch: wrapped by entry(" in report
 
 
 def test_gpu_only_calls_of_a_wrapper_are_answered_on_the_cpu_and_said(idioms: Path) -> None:

@@ -36,8 +36,8 @@ def _dot(info, kernel) -> str:
     return "dot"
 
 
-def _apply(source: str):
-    return transform_source(source, "k.py", classify=_dot, max_configs=4)
+def _apply(source: str, **options):
+    return transform_source(source, "k.py", classify=_dot, max_configs=4, **options)
 
 
 def _twin(source: str, name: str) -> str:
@@ -50,9 +50,9 @@ def _twin(source: str, name: str) -> str:
     raise AssertionError(f"no function {name}")
 
 
-def _fixture(name: str):
+def _fixture(name: str, **options):
     source = (FIXTURES / f"{name}.py").read_text()
-    result = _apply(source)
+    result = _apply(source, **options)
     return source, result, result.new_source
 
 
@@ -123,7 +123,7 @@ def test_batched_gemm_folds_the_batch_into_the_base_pointer() -> None:
 
 
 def test_transposed_operand_and_hint_only_kernel() -> None:
-    _, result, out = _fixture("linear_nt")
+    _, result, out = _fixture("linear_nt", hint_autotune=("all",))
     twin = _twin(out, "linear_kernel_tileir")
     assert ("w = (tl.trans(w_desc.load([pid_n * BLOCK_N, k * BLOCK_K])) if TMA_T_W_PTR "
             "else w_desc.load([k * BLOCK_K, pid_n * BLOCK_N]))") in twin

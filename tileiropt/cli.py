@@ -304,6 +304,12 @@ def apply(
     ] = None,
     max_configs: Annotated[int, typer.Option("--max-configs", help="Cap on TileIR configs added per kernel.")
                            ] = DEFAULT_MAX_CONFIGS,
+    hint_autotune: Annotated[
+        list[str] | None, typer.Option(
+            "--hint-autotune", metavar="KERNEL",
+            help="Add a hint-only autotuner to KERNEL (launched without one) instead of literal hints at its "
+                 "launch; 'all' for every such kernel that does not write its own inputs. Repeatable.")
+    ] = None,
     tileir_version: TileirVersionOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
@@ -312,7 +318,7 @@ def apply(
 
     code = apply_command(paths, output=output, in_place=in_place, dry_run=dry_run, diff=diff,
                      json_output=json_output, spaces_file=spaces, max_configs=max_configs,
-                     tileir_version=tileir_version)
+                     tileir_version=tileir_version, hint_autotune=tuple(hint_autotune or ()))
     raise typer.Exit(code)
 
 

@@ -1,11 +1,12 @@
 """Phase 3: rewrite a kernel file for TileIR without changing its PTX path.
 
-The rewrite only ever *inserts* code, as an expert writes it: an `is_tileir()` gate after the imports (`gate`),
-and after each kernel an `if is_tileir():` block with its TileIR configs (one comprehension crossing the kernel's
-own config list with literal lever values), plus a `<name>_tileir` twin when the body must change.
-Every original statement -- kernels, decorators, config lists -- stays byte-identical, so
-with the gate off the module is the original one. What the tool needs to check the file (turning the TileIR
-code on under PTX, dropping hints) is in its harness, not here.
+The rewrite changes only what it must, as an expert writes it: an `is_tileir()` gate after the imports (`gate`);
+after each kernel an `if is_tileir():` block with its TileIR configs (one comprehension crossing the kernel's own
+config list with literal lever values), and a `<name>_tileir` twin only for a new memory access (TMA); a math
+rewrite in place, behind the gate's constexpr; a kernel launched without autotuner keeps its launch, which gets
+the TileIR hint as a literal under the gate. With the gate off every branch taken is the original code, so the
+module is the original one. What the tool needs to check the file (turning the TileIR code on under PTX, dropping
+hints) is in its harness, not here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import libcst as cst
+from libcst.metadata import PositionProvider
 
 from tileiropt.apply.gate import (
     GATE_MARKER,
@@ -54,6 +56,7 @@ from tileiropt.classify.discovery import KernelInfo, ModuleInfo
 from tileiropt.classify.model import FileModel
 from tileiropt.classify.rules import ALL_RULES
 from tileiropt.errors import UserError
+from tileiropt.harness.launch_hints import hint_splat
 from tileiropt.output import writable, write_atomic
 from tileiropt.releases import Release, newest
 from tileiropt.run.phase_records import ApplyKernel, Change
@@ -88,11 +91,12 @@ ClassifyFn = Callable[[ModuleInfo, KernelInfo], str]
 
 def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, KernelRecord],
                  spaces: dict[str, Space], cap: int, classify: ClassifyFn | None = None,
-                 release: Release | None = None, transforms: tuple[Transform, ...] = TRANSFORMS
-                 ) -> dict[str, KernelPlan]:
+                 release: Release | None = None, transforms: tuple[Transform, ...] = TRANSFORMS,
+                 hint_autotune: tuple[str, ...] = ()) -> dict[str, KernelPlan]:
     """A plan per kernel of the file's model (`module`: the file in libcst) from the analysis' records (class,
     pointers, sizes); `classify` overrides the class. `release` (default: the newest known) decides the math
-    rewrites and bounds the occupancy hint. Each kernel goes through `transforms` in order."""
+    rewrites and bounds the occupancy hint. Each kernel goes through `transforms` in order. `hint_autotune`: the
+    kernels the user asked a hint-only autotuner for (`all`: every one that does not write its own inputs)."""
     release = release or newest()
     info = model.module
     spaces = {name: space_for_release(space, release) for name, space in spaces.items()}
@@ -120,7 +124,8 @@ def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, Kernel
                                        "apply again)")
             continue
         step = KernelStep(model, kernel, record, kernel_class, node, spaces[kernel_class], cap, release, names, plan,
-                          twin=node, target=kernel.name, paths=[kernel.name], step=model.persistent_step(kernel))
+                          twin=node, target=kernel.name, paths=[kernel.name], step=model.persistent_step(kernel),
+                          hint_autotune=hint_autotune)
         for transform in transforms:
             transform(step)
         _note_block(kernel, info, plan)
@@ -153,6 +158,7 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
     """The gate before the first definition (the TMA runtime after it, guarded when Triton is optional here), or,
     in a library (`helper_level`: the dots of a relative import), one import of both from the package's helper
     module; each kernel's TileIR block right after its def, inside the module-level block that defines it."""
+    launches = hinted_launches(module, plans, names.gate)  # by the lines of the file as read
     needs_runtime = any(plan.runtime for plan in plans.values())
     gate_index = gate_insert_index(module)
     optional_triton = triton_only_in_blocks(module, gate_index)
@@ -174,20 +180,77 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
               for name, plan in plans.items() if plan.block and plan.node is not None}
     before, after = list(module.body[:gate_index]), list(module.body[gate_index:])  # no def precedes the gate
     module = module.with_changes(body=[*before, *gate_statements, *insert_after(after, blocks)])
-    rewritten = {id(plan.node): plan.rewritten for plan in plans.values()
-                 if plan.rewritten is not None and plan.node is not None}
+    rewritten: dict[int, Callable[[Any], cst.CSTNode]] = {
+        id(plan.node): (lambda _, node=plan.rewritten: node) for plan in plans.values()
+        if plan.rewritten is not None and plan.node is not None}
+    rewritten.update(launches)
     return module.visit(_Replaced(rewritten)) if rewritten else module
 
 
 class _Replaced(cst.CSTTransformer):
-    """Each node whose id is a key replaced by its value, in one pass (the kernels rewritten in place)."""
+    """Each node whose id is a key replaced by its value called on the node as updated, in one pass (the kernels
+    rewritten in place, the launches given their hints)."""
 
-    def __init__(self, replacements: dict[int, cst.FunctionDef]):
+    def __init__(self, replacements: dict[int, Callable[[Any], cst.CSTNode]]):
         super().__init__()
         self.replacements = replacements
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> Any:
-        return self.replacements.get(id(original), updated)
+        replace = self.replacements.get(id(original))
+        return replace(updated) if replace is not None else updated
+
+
+def hinted_launches(module: cst.Module, plans: dict[str, KernelPlan], gate: str
+                    ) -> dict[int, Callable[[Any], cst.CSTNode]]:
+    """Per launch call (`kernel[grid](...)`, by id) a plan gives hints to: its call with the gated splat appended
+    (`launch_hints.hint_splat`). Calls are found by their kernel's name and line."""
+    wanted = {(name, line): hints for name, plan in plans.items() for line, hints in plan.launch_hints.items()}
+    if not wanted:
+        return {}
+    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)  # the module's own nodes: their ids are kept
+    positions = wrapper.resolve(PositionProvider)
+    found: dict[int, Callable[[Any], cst.CSTNode]] = {}
+    for node, position in positions.items():
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Subscript)
+                and isinstance(node.func.value, cst.Name)):
+            continue
+        hints = wanted.get((node.func.value.value, position.start.line))
+        if hints is not None:
+            splat = cst.Arg(value=cst.parse_expression(hint_splat(hints, gate)[2:]), star="**")
+            found[id(node)] = functools.partial(_with_splat, splat=splat, column=position.start.column + len(
+                module.code_for_node(node.func)) + 1)
+    return found
+
+
+LAUNCH_LINE = 100  # a one-line launch longer than this with its hint gets the hint on a line of its own
+
+
+def _with_splat(call: cst.Call, splat: cst.Arg, column: int) -> cst.Call:
+    """`call` with `splat` as its last argument, laid out as its arguments are: after a trailing comma on a line of
+    its own (the trailing comma kept); on a line of its own where the closing parenthesis is; else on the same line,
+    or, where a one-line launch would grow past `LAUNCH_LINE` columns, on the next line under its first argument.
+    What followed the last argument (the space before the closing parenthesis) follows the splat."""
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[splat])
+    empty = cst.Module(body=[])
+    last = args[-1]
+    splat = splat.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+    if isinstance(last.comma, cst.Comma) and isinstance(last.comma.whitespace_after, cst.ParenthesizedWhitespace):
+        between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else last.comma
+        comma, splat = between, splat.with_changes(comma=last.comma)  # one argument a line, a trailing comma
+    elif isinstance(last.whitespace_after_arg, cst.ParenthesizedWhitespace):  # `)` on a line of its own
+        after = call.whitespace_before_args
+        comma = cst.Comma(whitespace_after=after if isinstance(after, cst.ParenthesizedWhitespace)
+                          else cst.SimpleWhitespace(" "))
+    elif "\n" not in empty.code_for_node(call) and column + len(empty.code_for_node(call)) + len(
+            empty.code_for_node(splat)) > LAUNCH_LINE:
+        comma = cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(last_line=cst.SimpleWhitespace(" " * column),
+                                                                       indent=False))
+    else:
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    args[-1] = last.with_changes(comma=comma, whitespace_after_arg=cst.SimpleWhitespace(""))
+    return call.with_changes(args=[*args, splat])
 
 
 def gate_constants(names: FileNames, triton: str) -> str:
@@ -253,8 +316,8 @@ def helper_level(path: Path, library: Path) -> int | None:
 
 
 def apply_library(library: Path, out: Path, *, files: list[Path] | None = None, release: Release | None = None,
-                  max_configs: int = DEFAULT_MAX_CONFIGS, models: dict[Path, FileModel] | None = None
-                  ) -> tuple[list[ApplyResult], Path | None]:
+                  max_configs: int = DEFAULT_MAX_CONFIGS, models: dict[Path, FileModel] | None = None,
+                  hint_autotune: tuple[str, ...] = ()) -> tuple[list[ApplyResult], Path | None]:
     """Library mode: each kernel file of `library` (or `files`) rewritten to its mirrored place under `out`
     (`library.mirrored_output`), importing the one helper module written at `out/<library name>/_tileir.py`
     when the library is a package (else each file keeps its own gate). Returns the results and the helper."""
@@ -269,7 +332,7 @@ def apply_library(library: Path, out: Path, *, files: list[Path] | None = None, 
         model = (models or {}).get(Path(path).resolve())
         try:
             result = apply_file(Path(path), output=output, release=release, max_configs=max_configs, model=model,
-                                helper_level=level)
+                                helper_level=level, hint_autotune=hint_autotune)
         except NoKernelFound:
             continue
         results.append(result)
@@ -317,16 +380,19 @@ class NoKernelFound(UserError):
 def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, Space] | None = None,
                      max_configs: int = DEFAULT_MAX_CONFIGS, classify: ClassifyFn | None = None,
                      release: Release | None = None, helper_level: int | None = None,
-                     transforms: tuple[Transform, ...] = TRANSFORMS) -> ApplyResult:
+                     transforms: tuple[Transform, ...] = TRANSFORMS, hint_autotune: tuple[str, ...] = ()
+                     ) -> ApplyResult:
     """Plan and rewrite one module's source; nothing is written. `transforms`: the ones run (all, in order)."""
     return transform_model(FileModel(source, path), spaces=spaces, max_configs=max_configs, classify=classify,
-                           release=release, helper_level=helper_level, transforms=transforms)
+                           release=release, helper_level=helper_level, transforms=transforms,
+                           hint_autotune=hint_autotune)
 
 
 def transform_model(model: FileModel, *, spaces: dict[str, Space] | None = None,
                     max_configs: int = DEFAULT_MAX_CONFIGS, classify: ClassifyFn | None = None,
                     release: Release | None = None, helper_level: int | None = None,
-                    transforms: tuple[Transform, ...] = TRANSFORMS) -> ApplyResult:
+                    transforms: tuple[Transform, ...] = TRANSFORMS, hint_autotune: tuple[str, ...] = ()
+                    ) -> ApplyResult:
     """Plan and rewrite the file of `model` (parsed with libcst here, once); nothing is written. `helper_level`:
     a library's file, importing the gate from the package's helper module with that many dots."""
     source, path = model.source, model.path
@@ -341,8 +407,8 @@ def transform_model(model: FileModel, *, spaces: dict[str, Space] | None = None,
         records = {record.kernel: record for record in kernel_records(model, ERROR_RULES, release)}
         module = cst.parse_module(source)
         plans = plan_kernels(model, module, records, spaces or load_spaces(), max_configs, classify, release,
-                             transforms)
-        changed = any(p.block or p.twin or p.rewritten for p in plans.values())
+                             transforms, hint_autotune)
+        changed = any(p.block or p.twin or p.rewritten or p.launch_hints for p in plans.values())
         new_source = rewrite_module(module, plans, file_names(info), helper_level).code if changed else source
     except RecursionError:
         raise TOO_DEEP(path) from None
@@ -360,7 +426,8 @@ def output_path_for(path: Path, output: Path | None, in_place: bool) -> Path:
 def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,
                spaces: dict[str, Space] | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
                classify: ClassifyFn | None = None, release: Release | None = None,
-               model: FileModel | None = None, helper_level: int | None = None) -> ApplyResult:
+               model: FileModel | None = None, helper_level: int | None = None,
+               hint_autotune: tuple[str, ...] = ()) -> ApplyResult:
     """Transform one kernel file and write the result (atomically) unless `dry_run`. `model`: the file's model
     when the command has read it already.
 
@@ -378,7 +445,7 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
         raise UserError("the output would overwrite the input", file=str(path),
                         hint="pass --in-place to rewrite the file itself (a .orig backup is kept)")
     result = transform_model(model, spaces=spaces, max_configs=max_configs, classify=classify, release=release,
-                             helper_level=helper_level)
+                             helper_level=helper_level, hint_autotune=hint_autotune)
     result.output = str(target)
     if dry_run or result.already_prepared:  # a prepared file is its own output: nothing to write
         return result

@@ -39,8 +39,8 @@ def kernel_files(paths: list[Path]) -> tuple[list[Path], set[Path]]:
 
 def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,
                 spaces_file: Path | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
-                release: Release | None = None, models: FileModels | None = None, helper_level: int | None = None
-                ) -> tuple[list[ApplyResult], list[FileError]]:
+                release: Release | None = None, models: FileModels | None = None, helper_level: int | None = None,
+                hint_autotune: tuple[str, ...] = ()) -> tuple[list[ApplyResult], list[FileError]]:
     """Transform every file; a file found in a folder that holds no kernel is passed over, not an error.
     `models`: the command's file models (under `run`, those classify read and classified). `helper_level`: a
     library's file importing the package's helper module (`apply.write_helper` writes it)."""
@@ -65,7 +65,7 @@ def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool
                 continue
             results.append(apply_file(file, output=output, in_place=in_place, dry_run=dry_run, spaces=spaces,
                                       max_configs=max_configs, release=release, model=model,
-                                      helper_level=helper_level))
+                                      helper_level=helper_level, hint_autotune=hint_autotune))
         except NoKernelFound as exc:
             if named:
                 errors.append(FileError(str(file), str(exc)))
@@ -132,12 +132,13 @@ def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_ru
 
 def apply_command(paths: list[Path], *, output: Path | None, in_place: bool, dry_run: bool, diff: bool,
                   json_output: bool, spaces_file: Path | None, max_configs: int,
-                  tileir_version: str | None = None) -> ExitCode:
+                  tileir_version: str | None = None, hint_autotune: tuple[str, ...] = ()) -> ExitCode:
     if max_configs < 1:
         raise UserError("--max-configs must be at least 1")
     choice = choose_release(tileir_version)
     results, errors = apply_paths(paths, output=output, in_place=in_place, dry_run=dry_run,
-                                  spaces_file=spaces_file, max_configs=max_configs, release=choice.release)
+                                  spaces_file=spaces_file, max_configs=max_configs, release=choice.release,
+                                  hint_autotune=hint_autotune)
     if json_output:
         print_json(apply_document(results, errors, dry_run=dry_run, choice=choice))
     elif diff:

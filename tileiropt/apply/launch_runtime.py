@@ -16,6 +16,8 @@ GPU). Defining these names does nothing; they act only where the gated block cal
   `name // num_ctas` (the `NUM_SMS` argument) and a grid clamped to that many programs, so its
   CTA pairs fill the SMs once instead of oversubscribing them. A config `pre_hook` cannot do it:
   the autotuner hands it a copy of the arguments.
+- `_tileiropt_autotuner(kernel)`: the autotuner under a package's own wrappers (a launch wrapper, an entry object),
+  reached as the tool's replay reaches it: through `.fn`, `__wrapped__`, or the one autotuner a wrapper holds.
 """
 
 from math import prod as _tileiropt_prod
@@ -127,3 +129,13 @@ def _tileiropt_guard_ctas(kernel, name):
     if tuner is not None:
         tuner.fn = _TileIROptCtaGuard(tuner.fn, name)
     return kernel
+
+
+def _tileiropt_autotuner(kernel):
+    """The autotuner under a kernel's wrappers: through `.fn`, `__wrapped__`, or the one autotuner a wrapper holds."""
+    for _ in range(16):
+        if isinstance(kernel, _tileiropt_triton.runtime.Autotuner):
+            return kernel
+        held = [v for v in getattr(kernel, "__dict__", {}).values() if isinstance(v, _tileiropt_triton.runtime.Autotuner)]
+        kernel = held[0] if len(held) == 1 else getattr(kernel, "fn", None) or getattr(kernel, "__wrapped__", None)
+    raise TypeError("no autotuner under the kernel's wrappers")

@@ -135,10 +135,31 @@ class _GateOff(cst.CSTTransformer):
             return updated.orelse
         return updated
 
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        """A launch's gated hint splat (`launch_hints.hint_splat`) removed, the comma before it as it was."""
+        args = list(updated.args)
+        if len(args) < 2 or not _hint_splat(args[-1]):
+            return updated
+        removed = args.pop()
+        args[-1] = args[-1].with_changes(comma=removed.comma if isinstance(removed.comma, cst.Comma)
+                                         else cst.MaybeSentinel.DEFAULT, whitespace_after_arg=removed.whitespace_after_arg)
+        return updated.with_changes(args=args)
+
+
+def _hint_splat(arg: cst.Arg) -> bool:
+    """`**({"occupancy": 4} if is_tileir() else {})`: a dict of constants if a call of a name, else an empty dict."""
+    value = arg.value
+    return (arg.star == "**" and isinstance(value, cst.IfExp) and isinstance(value.body, cst.Dict)
+            and isinstance(value.orelse, cst.Dict) and not value.orelse.elements
+            and isinstance(value.test, cst.Call) and isinstance(value.test.func, cst.Name) and not value.test.args
+            and all(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                    and isinstance(e.value, cst.Integer) for e in value.body.elements))
+
 
 FLAGS = {"TILEIR", "TILEIR_ON", "_TILEIROPT_TILEIR"}  # the names `plan.file_names` gives the gate's constexpr
 
 
 def gate_off(source: str, flags: set[str] = FLAGS) -> str:
-    """`source` with each in-place rewrite as the gate off compiles it: `(a if TILEIR else b)` read as `b`."""
+    """`source` as the gate off reads it: each in-place rewrite `(a if TILEIR else b)` as `b`, and each launch's
+    gated hint splat (`**({...} if is_tileir() else {})`, empty then) removed."""
     return cst.parse_module(source).visit(_GateOff(flags)).code

@@ -28,6 +28,7 @@ from tileiropt.classify.classify import KernelRecord
 from tileiropt.classify.discovery import KernelInfo, ModuleInfo
 from tileiropt.classify.model import FileModel
 from tileiropt.classify.names import AUTOTUNE, HEURISTICS, call_name
+from tileiropt.harness.launch_hints import hint_splat
 from tileiropt.run.phase_records import ApplyKernel, Change
 
 TWIN_SUFFIX = "_tileir"
@@ -117,6 +118,7 @@ class KernelPlan:
     runtime: bool = False  # uses the TMA dispatch / 2-CTA guard helpers (tma_runtime)
     node: cst.FunctionDef | None = None  # the kernel's def, at the top level or inside a module-level block
     rewritten: cst.FunctionDef | None = None  # the kernel's def with in-place rewrites behind the gate's constexpr
+    launch_hints: dict[int, dict[str, int]] = field(default_factory=dict)  # launch line -> hints it passes gated
 
 
 def _config_names(values: list[ConfigValue]) -> list[str]:
@@ -161,12 +163,15 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
             "num_ctas=2 not added: persistent kernel (NUM_SMS); its grid and tile stride would need "
             "NUM_SMS // num_ctas, which a config pre_hook cannot pass to the launch")
     suffix = _autotuner_path(model, kernel)
-    if suffix is None:
-        plan.report.skipped.append(
-            f"TileIR configs not added: a wrapper of unknown kind ({', '.join(kernel.wrappers) or 'a decorator'}) "
-            "sits above the autotuner, so its attribute path is not known")
-        return False
-    attributes = [path + suffix for path in paths]
+    reached = suffix is None  # a package's wrapper above the autotuner: reached at import through its chain
+    attributes = [f"_tileiropt_autotuner({path})" if reached else path + suffix for path in paths]
+    if reached:
+        plan.runtime = True
+        plan.report.changes.append(Change(
+            autotune.line, f"the autotuner under {', '.join(kernel.wrappers) or 'its wrapper'} reached at import "
+            "(_tileiropt_autotuner: through .fn, __wrapped__ or the one autotuner a wrapper holds)",
+            "the package's own wrapper sits above the autotuner; the TileIR configs go into the list the kernel is "
+            "tuned with, reached as the tool's replay reaches it; where none is found there, none is added"))
     ctas = space.num_ctas if allow_ctas else [1]
     owner = f"{autotune.package}(...)" if autotune.package else "its autotuner"
     tiles = tile_sizes(space, [n for n in autotune.config_names if n in params])
@@ -177,7 +182,7 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
     except Unresolvable as exc:
         combos = covering_combinations(space, ctas, tiles)
         plan.block.extend(_extend(kernel.name, attributes, _crossed_list(
-            f"{attributes[0]}.configs", combos, bool(tiles), names), autotune.package is not None))
+            f"{attributes[0]}.configs", combos, bool(tiles), names), autotune.package is not None or reached))
         plan.report.changes.append(Change(
             autotune.line,
             f"TileIR configs crossed at import from the own config list of {owner} on {target} ({len(combos)} "
@@ -193,7 +198,7 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
         return False
     combos = covering_combinations(space, ctas, tiles, at_least=cap // max(len(values), 1))
     plan.block.extend(_extend(kernel.name, attributes, _crossed_list(
-        f"{attributes[0]}.configs", combos, bool(tiles), names), False))
+        f"{attributes[0]}.configs", combos, bool(tiles), names), reached))
     plan.report.configs_added = len(values) * len(combos)
     # the combinations of int lever values (`ctas`, `space.num_stages`): neither hint is None here
     used_ctas = sorted({c.num_ctas for c in combos if c.num_ctas is not None})
@@ -253,6 +258,51 @@ def plan_hint_only(kernel: KernelInfo, record: KernelRecord, space: Space, cap: 
         "the launch passes its own block sizes, so only TileIR hints are tuned; launch options it passes "
         "(" + (", ".join(o for o in LAUNCH_OPTIONS if o in passed) or "none") + ") are left to it; "
         "keys are integer sizes only (a tensor as key would tune again for every new tensor)"))
+
+
+def hint_autotune_asked(kernel: KernelInfo, record: KernelRecord, asked: tuple[str, ...]) -> bool:
+    """Whether the user asked for a hint-only autotuner on this kernel (`--hint-autotune NAME`, or `all`). A kernel
+    that writes its own inputs gets one only when named: every trial would run it again on its own outputs."""
+    return kernel.name in asked or ("all" in asked and not record.in_place_params)
+
+
+def in_place_note(kernel: KernelInfo, record: KernelRecord) -> str:
+    """Why `--hint-autotune all` passed over a kernel that writes its own inputs."""
+    return (f"no hint autotune: it writes its own inputs ({', '.join(record.in_place_params)}), which every trial "
+            f"would run it on again; `--hint-autotune {kernel.name}` adds one that restores them between trials")
+
+
+def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | None, release_label: str,
+                      gate: str, plan: KernelPlan) -> None:
+    """The TileIR hint each launch site of a kernel without autotuner passes under the gate, as a literal: the
+    author's launch (its num_warps, num_stages, block sizes) is kept, and no autotuner is added."""
+    if occupancy is None:
+        plan.report.skipped.append(f"no TileIR hint at its launch: {release_label} gives {kernel_class} kernels "
+                                   "TileIR's default occupancy (1)")
+        return
+    if not kernel.launches:
+        plan.report.skipped.append("no TileIR hint at its launch: it is launched from another file (a hint goes "
+                                   "where the launch is)")
+        return
+    if kernel.wrappers:
+        plan.report.skipped.append(f"no TileIR hint at its launch: wrapped by {', '.join(kernel.wrappers)}, which "
+                                   "may not pass a launch option it does not know through to the kernel")
+        return
+    sites = [site for site in kernel.launches if "occupancy" not in site.kwargs]
+    if not sites:
+        plan.report.skipped.append("no TileIR hint at its launch: its launches pass their own occupancy")
+        return
+    hints = {"occupancy": occupancy}
+    plan.launch_hints.update({site.line: hints for site in sites})
+    lines = ", ".join(f"L{site.line}" for site in sites)
+    passed = sorted({name for site in sites for name in site.kwargs if name in LAUNCH_OPTIONS})
+    plan.report.changes.append(Change(
+        sites[0].line,
+        f"occupancy {occupancy} at its launch{'es' if len(sites) > 1 else ''} under the gate ({lines}): "
+        f"{hint_splat(hints, gate)}; no autotuner added",
+        f"launched with fixed options{' (' + ', '.join(passed) + ')' if passed else ''} and no autotuner, so the "
+        f"author's launch is kept; {occupancy} is {release_label}'s starting occupancy for {kernel_class} kernels "
+        f"(TileIR's default is 1); `tileiropt apply --hint-autotune {kernel.name}` searches it instead"))
 
 
 def plan_tma_twin(model: FileModel, kernel: KernelInfo, kernel_class: str, function: cst.FunctionDef,

@@ -15,11 +15,12 @@ RUNTIME_MARKER = "# --- tileiropt: TMA dispatch"
 
 RUNTIME_SOURCE = (f"\n{RUNTIME_MARKER} (standalone; acts only where the TileIR block below calls it) ---\n"
                   + copied_source(launch_runtime))
-RUNTIME_NAMES = ("_tileiropt_tma_dispatch", "_tileiropt_guard_ctas")  # what the TileIR blocks call
+RUNTIME_NAMES = ("_tileiropt_tma_dispatch", "_tileiropt_guard_ctas", "_tileiropt_autotuner")  # the blocks call
 # the definitions each called helper needs, in the order of `launch_runtime`
 NEEDS = {"_tileiropt_tma_dispatch": ("_tileiropt_prod", "_tileiropt_allocator", "_tileiropt_tma_flags",
                                      "_TileIROptTmaDispatch", "_tileiropt_tma_dispatch"),
-         "_tileiropt_guard_ctas": ("_TileIROptCtaGuard", "_tileiropt_guard_ctas")}
+         "_tileiropt_guard_ctas": ("_TileIROptCtaGuard", "_tileiropt_guard_ctas"),
+         "_tileiropt_autotuner": ("_tileiropt_autotuner",)}
 
 
 def runtime_source(called: set[str]) -> str:

@@ -24,8 +24,11 @@ from tileiropt.apply.plan import (
     TWIN_SUFFIX,
     FileNames,
     KernelPlan,
+    hint_autotune_asked,
+    in_place_note,
     plan_autotuned,
     plan_hint_only,
+    plan_launch_hints,
     plan_tma_twin,
 )
 from tileiropt.apply.spaces import Space
@@ -57,15 +60,28 @@ class KernelStep:
     paths: list[str] = field(default_factory=list)  # the kernels the TileIR configs go to
     tma: TmaResult | None = None  # the TMA rewrite's plan, when the kernel gets one
     step: str | None = None  # a persistent kernel's tile-stride argument (the 2-CTA guard divides it)
+    hint_autotune: tuple[str, ...] = ()  # kernels the user asked a hint-only autotuner for (`all`: every one)
+
+    @property
+    def without_autotuner(self) -> bool:
+        """An entry kernel its author launches without autotuner: its launch keeps the author's options."""
+        return self.kernel.autotune is None and self.kernel.is_entry
+
+    @property
+    def autotune_asked(self) -> bool:
+        """The user asked for a hint-only autotuner on this kernel (`plan.hint_autotune_asked`)."""
+        return hint_autotune_asked(self.kernel, self.record, self.hint_autotune)
 
 
 class Transform:
     """One rewrite of a kernel's plan. `EXAMPLE`: a kernel file it changes; `NEEDS`: the transforms that must run
-    before it for the example to show it (the golden test runs them with it)."""
+    before it for the example to show it (the golden test runs them with it); `ASKED`: the kernels of the example
+    it acts on only when asked (`--hint-autotune`)."""
 
     name: ClassVar[str]
     EXAMPLE: ClassVar[str]
     NEEDS: ClassVar[tuple[str, ...]] = ()
+    ASKED: ClassVar[tuple[str, ...]] = ()
 
     def __call__(self, step: KernelStep) -> None:
         raise NotImplementedError
@@ -179,10 +195,38 @@ class AutotunerConfigs(Transform):
                 "the launch (the autotuner passes it a copy of the arguments)"))
 
 
+class LaunchHints(Transform):
+    """The release's starting occupancy for the kernel's class, at each launch site of an entry kernel its author
+    launches without autotuner, as a literal under the gate; the author's launch is otherwise kept."""
+
+    name = "launch_hints"
+    EXAMPLE = _IMPORTS + (
+        "@triton.jit\n"
+        "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    mask = offs < n\n"
+        "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),\n"
+        "             mask=mask)\n"
+        "\n\n"
+        "def add(x, y, out):\n"
+        "    n = out.numel()\n"
+        "    add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024, num_warps=4)\n")
+
+    def __call__(self, step: KernelStep) -> None:
+        if not step.without_autotuner or step.autotune_asked:
+            return
+        if "all" in step.hint_autotune:  # passed over: it writes its own inputs
+            step.plan.report.skipped.append(in_place_note(step.kernel, step.record))
+        plan_launch_hints(step.kernel, step.kernel_class, step.release.launch_hint(step.kernel_class),
+                          step.release.label(), step.names.gate, step.plan)
+
+
 class HintOnlyConfigs(Transform):
-    """An autotuner of TileIR hints for an entry kernel that has none (each TMA path its own)."""
+    """An autotuner of TileIR hints for an entry kernel that has none (each TMA path its own), only where the user
+    asks for one (`--hint-autotune KERNEL`, or `all`): by default the author's launch is kept (`LaunchHints`)."""
 
     name = "hint_only_configs"
+    ASKED = ("add_kernel",)
     EXAMPLE = _IMPORTS + (
         "@triton.jit\n"
         "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
@@ -197,7 +241,7 @@ class HintOnlyConfigs(Transform):
 
     def __call__(self, step: KernelStep) -> None:
         kernel, plan, persistent = step.kernel, step.plan, step.step
-        if kernel.autotune is not None or not kernel.is_entry:
+        if not step.without_autotuner or not step.autotune_asked:
             return
         before = len(plan.block)
         for path in step.paths:  # before a TMA dispatch: each path gets its own autotuner
@@ -227,7 +271,8 @@ class Rebinding(Transform):
 
 
 # The transforms of a kernel, in the order they run.
-TRANSFORMS: tuple[Transform, ...] = (MathInPlace(), TmaTwin(), AutotunerConfigs(), HintOnlyConfigs(), Rebinding())
+TRANSFORMS: tuple[Transform, ...] = (MathInPlace(), TmaTwin(), AutotunerConfigs(), LaunchHints(), HintOnlyConfigs(),
+                                     Rebinding())
 
 
 def by_name(names: tuple[str, ...] | list[str]) -> tuple[Transform, ...]:

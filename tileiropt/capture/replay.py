@@ -18,6 +18,8 @@ from tileiropt.capture.launch import Argument, CapturedLaunch, TensorArg
 from tileiropt.errors import PINNING_ERROR
 from tileiropt.harness.autotuners import JIT_TYPES, autotuners, chain, function_name, innermost, kernel_objects
 from tileiropt.harness.harness import HarnessError
+from tileiropt.harness.launch_hints import launch_hints
+from tileiropt.harness.tileir_surface import tileir_code_on
 
 LaunchCall = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Any]
 OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
@@ -286,7 +288,8 @@ def launcher(module: Any, launch: CapturedLaunch) -> LaunchCall:
     heuristics and autotuner finally bound it, the launch options and the grid, after the chosen config's
     pre_hook. No package wrapper, autotuner or cache is entered: they would bind again what is bound already, or
     choose again. Only the tool's own objects in an optimized file (a TMA dispatch) are launched through, their
-    autotuners pinned to the captured config."""
+    autotuners pinned to the captured config. Where the TileIR code is on, the hints the optimized file's launch
+    sites pass under the gate are passed too (the TileIR surface drops them again on PTX)."""
     why = unreplayable(launch)
     if why:
         raise HarnessError(f"the captured launch cannot be replayed: {why}")
@@ -313,6 +316,7 @@ def launcher(module: Any, launch: CapturedLaunch) -> LaunchCall:
     bound = {arg.name for arg in launch.args}  # passed positionally: never again by keyword
     parameters = set(getattr(jit, "arg_names", ()) or ())
     option_names = backend_option_names()  # once: the call below is what the bench times
+    hints = launch_hints(module, name) if tileir_code_on() else {}
 
     def call(inputs: Mapping[str, Any], args: Mapping[str, Any], dims: Mapping[str, Any]) -> dict[str, Any]:
         if repoint:
@@ -323,6 +327,7 @@ def launcher(module: Any, launch: CapturedLaunch) -> LaunchCall:
         options = {k: v for k, v in launch.options.items() if not k.startswith("_") and k not in bound}
         options.update({k: v for k, v in constexprs.items() if k not in kwargs})  # a config's option by name
         kwargs.update(taken_options(options, option_names))
+        kwargs.update({k: v for k, v in hints.items() if k not in kwargs and k not in parameters})
         try:
             if through is None:
                 _before_launch(chosen, positional, kwargs)

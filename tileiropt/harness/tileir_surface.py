@@ -12,7 +12,10 @@ backend forces the TileIR code on, after `import triton` and before any user mod
 - makes `triton.Config` take the TileIR hints the active backend rejects: a config given `occupancy` or
   `opt_level` (only TileIR configs are) drops them, and a `num_ctas` above 1 (2-CTA mode is TileIR's; under PTX
   it would be a cluster launch the kernel was not written for). Each such config keeps what it was given in
-  `.tileir_hints` and what was dropped in `.tileir_dropped`; the user's own configs are untouched.
+  `.tileir_hints` and what was dropped in `.tileir_dropped`; the user's own configs are untouched;
+- makes a JIT launch drop the hints a launch site passes under the gate (`launch_hints.py`:
+  `**({"occupancy": 4} if is_tileir() else {})`), which PTX refuses ("Keyword argument occupancy was specified
+  but unrecognised"); a kernel parameter of that name is passed as always.
 """
 
 from __future__ import annotations
@@ -55,6 +58,23 @@ def force_tileir_code() -> None:
             isinstance(finder, _StandInFinder) for finder in sys.meta_path):
         sys.meta_path.insert(0, _StandInFinder())
     _config_drops_hints(triton.Config)
+    _launch_drops_hints(triton.runtime.JITFunction)
+
+
+def _launch_drops_hints(jit_class: type[Any]) -> None:
+    """Make `jit_class.run` drop the TileIR hints a launch passes (see the module docstring); once."""
+    original = jit_class.run
+    if getattr(original, "_tileiropt_drops_hints", False):
+        return
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        for name in HINTS:
+            if name in kwargs and name not in (getattr(self, "arg_names", None) or ()):
+                del kwargs[name]
+        return original(self, *args, **kwargs)
+
+    run._tileiropt_drops_hints = True  # type: ignore[attr-defined]
+    jit_class.run = run
 
 
 def _config_drops_hints(config_class: type[Any]) -> None:

@@ -49,7 +49,7 @@ _CALL_SCOPE = {"torch", "F", "math"}  # besides inputs, dims, args and the modul
 DEFAULT_KEYS = {"sizes", "dtypes", "atol", "rtol", "timeout", "seed"}
 _TOP_KEYS = {"project", "defaults", "kernel", "executor"}
 _EXECUTOR_KEYS = {"kind", "gpus", "partition", "time", "gpus_per_task", "tasks", "srun_args"}
-PROJECT_KEYS = {"artifacts", "max_configs", "capture", "capture_files", "capture_budget", "capture_stall",
+PROJECT_KEYS = {"artifacts", "max_configs", "hint_autotune", "capture", "capture_files", "capture_budget", "capture_stall",
                 "capture_cap", "library", "include", "exclude", "tileir_version"}
 
 
@@ -374,6 +374,10 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
     max_configs = project.get("max_configs", 16)
     if isinstance(max_configs, bool) or not isinstance(max_configs, int) or max_configs < 1:
         raise where.error("project.max_configs", f"must be a positive integer, got {max_configs!r}")
+    hint_autotune = project.get("hint_autotune", [])
+    if not isinstance(hint_autotune, list) or not all(isinstance(name, str) and name for name in hint_autotune):
+        raise where.error("project.hint_autotune", f"must be a list of kernel names (or \"all\"), got "
+                                                   f"{hint_autotune!r}")
     if capture is not None and not capture.files:
         capture.files = list(dict.fromkeys(k.path for k in kernels))
     tileir_version = project.get("tileir_version")
@@ -386,7 +390,8 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
         except UserError as exc:
             raise where.error("project.tileir_version", exc.message, exc.hint) from None
     return Project(file=file, root=root, kernels=kernels, artifacts=(root / artifacts), max_configs=max_configs,
-                   capture=capture, tileir_version=tileir_version, executor=_executor(data.get("executor"), where))
+                   capture=capture, tileir_version=tileir_version, executor=_executor(data.get("executor"), where),
+                   hint_autotune=tuple(hint_autotune))
 
 
 def _executor(table: Any, where: _Where) -> Any:

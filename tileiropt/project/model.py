@@ -102,6 +102,7 @@ class Project:
     capture: CaptureRequest | None = None
     tileir_version: str | None = None  # the CUDA Tile IR release to target (None: detected, else the newest)
     executor: Any = None  # tileiropt.engine.executors.Executor from the [executor] table (None: this host)
+    hint_autotune: tuple[str, ...] = ()  # kernels given a hint-only autotuner, not launch hints (`all`: every one)
 
     def select(self, names: list[str] | None) -> list[KernelSpec]:
         if not names:

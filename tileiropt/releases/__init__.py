@@ -101,6 +101,13 @@ class Release:
     path: str  # the file it was read from
     inherits: str | None = None  # the release this file starts from
     changes: tuple[Change, ...] = ()  # what this release adds (its own file only)
+    # the occupancy a kernel launched with fixed options gets at its launch, by kernel class (none: no hint)
+    launch_occupancy: tuple[tuple[str, int], ...] = ()
+
+    def launch_hint(self, kernel_class: str) -> int | None:
+        """The occupancy a fixed launch of a `kernel_class` kernel gets under the gate; None: TileIR's default."""
+        value = dict(self.launch_occupancy).get(kernel_class)
+        return value if value is not None and value > 1 and self.clamp_occupancy([value]) else None
 
     @property
     def key(self) -> tuple[int, ...]:
@@ -190,6 +197,11 @@ def _build(path: Path, data: dict[str, Any]) -> Release:
     if len(occupancy) != 2 or not all(type(v) is int and v >= 1 for v in occupancy) or occupancy[0] > occupancy[1]:
         raise _error(path, f"tuning.occupancy must be [low, high] with 1 <= low <= high, got {occupancy!r}")
     num_warps = need(tuning, "num_warps", str, "tuning.")
+    launch_occupancy = tuning.get("launch_occupancy", {})
+    if not isinstance(launch_occupancy, dict) or not all(
+            type(v) is int and occupancy[0] <= v <= occupancy[1] for v in launch_occupancy.values()):
+        raise _error(path, f"tuning.launch_occupancy must map kernel classes to occupancies in {occupancy!r}, "
+                           f"got {launch_occupancy!r}")
     if num_warps not in NUM_WARPS_MEANINGS:
         raise _error(path, f"tuning.num_warps must be one of {', '.join(NUM_WARPS_MEANINGS)}, got {num_warps!r}")
     features_table = need(data, "features", dict, "")
@@ -238,6 +250,7 @@ def _build(path: Path, data: dict[str, Any]) -> Release:
         path=str(path),
         inherits=str(data["inherits"]) if data.get("inherits") else None,
         changes=tuple(changes),
+        launch_occupancy=tuple(sorted((str(k), int(v)) for k, v in launch_occupancy.items())),
     )
 
 

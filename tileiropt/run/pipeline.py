@@ -295,7 +295,8 @@ class Pipeline:
     def apply(self) -> PhaseResult:
 
         pairs = list(dict.fromkeys((spec.path.resolve(), spec.optimized_path.resolve()) for spec in self.live))
-        inputs = apply_inputs(pairs, self.project.max_configs, self.release.release.version)
+        inputs = apply_inputs(pairs, self.project.max_configs, self.release.release.version,
+                              self.project.hint_autotune)
         document = None if self.request.fresh else earlier_apply(self.artifacts, inputs)
         reused = document is not None
         if document is None:
@@ -306,7 +307,8 @@ class Pipeline:
                 level = helper_level(path, library) if library is not None and path.is_relative_to(
                     library.resolve()) else None  # a library's files share one helper module
                 written, problems = apply_paths([path], output=output, max_configs=self.project.max_configs,
-                                                release=self.release.release, models=self.models, helper_level=level)
+                                                release=self.release.release, models=self.models, helper_level=level,
+                                                hint_autotune=self.project.hint_autotune)
                 for result in written:
                     write_helper(result, level)
                 results += written
