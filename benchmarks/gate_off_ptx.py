@@ -102,13 +102,13 @@ def main() -> int:
     for side in (original, optimized):
         shutil.copytree(package, side / package.name, ignore=shutil.ignore_patterns("__pycache__"))
     applied_at = time.perf_counter()
-    results, _ = apply_library(optimized / package.name, optimized / "_out", release=get_release(args.release))
+    out = scratch / "applied"
+    results, helper = apply_library(optimized / package.name, out, release=get_release(args.release))
     for result in results:  # written over the copy's kernel files, as `run --in-place` leaves them
         if result.changed:
             Path(result.path).write_text(result.new_source, encoding="utf-8")
-    helper = optimized / "_out" / package.name / "_tileir.py"
-    if helper.is_file():
-        shutil.copy(helper, optimized / package.name / "_tileir.py")
+    if helper is not None:  # the package's helper module, at the package's top (`apply.helper_level`)
+        shutil.copy(helper, optimized / package.name / helper.name)
     apply_s = time.perf_counter() - applied_at
     sides = {}
     for name, folder in (("original", original), ("optimized", optimized)):

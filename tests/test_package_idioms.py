@@ -13,6 +13,8 @@ from typer.testing import CliRunner
 
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
+from tileiropt.harness.autotuners import find_autotuner
+from tileiropt.harness.harness import import_kernel_module
 
 from shared import TEST_FIXTURES
 
@@ -131,7 +133,7 @@ def test_an_autotuner_subclass_with_its_own_strategy_is_pinned_through_its_kerne
 
 def test_the_idioms_library_is_reported_by_file(idioms: Path) -> None:
     report = (idioms / ".tileiropt" / "report.md").read_text()
-    assert "**Library `idioms/`**: 8 kernel(s) in 8 file(s); the command launched 8 of them (100% of the library)." \
+    assert "**Library `idioms/`**: 9 kernel(s) in 9 file(s); the command launched 9 of them (100% of the library)." \
         in report
     assert "| `regpkg/ops.py` | 1 | 1 | 0 | 1 | 0 | 0 | 0 | - |" in report
     assert "| `entrywrap.py` | 1 | 1 | 0 | 0 | 1 | 0 | 0 | - |" in report  # compatible, not tuned
@@ -146,6 +148,22 @@ def test_a_launch_wrapper_binding_its_own_constexprs_is_replayed_below_it(idioms
     report = (idioms / ".tileiropt" / "report.md").read_text()
     # apply cannot reach a config list under the wrapper: said as such, never "ready to try on TileIR"
     assert "**row_scale_kernel**: compatible with TileIR, not tuned: no TileIR hint at its launch: wrapped by entry(" in report
+
+
+def test_an_autotuner_under_a_package_s_wrapper_gets_its_tileir_configs(
+        idioms: Path, tileir_code_forced: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    applied = json.loads((idioms / ".tileiropt" / "apply.json").read_text())
+    (kernel,) = [k for f in applied["files"] for k in f["kernels"] if k["kernel"] == "offset_kernel"]
+    assert kernel["configs_added"] > 0 and not kernel["skipped"]
+    assert any("reached at import" in c["what"] for c in kernel["changes"])
+    optimized = next(Path(f["output"]) for f in applied["files"] if f["file"].endswith("entrytuned.py"))
+    assert "_tileiropt_autotuner(offset_kernel).configs += [" in optimized.read_text()
+    monkeypatch.syspath_prepend(str(idioms))  # `from entrywrap import entry`, as the program imports it
+    module = import_kernel_module(optimized)
+    tuner = find_autotuner(module.offset_kernel)
+    assert type(module.offset_kernel).__name__ == "LaunchEntry" and len(tuner.configs) == 2 + kernel["configs_added"]
+    assert all(getattr(c, "tileir_hints", None) for c in tuner.configs[2:])  # its own two first, then TileIR's
+    assert _records(idioms, "offset_kernel") == PASSED  # its captured launch, below the wrapper, on every backend
 
 
 def test_gpu_only_calls_of_a_wrapper_are_answered_on_the_cpu_and_said(idioms: Path) -> None:
@@ -204,7 +222,8 @@ def test_every_idiom_on_the_gpu(tmp_path_factory: pytest.TempPathFactory) -> Non
     records = json.loads((folder / ".tileiropt" / "validate.json").read_text())["records"]
     ran = [r for r in records if r["backend"] != "tileir"]
     assert {r["kernel"] for r in ran} == {"scale_kernel", "double_kernel", "grouped_scale_kernel", "negate_kernel",
-                                          "row_scale_kernel", "rows_sum_kernel", "shift_kernel", "row_sums_kernel"}
+                                          "row_scale_kernel", "rows_sum_kernel", "shift_kernel", "row_sums_kernel",
+                                          "offset_kernel"}
     assert all(r["status"] in ("pass", "not-run") for r in ran), [(r["kernel"], r["backend"], r["reason"])
                                                                  for r in ran if r["status"] != "pass"]
     assert any(r["status"] == "pass" and r["backend"] == "ptx" for r in ran)
