@@ -192,8 +192,9 @@ def markdown(tutorials: list[dict], libraries: list[dict]) -> str:
         out += ["", f"Library `{library['folder']}`: {len(rows)} files changed, apply {library['apply_s']} s; "
                 f"+{total} lines in its files, helper module `_tileir.py` {library['helper_lines']} lines (once); "
                 f"kernels copied {sum(r['copied_kernels'] for r in rows)}, autotuners added "
-                f"{sum(r['autotuners_added'] for r in rows)}, rewrites in place {sum(r['rewrites_in_place'] for r in rows)}"
-                f", launch hints {sum(r['launch_hints'] for r in rows)}; goal met by {met} of {len(rows)} files; "
+                f"{sum(r['autotuners_added'] for r in rows)}, rewrites in place "
+                f"{sum(r['rewrites_in_place'] for r in rows)}, launch hints {sum(r['launch_hints'] for r in rows)}; "
+                f"goal met by {met} of {len(rows)} files; "
                 f"functions defined in more than one file: {', '.join(library['duplicated']) or 'none'}.", ""]
         out += HEADER + [_row(row, False) for row in sorted(rows, key=lambda r: r["file"])]
     return "\n".join(out)
@@ -210,7 +211,7 @@ def main() -> int:
     started = time.perf_counter()
     tutorials = [measure_file(path, args.fork / path.name if args.fork else None, args.release)
                  for path in sorted(args.upstream.glob("0*.py"))] if args.upstream else []
-    libraries = [measure_library(folder, args.release) for folder in args.library]
+    libraries = [measure_library(folder.resolve(), args.release) for folder in args.library]
     print(markdown(tutorials, libraries))
     print(f"\nThe tool's own time: {time.perf_counter() - started:.1f} s in all.")
     if args.json:

@@ -3,6 +3,7 @@ Triton) applied and undone around one test."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from types import ModuleType
@@ -46,3 +47,16 @@ def _cache_typer_commands() -> None:
 
 
 _cache_typer_commands()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_cache_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The tool's cache folder (the lint cache among it) of this test session, never the user's."""
+    if os.environ.get("TILEIROPT_CACHE_DIR"):
+        yield
+        return
+    os.environ["TILEIROPT_CACHE_DIR"] = str(tmp_path_factory.mktemp("tileiropt_cache"))
+    try:
+        yield
+    finally:
+        os.environ.pop("TILEIROPT_CACHE_DIR", None)

@@ -87,3 +87,14 @@ def test_the_optimized_example_runs_with_its_launch_hint_under_the_tileir_surfac
     done = subprocess.run([sys.executable, "-m", "tileiropt.harness.tileir_surface", str(tmp_path / "drive.py")],
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_kernel_compiled_through_warmup_is_said_to_be_so_not_launched_elsewhere() -> None:
+    source = (EXAMPLES / "vector_add.py").read_text().replace(
+        "add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=1024)",
+        "add_kernel.warmup(x, y, out, n_elements, BLOCK_SIZE=1024, grid=(1,))")
+    result = transform_source(source, "vector_add.py", release=get_release("13.4"))
+    (kernel,) = result.kernels
+    assert kernel.skipped == ["no TileIR hint at its launch: it is compiled through add_kernel.warmup(...) here, "
+                              "which the tool does not rewrite"]
+    assert "occupancy" not in result.new_source

@@ -48,6 +48,9 @@ def test_good_project_loads_with_named_dims_and_dtype_sweep(tmp_path: Path) -> N
     assert spec.tolerances(spec.dtypes[1]) == (2e-2, 2e-2)  # by the loosest input dtype
     assert spec.seed == 3 and spec.timeout == DEFAULT_TIMEOUT_S and spec.sizes == [128, 1024]
     assert spec.optimized_path == tmp_path / "add_tileir.py"
+    assert project.hint_autotune == ()  # launch hints, no autotuner added, unless asked
+    asked = load_project(_project(tmp_path, '[project]\nhint_autotune = ["add", "all"]\n' + GOOD).parent)
+    assert asked.hint_autotune == ("add", "all")
 
 
 BAD_CASES = [
@@ -67,6 +70,7 @@ BAD_CASES = [
     (GOOD.replace('flops = "M * 64"', "colour = 1"), "kernel[0].colour", "unknown key"),
     (GOOD + '\n[[kernel]]\nname = "add"\npath = "add.py"\nentry = "add"\ninputs = { x = [4], y = [4] }\n',
      "kernel[1].name", "duplicate kernel name"),
+    ("[project]\nhint_autotune = \"add\"\n" + GOOD, "project.hint_autotune", "list of kernel names"),
 ]
 
 

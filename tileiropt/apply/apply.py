@@ -181,10 +181,15 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
     before, after = list(module.body[:gate_index]), list(module.body[gate_index:])  # no def precedes the gate
     module = module.with_changes(body=[*before, *gate_statements, *insert_after(after, blocks)])
     rewritten: dict[int, Callable[[Any], cst.CSTNode]] = {
-        id(plan.node): (lambda _, node=plan.rewritten: node) for plan in plans.values()
+        id(plan.node): functools.partial(_replacement, plan.rewritten) for plan in plans.values()
         if plan.rewritten is not None and plan.node is not None}
     rewritten.update(launches)
     return module.visit(_Replaced(rewritten)) if rewritten else module
+
+
+def _replacement(node: cst.CSTNode, _: Any) -> cst.CSTNode:
+    """`node`, whatever the node it replaces became."""
+    return node
 
 
 class _Replaced(cst.CSTTransformer):

@@ -136,6 +136,7 @@ def _tileiropt_autotuner(kernel):
     for _ in range(16):
         if isinstance(kernel, _tileiropt_triton.runtime.Autotuner):
             return kernel
-        held = [v for v in getattr(kernel, "__dict__", {}).values() if isinstance(v, _tileiropt_triton.runtime.Autotuner)]
+        held = [v for v in getattr(kernel, "__dict__", {}).values()
+                if isinstance(v, _tileiropt_triton.runtime.Autotuner)]
         kernel = held[0] if len(held) == 1 else getattr(kernel, "fn", None) or getattr(kernel, "__wrapped__", None)
     raise TypeError("no autotuner under the kernel's wrappers")

@@ -141,8 +141,8 @@ class _GateOff(cst.CSTTransformer):
         if len(args) < 2 or not _hint_splat(args[-1]):
             return updated
         removed = args.pop()
-        args[-1] = args[-1].with_changes(comma=removed.comma if isinstance(removed.comma, cst.Comma)
-                                         else cst.MaybeSentinel.DEFAULT, whitespace_after_arg=removed.whitespace_after_arg)
+        comma = removed.comma if isinstance(removed.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT
+        args[-1] = args[-1].with_changes(comma=comma, whitespace_after_arg=removed.whitespace_after_arg)
         return updated.with_changes(args=args)
 
 

@@ -164,7 +164,7 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
             "NUM_SMS // num_ctas, which a config pre_hook cannot pass to the launch")
     suffix = _autotuner_path(model, kernel)
     reached = suffix is None  # a package's wrapper above the autotuner: reached at import through its chain
-    attributes = [f"_tileiropt_autotuner({path})" if reached else path + suffix for path in paths]
+    attributes = [f"_tileiropt_autotuner({path})" if suffix is None else path + suffix for path in paths]
     if reached:
         plan.runtime = True
         plan.report.changes.append(Change(
@@ -273,7 +273,7 @@ def in_place_note(kernel: KernelInfo, record: KernelRecord) -> str:
 
 
 def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | None, release_label: str,
-                      gate: str, plan: KernelPlan) -> None:
+                      gate: str, plan: KernelPlan, source: str = "") -> None:
     """The TileIR hint each launch site of a kernel without autotuner passes under the gate, as a literal: the
     author's launch (its num_warps, num_stages, block sizes) is kept, and no autotuner is added."""
     if occupancy is None:
@@ -281,8 +281,11 @@ def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | No
                                    "TileIR's default occupancy (1)")
         return
     if not kernel.launches:
-        plan.report.skipped.append("no TileIR hint at its launch: it is launched from another file (a hint goes "
-                                   "where the launch is)")
+        compiled = [f"{kernel.name}.{how}(" for how in ("warmup", "run") if f"{kernel.name}.{how}(" in source]
+        plan.report.skipped.append(
+            f"no TileIR hint at its launch: it is compiled through {compiled[0]}...) here, which the tool does not "
+            "rewrite" if compiled else "no TileIR hint at its launch: it is launched from another file (a hint goes "
+            "where the launch is)")
         return
     if kernel.wrappers:
         plan.report.skipped.append(f"no TileIR hint at its launch: wrapped by {', '.join(kernel.wrappers)}, which "

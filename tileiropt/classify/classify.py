@@ -19,7 +19,9 @@ from there (`syntax_records`), and the IR check works on copies.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+import hashlib
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,12 +30,13 @@ from tileiropt.classify.discovery import KernelInfo, Scan
 from tileiropt.classify.facts import TL, FactsBuilder, FunctionFacts
 from tileiropt.classify.ir.check import check_file, ir_codes, ir_finding, same_file, source_certain_codes
 from tileiropt.classify.ir.sandbox import Registry
+from tileiropt.classify.lint_cache import LintCache, file_result
 from tileiropt.classify.model import FileModel, FileModels
 from tileiropt.classify.params import is_size_param
 from tileiropt.classify.rules import ALL_RULES, Finding, KernelContext, Rule, select_rules, suppressed
 from tileiropt.errors import UserError
 from tileiropt.output import to_jsonable
-from tileiropt.releases import Release, newest
+from tileiropt.releases import Release, get_release, newest
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 CLASSES = ("dot", "norm", "elementwise", "reduction")
@@ -103,7 +106,8 @@ class FileResult:
 
 def classify_paths(paths: Iterable[Path | str], select: list[str] | None = None,
                    ignore: list[str] | None = None, release: Release | None = None, ir: bool = True,
-                   dtypes: list[str] | None = None, models: FileModels | None = None) -> list[FileResult]:
+                   dtypes: list[str] | None = None, models: FileModels | None = None,
+                   jobs: int | None = None) -> list[FileResult]:
     """Classify every `*.py` file under `paths` (files or folders, recursive), linting for `release`
     (default: the newest known). `models`: the command's file models, shared with its other phases.
 
@@ -111,9 +115,86 @@ def classify_paths(paths: Iterable[Path | str], select: list[str] | None = None,
     FileResult with status "error" and the others are still processed.
     """
     rules = select_rules(ALL_RULES, select, ignore)
+    return classify_files(collect_files(paths), lambda _: rules, release, ir, dtypes, models, jobs)
+
+
+def classify_files(files: list[Path], rules_for: Callable[[Path], list[Rule]], release: Release | None = None,
+                   ir: bool = True, dtypes: list[str] | None = None, models: FileModels | None = None,
+                   jobs: int | None = None) -> list[FileResult]:
+    """The results of `files`, in order, each linted with `rules_for(file)`. A file classified before with the same
+    inputs is read from the lint cache (`lint_cache.py`); the others are classified here, or, when there are many,
+    in `jobs` processes (default: one per core, at most 16)."""
+    release = release or newest()
+    cache = LintCache(context=lint_context(release, ir, dtypes))
+    codes = {path: [rule.code for rule in rules_for(path)] for path in files}
+    keys: dict[Path, str] = {}
+    results: dict[Path, FileResult] = {}
+    for path in files:
+        try:
+            keys[path] = cache.key(path, path.read_bytes(), codes[path])
+        except OSError:
+            continue  # classify_file says why in one line
+        found = cache.get(keys[path])
+        if found is not None:
+            results[path] = found
+    todo = [path for path in files if path not in results]
+    for path, result in zip(todo, _classify_all(todo, codes, release, ir, dtypes, models, jobs)):
+        results[path] = result
+        if path in keys:
+            cache.put(keys[path], result)
+    return [results[path] for path in files]
+
+
+PARALLEL_FILES = 24  # fewer files than this are classified in this process (a worker starts in about a second)
+FILES_PER_JOB = 8  # at least this many files a worker process
+MAX_JOBS = 16
+
+
+def _classify_all(files: list[Path], codes: dict[Path, list[str]], release: Release, ir: bool,
+                  dtypes: list[str] | None, models: FileModels | None, jobs: int | None) -> list[FileResult]:
+    """The results of `files`, in order: in this process, or spread over worker processes by file."""
+    jobs = min(jobs or os.cpu_count() or 1, MAX_JOBS, max(1, len(files) // FILES_PER_JOB))
+    if jobs < 2 or len(files) < PARALLEL_FILES:
+        options = IROptions(registry=Registry(), dtypes=dtypes) if ir else None
+        return [classify_file(path, rules=_rules(codes[path]), release=release, ir=options, models=models)
+                for path in files]
+    import concurrent.futures
+    import multiprocessing
+
+    chunks = [files[i::jobs] for i in range(jobs)]  # interleaved: a folder of large files is shared out
+    context = multiprocessing.get_context("spawn")  # no fork of a process that may hold Triton's threads
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        done = list(pool.map(_classify_chunk, [([(str(p), codes[p]) for p in chunk], release.version, ir, dtypes)
+                                               for chunk in chunks]))
+    by_path = {path: file_result(data) for chunk, results in zip(chunks, done) for path, data in zip(chunk, results)}
+    return [by_path[path] for path in files]
+
+
+def _rules(codes: list[str]) -> list[Rule]:
+    wanted = set(codes)
+    return [rule for rule in ALL_RULES if rule.code in wanted]
+
+
+def _classify_chunk(job: tuple[list[tuple[str, list[str]]], str, bool, list[str] | None]) -> list[dict[str, Any]]:
+    """A worker's files with their rule codes (see `_classify_all`), as JSON: one registry for the chunk."""
+    files, version, ir, dtypes = job
     options = IROptions(registry=Registry(), dtypes=dtypes) if ir else None
-    return [classify_file(path, rules=rules, release=release, ir=options, models=models)
-            for path in collect_files(paths)]
+    release = get_release(version)
+    return [classify_file(Path(path), rules=_rules(codes), release=release, ir=options).to_json()
+            for path, codes in files]
+
+
+def lint_context(release: Release, ir: bool, dtypes: list[str] | None) -> dict[str, Any]:
+    """What a file's results depend on besides its bytes, its imports and its rules (`LintCache.key`)."""
+    from tileiropt.check.machine import versions
+    from tileiropt.engine.resume import tool_digest
+
+    try:
+        release_file = hashlib.sha256(Path(release.path).read_bytes()).hexdigest()
+    except OSError:
+        release_file = None
+    return {"release": release.version, "release_file": release_file, "ir": ir, "dtypes": dtypes,
+            "tool": tool_digest(), "versions": versions(release.version)}
 
 
 def collect_files(paths: Iterable[Path | str]) -> list[Path]:

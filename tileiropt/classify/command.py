@@ -12,8 +12,7 @@ from typing import Any
 from rich.table import Table
 
 from tileiropt.check.environment import choose_release
-from tileiropt.classify.classify import CLASSES, FileResult, IROptions, classify_file, collect_files, has_errors
-from tileiropt.classify.ir.sandbox import Registry
+from tileiropt.classify.classify import CLASSES, FileResult, classify_files, collect_files, has_errors
 from tileiropt.classify.lint_config import LintSettings, forget_cached_files
 from tileiropt.classify.lint_output import (
     github_annotation,
@@ -42,9 +41,7 @@ def classify_command(paths: list[Path], select: list[str] | None = None, ignore:
     settings = LintSettings(select=select, ignore=ignore, tileir_version=tileir_version)
     files = collect_files(paths)
     choice = _release_choice(settings, files)
-    options = IROptions(registry=Registry()) if ir else None
-    results = [classify_file(file, rules=settings.rules_for(file), release=choice.release, ir=options)
-               for file in files]
+    results = classify_files(files, settings.rules_for, choice.release, ir)
     if not results:
         raise UserError("no Python files found", file=", ".join(str(p) for p in paths),
                         hint="pass .py files or folders that contain them")

@@ -49,8 +49,8 @@ _CALL_SCOPE = {"torch", "F", "math"}  # besides inputs, dims, args and the modul
 DEFAULT_KEYS = {"sizes", "dtypes", "atol", "rtol", "timeout", "seed"}
 _TOP_KEYS = {"project", "defaults", "kernel", "executor"}
 _EXECUTOR_KEYS = {"kind", "gpus", "partition", "time", "gpus_per_task", "tasks", "srun_args"}
-PROJECT_KEYS = {"artifacts", "max_configs", "hint_autotune", "capture", "capture_files", "capture_budget", "capture_stall",
-                "capture_cap", "library", "include", "exclude", "tileir_version"}
+PROJECT_KEYS = {"artifacts", "max_configs", "hint_autotune", "capture", "capture_files", "capture_budget",
+                "capture_stall", "capture_cap", "library", "include", "exclude", "tileir_version"}
 
 
 class _Where:

@@ -50,7 +50,8 @@ def apply_inputs(pairs: list[tuple[Path, Path]], max_configs: int, release: str,
     """What `apply` depends on: each (kernel file's SHA-256, optimized path), the config cap, the release, the
     kernels given a hint-only autotuner, the tool."""
     return input_key({"pairs": [(str(p), file_digest(p), str(o)) for p, o in pairs], "max_configs": max_configs,
-                      "release": release, "hint_autotune": list(hint_autotune), "tool": tool_digest(), "versions": versions()})
+                      "release": release, "hint_autotune": list(hint_autotune), "tool": tool_digest(),
+                      "versions": versions()})
 
 
 def earlier_apply(artifacts: Path, inputs: str) -> dict[str, Any] | None:

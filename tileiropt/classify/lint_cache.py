@@ -1,0 +1,123 @@
+"""classify remembers what it found in a file, as linters do: a file read again with the same bytes, the same local
+modules it imports, the same rules, release, dtypes, tool and Triton gets its results from the cache, and a re-run of
+an unchanged library reads only what changed.
+
+The key of a file (`LintCache.key`) is the SHA-256 of: the file's path and bytes; the path and bytes of each module of
+the file's own tree that it imports (the IR check rebuilds JIT helpers from them); the rule codes selected; whether
+the IR check runs and with which dtypes; the release's version and its TOML file's bytes; the tool's own sources
+(`engine.resume.tool_digest`); Triton's and torch's versions. Entries live in the tool's cache folder
+(`cache.cache_dir()/classify`), one JSON file each; an unreadable entry is a miss. `TILEIROPT_NO_LINT_CACHE=1`
+turns the cache off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from tileiropt.cache import cache_dir
+from tileiropt.classify.rules.base import Finding
+from tileiropt.output import dataclass_from_dict, write_atomic
+from tileiropt.project.entries import package_name_for
+
+OFF_ENV = "TILEIROPT_NO_LINT_CACHE"
+_IMPORT = re.compile(r"^\s*(?:from\s+(\.*)([\w.]*)\s+import|import\s+([\w.]+))", re.MULTILINE)
+
+
+class LintCache:
+    """The results of files classified before, by key (see the module docstring)."""
+
+    def __init__(self, folder: Path | None = None, context: dict[str, Any] | None = None):
+        self.folder = folder if folder is not None else cache_dir() / "classify"
+        self.enabled = os.environ.get(OFF_ENV) != "1"
+        self.context = json.dumps(context or {}, sort_keys=True, default=str)
+        self.hits = 0
+        self.misses = 0
+
+    def key(self, path: Path, data: bytes, codes: list[str]) -> str:
+        digest = hashlib.sha256(self.context.encode())
+        digest.update(" ".join(sorted(codes)).encode() + b"\0" + str(path).encode() + b"\0" + data)
+        for dependency in local_imports(path, data):
+            try:
+                digest.update(b"\0" + str(dependency).encode() + b"\0" + dependency.read_bytes())
+            except OSError:
+                digest.update(b"\0missing " + str(dependency).encode())
+        return digest.hexdigest()
+
+    def _entry(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Any:
+        """The `FileResult` stored under `key`, or None."""
+        if not self.enabled:
+            return None
+        try:
+            result = file_result(json.loads(self._entry(key).read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError, KeyError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return result
+
+    def put(self, key: str, result: Any) -> None:
+        """Remember `result` under `key`; a file not read, or a lowering cut by its time limit, is not remembered
+        (the next run may do better)."""
+        if not self.enabled or result.status == "error" or any(
+                "took longer than" in str((k.ir or {}).get("reason") or "") for k in result.kernels):
+            return
+        try:
+            entry = self._entry(key)
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(entry, json.dumps(result.to_json()), "utf-8")
+        except OSError:  # a read-only or full cache folder costs only the next run's time
+            pass
+
+
+def local_imports(path: Path, data: bytes) -> list[Path]:
+    """The modules of the file's own tree (its folder and the packages above it) that it imports, found by their
+    import statements without importing anything; what is not a file there (torch, triton) is left out."""
+    text = data.decode("utf-8", errors="replace")
+    if "import" not in text:
+        return []
+    dotted, root = package_name_for(path)
+    package = dotted.split(".") if dotted else []
+    found: list[Path] = []
+    for dots, module, plain in _IMPORT.findall(text):
+        name = module or plain
+        if dots:
+            if not package:
+                continue
+            keep = len(package) - len(dots) + (1 if path.name == "__init__.py" else 0)
+            if keep < 1:
+                continue
+            parts = package[:keep] + (name.split(".") if name else [])
+        else:
+            parts = name.split(".")
+        for candidate in _module_files(Path(root), parts):
+            if candidate.resolve() != path.resolve() and candidate not in found:
+                found.append(candidate)
+    return found
+
+
+def _module_files(root: Path, parts: Iterable[str]) -> list[Path]:
+    base = root.joinpath(*parts)
+    return [p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()]
+
+
+def file_result(data: dict[str, Any]) -> Any:
+    """A `FileResult` from its JSON (`FileResult.to_json`)."""
+    from tileiropt.classify.classify import Evidence, FileResult, KernelRecord
+
+    kernels = []
+    for raw in data["kernels"]:
+        values = dict(raw)
+        values["kernel_class"] = values.pop("class")
+        values["evidence"] = [dataclass_from_dict(Evidence, e) for e in values["evidence"]]
+        values["findings"] = [dataclass_from_dict(Finding, f) for f in values["findings"]]
+        kernels.append(KernelRecord(**values))
+    return FileResult(file=data["file"], status=data["status"], kernels=kernels, message=data.get("message"))
