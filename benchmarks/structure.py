@@ -23,6 +23,9 @@ PACKAGE_FOLDER defaults to this repository's `tileiropt/`; its folder name is th
 - root modules: the modules directly in the package folder (`__init__` and `__main__` left out).
 - string-key lookups per folder: `x["name"]` subscripts and `x.get("name")` calls with a string literal: records
   read as schema-less dicts rather than typed objects.
+- package pairs importing each other: two top-level folders (subpackages) of the package each with a module that
+  imports a module of the other, deferred imports included ("." is the modules directly in the package).
+- parameters typed `Any`: function and method parameters (`*args` and `**kwargs` too) annotated `Any` exactly.
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ class Figures:
     lines_per_folder: dict[str, int] = field(default_factory=dict)
     root_modules: list[str] = field(default_factory=list)
     string_key_lookups: dict[str, int] = field(default_factory=dict)
+    mutual_packages: list[list[str]] = field(default_factory=list)
+    any_parameters: int = 0
+    any_by_folder: dict[str, int] = field(default_factory=dict)
 
 
 def string_key_lookups(tree: ast.AST) -> int:
@@ -256,6 +262,32 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(groups)
 
 
+def any_parameters(tree: ast.AST) -> int:
+    """Parameters annotated exactly `Any` (or `typing.Any`)."""
+    count = 0
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            arguments = node.args
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                     *filter(None, [arguments.vararg, arguments.kwarg])]
+            count += sum(1 for a in every if a.annotation is not None and ast.unparse(a.annotation) in (
+                "Any", "typing.Any"))
+    return count
+
+
+def folder_of(module: str, package: str, modules: dict[str, Path], folder: Path) -> str:
+    relative = modules[module].relative_to(folder).parts
+    return relative[0] if len(relative) > 1 else "."
+
+
+def mutual_packages(full_graph: dict[str, set[str]], package: str, modules: dict[str, Path],
+                    folder: Path) -> list[list[str]]:
+    """Pairs of top-level folders each importing the other (see the module docstring)."""
+    edges = {(folder_of(a, package, modules, folder), folder_of(b, package, modules, folder))
+             for a, targets in full_graph.items() for b in targets}
+    return sorted([a, b] for a, b in edges if a < b and (b, a) in edges)
+
+
 def measure(folder: Path, long_bound: int = LONG_MODULE) -> Figures:
     """All figures of the package in `folder`."""
     package = folder.name
@@ -266,6 +298,7 @@ def measure(folder: Path, long_bound: int = LONG_MODULE) -> Figures:
     deferred: Counter[str] = Counter()
     folders: Counter[str] = Counter()
     lookups: Counter[str] = Counter()
+    anys: Counter[str] = Counter()
     for module, path in modules.items():
         text = path.read_text(encoding="utf-8")
         tree = ast.parse(text, filename=str(path))
@@ -283,6 +316,7 @@ def measure(folder: Path, long_bound: int = LONG_MODULE) -> Figures:
         where = relative[0] if len(relative) > 1 else "."
         folders[where] += lines
         lookups[where] += string_key_lookups(tree)
+        anys[where] += any_parameters(tree)
         if len(relative) == 1 and path.stem not in ("__init__", "__main__"):
             figures.root_modules.append(path.stem)
     figures.code_in_strings_lines = sum(item["lines"] for item in figures.code_in_strings)
@@ -294,6 +328,9 @@ def measure(folder: Path, long_bound: int = LONG_MODULE) -> Figures:
     figures.lines_per_folder = dict(sorted(folders.items()))
     figures.root_modules.sort()
     figures.string_key_lookups = {name: count for name, count in sorted(lookups.items()) if count}
+    figures.mutual_packages = mutual_packages(full_graph, package, modules, folder)
+    figures.any_parameters = sum(anys.values())
+    figures.any_by_folder = {name: count for name, count in sorted(anys.items()) if count}
     return figures
 
 
@@ -315,6 +352,10 @@ def render(figures: Figures) -> str:
     out.append(f"root modules: {len(figures.root_modules)} ({', '.join(figures.root_modules)})")
     out.append(f"string-key lookups: {sum(figures.string_key_lookups.values())}")
     out += [f"  {name}: {count}" for name, count in figures.string_key_lookups.items()]
+    out.append(f"package pairs importing each other: {len(figures.mutual_packages)}")
+    out += [f"  {a} <-> {b}" for a, b in figures.mutual_packages]
+    out.append(f"parameters typed Any: {figures.any_parameters}")
+    out += [f"  {name}: {count}" for name, count in figures.any_by_folder.items()]
     return "\n".join(out)
 
 

@@ -27,15 +27,18 @@ def test_the_figures_of_the_fixture_package() -> None:
         "code_in_strings": [{"where": "demo.e:5", "lines": 2}, {"where": "demo.e:12", "lines": 3}],
         "code_in_strings_lines": 5,
         # the package's imports inside functions (relative too), not the standard library's
-        "deferred_imports": 2,
-        "deferred_by_module": {"demo.b": 1, "demo.sub.f": 1},
+        "deferred_imports": 3,
+        "deferred_by_module": {"demo.b": 1, "demo.c": 1, "demo.sub.f": 1},
         "cycles": [["demo.c", "demo.d"]],  # load-time imports, one inside `try`; not TYPE_CHECKING's
         "cycles_with_deferred": [["demo.a", "demo.b"], ["demo.c", "demo.d"]],
         "long_bound": 12,
         "long_modules": {"demo.e": 29, "demo.b": 13},
-        "lines_per_folder": {".": 58, "sub": 13},
+        "lines_per_folder": {".": 64, "sub": 20},
         "root_modules": ["a", "b", "c", "d", "e"],
         "string_key_lookups": {},  # the fixture reads no record by string keys
+        "mutual_packages": [[".", "sub"]],  # c imports sub.g (deferred), sub.f imports e
+        "any_parameters": 2,  # `value: Any` and `*rest: Any`; not `named: int`, not the return
+        "any_by_folder": {"sub": 2},
     }
 
 

@@ -465,6 +465,10 @@ def run(
                                               "is not slower on PTX; the original is kept as <file>.orig.")
     ] = False,
     fresh: FreshOpt = False,
+    spread_gpus: Annotated[
+        bool, typer.Option("--spread-gpus", help="Give each pytest-xdist worker of the command (pytest -n N) a GPU "
+                                                 "of its own, by worker index, so the suite spreads over the GPUs.")
+    ] = False,
     executor: ExecutorOpt = None,
     slurm_partition: SlurmPartitionOpt = None,
     slurm_time: SlurmTimeOpt = None,
@@ -481,7 +485,7 @@ def run(
     code = run_command(options, timeout=timeout, sizes=sizes, capture=command,
                            capture_budget=_budget(capture_budget),
                            capture_stall=_budget(capture_stall, "--capture-stall"), include=include,
-                           exclude=exclude, in_place=in_place)
+                           exclude=exclude, in_place=in_place, spread_gpus=spread_gpus)
     raise typer.Exit(int(code))
 
 

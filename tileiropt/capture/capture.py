@@ -32,13 +32,16 @@ from typing import Any
 
 from tileiropt.capture import hook
 from tileiropt.capture import site as capture_site
+from tileiropt.capture import worker_gpus as worker_gpus_plugin
 from tileiropt.capture.keys import KernelKey
 from tileiropt.capture.launch import CapturedLaunch, kernel_labels
 from tileiropt.capture.program_failure import ProgramFailure, read_failure
 from tileiropt.capture.watch import ProgramWatch, last_line, stuck_at
+from tileiropt.capture.worker_gpus import GPUS_ENV
 from tileiropt.check.device import Device
 from tileiropt.check.machine import versions
 from tileiropt.classify.classify import classify_file
+from tileiropt.engine.executors import visible_gpus
 from tileiropt.engine.progress import duration
 from tileiropt.engine.resume import input_key, tool_digest
 from tileiropt.engine.workers import keep_bytecode
@@ -49,6 +52,9 @@ from tileiropt.project.entries import package_name_for
 from tileiropt.project.library import mirrored_output
 from tileiropt.project.model import DEFAULT_STALL_S, DEFAULT_TIMEOUT_S, KernelSpec
 from tileiropt.schema import SCHEMA_VERSION
+
+WORKER_GPUS_PLUGIN = "tileiropt_worker_gpus"  # a pytest plugin (written beside the sitecustomize): each xdist worker
+# its own GPU; a module of its own there, so a Python that cannot import tileiropt still finds it
 
 CAPTURE_FILE = "capture.json"
 DEFAULT_CAP = 3  # distinct launches kept per kernel
@@ -167,12 +173,14 @@ def own_tests_command(file: Path) -> list[str] | None:
 def capture_program(targets: list[Path], command: list[str] | None, *, interpret: bool,
                     budget: float | None = None, cap: int = DEFAULT_CAP, cwd: Path | None = None,
                     stall: float | None = DEFAULT_STALL_S, stop_when_captured: bool = True,
-                    on_progress: Callable[[str], None] | None = None) -> CaptureResult:
+                    on_progress: Callable[[str], None] | None = None,
+                    worker_gpus: list[str] | None = None) -> CaptureResult:
     """`run_capture` of the command, or of the first target as a script; when that script launches none of the
     targets' kernels and the file has tests of its own (`own_tests_command`), of those tests, within what is left
     of the budget. The result's `ended` says which ran."""
     capture = functools.partial(run_capture, interpret=interpret, cap=cap, cwd=cwd, stall=stall,
-                                stop_when_captured=stop_when_captured, on_progress=on_progress)
+                                stop_when_captured=stop_when_captured, on_progress=on_progress,
+                                worker_gpus=worker_gpus)
     result = capture(targets, command, budget=budget)
     tests = own_tests_command(targets[0]) if command is None and not result.launches and not result.cut else None
     if tests is None:
@@ -210,6 +218,7 @@ def target_kernels(targets: list[Path]) -> tuple[list[str], dict[str, bool]]:
 def run_capture(targets: list[Path], command: list[str] | None = None, *, interpret: bool,
                 budget: float | None = None, cap: int = DEFAULT_CAP, cwd: Path | None = None,
                 quiet: float = DEFAULT_QUIET_S, stall: float | None = DEFAULT_STALL_S,
+                worker_gpus: list[str] | None = None,
                 stop_when_captured: bool = True,
                 on_progress: Callable[[str], None] | None = None) -> CaptureResult:
     """Run the program with the recorder and collect the distinct launches of the targets' kernels.
@@ -217,7 +226,8 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
     `stop_when_captured`: a kernel file's own run, ended once every kernel has its fill (a library's command runs
     to its end). `budget`: seconds the program may run (None: no limit). `stall`: seconds without output and
     without a launch after which the program is stuck (None: never). A program ended by either is cut: the
-    result's `cut` says why and `where` where it was (from every thread's stack, kept in `stacks`)."""
+    result's `cut` says why and `where` where it was (from every thread's stack, kept in `stacks`). `worker_gpus`:
+    each pytest-xdist worker of the program gets one of these GPUs (`worker_gpus.py`)."""
     for target in targets:
         if not target.is_file():
             raise UserError("kernel file not found", file=str(target))
@@ -239,6 +249,10 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
         env["ENABLE_TILE"] = "0"
         if interpret:
             env["TRITON_INTERPRET"] = "1"
+        if worker_gpus:
+            (Path(folder) / f"{WORKER_GPUS_PLUGIN}.py").write_text(inspect.getsource(worker_gpus_plugin), "utf-8")
+            env[GPUS_ENV] = ",".join(worker_gpus)
+            env["PYTEST_PLUGINS"] = ",".join(filter(None, [env.get("PYTEST_PLUGINS"), WORKER_GPUS_PLUGIN]))
         keep_bytecode(env)
         started = time.monotonic()
         started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -417,7 +431,7 @@ def capture_inputs(request: Any, cwd: Path, device: Device) -> str:
     the interpreter). A re-run with the same key reuses the saved launches instead of running the program."""
     argv = program_command(request.files, request.command)
     return input_key({"command": argv, "cwd": str(cwd.resolve()), "budget": request.budget, "cap": request.cap,
-                      "stall": request.stall,
+                      "stall": request.stall, "spread_gpus": request.spread_gpus,
                       "files": {str(p): file_digest(p) for p in request.files},
                       "named": {str(p): file_digest(p) for p in _named_files(argv, cwd)},
                       "tool": tool_digest(), "versions": versions(),
@@ -457,7 +471,8 @@ def add_captured_kernels(project: Any, machine: Any, timeout: float | None = Non
             before_program()
         result = capture_program(request.files, request.command, interpret=not machine.has_gpu,
                                  budget=request.budget, cap=request.cap, cwd=project.root, stall=request.stall,
-                                 stop_when_captured=request.command is None, on_progress=on_progress)
+                                 stop_when_captured=request.command is None, on_progress=on_progress,
+                                 worker_gpus=visible_gpus() if request.spread_gpus and machine.has_gpu else None)
         result.inputs = inputs
     result.library = str(request.library) if request.library is not None else None
     save_record_file(result.to_json(), project.artifacts, CAPTURE_FILE)

@@ -34,6 +34,7 @@ from tileiropt.classify.lint_cache import LintCache, file_result
 from tileiropt.classify.model import FileModel, FileModels
 from tileiropt.classify.params import is_size_param
 from tileiropt.classify.rules import ALL_RULES, Finding, KernelContext, Rule, select_rules, suppressed
+from tileiropt.classify.source import read_regular_file
 from tileiropt.errors import UserError
 from tileiropt.output import to_jsonable
 from tileiropt.releases import Release, get_release, newest
@@ -131,9 +132,9 @@ def classify_files(files: list[Path], rules_for: Callable[[Path], list[Rule]], r
     results: dict[Path, FileResult] = {}
     for path in files:
         try:
-            keys[path] = cache.key(path, path.read_bytes(), codes[path])
-        except OSError:
-            continue  # classify_file says why in one line
+            keys[path] = cache.key(path, read_regular_file(path), codes[path])
+        except UserError:
+            continue  # a pipe, a device, an unreadable file: classify_file says why in one line
         found = cache.get(keys[path])
         if found is not None:
             results[path] = found

@@ -22,6 +22,8 @@ from typing import Any
 
 from tileiropt.cache import cache_dir
 from tileiropt.classify.rules.base import Finding
+from tileiropt.classify.source import read_regular_file
+from tileiropt.errors import UserError
 from tileiropt.output import dataclass_from_dict, write_atomic
 from tileiropt.project.entries import package_name_for
 
@@ -44,9 +46,9 @@ class LintCache:
         digest.update(" ".join(sorted(codes)).encode() + b"\0" + str(path).encode() + b"\0" + data)
         for dependency in local_imports(path, data):
             try:
-                digest.update(b"\0" + str(dependency).encode() + b"\0" + dependency.read_bytes())
-            except OSError:
-                digest.update(b"\0missing " + str(dependency).encode())
+                digest.update(b"\0" + str(dependency).encode() + b"\0" + read_regular_file(dependency))
+            except UserError as exc:  # gone, a pipe, too large: what it is now is part of the key
+                digest.update(b"\0" + str(dependency).encode() + b"\0" + str(exc.message).encode())
         return digest.hexdigest()
 
     def _entry(self, key: str) -> Path:

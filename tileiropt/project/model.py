@@ -90,6 +90,7 @@ class CaptureRequest:
     stall: float | None = DEFAULT_STALL_S  # seconds without output and without a launch: the program is stuck
     cut: str = ""  # once captured: the capture was cut (why and where); what it launched is partial
     library: Path | None = None  # library mode: `files` are the kernel files under this folder (project/library.py)
+    spread_gpus: bool = False  # each pytest-xdist worker of the command gets a GPU of its own (--spread-gpus)
 
 
 @dataclass

@@ -60,8 +60,11 @@ def run_command(
     in_place: bool = False,
     include: list[str] | None = None,
     exclude: list[str] | None = None,
+    spread_gpus: bool = False,
 ) -> ExitCode:
     project = options.project(capture=capture, may_capture=True, include=include, exclude=exclude)
+    if project.capture is not None and spread_gpus:
+        project.capture.spread_gpus = True
     if project.capture is not None and capture_budget is not None:
         project.capture.budget = capture_budget
     if project.capture is not None and capture_stall is not None:
