@@ -132,7 +132,9 @@ def classify_files(files: list[Path], rules_for: Callable[[Path], list[Rule]], r
     results: dict[Path, FileResult] = {}
     for path in files:
         try:
-            keys[path] = cache.key(path, read_regular_file(path), codes[path])
+            data = models.get(path).source.encode("utf-8", "surrogatepass") if models is not None else \
+                read_regular_file(path)  # the command's model when it has one: the file is read once
+            keys[path] = cache.key(path, data, codes[path])
         except UserError:
             continue  # a pipe, a device, an unreadable file: classify_file says why in one line
         found = cache.get(keys[path])
