@@ -131,9 +131,26 @@ def test_an_autotuner_subclass_with_its_own_strategy_is_pinned_through_its_kerne
         ("BLOCK=64", "pass"), ("BLOCK=128", "pass"), ("BLOCK=256", "pass")]  # each of its configs, one at a time
 
 
+def test_an_autotuner_subclass_that_cannot_be_pinned_runs_as_the_user_runs_it(
+        idioms: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _records(idioms, "halve_kernel") == PASSED  # captured: replayed below the tuner, SPLIT as it bound it
+    shutil.copy(IDIOMS / "bound.py", tmp_path / "bound.py")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "halve"\npath = "bound.py"\nentry = "halve"\n'
+                                             'reference = "x * 0.5"\ninputs = { x = [1000] }\n')
+    result = CliRunner().invoke(app, ["validate", "--backend", "interpret", "--variant", "original", "--json"])
+    assert result.exit_code == ExitCode.OK, result.output[-3000:]
+    first, second = json.loads((tmp_path / ".tileiropt" / "validate.json").read_text())["records"]
+    # pinned, the kernel alone misses the SPLIT its tuner binds: the tool's failure, not the kernel's
+    assert first["status"] == "pass" and first["config"].startswith("(autotuned)")
+    assert first["reason"].startswith("run as the user runs it, its autotuner choosing: SplitTuner, the package's "
+                                      "own autotuner of halve_kernel, cannot be pinned to one config from outside")
+    assert second["status"] == "not-run" and "its record above ran it as the user runs it" in second["reason"]
+
+
 def test_the_idioms_library_is_reported_by_file(idioms: Path) -> None:
     report = (idioms / ".tileiropt" / "report.md").read_text()
-    assert "**Library `idioms/`**: 9 kernel(s) in 9 file(s); the command launched 9 of them (100% of the library)." \
+    assert "**Library `idioms/`**: 10 kernel(s) in 10 file(s); the command launched 10 of them (100% of the library)." \
         in report
     assert "| `regpkg/ops.py` | 1 | 1 | 0 | 1 | 0 | 0 | 0 | - |" in report
     assert "| `entrywrap.py` | 1 | 1 | 0 | 0 | 1 | 0 | 0 | - |" in report  # compatible, not tuned
@@ -224,7 +241,7 @@ def test_every_idiom_on_the_gpu(tmp_path_factory: pytest.TempPathFactory) -> Non
     ran = [r for r in records if r["backend"] != "tileir"]
     assert {r["kernel"].split("#")[0] for r in ran} == {
         "scale_kernel", "double_kernel", "grouped_scale_kernel", "negate_kernel", "row_scale_kernel", "rows_sum_kernel",
-        "shift_kernel", "row_sums_kernel", "offset_kernel"}
+        "shift_kernel", "row_sums_kernel", "offset_kernel", "halve_kernel"}
     assert all(r["status"] in ("pass", "not-run") for r in ran), [(r["kernel"], r["backend"], r["reason"])
                                                                  for r in ran if r["status"] != "pass"]
     assert any(r["status"] == "pass" and r["backend"] == "ptx" for r in ran)

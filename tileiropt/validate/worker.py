@@ -33,7 +33,7 @@ from tileiropt.classify.model import FileModel
 from tileiropt.engine.worker_io import Emitter
 from tileiropt.errors import PINNING_ERROR, UserError
 from tileiropt.harness import harness, loading, stand_ins
-from tileiropt.harness.autotuners import autotuners, find_autotuner, pruned_reason
+from tileiropt.harness.autotuners import autotuners, find_autotuner, own_run, pruned_reason
 from tileiropt.harness.backends import EMULATOR_SETUP, TILEIR_CODE_ON_PTX, Backend
 from tileiropt.harness.configs import ConfigItem, config_items, first_configs, label_after_run, pinned_item
 from tileiropt.harness.exception_sites import exception_location
@@ -44,7 +44,7 @@ from tileiropt.harness.tileir_surface import tileir_code_on, tileir_configs
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, REJECTED_BY_TILEIR, SAME_ON_INTERPRETER, SAME_ON_PTX
 from tileiropt.validate import reference_cache
 from tileiropt.validate.cases import Case, record_for
-from tileiropt.validate.records import NONE, PREPARE
+from tileiropt.validate.records import AUTOTUNED, NONE, PREPARE
 
 OWN_RUN = object()  # prepared["expected"] of a case whose one run is its own reference (`_own_reference`)
 OWN_RUN_REASON = "one run: on the interpreter the original is its own reference (a second run gives the same bits)"
@@ -138,6 +138,7 @@ class CaseRunner:
         self.reference_folder = reference_folder  # the run's saved references (`reference_cache`)
         self.not_attached: dict[str, str] = {}  # the gate's account of TileIR code it could not attach
         self.noise_note = ""  # a tolerance widened to the original's own run-to-run difference
+        self.unpinnable: tuple[str, str] | None = None  # (autotuner, why) that cannot be pinned: run unpinned
         self.parts: dict[str, float] = {}  # seconds by part of the job: prepare, import, items
         self.exact = self._exact_replay()
         if self.exact:
@@ -208,8 +209,15 @@ class CaseRunner:
                           "PTX compiles the same code without them")
                 emit("record", id=case.id, item=index, record=self.record(item.label, NOT_RUN, reason))
                 continue
+            if self.unpinnable and item.pin and item.autotuner == self.unpinnable[0]:
+                emit("record", id=case.id, item=index, record=self.record(item.label, NOT_RUN, (
+                    f"not run: {self.unpinnable[1]}; its record above ran it as the user runs it")))
+                continue
             with self.part("items"):
                 record, launched, poisoned = self.run_item(module, entry, item, prepared)
+                if record["status"] in (FAIL, ERROR) and not poisoned:
+                    record, launched, poisoned = self.as_the_user_runs_it(module, entry, item, prepared, record,
+                                                                          (launched, poisoned))
             if launched is not None:
                 launched_known = launched
             if item.autotuner is not None and launched is not None and item.autotuner not in launched:
@@ -220,6 +228,28 @@ class CaseRunner:
                 return False
         emit("job_done", id=case.id, parts=self.parts)
         return True
+
+    def as_the_user_runs_it(self, module: Any, entry: Any, item: ConfigItem, prepared: dict[str, Any],
+                            record: dict[str, Any], ran: tuple[set[str] | None, bool]
+                            ) -> tuple[dict[str, Any], set[str] | None, bool]:
+        """A project entry's config item that failed pinned to a package's own autotuner (a subclass with its own
+        `run`: it may bind arguments of its own, which a launch of its kernel alone lacks): run once more as the user
+        runs it, the autotuner choosing. When that passes, the pinning was the tool's failure: the record is that
+        run's, saying so, and the autotuner's other items are not run (`unpinnable`). Otherwise the failure stands."""
+        tuners = autotuners(module)
+        name = item.autotuner or next((n for n, t in tuners.items() if own_run(t)), None)  # item 0: every first
+        tuner = tuners.get(name or "")
+        if not item.pin or self.case.launch is not None or tuner is None or not own_run(tuner):
+            return (record, *ran)
+        again, launched, poisoned = self.run_item(module, entry, ConfigItem(AUTOTUNED, pin=False), prepared)
+        if again["status"] != PASS:
+            return (record, *ran)
+        why = (f"{type(tuner).__name__}, the package's own autotuner of {name}, cannot be pinned to one "
+               f"config from outside (pinned, {record['reason'] or record['status']})")
+        self.unpinnable = (name or "", why)
+        again["reason"] = "; ".join(filter(None, [f"run as the user runs it, its autotuner choosing: {why}",
+                                                  again.get("reason")]))
+        return again, launched, poisoned
 
     @contextlib.contextmanager
     def part(self, name: str) -> Iterator[None]:
