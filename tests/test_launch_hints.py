@@ -89,12 +89,19 @@ def test_the_optimized_example_runs_with_its_launch_hint_under_the_tileir_surfac
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
-def test_a_kernel_compiled_through_warmup_is_said_to_be_so_not_launched_elsewhere() -> None:
+def test_a_kernel_compiled_ahead_through_warmup_gets_its_hint_there(tmp_path: Path) -> None:
     source = (EXAMPLES / "vector_add.py").read_text().replace(
         "add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=1024)",
-        "add_kernel.warmup(x, y, out, n_elements, BLOCK_SIZE=1024, grid=(1,))")
+        "compiled = add_kernel.warmup(x, y, out, n_elements, BLOCK_SIZE=1024,\n"
+        "                               grid=(1,))\n    compiled[(4, 1, 1)](x, y, out, n_elements)")
     result = transform_source(source, "vector_add.py", release=get_release("13.4"))
     (kernel,) = result.kernels
-    assert kernel.skipped == ["no TileIR hint at its launch: it is compiled through add_kernel.warmup(...) here, "
-                              "which the tool does not rewrite"]
-    assert "occupancy" not in result.new_source
+    assert [c.what for c in kernel.changes] == [
+        'occupancy 4 at its launch under the gate (L35 (.warmup)): **({"occupancy": 4} if is_tileir() else {}); '
+        "no autotuner added"]
+    assert ("compiled = add_kernel.warmup(x, y, out, n_elements, BLOCK_SIZE=1024,\n"
+            "                               grid=(1,), **({\"occupancy\": 4} if is_tileir() else {}))") in result.new_source
+    assert gate_off(result.new_source).count(source.split("def add(")[1]) == 1  # the gate off: the author's text
+    written = tmp_path / "vector_add_tileir.py"
+    written.write_text(result.new_source)
+    assert launch_hints(_module(written), "add_kernel") == {"occupancy": 4}

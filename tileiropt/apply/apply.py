@@ -207,8 +207,8 @@ class _Replaced(cst.CSTTransformer):
 
 def hinted_launches(module: cst.Module, plans: dict[str, KernelPlan], gate: str
                     ) -> dict[int, Callable[[Any], cst.CSTNode]]:
-    """Per launch call (`kernel[grid](...)`, by id) a plan gives hints to: its call with the gated splat appended
-    (`launch_hints.hint_splat`). Calls are found by their kernel's name and line."""
+    """Per launch call (`kernel[grid](...)` or `kernel.warmup(...)`, by id) a plan gives hints to: its call with the
+    gated splat appended (`launch_hints.hint_splat`). Calls are found by their kernel's name and line."""
     wanted = {(name, line): hints for name, plan in plans.items() for line, hints in plan.launch_hints.items()}
     if not wanted:
         return {}
@@ -216,8 +216,10 @@ def hinted_launches(module: cst.Module, plans: dict[str, KernelPlan], gate: str
     positions = wrapper.resolve(PositionProvider)
     found: dict[int, Callable[[Any], cst.CSTNode]] = {}
     for node, position in positions.items():
-        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Subscript)
+        if not (isinstance(node, cst.Call) and isinstance(node.func, (cst.Subscript, cst.Attribute))
                 and isinstance(node.func.value, cst.Name)):
+            continue
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value != "warmup":
             continue
         hints = wanted.get((node.func.value.value, position.start.line))
         if hints is not None:
@@ -252,6 +254,11 @@ def _with_splat(call: cst.Call, splat: cst.Arg, column: int) -> cst.Call:
             empty.code_for_node(splat)) > LAUNCH_LINE:
         comma = cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(last_line=cst.SimpleWhitespace(" " * column),
                                                                        indent=False))
+    elif len(empty.code_for_node(call).splitlines()[-1]) + len(empty.code_for_node(splat)) > LAUNCH_LINE and any(
+            isinstance(a.comma, cst.Comma) and isinstance(a.comma.whitespace_after, cst.ParenthesizedWhitespace)
+            for a in args[:-1]):  # a call over several lines: the splat on a line of its own, as its arguments are
+        comma = next(a.comma for a in reversed(args[:-1]) if isinstance(a.comma, cst.Comma)
+                     and isinstance(a.comma.whitespace_after, cst.ParenthesizedWhitespace))
     else:
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     args[-1] = last.with_changes(comma=comma, whitespace_after_arg=cst.SimpleWhitespace(""))

@@ -272,35 +272,45 @@ def in_place_note(kernel: KernelInfo, record: KernelRecord) -> str:
             f"would run it on again; `--hint-autotune {kernel.name}` adds one that restores them between trials")
 
 
+def warmup_sites(tree: ast.Module, kernel: str) -> list[tuple[int, set[str]]]:
+    """(line, keywords) of each `kernel.warmup(...)` call of the file: a launch compiled ahead (its options are
+    compile options, as a launch's are), then run as a compiled kernel that takes none."""
+    return sorted((node.lineno, {k.arg or "**" for k in node.keywords}) for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "warmup"
+                  and isinstance(node.func.value, ast.Name) and node.func.value.id == kernel)
+
+
 def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | None, release_label: str,
-                      gate: str, plan: KernelPlan, source: str = "") -> None:
+                      gate: str, plan: KernelPlan, source: str = "", tree: ast.Module | None = None) -> None:
     """The TileIR hint each launch site of a kernel without autotuner passes under the gate, as a literal: the
     author's launch (its num_warps, num_stages, block sizes) is kept, and no autotuner is added."""
     if occupancy is None:
         plan.report.skipped.append(f"no TileIR hint at its launch: {release_label} gives {kernel_class} kernels "
                                    "TileIR's default occupancy (1)")
         return
-    if not kernel.launches:
-        compiled = [f"{kernel.name}.{how}(" for how in ("warmup", "run") if f"{kernel.name}.{how}(" in source]
+    warmups = warmup_sites(tree, kernel.name) if tree is not None else []
+    if not kernel.launches and not warmups:
+        compiled = f"{kernel.name}.run(" in source
         plan.report.skipped.append(
-            f"no TileIR hint at its launch: it is compiled through {compiled[0]}...) here, which the tool does not "
-            "rewrite" if compiled else "no TileIR hint at its launch: it is launched from another file (a hint goes "
-            "where the launch is)")
+            f"no TileIR hint at its launch: it is launched through {kernel.name}.run(...) here, which the tool does "
+            "not rewrite" if compiled else "no TileIR hint at its launch: it is launched from another file (a hint "
+            "goes where the launch is)")
         return
     if kernel.wrappers:
         plan.report.skipped.append(f"no TileIR hint at its launch: wrapped by {', '.join(kernel.wrappers)}, which "
                                    "may not pass a launch option it does not know through to the kernel")
         return
-    sites = [site for site in kernel.launches if "occupancy" not in site.kwargs]
+    sites = [(site.line, set(site.kwargs)) for site in kernel.launches] + warmups
+    sites = sorted(site for site in sites if "occupancy" not in site[1])
     if not sites:
         plan.report.skipped.append("no TileIR hint at its launch: its launches pass their own occupancy")
         return
     hints = {"occupancy": occupancy}
-    plan.launch_hints.update({site.line: hints for site in sites})
-    lines = ", ".join(f"L{site.line}" for site in sites)
-    passed = sorted({name for site in sites for name in site.kwargs if name in LAUNCH_OPTIONS})
+    plan.launch_hints.update({line: hints for line, _ in sites})
+    lines = ", ".join(f"L{line}" + (" (.warmup)" if (line, keywords) in warmups else "") for line, keywords in sites)
+    passed = sorted({name for _, keywords in sites for name in keywords if name in LAUNCH_OPTIONS})
     plan.report.changes.append(Change(
-        sites[0].line,
+        sites[0][0],
         f"occupancy {occupancy} at its launch{'es' if len(sites) > 1 else ''} under the gate ({lines}): "
         f"{hint_splat(hints, gate)}; no autotuner added",
         f"launched with fixed options{' (' + ', '.join(passed) + ')' if passed else ''} and no autotuner, so the "

@@ -2,7 +2,7 @@
 tool's own replay reads them back from an optimized file.
 
 A kernel its author launches with fixed options (no autotuner) keeps its launch; `apply` adds one argument to each
-launch site it finds in the file:
+launch site it finds in the file (`kernel[grid](...)`, or `kernel.warmup(...)`, which compiles it ahead):
 
     kernel[grid](x, y, n, BLOCK=1024, num_warps=4, **({"occupancy": 4} if is_tileir() else {}))
 
@@ -50,8 +50,10 @@ def _sites(source: str) -> dict[str, list[dict[str, int]]]:
         return {}
     found: dict[str, list[tuple[tuple[int, int], dict[str, int]]]] = {}
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
+        if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Subscript, ast.Attribute))
                 and isinstance(node.func.value, ast.Name)):
+            continue
+        if isinstance(node.func, ast.Attribute) and node.func.attr != "warmup":
             continue
         for keyword in node.keywords:
             hints = _literal_hints(keyword.value) if keyword.arg is None else None
