@@ -17,7 +17,7 @@ from tileiropt.harness.launch_hints import hint_splat, launch_hints
 from tileiropt.harness.tileir_surface import _launch_drops_hints
 from tileiropt.releases import get_release
 
-from shared import EXAMPLES
+from shared import EXAMPLES, TEST_FIXTURES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,3 +106,16 @@ def test_a_kernel_compiled_ahead_through_warmup_gets_its_hint_there(tmp_path: Pa
     written = tmp_path / "vector_add_tileir.py"
     written.write_text(result.new_source)
     assert launch_hints(_module(written), "add_kernel") == {"occupancy": 4}
+
+
+def test_every_launch_layout_reads_back_as_written_with_the_gate_off() -> None:
+    source = (TEST_FIXTURES / "launch_hints" / "layouts.py").read_text()
+    result = transform_source(source, "layouts.py", release=get_release("13.4"))
+    body = result.new_source[result.new_source.index("def a("):]
+    assert gate_off(result.new_source).endswith(source[source.index("def a("):])  # byte for byte
+    assert transform_source(result.new_source, "layouts.py").new_source == result.new_source
+    assert "BLOCK=1024, **({\"occupancy\": 4} if is_tileir() else {}),)" in body  # the trailing comma stays last
+    assert "occupancy=2); add_kernel" in body and body.count("occupancy=2") == 1  # its own occupancy: left alone
+    assert "add_kernel[(1,)](x, y, out, n, **opts)\n" in body  # its own options may hold it: left alone
+    assert body.count("# the input") == 1 and body.count("# launch it") == 1  # comments never copied
+    assert body.count('**({"occupancy": 4} if is_tileir() else {})') == 4

@@ -96,3 +96,23 @@ def test_many_files_in_processes_give_what_one_process_gives(monkeypatch: pytest
                         lambda max_workers, **kw: pools.append(max_workers) or real(max_workers, **kw))
     spread = classify_files(files, lambda _: rules, jobs=2)
     assert pools == [2] and len(files) >= 8 and _json(spread) == _json(serial)
+
+
+def test_a_module_imported_through_another_and_the_resolved_release_are_in_the_key(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import middle\n")
+    (package / "b.py").write_text("from pkg.c import leaf\n")
+    (package / "c.py").write_text("import triton\n")
+    a = package / "a.py"
+    assert local_imports(a, a.read_bytes()) == [package / "b.py", package / "c.py"]  # c through b
+    cache = LintCache(tmp_path / "cache", {})
+    before = cache.key(a, a.read_bytes(), ["TIR001"])
+    (package / "c.py").write_text("import triton\n\n# changed\n")
+    assert cache.key(a, a.read_bytes(), ["TIR001"]) != before
+    from tileiropt.classify.classify import lint_context
+    from tileiropt.releases import get_release
+
+    assert lint_context(get_release("13.4"), True, None)["resolved"] != lint_context(get_release("13.5"), True,
+                                                                                     None)["resolved"]

@@ -148,6 +148,22 @@ def test_an_autotuner_subclass_that_cannot_be_pinned_runs_as_the_user_runs_it(
     assert second["status"] == "not-run" and "its record above ran it as the user runs it" in second["reason"]
 
 
+def test_a_config_of_a_package_autotuner_that_computes_wrong_keeps_its_failure(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    source = (IDIOMS / "ranked.py").read_text().replace(
+        "-tl.load(x_ptr + offs, mask=mask), mask=mask)",
+        "-tl.load(x_ptr + offs, mask=mask) + (BLOCK == 64), mask=mask)")
+    (tmp_path / "ranked.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "negate"\npath = "ranked.py"\nentry = "negate"\n'
+                                             'reference = "-x"\ninputs = { x = [1000] }\n')
+    result = CliRunner().invoke(app, ["validate", "--backend", "interpret", "--variant", "original", "--json"])
+    assert result.exit_code == ExitCode.FAILED, result.output[-3000:]
+    records = json.loads((tmp_path / ".tileiropt" / "validate.json").read_text())["records"]
+    assert [(r["config"].split(",")[0], r["status"]) for r in records] == [
+        ("BLOCK=64", "fail"), ("BLOCK=128", "pass"), ("BLOCK=256", "pass")]  # never hidden by the tuner's choice
+
+
 def test_the_idioms_library_is_reported_by_file(idioms: Path) -> None:
     report = (idioms / ".tileiropt" / "report.md").read_text()
     assert "**Library `idioms/`**: 10 kernel(s) in 10 file(s); the command launched 10 of them (100% of the library)." \

@@ -36,3 +36,14 @@ def test_each_xdist_worker_of_a_captured_suite_sees_its_own_gpu(tmp_path: Path) 
     run_capture([tmp_path / "vector_add.py"], command, interpret=True, budget=120, cwd=tmp_path)
     own = os.environ.get("CUDA_VISIBLE_DEVICES", "unset")
     assert {p.read_text() for p in seen.iterdir()} == {own}  # without it, the suite's own environment
+
+
+def test_a_worker_whose_command_set_its_own_gpus_keeps_them(tmp_path: Path) -> None:
+    (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
+    (tmp_path / "test_gpus.py").write_text(
+        "import os\n\n\ndef test_gpu():\n"
+        f"    open(os.path.join({str(tmp_path)!r}, 'seen'), 'w').write(os.environ['CUDA_VISIBLE_DEVICES'])\n")
+    command = ["env", "CUDA_VISIBLE_DEVICES=7", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "-n", "1", "test_gpus.py"]
+    run_capture([tmp_path / "vector_add.py"], command, interpret=True, budget=120, cwd=tmp_path, worker_gpus=["3"])
+    assert (tmp_path / "seen").read_text() == "7"

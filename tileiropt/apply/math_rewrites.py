@@ -139,7 +139,7 @@ class _GateOff(cst.CSTTransformer):
         """A launch's gated hint splat (`launch_hints.hint_splat`) removed, the comma before it as it was."""
         args = list(updated.args)
         if len(args) < 2 or not _hint_splat(args[-1]):
-            return updated
+            return updated  # a splat is only ever added after an argument (`apply.hinted_launches`)
         removed = args.pop()
         comma = removed.comma if isinstance(removed.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT
         args[-1] = args[-1].with_changes(comma=comma, whitespace_after_arg=removed.whitespace_after_arg)

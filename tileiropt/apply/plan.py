@@ -300,10 +300,14 @@ def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | No
         plan.report.skipped.append(f"no TileIR hint at its launch: wrapped by {', '.join(kernel.wrappers)}, which "
                                    "may not pass a launch option it does not know through to the kernel")
         return
+    if "occupancy" in {p.name for p in kernel.params}:
+        plan.report.skipped.append("no TileIR hint at its launch: a parameter of the kernel is named occupancy")
+        return
     sites = [(site.line, set(site.kwargs)) for site in kernel.launches] + warmups
-    sites = sorted(site for site in sites if "occupancy" not in site[1])
+    sites = sorted(site for site in sites if not {"occupancy", "**"} & site[1])
     if not sites:
-        plan.report.skipped.append("no TileIR hint at its launch: its launches pass their own occupancy")
+        plan.report.skipped.append("no TileIR hint at its launch: its launches pass their own occupancy, or options "
+                                   "of their own (`**options`) that may hold it")
         return
     hints = {"occupancy": occupancy}
     plan.launch_hints.update({line: hints for line, _ in sites})

@@ -37,7 +37,7 @@ from tileiropt.capture.keys import KernelKey
 from tileiropt.capture.launch import CapturedLaunch, kernel_labels
 from tileiropt.capture.program_failure import ProgramFailure, read_failure
 from tileiropt.capture.watch import ProgramWatch, last_line, stuck_at
-from tileiropt.capture.worker_gpus import GPUS_ENV
+from tileiropt.capture.worker_gpus import BEFORE_ENV, GPUS_ENV
 from tileiropt.check.device import Device
 from tileiropt.check.machine import versions
 from tileiropt.classify.classify import classify_file
@@ -252,6 +252,7 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
         if worker_gpus:
             (Path(folder) / f"{WORKER_GPUS_PLUGIN}.py").write_text(inspect.getsource(worker_gpus_plugin), "utf-8")
             env[GPUS_ENV] = ",".join(worker_gpus)
+            env[BEFORE_ENV] = env.get("CUDA_VISIBLE_DEVICES", "")
             env["PYTEST_PLUGINS"] = ",".join(filter(None, [env.get("PYTEST_PLUGINS"), WORKER_GPUS_PLUGIN]))
         keep_bytecode(env)
         started = time.monotonic()
@@ -431,7 +432,7 @@ def capture_inputs(request: Any, cwd: Path, device: Device) -> str:
     the interpreter). A re-run with the same key reuses the saved launches instead of running the program."""
     argv = program_command(request.files, request.command)
     return input_key({"command": argv, "cwd": str(cwd.resolve()), "budget": request.budget, "cap": request.cap,
-                      "stall": request.stall, "spread_gpus": request.spread_gpus,
+                      "stall": request.stall, "spread_gpus": visible_gpus() if request.spread_gpus else None,
                       "files": {str(p): file_digest(p) for p in request.files},
                       "named": {str(p): file_digest(p) for p in _named_files(argv, cwd)},
                       "tool": tool_digest(), "versions": versions(),

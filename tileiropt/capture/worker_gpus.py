@@ -5,12 +5,16 @@ the capture's sitecustomize (first on the program's PYTHONPATH), names it in `PY
 `TILEIROPT_WORKER_GPUS` ("0,1,2,3"). pytest imports the plugin in every process before any conftest; in an xdist
 worker `PYTEST_XDIST_WORKER` ("gw2") is set by then, and the plugin sets `CUDA_VISIBLE_DEVICES` to the worker's GPU
 (by index, round robin), before the suite's code can touch CUDA. The controller process and a run without xdist
-are left as they are. The capture records every worker as before.
+are left as they are, and so is a worker whose `CUDA_VISIBLE_DEVICES` the command set itself (it differs from what
+the tool started the program with, `TILEIROPT_GPUS_BEFORE`). The capture records every worker as before.
 """
+
+from __future__ import annotations
 
 import os
 
 GPUS_ENV = "TILEIROPT_WORKER_GPUS"
+BEFORE_ENV = "TILEIROPT_GPUS_BEFORE"  # CUDA_VISIBLE_DEVICES as the tool started the program ("" when unset)
 
 
 def worker_gpu(worker: str | None, gpus: str | None) -> str | None:
@@ -22,5 +26,5 @@ def worker_gpu(worker: str | None, gpus: str | None) -> str | None:
 
 
 _GPU = worker_gpu(os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get(GPUS_ENV))
-if _GPU is not None:
+if _GPU is not None and os.environ.get("CUDA_VISIBLE_DEVICES", "") == os.environ.get(BEFORE_ENV, ""):
     os.environ["CUDA_VISIBLE_DEVICES"] = _GPU

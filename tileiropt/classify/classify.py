@@ -34,7 +34,6 @@ from tileiropt.classify.lint_cache import LintCache, file_result
 from tileiropt.classify.model import FileModel, FileModels
 from tileiropt.classify.params import is_size_param
 from tileiropt.classify.rules import ALL_RULES, Finding, KernelContext, Rule, select_rules, suppressed
-from tileiropt.classify.source import read_regular_file
 from tileiropt.errors import UserError
 from tileiropt.output import to_jsonable
 from tileiropt.releases import Release, get_release, newest
@@ -126,15 +125,15 @@ def classify_files(files: list[Path], rules_for: Callable[[Path], list[Rule]], r
     inputs is read from the lint cache (`lint_cache.py`); the others are classified here, or, when there are many,
     in `jobs` processes (default: one per core, at most 16)."""
     release = release or newest()
+    models = models if models is not None else FileModels()
     cache = LintCache(context=lint_context(release, ir, dtypes))
     codes = {path: [rule.code for rule in rules_for(path)] for path in files}
     keys: dict[Path, str] = {}
     results: dict[Path, FileResult] = {}
     for path in files:
         try:
-            data = models.get(path).source.encode("utf-8", "surrogatepass") if models is not None else \
-                read_regular_file(path)  # the command's model when it has one: the file is read once
-            keys[path] = cache.key(path, data, codes[path])
+            # the key from the very text classified below (one read: an edit in between cannot mix two versions)
+            keys[path] = cache.key(path, models.get(path).source.encode("utf-8", "surrogatepass"), codes[path])
         except UserError:
             continue  # a pipe, a device, an unreadable file: classify_file says why in one line
         found = cache.get(keys[path])
@@ -192,12 +191,9 @@ def lint_context(release: Release, ir: bool, dtypes: list[str] | None) -> dict[s
     from tileiropt.check.machine import versions
     from tileiropt.engine.resume import tool_digest
 
-    try:
-        release_file = hashlib.sha256(Path(release.path).read_bytes()).hexdigest()
-    except OSError:
-        release_file = None
-    return {"release": release.version, "release_file": release_file, "ir": ir, "dtypes": dtypes,
-            "tool": tool_digest(), "versions": versions(release.version)}
+    resolved = hashlib.sha256(repr(release).encode()).hexdigest()  # every field, inherited tables included
+    return {"release": release.version, "resolved": resolved, "ir": ir, "dtypes": dtypes, "tool": tool_digest(),
+            "versions": versions(release.version)}
 
 
 def collect_files(paths: Iterable[Path | str]) -> list[Path]:

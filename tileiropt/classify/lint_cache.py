@@ -2,16 +2,17 @@
 modules it imports, the same rules, release, dtypes, tool and Triton gets its results from the cache, and a re-run of
 an unchanged library reads only what changed.
 
-The key of a file (`LintCache.key`) is the SHA-256 of: the file's path and bytes; the path and bytes of each module of
-the file's own tree that it imports (the IR check rebuilds JIT helpers from them); the rule codes selected; whether
-the IR check runs and with which dtypes; the release's version and its TOML file's bytes; the tool's own sources
-(`engine.resume.tool_digest`); Triton's and torch's versions. Entries live in the tool's cache folder
-(`cache.cache_dir()/classify`), one JSON file each; an unreadable entry is a miss. `TILEIROPT_NO_LINT_CACHE=1`
-turns the cache off.
+The key of a file (`LintCache.key`) is the SHA-256 of: the file's path and bytes; the path and bytes of each module
+of the file's own tree that it imports, and those they import (the IR check rebuilds JIT helpers from them); the
+rule codes selected; whether the IR check runs and with which dtypes; the release as resolved (inherited tables
+too); the tool's own sources (`engine.resume.tool_digest`); Triton's and torch's versions. Entries live in the
+tool's cache folder (`cache.cache_dir()/classify`), one JSON file each; an unreadable entry is a miss.
+`TILEIROPT_NO_LINT_CACHE=1` turns the cache off.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -45,10 +46,7 @@ class LintCache:
         digest = hashlib.sha256(self.context.encode())
         digest.update(" ".join(sorted(codes)).encode() + b"\0" + str(path).encode() + b"\0" + data)
         for dependency in local_imports(path, data):
-            try:
-                digest.update(b"\0" + str(dependency).encode() + b"\0" + read_regular_file(dependency))
-            except UserError as exc:  # gone, a pipe, too large: what it is now is part of the key
-                digest.update(b"\0" + str(dependency).encode() + b"\0" + str(exc.message).encode())
+            digest.update(b"\0" + str(dependency).encode() + b"\0" + _file_digest(dependency).encode())
         return digest.hexdigest()
 
     def _entry(self, key: str) -> Path:
@@ -80,9 +78,54 @@ class LintCache:
             pass
 
 
+MAX_IMPORTED = 200  # local modules followed per file (a package's whole tree at most)
+
+
 def local_imports(path: Path, data: bytes) -> list[Path]:
-    """The modules of the file's own tree (its folder and the packages above it) that it imports, found by their
-    import statements without importing anything; what is not a file there (torch, triton) is left out."""
+    """The modules of the file's own tree (its folder and the packages above it) that it imports, and those they
+    import in turn (the IR check follows helpers from module to module), found by their import statements without
+    importing anything; what is not a file there (torch, triton) is left out."""
+    found = _direct_imports(path, data)
+    seen = {*found, path}
+    for module in found:  # grows as it goes: breadth first over the tree
+        if len(found) >= MAX_IMPORTED:
+            break
+        try:
+            info = module.stat()
+            more = _imports_of(str(module), info.st_size, info.st_mtime_ns)
+        except (OSError, UserError):
+            continue
+        for imported in more:
+            if imported not in seen:
+                seen.add(imported)
+                found.append(imported)
+    return found[:MAX_IMPORTED]
+
+
+def _file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes, once per run while it is unchanged; what it is when it cannot be read."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    return _digest_of(str(path), info.st_size, info.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8192)
+def _digest_of(path: str, size: int, mtime_ns: int) -> str:
+    try:
+        return hashlib.sha256(read_regular_file(Path(path))).hexdigest()
+    except UserError as exc:  # a pipe, too large: what it is now is part of the key
+        return exc.message
+
+
+@functools.lru_cache(maxsize=8192)
+def _imports_of(path: str, size: int, mtime_ns: int) -> list[Path]:
+    """`_direct_imports` of a module followed from another, once per run while it is unchanged (size, mtime)."""
+    return _direct_imports(Path(path), read_regular_file(Path(path)))
+
+
+def _direct_imports(path: Path, data: bytes) -> list[Path]:
     text = data.decode("utf-8", errors="replace")
     if "import" not in text:
         return []

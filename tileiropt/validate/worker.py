@@ -129,6 +129,12 @@ def _duplicates(module: Any, items: list[ConfigItem], key: Any) -> dict[int, int
     return found
 
 
+# Python's own words for a call whose arguments do not bind: what a kernel launched without the arguments its
+# package's tuner binds raises before anything is compiled
+_UNBOUND = re.compile(r"TypeError: \S+\(\) (missing \d+ required (positional|keyword-only) argument"
+                      r"|got multiple values for argument|got an unexpected keyword argument)")
+
+
 class CaseRunner:
     """Runs every config item of one case and emits a record for each."""
 
@@ -232,15 +238,18 @@ class CaseRunner:
     def as_the_user_runs_it(self, module: Any, entry: Any, item: ConfigItem, prepared: dict[str, Any],
                             record: dict[str, Any], ran: tuple[set[str] | None, bool]
                             ) -> tuple[dict[str, Any], set[str] | None, bool]:
-        """A project entry's config item that failed pinned to a package's own autotuner (a subclass with its own
-        `run`: it may bind arguments of its own, which a launch of its kernel alone lacks): run once more as the user
-        runs it, the autotuner choosing. When that passes, the pinning was the tool's failure: the record is that
-        run's, saying so, and the autotuner's other items are not run (`unpinnable`). Otherwise the failure stands."""
+        """A project entry's config item whose launch, pinned to a package's own autotuner (a subclass with its own
+        `run`), could not even bind its kernel's arguments (`_UNBOUND`: the tuner binds arguments of its own, which a
+        launch of its kernel alone lacks): run once more as the user runs it, the autotuner choosing. When that
+        passes, the pinning was the tool's failure: the record is that run's, saying so, and the autotuner's other
+        items are not run (`unpinnable`: none of them can be pinned either). A config that ran and gave wrong values,
+        or did not compile, keeps its own failure."""
         tuners = autotuners(module)
         name = item.autotuner or next((n for n, t in tuners.items() if own_run(t)), None)  # item 0: every first
         tuner = tuners.get(name or "")
-        if not item.pin or self.case.launch is not None or tuner is None or not own_run(tuner):
-            return (record, *ran)
+        if not item.pin or self.case.launch is not None or tuner is None or not own_run(tuner) or \
+                record["status"] != ERROR or not _UNBOUND.search(record["reason"] or ""):
+            return (record, *ran)  # a config that ran and failed, or failed to compile, is that config's failure
         again, launched, poisoned = self.run_item(module, entry, ConfigItem(AUTOTUNED, pin=False), prepared)
         if again["status"] != PASS:
             return (record, *ran)
