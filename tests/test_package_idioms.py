@@ -117,16 +117,22 @@ def test_what_counts_as_a_tensor_of_addresses() -> None:
     assert clone["p"].tolist() == [clone["p@0"].data_ptr() + 8, 0, clone["p@1"].data_ptr()]
 
 
+def _validate_entry(folder: Path, file: str, entry: str, reference: str, expected_exit: ExitCode) -> list[dict]:
+    """`tileiropt validate` of one project entry (the function `entry` of `file`, on an x of 1,000 floats) on the
+    interpreter, the original only; its records."""
+    (folder / "tileiropt.toml").write_text(f'[[kernel]]\nname = "{entry}"\npath = "{file}"\nentry = "{entry}"\n'
+                                           f'reference = "{reference}"\ninputs = {{ x = [1000] }}\n')
+    result = CliRunner().invoke(app, ["validate", "--backend", "interpret", "--variant", "original", "--json"])
+    assert result.exit_code == expected_exit, result.output[-3000:]
+    return json.loads((folder / ".tileiropt" / "validate.json").read_text())["records"]
+
+
 def test_an_autotuner_subclass_with_its_own_strategy_is_pinned_through_its_kernel(
         idioms: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _records(idioms, "negate_kernel") == PASSED  # a captured launch: at the config its strategy chose
     shutil.copy(IDIOMS / "ranked.py", tmp_path / "ranked.py")
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "negate"\npath = "ranked.py"\nentry = "negate"\n'
-                                             'reference = "-x"\ninputs = { x = [1000] }\n')
-    result = CliRunner().invoke(app, ["validate", "--backend", "interpret", "--variant", "original", "--json"])
-    assert result.exit_code == ExitCode.OK, result.output[-3000:]
-    records = json.loads((tmp_path / ".tileiropt" / "validate.json").read_text())["records"]
+    records = _validate_entry(tmp_path, "ranked.py", "negate", "-x", ExitCode.OK)
     assert [(r["config"].split(",")[0], r["status"]) for r in records] == [
         ("BLOCK=64", "pass"), ("BLOCK=128", "pass"), ("BLOCK=256", "pass")]  # each of its configs, one at a time
 
@@ -136,11 +142,7 @@ def test_an_autotuner_subclass_that_cannot_be_pinned_runs_as_the_user_runs_it(
     assert _records(idioms, "halve_kernel") == PASSED  # captured: replayed below the tuner, SPLIT as it bound it
     shutil.copy(IDIOMS / "bound.py", tmp_path / "bound.py")
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "halve"\npath = "bound.py"\nentry = "halve"\n'
-                                             'reference = "x * 0.5"\ninputs = { x = [1000] }\n')
-    result = CliRunner().invoke(app, ["validate", "--backend", "interpret", "--variant", "original", "--json"])
-    assert result.exit_code == ExitCode.OK, result.output[-3000:]
-    first, second = json.loads((tmp_path / ".tileiropt" / "validate.json").read_text())["records"]
+    first, second = _validate_entry(tmp_path, "bound.py", "halve", "x * 0.5", ExitCode.OK)
     # pinned, the kernel alone misses the SPLIT its tuner binds: the tool's failure, not the kernel's
     assert first["status"] == "pass" and first["config"].startswith("(autotuned)")
     assert first["reason"].startswith("run as the user runs it, its autotuner choosing: SplitTuner, the package's "
@@ -155,11 +157,7 @@ def test_a_config_of_a_package_autotuner_that_computes_wrong_keeps_its_failure(t
         "-tl.load(x_ptr + offs, mask=mask) + (BLOCK == 64), mask=mask)")
     (tmp_path / "ranked.py").write_text(source)
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "negate"\npath = "ranked.py"\nentry = "negate"\n'
-                                             'reference = "-x"\ninputs = { x = [1000] }\n')
-    result = CliRunner().invoke(app, ["validate", "--backend", "interpret", "--variant", "original", "--json"])
-    assert result.exit_code == ExitCode.FAILED, result.output[-3000:]
-    records = json.loads((tmp_path / ".tileiropt" / "validate.json").read_text())["records"]
+    records = _validate_entry(tmp_path, "ranked.py", "negate", "-x", ExitCode.FAILED)
     assert [(r["config"].split(",")[0], r["status"]) for r in records] == [
         ("BLOCK=64", "fail"), ("BLOCK=128", "pass"), ("BLOCK=256", "pass")]  # never hidden by the tuner's choice
 

@@ -253,6 +253,8 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
             (Path(folder) / f"{WORKER_GPUS_PLUGIN}.py").write_text(inspect.getsource(worker_gpus_plugin), "utf-8")
             env[GPUS_ENV] = ",".join(worker_gpus)
             env[BEFORE_ENV] = env.get("CUDA_VISIBLE_DEVICES", "")
+            for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+                env.pop(name, None)  # an xdist worker running the tool is not one of the program's workers
             env["PYTEST_PLUGINS"] = ",".join(filter(None, [env.get("PYTEST_PLUGINS"), WORKER_GPUS_PLUGIN]))
         keep_bytecode(env)
         started = time.monotonic()
