@@ -164,7 +164,7 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
             "NUM_SMS // num_ctas, which a config pre_hook cannot pass to the launch")
     suffix = _autotuner_path(model, kernel)
     reached = suffix is None  # a package's wrapper above the autotuner: reached at import through its chain
-    attributes = [f"_tileiropt_autotuner({path})" if suffix is None else path + suffix for path in paths]
+    attributes = [f"_tileiropt_autotuner({path})" if reached else f"{path}{suffix}" for path in paths]
     if reached:
         plan.runtime = True
         plan.report.changes.append(Change(
@@ -272,29 +272,29 @@ def in_place_note(kernel: KernelInfo, record: KernelRecord) -> str:
             f"would run it on again; `--hint-autotune {kernel.name}` adds one that restores them between trials")
 
 
-def warmup_sites(tree: ast.Module, kernel: str) -> list[tuple[int, set[str]]]:
-    """(line, keywords) of each `kernel.warmup(...)` call of the file: a launch compiled ahead (its options are
-    compile options, as a launch's are), then run as a compiled kernel that takes none."""
-    return sorted((node.lineno, {k.arg or "**" for k in node.keywords}) for node in ast.walk(tree)
-                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "warmup"
-                  and isinstance(node.func.value, ast.Name) and node.func.value.id == kernel)
+def method_calls(tree: ast.Module, kernel: str, method: str) -> list[tuple[int, set[str]]]:
+    """(line, keywords) of each `kernel.<method>(...)` call of the file, in order. `kernel.warmup(...)`: a launch
+    compiled ahead (its options are compile options, as a launch's are), then run as a compiled kernel that takes
+    none."""
+    return sorted(((node.lineno, {k.arg or "**" for k in node.keywords}) for node in ast.walk(tree)
+                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method
+                   and isinstance(node.func.value, ast.Name) and node.func.value.id == kernel), key=lambda c: c[0])
 
 
 def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | None, release_label: str,
-                      gate: str, plan: KernelPlan, source: str = "", tree: ast.Module | None = None) -> None:
+                      gate: str, plan: KernelPlan, tree: ast.Module) -> None:
     """The TileIR hint each launch site of a kernel without autotuner passes under the gate, as a literal: the
     author's launch (its num_warps, num_stages, block sizes) is kept, and no autotuner is added."""
     if occupancy is None:
         plan.report.skipped.append(f"no TileIR hint at its launch: {release_label} gives {kernel_class} kernels "
                                    "TileIR's default occupancy (1)")
         return
-    warmups = warmup_sites(tree, kernel.name) if tree is not None else []
+    warmups = method_calls(tree, kernel.name, "warmup")
     if not kernel.launches and not warmups:
-        compiled = f"{kernel.name}.run(" in source
         plan.report.skipped.append(
             f"no TileIR hint at its launch: it is launched through {kernel.name}.run(...) here, which the tool does "
-            "not rewrite" if compiled else "no TileIR hint at its launch: it is launched from another file (a hint "
-            "goes where the launch is)")
+            "not rewrite" if method_calls(tree, kernel.name, "run") else "no TileIR hint at its launch: it is "
+            "launched from another file (a hint goes where the launch is)")
         return
     if kernel.wrappers:
         plan.report.skipped.append(f"no TileIR hint at its launch: wrapped by {', '.join(kernel.wrappers)}, which "
@@ -304,7 +304,7 @@ def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | No
         plan.report.skipped.append("no TileIR hint at its launch: a parameter of the kernel is named occupancy")
         return
     sites = [(site.line, set(site.kwargs)) for site in kernel.launches] + warmups
-    sites = sorted(site for site in sites if not {"occupancy", "**"} & site[1])
+    sites = sorted((site for site in sites if not {"occupancy", "**"} & site[1]), key=lambda site: site[0])
     if not sites:
         plan.report.skipped.append("no TileIR hint at its launch: its launches pass their own occupancy, or options "
                                    "of their own (`**options`) that may hold it")

@@ -195,12 +195,8 @@ class AutotunerConfigs(Transform):
                 "the launch (the autotuner passes it a copy of the arguments)"))
 
 
-class LaunchHints(Transform):
-    """The release's starting occupancy for the kernel's class, at each launch site of an entry kernel its author
-    launches without autotuner, as a literal under the gate; the author's launch is otherwise kept."""
-
-    name = "launch_hints"
-    EXAMPLE = _IMPORTS + (
+# an elementwise kernel its author launches without autotuner, up to its launch line (the examples add their own)
+_ADD_WITHOUT_AUTOTUNER = _IMPORTS + (
         "@triton.jit\n"
         "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
         "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
@@ -209,8 +205,16 @@ class LaunchHints(Transform):
         "             mask=mask)\n"
         "\n\n"
         "def add(x, y, out):\n"
-        "    n = out.numel()\n"
-        "    add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024, num_warps=4)\n")
+        "    n = out.numel()\n")
+
+
+class LaunchHints(Transform):
+    """The release's starting occupancy for the kernel's class, at each launch site of an entry kernel its author
+    launches without autotuner, as a literal under the gate; the author's launch is otherwise kept."""
+
+    name = "launch_hints"
+    EXAMPLE = (_ADD_WITHOUT_AUTOTUNER
+               + "    add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024, num_warps=4)\n")
 
     def __call__(self, step: KernelStep) -> None:
         if not step.without_autotuner or step.autotune_asked:
@@ -218,7 +222,7 @@ class LaunchHints(Transform):
         if "all" in step.hint_autotune:  # passed over: it writes its own inputs
             step.plan.report.skipped.append(in_place_note(step.kernel, step.record))
         plan_launch_hints(step.kernel, step.kernel_class, step.release.launch_hint(step.kernel_class),
-                          step.release.label(), step.names.gate, step.plan, step.model.source, step.model.scan.tree)
+                          step.release.label(), step.names.gate, step.plan, step.model.scan.tree)
 
 
 class HintOnlyConfigs(Transform):
@@ -227,17 +231,7 @@ class HintOnlyConfigs(Transform):
 
     name = "hint_only_configs"
     ASKED = ("add_kernel",)
-    EXAMPLE = _IMPORTS + (
-        "@triton.jit\n"
-        "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
-        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
-        "    mask = offs < n\n"
-        "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),\n"
-        "             mask=mask)\n"
-        "\n\n"
-        "def add(x, y, out):\n"
-        "    n = out.numel()\n"
-        "    add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n")
+    EXAMPLE = _ADD_WITHOUT_AUTOTUNER + "    add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n"
 
     def __call__(self, step: KernelStep) -> None:
         kernel, plan, persistent = step.kernel, step.plan, step.step
