@@ -8,7 +8,7 @@ applied in library mode (its files import one helper module, `_tileir.py`, which
 
 Counts added lines of code: lines of the new file that the original does not have (a changed line counts as
 added), less blank lines and comments. Each added line is put in one group by what it belongs to: the gate
-(`is_tileir()`, its constexprs, or the import of the package's helper), the TMA runtime (dispatch and 2-CTA guard
+(`is_tileir()`, its constexprs, or the import of the package's helper), the TMA runtime (dispatch
 helpers), a dot kernel's descriptor form (its `<name>_tileir` TMA twin), other copied kernels, and the rest
 (config lists, launch hints, rewrites in place). Per file also: kernels copied (every twin but a descriptor form),
 autotuners added, rewrites in place, launch hints.

@@ -413,3 +413,18 @@ def test_unwritable_output_is_one_line(tmp_path: Path) -> None:
     blocker.write_text("")
     result = CliRunner().invoke(app, ["apply", str(src), "-o", str(blocker / "out.py")])
     assert result.exit_code == 2 and "cannot write" in result.output and "Traceback" not in result.output
+
+
+def test_kernels_crossed_with_one_lever_list_share_it_by_name() -> None:
+    second = AUTOTUNED[AUTOTUNED.index("@triton.autotune"):].replace("dot_kernel", "other_kernel")
+    source = AUTOTUNED + "\n\n" + second
+    result = transform_source(source, "two.py", classify=_classes("dot"))
+    out = result.new_source
+    assert out.count("TILEIR_LEVERS = [") == 1 and out.index("TILEIR_LEVERS = [") < out.index("def dot_kernel")
+    assert "for c in dot_kernel.configs for o, n, s, t in TILEIR_LEVERS" in out
+    assert "for c in other_kernel.configs for o, n, s, t in TILEIR_LEVERS" in out
+    namespace: dict = {}
+    exec(compile(out[out.index("TILEIR_LEVERS = ["):].split("\n\n")[0], "two.py", "exec"), namespace)  # noqa: S102
+    assert all(len(row) == 4 for row in namespace["TILEIR_LEVERS"])  # (occupancy, num_ctas, num_stages, tiles)
+    alone = transform_source(AUTOTUNED, "one.py", classify=_classes("dot")).new_source
+    assert "TILEIR_LEVERS" not in alone and "for o, n, s, t in [" in alone  # one kernel: its list stays inline

@@ -168,23 +168,6 @@ def test_the_dispatch_launches_the_twin_only_where_tma_serves(monkeypatch: pytes
     assert dispatch[(4,)](_Tensor(256), 64, 1) == "ran" and tma.launches[-1][1] == {"grid": (4,), "warmup": False}
 
 
-def test_the_cta_guard_divides_the_programs_and_clamps_the_grid() -> None:
-    kernel = _Kernel(["x", "NUM_SMS"])
-    guard = launch_runtime._TileIROptCtaGuard(kernel, "NUM_SMS")
-    guard.run("x", 132, grid=(1000, 2), num_ctas=2)
-    (args, kwargs), = kernel.launches
-    assert args == ("x", 66) and kwargs["grid"]({}) == (66, 2)
-    guard.run("x", NUM_SMS=132, grid=(10,), num_ctas=1)  # one CTA: untouched
-    assert kernel.launches[-1] == (("x",), {"NUM_SMS": 132, "grid": (10,), "num_ctas": 1})
-
-
-def test_the_guard_goes_under_the_autotuner() -> None:
-    tuned = _tuned()
-    inner = tuned.fn
-    assert launch_runtime._tileiropt_guard_ctas(tuned, "n") is tuned
-    assert isinstance(tuned.fn, launch_runtime._TileIROptCtaGuard) and tuned.fn.fn is inner
-
-
 # ------------------------------------------------------------------------------------ capture and audit
 
 

@@ -1,5 +1,5 @@
 """TMA twins of dot kernels: before/after rewrites per pattern, what is left alone and why, the
-generated dispatch and 2-CTA guard, and the twins' numerics under Triton's interpreter.
+generated dispatch, and the twins' numerics under Triton's interpreter.
 
 The numerical checks run `tests/fixtures/tma/run_cases.py` once, in a child process with
 TRITON_INTERPRET=1 and the TileIR code forced on by the harness (Triton fixes the backend at decoration time):
@@ -24,7 +24,7 @@ import triton
 from tileiropt.apply.apply import transform_source
 from tileiropt.apply.gate import gate_source
 from tileiropt.apply.tma_runtime import RUNTIME_SOURCE
-from tileiropt.harness.autotuners import autotuners, config_label, innermost, pinned, tma_dispatches
+from tileiropt.harness.autotuners import autotuners, config_label, pinned, tma_dispatches
 
 from shared import ROOT, TEST_FIXTURES
 
@@ -88,28 +88,37 @@ def test_gemm_twin_loads_and_stores_through_descriptors() -> None:
     assert transform_source(out, "k.py", classify=_dot).new_source == out  # idempotent
 
 
-def test_persistent_gemm_gets_descriptors_outside_the_tile_loop_and_a_cta_guard() -> None:
+def test_persistent_gemm_gets_descriptors_outside_the_tile_loop_and_two_cta_configs() -> None:
     _, result, out = _fixture("persistent_gemm")
     twin = _twin(out, "persistent_gemm_kernel_tileir")
     assert twin.index("a_desc = ") < twin.index("for tile_id in tl.range(")
     assert "a_desc.load([pid_m * BLOCK_M, ki * BLOCK_K])" in twin
     block = out[out.index("\n    persistent_gemm_kernel_tileir_pointer = "):]
-    assert re.search(r"\(\d+, 2, \d+", block)  # 2-CTA configs (o, n=2, s), now that the guard is in place
-    assert ("    _tileiropt_guard_ctas(persistent_gemm_kernel_tileir, 'NUM_SMS')\n"
-            "    _tileiropt_guard_ctas(persistent_gemm_kernel_tileir_pointer, 'NUM_SMS')\n") in block
-    assert not any("num_ctas=2 not added" in s for s in result.kernels[0].skipped)
-    assert any("2-CTA guard" in c.what for c in result.kernels[0].changes)
+    assert re.search(r"\(\d+, 2, \d+", block)  # 2-CTA configs (o, n=2, s), timed by the autotuner as launched
+    assert "guard" not in out
+    assert any("2-CTA configs on a persistent kernel: under num_ctas=2 each of its NUM_SMS programs" in c.what
+               for c in result.kernels[0].changes)
 
 
-def test_persistent_kernel_without_a_recognised_tile_loop_keeps_the_refusal() -> None:
+def test_persistent_kernel_without_a_recognised_tile_loop_gets_no_persistent_note() -> None:
     source = (FIXTURES / "persistent_gemm.py").read_text().replace(
         "tl.range(start_pid, num_tiles, NUM_SMS)", "tl.range(start_pid, num_tiles, tl.num_programs(0))")
     result = transform_source(source, "k.py", classify=_dot, max_configs=8)
-    assert any("num_ctas=2 not added: persistent kernel" in s for s in result.kernels[0].skipped)
-    assert "_tileiropt_guard_ctas(persistent" not in result.new_source
     block = result.new_source[result.new_source.index("\nif is_tileir():"):]
     assert "for c in persistent_gemm_kernel_tileir.configs" in block
-    assert not re.search(r"\(\d+, 2, \d+", block)  # configs, none of them 2-CTA
+    assert not any("persistent kernel" in c.what for c in result.kernels[0].changes)
+
+
+def test_a_dot_kernel_whose_loads_cannot_take_descriptors_gets_no_twin_for_its_store() -> None:
+    gathered = "offs_k = tl.load(k_order_ptr + ki * BLOCK_K + tl.arange(0, BLOCK_K))"  # K in an order of its own
+    source = (FIXTURES / "persistent_gemm.py").read_text().replace(
+        "offs_k = ki * BLOCK_K + tl.arange(0, BLOCK_K)", gathered).replace(
+        "    a_ptr, b_ptr, c_ptr,\n", "    a_ptr, b_ptr, c_ptr, k_order_ptr,\n")
+    result = transform_source(source, "k.py", classify=_dot, max_configs=8)
+    (report,) = result.kernels
+    assert report.twin is None and "_tileiropt_tma_dispatch" not in result.new_source
+    assert any(s.startswith("no TMA twin: only its stores could take a descriptor") for s in report.skipped)
+    assert "persistent_gemm_kernel.configs += [" in result.new_source  # its configs still go to its own autotuner
 
 
 def test_batched_gemm_folds_the_batch_into_the_base_pointer() -> None:
@@ -278,11 +287,12 @@ class _Tensor:
     ({"a": _Tensor(256), "sm": 64, "sk": 1, "sb": 4096}, ({"T_A": False}, "")),
     ({"a": _Tensor(256), "sm": 1, "sk": 64, "sb": 4096}, ({"T_A": True}, "")),
     ({"a": _Tensor(258), "sm": 64, "sk": 1, "sb": 4096}, (None, "a is not 16-byte aligned")),
-    ({"a": _Tensor(256), "sm": 33, "sk": 1, "sb": 4096}, (None, "a: strides (33, 1) of 2-byte elements")),
-    ({"a": _Tensor(256), "sm": 64, "sk": 1, "sb": 4097}, (None, "a: a batch offset is not a multiple of 16 bytes")),
+    ({"a": _Tensor(256), "sm": 33, "sk": 1, "sb": 4096}, (None, "a has strides (33, 1) of 2-byte elements")),
+    ({"a": _Tensor(256), "sm": 64, "sk": 1, "sb": 4097},
+     (None, "a has a batch offset that is not a multiple of 16 bytes")),
     ({"a": _Tensor(256), "sm": 64, "sk": 1}, (None, "a: argument 'sb' not passed")),
     ({"a": 7, "sm": 64, "sk": 1, "sb": 64}, (None, "a is not a tensor")),
-    ({"a": _Tensor(256, elements=1 << 31), "sm": 64, "sk": 1, "sb": 64}, (None, "a: its storage may need 64-bit")),
+    ({"a": _Tensor(256, elements=1 << 31), "sm": 64, "sk": 1, "sb": 64}, (None, "a may need 64-bit offsets")),
 ])
 def test_dispatch_checks_tma_rules_on_the_launch_arguments(arguments: dict, expected: tuple) -> None:
     flags, reason = _runtime()["_tileiropt_tma_flags"]([("a", (("sm",), ("sk",)), (("sb",),), "nt", "T_A")],
@@ -337,34 +347,6 @@ def test_dispatch_leaves_a_program_allocator_alone(monkeypatch) -> None:
     assert tma.launches and allocators == []
 
 
-def test_cta_guard_divides_num_sms_and_clamps_the_grid() -> None:
-    runtime = _runtime()
-    inner = _Kernel(["x", "NUM_SMS"])
-    guard = runtime["_TileIROptCtaGuard"](inner, "NUM_SMS")
-    guard.run(1, grid=lambda meta: (132, 5), warmup=False, NUM_SMS=132, num_ctas=2)
-    args, kwargs = inner.launches[-1]
-    assert kwargs["NUM_SMS"] == 66 and kwargs["grid"]({}) == (66, 5)
-    guard.run(1, 132, grid=(100,), warmup=False, num_ctas=2)  # NUM_SMS passed positionally
-    args, kwargs = inner.launches[-1]
-    assert args == (1, 66) and kwargs["grid"]({}) == (66,)
-    guard.run(1, grid=(132,), warmup=False, NUM_SMS=132, num_ctas=1)  # 1 CTA: untouched
-    assert inner.launches[-1][1]["NUM_SMS"] == 132 and inner.launches[-1][1]["grid"] == (132,)
-
-
-def test_cta_guard_sits_under_the_autotuner() -> None:
-    runtime = _runtime()
-
-    @triton.autotune(configs=[triton.Config({"B": 16})], key=["n"])
-    @triton.jit
-    def kernel(x_ptr, n, NUM_SMS: triton.language.constexpr, B: triton.language.constexpr):
-        pass
-
-    jit = kernel.fn
-    runtime["_tileiropt_guard_ctas"](kernel, "NUM_SMS")
-    assert type(kernel.fn).__name__ == "_TileIROptCtaGuard" and kernel.fn.fn is jit
-    assert innermost(kernel) is jit  # tools still see the kernel through the guard
-
-
 # ----------------------------------------------------------------------------- PTX path, and numerics
 
 
@@ -401,9 +383,8 @@ def test_twins_are_correct_under_the_interpreter(interpreter_records: list[dict]
     assert {r["path"] for r in records} == {"tma", "pointer"}  # both paths ran, each where expected
 
 
-def test_persistent_twins_run_guarded_in_two_cta_mode(interpreter_records: list[dict]) -> None:
+def test_persistent_twins_run_in_two_cta_mode(interpreter_records: list[dict]) -> None:
     records = [r for r in interpreter_records if r["fixture"] == "persistent_gemm"]
-    assert records[0]["guarded"] == ["persistent_gemm_kernel_tileir", "persistent_gemm_kernel_tileir_pointer"]
     two_ctas = [r for r in records if r["config"].endswith("num_ctas=2")]
     assert two_ctas and all(r["ok"] for r in two_ctas)
     assert all("num_ctas=2" in label for r in two_ctas for label in r["pinned"].values())

@@ -41,7 +41,7 @@ from tileiropt.apply.nested import (
     placement_note,
     triton_only_in_blocks,
 )
-from tileiropt.apply.plan import TWIN_SUFFIX, FileNames, KernelPlan, file_names
+from tileiropt.apply.plan import TWIN_SUFFIX, FileNames, KernelPlan, file_names, share_lever_lists
 from tileiropt.apply.spaces import (
     DEFAULT_MAX_CONFIGS,
     Space,
@@ -124,7 +124,7 @@ def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, Kernel
                                        "apply again)")
             continue
         step = KernelStep(model, kernel, record, kernel_class, node, spaces[kernel_class], cap, release, names, plan,
-                          twin=node, target=kernel.name, paths=[kernel.name], step=model.persistent_step(kernel),
+                          twin=node, target=kernel.name, paths=[kernel.name],
                           hint_autotune=hint_autotune)
         for transform in transforms:
             transform(step)
@@ -176,6 +176,9 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
         triton = GUARDED_TRITON if optional_triton else names.triton
         constants = _gate_statements(cst.parse_module(gate_constants(names, triton)))
         gate_statements += guarded(constants) if optional_triton else constants
+    levers = share_lever_lists(plans, names.levers)
+    if levers:
+        gate_statements += _gate_statements(cst.parse_module(levers))
     blocks = {id(plan.node): _with_twins(_block_statement(name, plan.block, names.gate), plan)
               for name, plan in plans.items() if plan.block and plan.node is not None}
     before, after = list(module.body[:gate_index]), list(module.body[gate_index:])  # no def precedes the gate

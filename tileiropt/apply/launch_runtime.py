@@ -1,5 +1,5 @@
-"""Launch-time helpers copied into a transformed file that has TMA twins or a 2-CTA guard (`tma_runtime`
-writes this module's text, less this docstring and its imports, after the gate).
+"""Launch-time helpers copied into a transformed file that has TMA twins or reaches an autotuner under a wrapper
+(`tma_runtime` writes this module's text, less this docstring and its imports, after the gate).
 
 Like the gate, the code is standalone: the standard library and `triton`, `torch` only at a TMA launch that
 needs global scratch for its device-side descriptors (so never at import, and never on a machine without a
@@ -12,10 +12,6 @@ GPU). Defining these names does nothing; they act only where the gated block cal
   the pointer kernel otherwise. `.last_path` ("tma" / "pointer") and `.last_reason` say what
   ran and why; attribute reads go to the TMA kernel (`.configs`, `.best_config`, ...), writes to both
   kernels, so pinning it pins both.
-- `_tileiropt_guard_ctas(kernel, name)`: under a `num_ctas=2` config a persistent kernel gets
-  `name // num_ctas` (the `NUM_SMS` argument) and a grid clamped to that many programs, so its
-  CTA pairs fill the SMs once instead of oversubscribing them. A config `pre_hook` cannot do it:
-  the autotuner hands it a copy of the arguments.
 - `_tileiropt_autotuner(kernel)`: the autotuner under a package's own wrappers (a launch wrapper, an entry object),
   reached as the tool's replay reaches it: through `.fn`, `__wrapped__`, or the one autotuner a wrapper holds.
 """
@@ -39,31 +35,26 @@ def _tileiropt_tma_flags(operands, arguments):
         tensor = arguments.get(pointer)
         if not (hasattr(tensor, "data_ptr") and hasattr(tensor, "element_size")):
             return None, f"{pointer} is not a tensor"
-        size = tensor.element_size()
-        if tensor.data_ptr() % 16:
-            return None, f"{pointer} is not 16-byte aligned"
-        if tensor.untyped_storage().nbytes() // size >= 2**31:  # the twin's batch offsets are 32-bit, as TMA's are
-            return None, f"{pointer}: its storage may need 64-bit offsets"
         try:
             row, col, *shifts = (_tileiropt_prod(arguments[n] for n in names) for names in (rows, cols, *offsets))
         except KeyError as missing:
             return None, f"{pointer}: argument {missing} not passed"
-        if not all(isinstance(v, int) for v in (row, col, *shifts)):
-            return None, f"{pointer}: a stride is not an integer"
-        if any(shift * size % 16 for shift in shifts):
-            return None, f"{pointer}: a batch offset is not a multiple of 16 bytes"
-        if "n" in orient and col == 1 and row > 0 and row * size % 16 == 0:
-            transposed = False
-        elif "t" in orient and row == 1 and col > 0 and col * size % 16 == 0:
-            transposed = True
-        else:
-            return None, f"{pointer}: strides ({row}, {col}) of {size}-byte elements do not suit TMA"
+        size = tensor.element_size()
+        why = ("is not 16-byte aligned" if tensor.data_ptr() % 16
+               else "may need 64-bit offsets" if tensor.untyped_storage().nbytes() // size >= 2**31
+               else "has a stride that is not an integer" if not all(isinstance(v, int) for v in (row, col, *shifts))
+               else "has a batch offset that is not a multiple of 16 bytes" if any(v * size % 16 for v in shifts)
+               else "")
+        transposed = (False if "n" in orient and col == 1 and row > 0 and row * size % 16 == 0
+                      else True if "t" in orient and row == 1 and col > 0 and col * size % 16 == 0 else None)
+        if why or transposed is None:
+            return None, f"{pointer} {why or f'has strides ({row}, {col}) of {size}-byte elements, unsuited to TMA'}"
         if flag is not None and flags.setdefault(flag, transposed) != transposed:
             return None, f"{pointer}: tiles with different layouts"
     return flags, ""
 
 
-class _TileIROptTmaDispatch:
+class _tileiropt_tma_dispatch:  # noqa: N801 (called as a function where the kernel's name is bound)
     """Launches the TMA twin when the launch's tensors meet TMA's rules, the pointer kernel otherwise."""
 
     OWN = ("tma", "pointer", "operands", "last_path", "last_reason")
@@ -94,41 +85,6 @@ class _TileIROptTmaDispatch:
         else:
             setattr(self.tma, name, value)
             setattr(self.pointer, name, value)
-
-
-def _tileiropt_tma_dispatch(tma, pointer, operands):
-    return _TileIROptTmaDispatch(tma, pointer, operands)
-
-
-class _TileIROptCtaGuard(_tileiropt_triton.runtime.Heuristics):
-    """A 2-CTA launch of a persistent kernel: `name // num_ctas` programs (and tile stride), grid clamped to them."""
-
-    def __init__(self, fn, name):
-        super().__init__(fn, fn.arg_names, {})
-        self.name = name
-
-    def run(self, *args, **kwargs):
-        ctas, position = kwargs.get("num_ctas") or 1, self.arg_names.index(self.name)
-        if ctas > 1 and (self.name in kwargs or position < len(args)):
-            if self.name in kwargs:
-                programs = kwargs[self.name] = max(1, kwargs[self.name] // ctas)
-            else:
-                programs = max(1, args[position] // ctas)
-                args = (*args[:position], programs, *args[position + 1:])
-            grid = kwargs["grid"]
-            kwargs["grid"] = lambda meta: (lambda g: (min(g[0], programs), *g[1:]))(
-                tuple(grid(meta) if callable(grid) else grid))
-        return self.fn.run(*args, **kwargs)
-
-
-def _tileiropt_guard_ctas(kernel, name):
-    """Put the 2-CTA guard under the autotuner of `kernel` (found through a TMA dispatch or heuristics)."""
-    tuner = kernel
-    while tuner is not None and not isinstance(tuner, _tileiropt_triton.runtime.Autotuner):
-        tuner = getattr(tuner, "tma", None) or getattr(tuner, "fn", None)
-    if tuner is not None:
-        tuner.fn = _TileIROptCtaGuard(tuner.fn, name)
-    return kernel
 
 
 def _tileiropt_autotuner(kernel):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 import math
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -47,6 +49,7 @@ class FileNames:
     imports_triton: bool = True  # the file binds `triton` itself (else the gate imports it)
     flag: str = "TILEIR"  # the gate as a module-level constexpr, read by in-place rewrites
     log2e: str = "LOG2E"  # log2(e) as a module-level constexpr
+    levers: str = "TILEIR_LEVERS"  # a list of lever combinations several kernels' configs are crossed with
 
 
 def _hint_list(configs: list[TileIRConfig], names: FileNames) -> str:
@@ -77,18 +80,52 @@ def _crossed_list(source: str, combos: list[TileIRConfig], tiles: bool, names: F
     targets = ["o", "n", "s"] + (["t"] if tiles else [])
     rows = [repr((c.occupancy, c.num_ctas, c.num_stages,
                   *([{k: v for k, v in c.kwargs if v is not None}] if tiles else []))) for c in combos]
+    listed = _wrapped_list(f"for {', '.join(targets)} in [", rows, 4)
+    call = (f"{names.triton}.Config({kwargs}, num_warps=c.num_warps, num_stages=s, occupancy=o, num_ctas=n, "
+            "pre_hook=c.pre_hook)")
+    return f"[\n    {call}\n    for c in {source}\n    {listed}\n]"
+
+
+def _wrapped_list(head: str, rows: list[str], indent: int) -> str:
+    """`head` then `rows` as one list literal, wrapped at 100 characters under its first row (`indent`: the
+    column `head` starts at)."""
     lines, line = [], ""
-    for row in rows:  # the combinations wrapped at 100 characters
+    for row in rows:
         if line and len(line) + len(row) > 100:
             lines.append(line.rstrip())
             line = ""
         line += row + ", "
     lines.append(line.rstrip(", "))
-    head = f"for {', '.join(targets)} in ["
-    listed = head + ("\n" + " " * (4 + len(head))).join(lines) + "]"
-    call = (f"{names.triton}.Config({kwargs}, num_warps=c.num_warps, num_stages=s, occupancy=o, num_ctas=n, "
-            "pre_hook=c.pre_hook)")
-    return f"[\n    {call}\n    for c in {source}\n    {listed}\n]"
+    return head + ("\n" + " " * (indent + len(head))).join(lines) + "]"
+
+
+LEVER_LIST = re.compile(r"(?<=for o, n, s in )\[[^\]]*\]|(?<=for o, n, s, t in )\[[^\]]*\]")
+
+
+def share_lever_lists(plans: dict[str, KernelPlan], name: str) -> str:
+    """One module-level list, named, for each list of lever combinations (`_crossed_list`) that two or more of the
+    file's TileIR blocks cross their kernels' configs with (a file of several dot kernels repeats one list); the
+    blocks name it instead. Returns the definitions ("" when no list repeats)."""
+    def key(literal: str) -> str:
+        return re.sub(r"\s+", " ", literal)
+
+    counts = Counter(key(found) for plan in plans.values() for line in plan.block
+                     for found in LEVER_LIST.findall(line))
+    shared = {literal: name if number == 1 else f"{name}_{number}"
+              for number, literal in enumerate((k for k, count in counts.items() if count > 1), 1)}
+    if not shared:
+        return ""
+    def joined(found: re.Match) -> str:  # `for c in <configs> for o, n, s in <name>` on one line where it fits
+        own, levers = found.group(1), found.group(3)
+        return f"{own} {levers}" if len(found.group(2)) + len(own) + len(levers) < 96 else found.group()
+
+    for plan in plans.values():
+        plan.block = [re.sub(r"(for c in \S+)\n( *)(for o, n, s(?:, t)? in \w+)$", joined, LEVER_LIST.sub(
+            lambda found: shared.get(key(found.group()), found.group()), line), flags=re.M) for line in plan.block]
+    definitions = [_wrapped_list(f"{variable} = [", [repr(row) for row in ast.literal_eval(literal)], 0)
+                   for literal, variable in shared.items()]
+    return ("# TileIR levers (occupancy, num_ctas, num_stages, larger tiles) crossed with several kernels' configs\n"
+            + "\n".join(definitions) + "\n")
 
 
 def _extend(owner: str, paths: list[str], configs: str, fixed_list_possible: bool) -> list[str]:
@@ -144,24 +181,19 @@ def _autotuner_path(model: FileModel, kernel: KernelInfo) -> str | None:
 
 
 def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int, paths: list[str], plan: KernelPlan,
-                    names: FileNames, cta_guard: bool = False) -> bool:
+                    names: FileNames) -> None:
     """Add the TileIR configs to the autotuner of each kernel in `paths`; True when some use num_ctas > 1.
 
     One comprehension crosses the autotuner's own list, read at import, with literal lever combinations: the tool
     never runs the kernel file. When the file states its configs literally they are read here (at least `cap`
     configs in all, names checked against the kernel's parameters); configs built by code (a function that branches
     on the backend, a package's autotuner reading tuned configs from disk) get the covering combinations only.
-    `cta_guard`: the persistent kernel gets the 2-CTA guard
-    (NUM_SMS // num_ctas), so 2-CTA configs are safe for it."""
+    A persistent kernel gets 2-CTA configs as any other (as NVIDIA's port of tutorial 09 does): its programs
+    then take two SMs each, and the autotuner times that like every other config."""
     autotune = kernel.autotune
     assert autotune is not None
     target = paths[0]
     params = {p.name for p in kernel.params}
-    allow_ctas = "NUM_SMS" not in params or cta_guard  # persistent kernels: see the 2-CTA note below
-    if not allow_ctas and any(c > 1 for c in space.num_ctas):
-        plan.report.skipped.append(
-            "num_ctas=2 not added: persistent kernel (NUM_SMS); its grid and tile stride would need "
-            "NUM_SMS // num_ctas, which a config pre_hook cannot pass to the launch")
     suffix = _autotuner_path(model, kernel)
     reached = suffix is None  # a package's wrapper above the autotuner: reached at import through its chain
     attributes = [f"_tileiropt_autotuner({path})" if reached else f"{path}{suffix}" for path in paths]
@@ -172,7 +204,7 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
             "(_tileiropt_autotuner: through .fn, __wrapped__ or the one autotuner a wrapper holds)",
             "the package's own wrapper sits above the autotuner; the TileIR configs go into the list the kernel is "
             "tuned with, reached as the tool's replay reaches it; where none is found there, none is added"))
-    ctas = space.num_ctas if allow_ctas else [1]
+    ctas = space.num_ctas
     owner = f"{autotune.package}(...)" if autotune.package else "its autotuner"
     tiles = tile_sizes(space, [n for n in autotune.config_names if n in params])
     try:
@@ -190,12 +222,13 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
             f"{space.num_stages}" + (f", larger {', '.join(tiles)}" if tiles else "") + ")",
             f"its configs are built by code ({exc}); one comprehension crosses the autotuner's actual configs with "
             "literal lever values that cover every value, so the tool never runs the kernel file"))
-        return any(c > 1 for c in ctas)
+        _note_persistent(kernel, model, ctas, plan)
+        return
     config_names = _config_names(values)
     unknown = [n for n in config_names if n not in params]
     if unknown:
         plan.report.skipped.append(f"TileIR configs not added: configs set {unknown[0]!r}, not a kernel parameter")
-        return False
+        return
     combos = covering_combinations(space, ctas, tiles, at_least=cap // max(len(values), 1))
     plan.block.extend(_extend(kernel.name, attributes, _crossed_list(
         f"{attributes[0]}.configs", combos, bool(tiles), names), reached))
@@ -211,7 +244,17 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
         + (f", larger {', '.join(tiles)}" if tiles else ""),
         "TileIR tunes occupancy and 2-CTA mode; num_stages is a cost hint; larger tiles suit CGA-level tiles; "
         f"the kernel's own {len(values)} configs are kept first; every lever value is tried at least once"))
-    return any(c.num_ctas is not None and c.num_ctas > 1 for c in combos)
+    _note_persistent(kernel, model, used_ctas, plan)
+
+
+def _note_persistent(kernel: KernelInfo, model: FileModel, ctas: list[int], plan: KernelPlan) -> None:
+    """Why a persistent kernel's 2-CTA configs are added as they are, without a guard on its grid."""
+    step = model.persistent_step(kernel)
+    if step is not None and any(c > 1 for c in ctas):
+        plan.report.changes.append(Change(
+            kernel.line, f"2-CTA configs on a persistent kernel: under num_ctas=2 each of its {step} programs takes "
+            "two SMs", "as in NVIDIA's port of tutorial 09: the autotuner times each 2-CTA config as launched, so "
+            "one that oversubscribes the SMs is chosen only where it is the faster"))
 
 
 def plan_hint_only(kernel: KernelInfo, record: KernelRecord, space: Space, cap: int, bind: str, target: str,
@@ -361,5 +404,8 @@ def file_names(info: ModuleInfo) -> FileNames:
     triton_name = "triton" if "triton" in info.triton_names else min(info.triton_names, default="triton")
     flag = next(name for name in sorted(FLAGS, key=len) if name not in defined)
     log2e = next(name for name in ("LOG2E", "TILEIR_LOG2E", "_TILEIROPT_LOG2E") if name not in defined)
-    return FileNames(gate_name(defined), triton_name, imports_triton=bool(info.triton_names), flag=flag, log2e=log2e)
+    levers = next(name for name in ("TILEIR_LEVERS", "_TILEIROPT_LEVERS") if not any(
+        d == name or d.startswith(name + "_") for d in defined))
+    return FileNames(gate_name(defined), triton_name, imports_triton=bool(info.triton_names), flag=flag, log2e=log2e,
+                     levers=levers)
 

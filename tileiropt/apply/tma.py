@@ -65,7 +65,6 @@ from tileiropt.classify.tile_values import LOCAL, Atom, Poly, format_poly
 FLAG_PREFIX = "TMA_T_"
 POINTER_SUFFIX = "_pointer"  # `<name>_tileir_pointer`: the pointer kernel under the dispatch
 DISPATCH = "_tileiropt_tma_dispatch"
-GUARD = "_tileiropt_guard_ctas"
 
 
 @dataclass(frozen=True)
@@ -156,6 +155,11 @@ def plan_tma(model: FileModel, kernel: KernelInfo, function: cst.FunctionDef) ->
     if not replacements:
         result.skipped.append("no TMA twin: no descriptor could be placed")
         return result
+    if not any(change.startswith("tl.load") for _, change in result.changes):
+        result.changes.clear()
+        result.skipped.append("no TMA twin: only its stores could take a descriptor; its loads, the traffic TMA "
+                              "would speed up, stay pointer loads (above), so a second kernel is not worth its keep")
+        return result
     dead_before = dead_names(function, info.aliases)
     rewritten = function.visit(Rewriter(replacements, inserts))
     assert isinstance(rewritten, cst.FunctionDef)
@@ -195,10 +199,13 @@ def _wrap_note(access: Access) -> str:
 
 
 def dispatch_statement(kernel: str, tma: str, pointer: str, operands: list[Operand]) -> str:
-    """`kernel = _tileiropt_tma_dispatch(tma, pointer, [...])`, one operand per line."""
-    inner = "".join(f"        {operand.source()},\n" for operand in operands)
-    return f"{kernel} = {DISPATCH}(\n    {tma},\n    {pointer},\n    [\n{inner}    ],\n)".replace(
-        "\n    [\n", "\n    [  # (pointer, (row stride, column stride), batch offsets, layouts, flag)\n", 1)
+    """`kernel = _tileiropt_tma_dispatch(tma, pointer, [...])`, one operand per line (the block indents it by 4)."""
+    head, indent = f"{kernel} = {DISPATCH}({tma}, {pointer}, [", ""
+    if len(head) > 96:
+        head, indent = f"{kernel} = {DISPATCH}(\n    {tma}, {pointer}, [", "    "
+    inner = "".join(f"{indent}    {operand.source()},\n" for operand in operands)
+    return (f"{head}\n{indent}    # (pointer, (row stride, column stride), batch offsets, layouts, flag)\n"
+            f"{inner}{indent}])")
 
 
 # ---------------------------------------------------------------------- grouping and placement

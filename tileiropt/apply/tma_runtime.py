@@ -1,6 +1,6 @@
 """The TMA runtime block of a transformed file: a marker line, then the launch-time helpers of
-`launch_runtime` (TMA dispatch, 2-CTA guard) copied from their source. `apply` writes it after the gate
-into a file that has TMA twins or a 2-CTA guard (with its own `import triton as _tileiropt_triton`): only the
+`launch_runtime` (TMA dispatch, the autotuner under a wrapper) copied from their source. `apply` writes it after the
+gate into a file whose TileIR blocks call them (with its own `import triton as _tileiropt_triton`): only the
 helpers its TileIR blocks call (`runtime_source`); a library's helper module holds them all.
 """
 
@@ -15,11 +15,10 @@ RUNTIME_MARKER = "# --- tileiropt: TMA dispatch"
 
 RUNTIME_SOURCE = (f"\n{RUNTIME_MARKER} (standalone; acts only where the TileIR block below calls it) ---\n"
                   + copied_source(launch_runtime))
-RUNTIME_NAMES = ("_tileiropt_tma_dispatch", "_tileiropt_guard_ctas", "_tileiropt_autotuner")  # the blocks call
+RUNTIME_NAMES = ("_tileiropt_tma_dispatch", "_tileiropt_autotuner")  # the blocks call
 # the definitions each called helper needs, in the order of `launch_runtime`
 NEEDS = {"_tileiropt_tma_dispatch": ("_tileiropt_prod", "_tileiropt_allocator", "_tileiropt_tma_flags",
-                                     "_TileIROptTmaDispatch", "_tileiropt_tma_dispatch"),
-         "_tileiropt_guard_ctas": ("_TileIROptCtaGuard", "_tileiropt_guard_ctas"),
+                                     "_tileiropt_tma_dispatch"),
          "_tileiropt_autotuner": ("_tileiropt_autotuner",)}
 
 

@@ -32,7 +32,7 @@ from tileiropt.apply.plan import (
     plan_tma_twin,
 )
 from tileiropt.apply.spaces import Space
-from tileiropt.apply.tma import GUARD, POINTER_SUFFIX, TmaResult, dispatch_statement
+from tileiropt.apply.tma import POINTER_SUFFIX, TmaResult, dispatch_statement
 from tileiropt.classify.classify import KernelRecord
 from tileiropt.classify.discovery import KernelInfo
 from tileiropt.classify.model import FileModel
@@ -59,7 +59,6 @@ class KernelStep:
     target: str  # the name the kernel is bound to under the gate
     paths: list[str] = field(default_factory=list)  # the kernels the TileIR configs go to
     tma: TmaResult | None = None  # the TMA rewrite's plan, when the kernel gets one
-    step: str | None = None  # a persistent kernel's tile-stride argument (the 2-CTA guard divides it)
     hint_autotune: tuple[str, ...] = ()  # kernels the user asked a hint-only autotuner for (`all`: every one)
 
     @property
@@ -169,7 +168,7 @@ class TmaTwin(Transform):
 
 
 class AutotunerConfigs(Transform):
-    """TileIR configs added to the kernel's own autotuner (and the 2-CTA guard of a persistent kernel)."""
+    """TileIR configs added to the kernel's own autotuner."""
 
     name = "autotuner_configs"
     EXAMPLE = _IMPORTS + (
@@ -181,18 +180,8 @@ class AutotunerConfigs(Transform):
         "    tl.store(out_ptr + offs, 2.0 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\n")
 
     def __call__(self, step: KernelStep) -> None:
-        kernel, plan, persistent = step.kernel, step.plan, step.step
-        if kernel.autotune is None:
-            return
-        two_ctas = plan_autotuned(kernel, step.model, step.space, step.cap, step.paths, plan, step.names,
-                                  cta_guard=persistent is not None)
-        if persistent is not None and two_ctas:
-            plan.block.extend(f"{GUARD}({path}, {persistent!r})" for path in step.paths)
-            plan.runtime = True  # the guard is defined with the TMA runtime helpers
-            plan.report.changes.append(Change(
-                kernel.line, f"2-CTA guard on {', '.join(step.paths)}: under num_ctas=2, {persistent} // 2 "
-                f"programs and tile stride", "each 2-CTA program takes two SMs; a config pre_hook cannot change "
-                "the launch (the autotuner passes it a copy of the arguments)"))
+        if step.kernel.autotune is not None:
+            plan_autotuned(step.kernel, step.model, step.space, step.cap, step.paths, step.plan, step.names)
 
 
 # an elementwise kernel its author launches without autotuner, up to its launch line (the examples add their own)
@@ -234,17 +223,11 @@ class HintOnlyConfigs(Transform):
     EXAMPLE = _ADD_WITHOUT_AUTOTUNER + "    add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)\n"
 
     def __call__(self, step: KernelStep) -> None:
-        kernel, plan, persistent = step.kernel, step.plan, step.step
         if not step.without_autotuner or not step.autotune_asked:
             return
-        before = len(plan.block)
         for path in step.paths:  # before a TMA dispatch: each path gets its own autotuner
-            plan_hint_only(kernel, step.record, step.space, step.cap, path if step.tma else kernel.name, path, plan,
-                           step.names)
-        if persistent is not None and len(plan.block) > before:
-            plan.block.extend(f"{GUARD}({path if step.tma else kernel.name}, {persistent!r})"
-                              for path in step.paths)
-            plan.runtime = True
+            plan_hint_only(step.kernel, step.record, step.space, step.cap, path if step.tma else step.kernel.name,
+                           path, step.plan, step.names)
 
 
 class Rebinding(Transform):

@@ -220,10 +220,9 @@ def _before_launch(tuners: list[Any], positional: list[Any], kwargs: dict[str, A
 
 
 def tool_link(kernel: Any) -> Any:
-    """The outermost object the tool wrote around a kernel (a TMA dispatch, a 2-CTA guard), or None: a replay of
-    the optimized file goes through it (its choice is part of what is validated), never through a package's own."""
-    return next((link for link in chain(kernel) if type(link).__name__.startswith("_TileIROpt")
-                 or "last_path" in getattr(link, "__dict__", {})), None)
+    """The outermost object the tool wrote around a kernel (a TMA dispatch), or None: a replay of the optimized
+    file goes through it (its choice is part of what is validated), never through a package's own."""
+    return next((link for link in chain(kernel) if "last_path" in getattr(link, "__dict__", {})), None)
 
 
 def jit_function(module: Any, kernel: Any, name: str) -> Any:
