@@ -44,7 +44,7 @@ def test_apply_adds_to_package_autotuners_and_keys_on_sizes() -> None:
     result = transform_source((FIXTURES / "ops.py").read_text(), str(FIXTURES / "ops.py"))
     out = result.new_source
     by_name = {k.kernel: k for k in result.kernels}
-    assert "for c in scale_kernel.configs\n            for o, n, s, t in [" in out  # a package's Autotuner
+    assert "for c in scale_kernel.configs for o, n, s, t in TILEIR_LEVERS\n" in out  # a package's Autotuner
     assert "for c in softmax_kernel.configs\n            for o, n, s in [" in out  # entry(...) forwards run()
     assert "except (AttributeError, TypeError):  # its autotuner keeps its config list fixed" in out
     assert "    add_bias_kernel.fn.configs += [" in out  # heuristics above autotune: its autotuner is .fn
