@@ -518,6 +518,23 @@ def test_a_setup_call_reading_the_scripts_data_goes_with_it_and_a_flag_stays_wit
     os.environ.pop("TILEIROPT_UNUSED_SETUP", None)
 
 
+def test_an_authors_own_is_tileir_in_a_condition_is_the_script_not_the_tools_code() -> None:
+    import ast
+
+    from tileiropt.harness.script_definitions import definitions_only
+
+    source = ("import torch\n"
+              "def is_tileir():\n    return False\n"
+              "def matmul(a, b):\n    return a @ b\n"
+              "a = torch.ones(2, 2)\n"
+              "if torch.cuda.is_available() or is_tileir():  # the author's: its script part is left out\n"
+              "    out = matmul(a, a)\n    print(out)\n"
+              "if is_tileir():  # as the tool writes its blocks: kept whole\n    TILE_CONFIGS = [1, 2]\n")
+    kept = ast.unparse(ast.Module(body=definitions_only(ast.parse(source).body), type_ignores=[]))
+    assert "matmul(a, a)" not in kept and "a = torch.ones" not in kept and "print(out)" not in kept
+    assert "TILE_CONFIGS = [1, 2]" in kept
+
+
 def test_a_launchs_inputs_are_drawn_once_per_worker_and_every_build_gets_its_own_copy(monkeypatch) -> None:
     """The next case or row of the same launch copies the kept storages: the same values, never the same memory (a
     kernel writes into its inputs), values from `spec["values"]` laid over, and at most `KEPT` launches kept."""

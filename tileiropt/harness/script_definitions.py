@@ -81,10 +81,16 @@ def binds(statement: ast.stmt) -> set[str]:
 
 
 def tool_code(statement: ast.stmt) -> bool:
-    """A statement the tool inserted: it reads or binds one of the tool's names (an `if` by its test alone; a
-    user's block holding the tool's code is looked into instead)."""
+    """A statement the tool inserted: it reads or binds one of the tool's names (a user's block holding the tool's
+    code is looked into instead). An `if` is the tool's by its test alone, and only as the tool writes it: the bare
+    gate call (`if is_tileir():`) or a test reading a `_tileiropt` name. A condition of the author's that calls an
+    `is_tileir()` of their own (`if TORCH_HAS_FP8 and (is_cuda() or is_tileir()):`, NVIDIA's tutorials) is not."""
     if isinstance(statement, ast.If):
-        names = reads(statement.test)
+        test = statement.test
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in TOOL_NAMES \
+                and not test.args and not test.keywords:
+            return True
+        names = {name for name in reads(test) if name not in TOOL_NAMES}
     elif isinstance(statement, BLOCKS):
         return False
     else:

@@ -39,7 +39,8 @@ class CaseJobs:
         return self.timeouts[case.id]
 
     def describe(self, case: Case) -> dict[str, Any]:
-        return {"kernel": case.kernel, "variant": case.variant}
+        return {"kernel": case.kernel, "variant": case.variant,
+                **({"shard": f"{case.shard + 1}/{case.shards}"} if case.shards > 1 else {})}
 
     def add(self, case: Case, item: int | None, record: ValidationRecord, launcher: Launcher) -> None:
         record.inputs = self.inputs.get(case.id)

@@ -38,6 +38,8 @@ class Case(JobMessage):
     search_paths: list[str] = field(default_factory=list)  # importable folders (the project root)
     scaled_from: dict[str, list[int]] | None = None
     start_item: int = 0  # resume after a timeout or crash: the first config item to run
+    shard: int = 0  # this job runs the items `shards.owners` gives shard `shard` of `shards` (validate.shards)
+    shards: int = 1
     module: str | None = None  # the original's dotted module name, when it lives in a package
     call: str | None = None  # the entry's call expression (None: entry(**inputs, **args))
     launch: CapturedLaunch | None = None  # a captured launch, replayed instead of calling an entry

@@ -42,6 +42,7 @@ from tileiropt.validate.records import (
     load_validate_run,
     record_from_dict,
 )
+from tileiropt.validate.shards import ShardCount, autotuned, shard_count, split_cases
 
 REPEATED = "hint-only repeats"  # the progress line's word for such records (run once: the schema says why)
 
@@ -93,7 +94,7 @@ class Plan:
 def case_inputs(case: Case, backend: Backend, best_config: bool, machine: Machine, versions: dict[str, Any],
                 digest: Callable[[str | None], str | None] = file_digest) -> str:
     """The input key of a case: the job, the backend, the files' SHA-256, the tool, Triton, torch, the GPU."""
-    job = {k: v for k, v in case.to_json().items() if k not in ("id", "start_item")}
+    job = {k: v for k, v in case.to_json().items() if k not in ("id", "start_item", "shard", "shards")}
     return input_key({"job": job, "backend": backend.name, "best_config": best_config,
                       "files": [digest(case.path), digest(case.original_path)],
                       "tool": tool_digest(), "versions": versions,
@@ -152,6 +153,34 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
                     plan.timeouts[case.id] = float(timeout if timeout is not None else spec.timeout)
                     plan.keys[case.id] = key
     return plan
+
+
+def spread_cases(plan: Plan, backends: list[Backend], slots: int, has_gpu: bool) -> ShardCount:
+    """Split each case of an autotuned kernel on a GPU backend into jobs of its own (`validate.shards`) when the
+    phase's cases leave slots idle; each job takes its case's timeout, sort key and input key. What counts each
+    input key's jobs."""
+    memo: dict[str, bool] = {}
+    by_name = {backend.name: backend for backend in backends}
+    candidates = {name: [case for case in cases if case.launch is None and by_name[name].needs_gpu and has_gpu
+                         and autotuned(case.path, memo)] for name, cases in plan.cases.items()}
+    shards = shard_count(sum(map(len, candidates.values())), slots, sum(map(len, plan.cases.values())))
+    next_id = 1 + max((case.id for cases in plan.cases.values() for case in cases), default=0)
+    for name, cases in plan.cases.items():
+        chosen = {case.id for case in candidates[name]}
+        if shards <= 1 or not chosen:
+            continue
+        spread: list[Case] = []
+        for case in cases:  # a case's jobs side by side, where the case was
+            jobs, part_of = split_cases([case], shards, next_id) if case.id in chosen else ([case], {})
+            next_id += len(part_of)
+            for job, whole in part_of.items():
+                plan.timeouts[job], plan.keys[job] = plan.timeouts[whole], plan.keys[whole]
+                if whole in plan.inputs:
+                    plan.inputs[job] = plan.inputs[whole]
+            spread += jobs
+        plan.cases[name] = spread
+    return ShardCount((plan.inputs[case.id], case.shards) for cases in plan.cases.values() for case in cases
+                      if case.shard == 0 and case.id in plan.inputs)
 
 
 def earlier_validation(artifacts: Path | str) -> Earlier:
@@ -264,9 +293,15 @@ def validate_project(
             with lock:
                 on_record(record)
 
+    gpu_work = any(b.needs_gpu for b in chosen) and machine.has_gpu
+    per_gpu = validate_per_gpu(memory_gib=machine.device.memory_gib)
+    launchers = executor.slots(gpu_work=gpu_work, per_gpu=per_gpu,
+                               cpu_slots=parallel or os.cpu_count() or 1)
+    jobs_left = spread_cases(plan, chosen, len(launchers), machine.has_gpu)
+
     def case_done(case: Case, finished: bool) -> None:
         key = plan.inputs.get(case.id)
-        if finished and key:
+        if key and jobs_left.ended(key, finished):  # the last job of its case (`validate.shards`)
             complete.append(key)
             if log is not None:
                 log.append("done", key)
@@ -285,10 +320,6 @@ def validate_project(
     if progress is not None:
         for kernel in plan.instant:
             progress.finished(kernel, reused=True)
-    gpu_work = any(b.needs_gpu for b in chosen) and machine.has_gpu
-    per_gpu = validate_per_gpu(memory_gib=machine.device.memory_gib)
-    launchers = executor.slots(gpu_work=gpu_work, per_gpu=per_gpu,
-                               cpu_slots=parallel or os.cpu_count() or 1)
     cases = CaseJobs(plan.timeouts, best_config=not all_configs, on_record=report, inputs=plan.inputs,
                      on_case_done=case_done, reference_cache=workers.scratch)
     slots = workers.slots(JobPool(plan.cases), {b.name: b for b in chosen}, cases)

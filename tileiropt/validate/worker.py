@@ -45,6 +45,7 @@ from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, REJECTED_BY_TILEIR, SAM
 from tileiropt.validate import reference_cache
 from tileiropt.validate.cases import Case, record_for
 from tileiropt.validate.records import AUTOTUNED, NONE, PREPARE
+from tileiropt.validate.shards import owners
 
 OWN_RUN = object()  # prepared["expected"] of a case whose one run is its own reference (`_own_reference`)
 OWN_RUN_REASON = "one run: on the interpreter the original is its own reference (a second run gives the same bits)"
@@ -200,8 +201,11 @@ class CaseRunner:
         emit("plan", id=case.id, labels=[item.label for item in items])
         same_as = interpreted_duplicates(module, items) if self.backend.interpreted else \
             dropped_hint_duplicates(module, items) if self.backend.name == TILEIR_CODE_ON_PTX.name else {}
+        owner = owners(len(items), same_as, case.shards)
         launched_known: set[str] | None = None
         for index in range(case.start_item, len(items)):
+            if owner[index] != case.shard:  # another job of this case runs it (`validate.shards`)
+                continue
             item = items[index]
             if item.autotuner is not None and launched_known is not None and item.autotuner not in launched_known:
                 emit("skip", id=case.id, item=index)

@@ -1,0 +1,91 @@
+"""A case's config items spread over several jobs, so that one kernel's many configs use every worker of every GPU.
+
+A case (one kernel file, variant, dtype set and backend) runs each of its kernel's autotune configs as an item, one
+after another inside one worker. When the phase has fewer cases than slots, a case of an autotuned kernel on a GPU
+backend becomes `shards` jobs of its own: each imports the file and computes the reference (the run's reference
+cache shares it), then runs only its share of the items (`owners`). The records are the same as one job's, in the
+same order (by item); an item that repeats another's compiled code (`worker.dropped_hint_duplicates`) goes to the
+job that runs the one it repeats, so its record can say so. A case's input key is complete only when every one of
+its jobs finished (`ShardCount`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable
+from pathlib import Path
+
+from tileiropt.validate.cases import Case
+
+MAX_SHARDS = 8  # more jobs than this per case cost more imports than their items save
+
+
+def owners(count: int, repeats: dict[int, int], shards: int) -> list[int]:
+    """Per item (of `count`), the shard that runs it: the items that compile code of their own dealt round-robin,
+    each repeat (`repeats`: item -> the earlier item it repeats) to the shard of the item it repeats."""
+    owner = [0] * count
+    dealt = 0
+    for index in range(count):
+        if index in repeats:
+            owner[index] = owner[repeats[index]]
+        else:
+            owner[index] = dealt % max(1, shards)
+            dealt += 1
+    return owner
+
+
+def shard_count(candidates: int, slots: int, cases: int) -> int:
+    """Jobs per candidate case: enough for the `slots` the phase's `cases` leave idle, at most `MAX_SHARDS`; 1 when
+    the cases fill the slots already (or there is one slot)."""
+    if candidates == 0 or slots <= 1 or cases >= slots:
+        return 1
+    return max(1, min(MAX_SHARDS, math.ceil(slots / candidates)))
+
+
+def autotuned(path: str, memo: dict[str, bool]) -> bool:
+    """Whether the file at `path` may hold an autotuner (its text names `autotune`): a case of a kernel without one
+    has a single item, which no split can spread."""
+    if path not in memo:
+        try:
+            memo[path] = "autotune" in Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            memo[path] = False
+    return memo[path]
+
+
+def split_cases(cases: list[Case], shards: int, first_id: int) -> tuple[list[Case], dict[int, int]]:
+    """`cases` with each one split into `shards` jobs (new ids from `first_id`); and each new job's id -> the
+    id of the case it is part of."""
+    if shards <= 1:
+        return cases, {}
+    split: list[Case] = []
+    part_of: dict[int, int] = {}
+    next_id = first_id
+    for case in cases:
+        for shard in range(shards):
+            job = case if shard == 0 else dataclasses.replace(case, id=next_id)
+            if shard:
+                part_of[next_id] = case.id
+                next_id += 1
+            job.shard, job.shards = shard, shards
+            split.append(job)
+    return split, part_of
+
+
+class ShardCount:
+    """Per input key, the jobs of its case still running: the key is complete when the last one finished, and
+    never when one was cut short."""
+
+    def __init__(self, jobs: Iterable[tuple[str, int]]):
+        self.left: dict[str, int] = {}
+        self.cut: set[str] = set()
+        for key, shards in jobs:
+            self.left[key] = self.left.get(key, 0) + shards
+
+    def ended(self, key: str, finished: bool) -> bool:
+        """A job of `key`'s case ended; True when that completes the case."""
+        if not finished:
+            self.cut.add(key)
+        self.left[key] = self.left.get(key, 1) - 1
+        return self.left[key] <= 0 and key not in self.cut
