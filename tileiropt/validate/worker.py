@@ -321,7 +321,7 @@ class CaseRunner:
         """The kernel file's module; for a captured launch, a script's definitions only (its program ran in the
         capture, which recorded every launch it made: `harness.ModuleCalls`)."""
         case = self.case
-        with harness.MODULE_CALLS.only_definitions(bool(case.launch)):
+        with harness.MODULE_CALLS.only_definitions(bool(case.launch) or case.shard > 0):
             return loading.load_kernel_module(path, case.original_path or case.path, case.module, case.entry,
                                               case.search_paths, case.launch.bare_packages if case.launch else ())
 
