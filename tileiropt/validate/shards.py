@@ -13,34 +13,38 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 from collections.abc import Iterable
 from pathlib import Path
 
 from tileiropt.validate.cases import Case
 
-MAX_SHARDS = 8  # more jobs than this per case cost more imports than their items save
+MAX_SHARDS = 16  # more jobs than this per case cost more imports than their items save
+JOBS_PER_SLOT = 2
 
 
 def owners(count: int, repeats: dict[int, int], shards: int) -> list[int]:
-    """Per item (of `count`), the shard that runs it: the items that compile code of their own dealt round-robin,
-    each repeat (`repeats`: item -> the earlier item it repeats) to the shard of the item it repeats."""
+    """Per item (of `count`), the shard that runs it: the items that compile code of their own dealt in turn, in
+    an order shuffled with a fixed seed (a config list crossed with lever combinations has a period, and its costly
+    configs would otherwise fall to one job), each repeat (`repeats`: item -> the earlier item it repeats) to the
+    shard of the item it repeats."""
+    own = [index for index in range(count) if index not in repeats]
+    random.Random(count).shuffle(own)
     owner = [0] * count
-    dealt = 0
-    for index in range(count):
-        if index in repeats:
-            owner[index] = owner[repeats[index]]
-        else:
-            owner[index] = dealt % max(1, shards)
-            dealt += 1
+    for dealt, index in enumerate(own):
+        owner[index] = dealt % max(1, shards)
+    for index in sorted(repeats):
+        owner[index] = owner[repeats[index]]
     return owner
 
 
 def shard_count(candidates: int, slots: int, cases: int) -> int:
-    """Jobs per candidate case: enough for the `slots` the phase's `cases` leave idle, at most `MAX_SHARDS`; 1 when
-    the cases fill the slots already (or there is one slot)."""
+    """Jobs per candidate case: two for each of the `slots` the phase's `cases` leave idle (workers that finish
+    early take the rest: items differ in cost), at most `MAX_SHARDS`; 1 when the cases fill the slots already (or
+    there is one slot)."""
     if candidates == 0 or slots <= 1 or cases >= slots:
         return 1
-    return max(1, min(MAX_SHARDS, math.ceil(slots / candidates)))
+    return max(1, min(MAX_SHARDS, math.ceil(JOBS_PER_SLOT * slots / candidates)))
 
 
 def autotuned(path: str, memo: dict[str, bool]) -> bool:
