@@ -446,12 +446,17 @@ def test_definitions_that_do_not_import_alone_are_imported_whole(tmp_path: Path)
     assert module.Shape.size == 4
 
 
-def test_a_scripts_program_is_left_out_without_falling_back_to_the_whole(tmp_path: Path) -> None:
-    """Like tutorial 03: a function's own locals named like the script's data, an `if` over the script's results."""
+def _kept_definitions(source: str) -> str:
+    """What a worker keeps of a script's `source` (`script_definitions.definitions_only`), as source."""
     import ast
 
     from tileiropt.harness.script_definitions import definitions_only
 
+    return ast.unparse(ast.Module(body=definitions_only(ast.parse(source).body), type_ignores=[]))
+
+
+def test_a_scripts_program_is_left_out_without_falling_back_to_the_whole(tmp_path: Path) -> None:
+    """Like tutorial 03: a function's own locals named like the script's data, an `if` over the script's results."""
     source = ("import math\n"
               "SCALE = 2\n"
               "def kernel(a, b):\n    return (a + b) * SCALE\n"
@@ -461,7 +466,7 @@ def test_a_scripts_program_is_left_out_without_falling_back_to_the_whole(tmp_pat
               "if out == 6:\n    print('the self-check passed')\n"
               "else:\n    raise SystemExit('the self-check failed')\n"
               "if math.pi > 3:\n    def helper():\n        return SCALE\n")
-    kept = ast.unparse(ast.Module(body=definitions_only(ast.parse(source).body), type_ignores=[]))
+    kept = _kept_definitions(source)
     assert "a = [1] * 10" not in kept and "out =" not in kept and "print(" not in kept and "SystemExit" not in kept
     assert "SCALE = 2" in kept and "def helper" in kept and "if math.pi > 3" in kept
     namespace: dict = {}
@@ -497,10 +502,6 @@ def test_an_optimized_file_keeps_the_tools_code_whole_and_leaves_the_script_part
 
 
 def test_a_setup_call_reading_the_scripts_data_goes_with_it_and_a_flag_stays_with_its_block() -> None:
-    import ast
-
-    from tileiropt.harness.script_definitions import definitions_only
-
     source = ("import torch\nimport os\n"
               "x = torch.zeros(3)\ny = x + 1\n"
               "torch.testing.assert_close(y, x + 1)  # reads the script's data: left out with it\n"
@@ -509,7 +510,7 @@ def test_a_setup_call_reading_the_scripts_data_goes_with_it_and_a_flag_stays_wit
               "HAS_TMA = hasattr(torch, 'float8_e5m2')\n"
               "if HAS_TMA:\n    BLOCK = 128\nelse:\n    BLOCK = 64\n"
               "def block():\n    return BLOCK\n")
-    kept = ast.unparse(ast.Module(body=definitions_only(ast.parse(source).body), type_ignores=[]))
+    kept = _kept_definitions(source)
     assert "x = torch.zeros" not in kept and "assert_close" not in kept and "manual_seed" not in kept
     assert "os.environ.setdefault" in kept and "HAS_TMA = " in kept and "BLOCK = 64" in kept
     namespace: dict = {}
@@ -519,10 +520,6 @@ def test_a_setup_call_reading_the_scripts_data_goes_with_it_and_a_flag_stays_wit
 
 
 def test_an_authors_own_is_tileir_in_a_condition_is_the_script_not_the_tools_code() -> None:
-    import ast
-
-    from tileiropt.harness.script_definitions import definitions_only
-
     source = ("import torch\n"
               "def is_tileir():\n    return False\n"
               "def matmul(a, b):\n    return a @ b\n"
@@ -530,7 +527,7 @@ def test_an_authors_own_is_tileir_in_a_condition_is_the_script_not_the_tools_cod
               "if torch.cuda.is_available() or is_tileir():  # the author's: its script part is left out\n"
               "    out = matmul(a, a)\n    print(out)\n"
               "if is_tileir():  # as the tool writes its blocks: kept whole\n    TILE_CONFIGS = [1, 2]\n")
-    kept = ast.unparse(ast.Module(body=definitions_only(ast.parse(source).body), type_ignores=[]))
+    kept = _kept_definitions(source)
     assert "matmul(a, a)" not in kept and "a = torch.ones" not in kept and "print(out)" not in kept
     assert "TILE_CONFIGS = [1, 2]" in kept
 
