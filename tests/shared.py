@@ -24,3 +24,12 @@ def gpu_machine(name: str = "FAKE H100 (test)", capability: str = "9.0", sm_coun
     return Machine(device=Device(name, capability, sm_count),
                    tileir_blockers=list(blockers or [f"{name} is sm_{capability.replace('.', '')}; TileIR needs "
                                                       "Blackwell (sm_100+)"]))
+
+
+def whole_report(report: Path | str) -> str:
+    """A report's text with, for a library run, its second file (each captured launch's sections) after it."""
+    from tileiropt.report.markdown import kernels_path
+
+    path = Path(report)
+    companion = kernels_path(path)
+    return path.read_text() + (companion.read_text() if companion.is_file() else "")

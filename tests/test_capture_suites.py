@@ -20,7 +20,7 @@ from tileiropt.report.artifacts import load_artifacts
 from tileiropt.run.pipeline import run_pipeline
 from tileiropt.schema import FAIL, NOT_RUN, PASS
 
-from shared import TEST_FIXTURES
+from shared import TEST_FIXTURES, whole_report
 
 SUITES = TEST_FIXTURES / "suites"
 OPLIB_KERNELS = {"min_kernel", "max_kernel", "all_kernel", "add_kernel"}
@@ -113,7 +113,7 @@ def test_a_cut_library_run_is_never_a_pass_and_says_where_it_was(tmp_path: Path,
     record = load_artifacts(result.artifacts).capture
     assert record is not None and record.cut
     assert record.where.startswith("tests/test_oplib.py:38 in test_waits_forever_when_asked")
-    report = Path(result.report).read_text()
+    report = whole_report(result.report)
     first = report.split("\n\n")[1]  # after the title
     assert first.startswith("**Cut**: the command did not finish: no progress for 15 s"), first
     assert "partial: the command was cut before its end" in report
@@ -149,7 +149,7 @@ def test_a_package_autotuner_subclass_is_pinned_or_launched_at_its_own_choice(tm
     negate = [r for r in artifacts.validate.records if r.kernel == "negate_kernel" and r.backend == "interpret"]
     assert {r.status for r in negate} == {PASS}  # its list cannot be swapped: launched at the config it chose
     assert any("BLOCK=512" in r.config for r in negate)  # the package's choice for 600 elements, read from the launch
-    report = Path(result.report).read_text()
+    report = whole_report(result.report)
     assert "FixedConfigsTuner) does not take new configs" in report  # its TileIR configs: not attached, said so
 
 
@@ -249,6 +249,6 @@ def test_a_program_stopping_for_want_of_a_gpu_is_this_machine_s_lack_not_a_failu
     monkeypatch.chdir(folder)
     result = CliRunner().invoke(app, ["run", "twice.py", "--", "python", "drive.py"])
     assert result.exit_code == ExitCode.OK, result.output[-2000:]
-    report = (folder / ".tileiropt" / "report.md").read_text()
+    report = whole_report(folder / ".tileiropt" / "report.md")
     assert "Not run to its end here: **the program**" in report and "needs a GPU and this machine has none" in report
     assert "Needs attention" not in report

@@ -87,13 +87,20 @@ def test_run_on_a_library_folder_captures_every_kernel_file_and_never_writes_int
     report = (library / ".tileiropt" / "report.md").read_text()
     first_screen = report.split("## Summary")[0]
     assert first_screen.startswith("# TileIR optimization report\n\n**Library `mylib/`**: 3 kernel(s) in 3 file(s); "
-                                   "the command launched 2 of them (67% of the library).")
+                                   "the command launched 2 of them in 2 distinct launch(es) (67% of the library); 1 "
+                                   "never launched.")
     assert "By class: elementwise 3." in first_screen
     assert "`ops/unused.py`" not in first_screen.split("Never launched")[0]  # no row: counted per folder, folded
-    assert "Never launched by the command: 1 kernel(s) in 1 file(s) (`ops/` 1 in 1 file(s))." in first_screen
-    assert "- `ops/unused.py`: `negate_kernel`" in first_screen
-    assert "| `ops/add.py` | 1 | 1 | 0 | 1 | 0 | 0 | - |" in first_screen
-    assert "<details><summary>ops/add.py: 1 captured launch(es)</summary>" in report
+    assert "Never launched by the command: 1 kernel(s), 1 in 1 file(s) none of whose kernels was launched; by " \
+           "folder: `ops/` 1." in first_screen
+    assert "- `ops/`: `unused.py` `negate_kernel`" in first_screen
+    assert "| file | kernels | launched | ready to try on TileIR | never launched |" in first_screen  # verdicts seen
+    assert "| `ops/add.py` | 1 | 1 | 1 | 0 |" in first_screen
+    assert "[`report-kernels.md`](report-kernels.md)" in report  # each launch's sections: in a second file
+    assert "## TileIR Optimization" not in report
+    kernels = (library / ".tileiropt" / "report-kernels.md").read_text()
+    assert "<details><summary>ops/add.py: 1 captured launch(es)</summary>" in kernels
+    assert "## TileIR Optimization: add._kernel" in kernels
 
 
 def test_a_library_needs_a_command_and_a_kernel(library: Path) -> None:

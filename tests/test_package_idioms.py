@@ -16,7 +16,7 @@ from tileiropt.errors import ExitCode
 from tileiropt.harness.autotuners import find_autotuner
 from tileiropt.harness.harness import import_kernel_module
 
-from shared import TEST_FIXTURES
+from shared import TEST_FIXTURES, whole_report
 
 IDIOMS = TEST_FIXTURES / "idioms"
 
@@ -164,10 +164,12 @@ def test_a_config_of_a_package_autotuner_that_computes_wrong_keeps_its_failure(t
 
 def test_the_idioms_library_is_reported_by_file(idioms: Path) -> None:
     report = (idioms / ".tileiropt" / "report.md").read_text()
-    assert "**Library `idioms/`**: 10 kernel(s) in 10 file(s); the command launched 10 of them (100% of the library)." \
-        in report
-    assert "| `regpkg/ops.py` | 1 | 1 | 0 | 1 | 0 | 0 | 0 | - |" in report
-    assert "| `entrywrap.py` | 1 | 1 | 0 | 0 | 1 | 0 | 0 | - |" in report  # compatible, not tuned
+    assert "**Library `idioms/`**: 10 kernel(s) in 10 file(s); the command launched 10 of them in 10 distinct " \
+           "launch(es) (100% of the library); 0 never launched." in report
+    assert "| file | kernels | launched | ready to try on TileIR | compatible with TileIR, not tuned | never " \
+           "launched |" in report  # a column for each verdict that occurs
+    assert "| `regpkg/ops.py` | 1 | 1 | 1 | 0 | 0 |" in report
+    assert "| `entrywrap.py` | 1 | 1 | 0 | 1 | 0 |" in report  # compatible, not tuned
 
 
 def test_a_launch_wrapper_binding_its_own_constexprs_is_replayed_below_it(idioms: Path) -> None:
@@ -176,7 +178,7 @@ def test_a_launch_wrapper_binding_its_own_constexprs_is_replayed_below_it(idioms
     configs = {r["config"] for r in json.loads((idioms / ".tileiropt" / "validate.json").read_text())["records"]
                if r["kernel"] == "row_scale_kernel" and r["backend"] == "interpret"}
     assert configs == {"captured: grid (6, 1, 1), TILE_N=128"}  # as the wrapper bound it
-    report = (idioms / ".tileiropt" / "report.md").read_text()
+    report = whole_report(idioms / ".tileiropt" / "report.md")
     # apply cannot reach a config list under the wrapper: said as such, never "ready to try on TileIR"
     assert ("**row_scale_kernel**: compatible with TileIR, not tuned: no TileIR hint at its launch: wrapped by entry("
             in report)

@@ -21,6 +21,7 @@ from tileiropt.harness.provenance import file_digest
 from tileiropt.report.artifacts import Artifacts
 from tileiropt.report.benchmark import benchmark_for
 from tileiropt.report.library import library_summary
+from tileiropt.report.markdown_blocks import launch_names
 from tileiropt.report.model import Benchmark, Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.sections import (
     classification_for,
@@ -125,7 +126,7 @@ def lift_shared_notes(sections: list[KernelReport]) -> list[str]:
                     for note in verdict.notes)
             verdict.notes = list(dict.fromkeys(note for note in kept if note))
     every = len(sections)
-    return [part if len(kernels[part]) == every else f"{part} ({', '.join(kernels[part])})" for part in shared]
+    return [part if len(kernels[part]) == every else f"{part} ({launch_names(kernels[part])})" for part in shared]
 
 
 def provenance_problems(artifacts: Artifacts) -> dict[str, str]:
@@ -206,14 +207,15 @@ def capture_summary(artifacts: Artifacts) -> list[str]:
                      f"{statuses or 'none'} (bit-exact on the unchanged path; per-dtype tolerances with the TileIR "
                      "code on).")
     captured_files = {launch.file for launch in launches} | {KernelKey.parse(key).file for key in capture.expected}
-    launched = {KernelKey.parse(key).kernel for key in counts}
-    rewritten = []
+    launched = {(os.path.realpath(KernelKey.parse(key).file), KernelKey.parse(key).kernel) for key in counts}
+    never: dict[str, list[str]] = {}  # file -> its rewritten kernels the program never launched
     for item in artifacts.apply.files if artifacts.apply is not None else []:
-        if item.file and os.path.realpath(item.file) in captured_files:
-            rewritten += [k.kernel for k in item.kernels if k.changes]
-    never = sorted(set(rewritten) - launched)
-    if never:
-        lines.append(f"Rewritten but never launched by the program (not validated): {', '.join(never)}.")
+        real = os.path.realpath(item.file) if item.file else ""
+        if real in captured_files:
+            never[real] = [k.kernel for k in item.kernels if k.changes and (real, k.kernel) not in launched]
+    shown = [f"`{Path(file).name}`: {', '.join(kernels)}" for file, kernels in sorted(never.items()) if kernels]
+    if shown:
+        lines.append(f"Rewritten but never launched by the program (not validated): {'; '.join(shown)}.")
     outside = capture.outside
     if outside:
         rows = [f"- `{item.get('kernel')}` ({item.get('launches', 0)} launch(es)), defined in `{item.get('file')}`"

@@ -12,9 +12,8 @@ from tileiropt.output import dumps, err_console, write_atomic
 from tileiropt.project.spec import DEFAULT_ARTIFACTS, PROJECT_FILE, load_project
 from tileiropt.report.artifacts import RECORD_FILES, is_artifacts_folder, load_artifacts
 from tileiropt.report.build import build_report
-from tileiropt.report.markdown import is_report, render_markdown
+from tileiropt.report.markdown import is_report, render_markdown, write_markdown
 from tileiropt.report.model import Report
-from tileiropt.report.plots import draw_plots
 
 FORMATS = ("md", "json")
 
@@ -57,16 +56,17 @@ def report_command(target: Path | None, *, fmt: str = "md", output: Path | None 
     if fmt not in FORMATS:
         raise UserError(f"--format: unknown value {fmt!r}", hint="use md or json")
     report = make_report(target)
-    if output is not None and not (as_json or fmt == "json"):
-        draw_plots(report, output.parent)  # a Markdown file gets its pictures beside it, as `run` draws them
-    text = dumps(report) + "\n" if as_json or fmt == "json" else render_markdown(report)
+    as_json = as_json or fmt == "json"
     if output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(dumps(report) + "\n" if as_json else render_markdown(report))
         sys.stdout.flush()
         return ExitCode.OK
-    try:
-        write_atomic(output, text, replaces=is_report, what="report")  # never over records or a user's file
+    try:  # never over records or a user's file; a Markdown file gets its pictures beside it, as `run` draws them
+        if as_json:
+            write_atomic(output, dumps(report) + "\n", replaces=is_report, what="report")
+        written = [output] if as_json else write_markdown(report, output)
     except OSError as exc:
         raise UserError(f"cannot write: {exc.strerror or exc}", file=str(output)) from None
-    err_console.print(f"wrote {output}", markup=False)
+    for path in written:
+        err_console.print(f"wrote {path}", markup=False)
     return ExitCode.OK

@@ -80,10 +80,10 @@ def library_summary(capture: CaptureResult | None, classify: ClassifyRecord | No
                                          if isinstance(item, dict)))
 
 
-def library_md(summary: LibrarySummary) -> str:
-    """The first screen: totals, coverage, verdicts, classes, one row per file whose kernels were launched, then the
-    files never launched as a count per folder, their names folded (what needs attention is said once, in the next
-    steps below)."""
+def library_md(summary: LibrarySummary, launches: int = 0) -> str:
+    """The first screen: totals, coverage, verdicts, classes, one row per file whose kernels were launched (a column
+    per verdict that occurs), then the kernels never launched as a count per folder, their names folded one line a
+    folder (every name is in the JSON form too); what needs attention is said once, in the next steps below."""
     name = Path(summary.folder).name
     verdicts: Counter[str] = Counter()
     for f in summary.files:
@@ -91,44 +91,47 @@ def library_md(summary: LibrarySummary) -> str:
     coverage = f"{100 * summary.launched / summary.defined:.0f}%" if summary.defined else "n/a"
     if summary.cut:
         coverage += ", partial: the command was cut before its end"
+    seen = f" in {launches} distinct launch(es)" if launches else ""
     lines = [f"**Library `{name}/`**: {summary.defined} kernel(s) in {len(summary.files)} file(s); the command "
-             f"launched {summary.launched} of them ({coverage} of the library)."]
+             f"launched {summary.launched} of them{seen} ({coverage} of the library); "
+             f"{summary.defined - summary.launched} never launched."]
     if summary.outside:
         lines.append(f"It also launched {len(summary.outside)} kernel(s) that no file of the library defines "
                      f"(generated code, other packages; not validated): {', '.join(f'`{k}`' for k in summary.outside)}"
                      " (where each was defined: below).")
     if verdicts:
-        lines.append("Captured launches: " + ", ".join(f"{verdicts[b]} {BUCKET_LABELS[b]}" for b in BUCKETS
-                                                       if verdicts[b]) + ".")
+        lines.append("Captured launches by verdict: " + ", ".join(f"{verdicts[b]} {BUCKET_LABELS[b]}" for b in BUCKETS
+                                                                  if verdicts[b]) + " (the next steps: below).")
     if summary.classes:
         lines.append("By class: " + ", ".join(f"{c} {n}" for c, n in summary.classes.most_common()) + ".")
-    order = (READY, *((EMULATED,) if any(f.verdicts[EMULATED] for f in summary.files) else ()), PROVEN,
-             *((UNTUNED,) if any(f.verdicts[UNTUNED] for f in summary.files) else ()), ATTENTION, UNPROVEN)
+    order = [b for b in (READY, EMULATED, PROVEN, UNTUNED, ATTENTION, UNPROVEN) if verdicts[b]]
     launched = [f for f in summary.files if f.launched]
     if launched:  # the files whose kernels the command launched, by verdict; the rest below, folded
         rows = ["| file | kernels | launched | " + " | ".join(BUCKET_LABELS[b] for b in order)
                 + " | never launched |", "|" + "---|" * (len(order) + 4)]
         for f in launched:
-            never = ", ".join(f"`{k}`" for k in f.never) or "-"
             rows.append(f"| `{f.file}` | {len(f.defined)} | {len(f.launched)} | "
-                        + " | ".join(str(f.verdicts[b]) for b in order) + f" | {never} |")
+                        + " | ".join(str(f.verdicts[b]) for b in order) + f" | {len(f.never)} |")
         lines.append("\n".join(rows))
-    unlaunched = [f for f in summary.files if not f.launched]
-    if unlaunched:
-        lines.append(never_launched_md(unlaunched))
+    if any(f.never for f in summary.files):
+        lines.append(never_launched_md(summary.files))
     return "\n\n".join(lines)
 
 
 def never_launched_md(files: list[LibraryFile]) -> str:
-    """Files none of whose kernels the command launched: a count per folder, then every file and kernel folded."""
-    folders: Counter[str] = Counter()
-    kernels: Counter[str] = Counter()
+    """The kernels the command never launched: a count per folder, then their names folded, one line a folder."""
+    by_folder: dict[str, list[LibraryFile]] = {}
     for f in files:
-        folder = os.path.dirname(f.file) or "."
-        folders[folder] += 1
-        kernels[folder] += len(f.defined)
-    counts = ", ".join(f"`{folder}/` {kernels[folder]} in {folders[folder]} file(s)" for folder in sorted(folders))
-    listed = "\n".join(f"- `{f.file}`: {', '.join(f'`{k}`' for k in f.defined)}" for f in files)
-    total = sum(len(f.defined) for f in files)
-    return (f"Never launched by the command: {total} kernel(s) in {len(files)} file(s) ({counts}).\n\n"
-            f"<details><summary>The files and their kernels</summary>\n\n{listed}\n\n</details>")
+        if f.never:
+            by_folder.setdefault(os.path.dirname(f.file) or ".", []).append(f)
+    total = sum(len(f.never) for f in files)
+    untouched = [f for f in files if f.never and not f.launched]
+    elsewhere = sum(len(f.never) for f in untouched)
+    parts = ([f"{total - elsewhere} in the files above"] if total > elsewhere else []) + \
+        ([f"{elsewhere} in {len(untouched)} file(s) none of whose kernels was launched"] if untouched else [])
+    counts = ", ".join(f"`{folder}/` {sum(len(f.never) for f in group)}" for folder, group in sorted(by_folder.items()))
+    listed = "\n".join(f"- `{folder}/`: " + "; ".join(
+        f"`{os.path.basename(f.file)}` " + ", ".join(f"`{k}`" for k in f.never) for f in group)
+        for folder, group in sorted(by_folder.items()))
+    return (f"Never launched by the command: {total} kernel(s), {', '.join(parts)}; by folder: {counts}.\n\n"
+            f"<details><summary>Their names, by folder</summary>\n\n{listed}\n\n</details>")

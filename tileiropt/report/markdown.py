@@ -20,7 +20,7 @@ from tileiropt.output import write_atomic
 from tileiropt.project.template import read_template
 from tileiropt.report.benchmark_markdown import benchmark_md
 from tileiropt.report.library import library_md
-from tileiropt.report.markdown_blocks import bullets, cell, one_line, table
+from tileiropt.report.markdown_blocks import bullets, cell, grouped_lines, launch_names, one_line, table
 from tileiropt.report.model import Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.plots import draw_plots
 from tileiropt.report.sections import format_difference, interrupted_phase
@@ -274,8 +274,8 @@ def next_steps_md(report: Report) -> str:
     by_bucket: dict[str, list[tuple[str, KernelVerdict]]] = {bucket: [] for bucket in BUCKETS}
     for k in report.kernels:
         verdict = _verdict_of(k)
-        by_bucket.setdefault(verdict.bucket, []).append((f"**{cell(k.name)}**", verdict))
-    attention = [f"{name}: {v.text}" for name, v in by_bucket[ATTENTION]]
+        by_bucket.setdefault(verdict.bucket, []).append((k.name, verdict))
+    attention = grouped_lines([(name, v.text) for name, v in by_bucket[ATTENTION]])
     program = run.program if run else None
     here = ""  # what this machine could not run: the environment's, not the code's
     if program is not None:
@@ -285,17 +285,19 @@ def next_steps_md(report: Report) -> str:
                     f"that are validated): {one_line(program.get('summary'))}")
         else:
             attention.insert(0, f"{shown} failed: {one_line(program.get('summary'))}")
-    ready = [f"{name}: {v.text}" for name, v in by_bucket[READY]]
-    proven: dict[str, list[str]] = {}
+    ready = grouped_lines([(name, v.text) for name, v in by_bucket[READY]])
+    proven: dict[str, dict[str, list[str]]] = {}  # backend -> its max difference -> launches
     for name, v in by_bucket[PROVEN]:
-        proven.setdefault(v.proven_on, []).append(f"{name} ({v.text.rsplit('(', 1)[-1].rstrip(')')})")
-    for backend, names in proven.items():
-        ready.append(f"ready to try on TileIR (TileIR code proven correct with the {backend}): {', '.join(names)}")
-    ready += [f"{name}: {BUCKET_LABELS[EMULATED]}: {v.text}" for name, v in by_bucket[EMULATED]]
+        proven.setdefault(v.proven_on, {}).setdefault(v.text.rsplit("(", 1)[-1].rstrip(")"), []).append(name)
+    for backend, differences in proven.items():
+        names = ", ".join(f"{launch_names(launches, bold=True)} ({difference})"
+                          for difference, launches in differences.items())
+        ready.append(f"ready to try on TileIR (TileIR code proven correct with the {backend}): {names}")
+    ready += grouped_lines([(name, f"{BUCKET_LABELS[EMULATED]}: {v.text}") for name, v in by_bucket[EMULATED]])
     if proven or by_bucket[EMULATED]:
         ready.append(f"next, on a Blackwell GPU with nvtriton: `{rerun_command(run, report)}`")
-    untuned = [f"{name}: {v.text}" for name, v in by_bucket[UNTUNED]]
-    unproven = [f"{name}: {v.text}" for name, v in by_bucket[UNPROVEN]]
+    untuned = grouped_lines([(name, v.text) for name, v in by_bucket[UNTUNED]])
+    unproven = grouped_lines([(name, v.text) for name, v in by_bucket[UNPROVEN]])
     lines = []
     interrupted = interrupted_phase(run)
     if interrupted:
@@ -329,7 +331,7 @@ def next_steps_md(report: Report) -> str:
 def intro_md(report: Report) -> str:
     lines = [report.cut] if report.cut else []
     library = report.library
-    lines += [_guarded(lambda: library_md(library))] if library is not None else []
+    lines += [_guarded(lambda: library_md(library, len(report.kernels)))] if library is not None else []
     lines += [_guarded(lambda: next_steps_md(report)), f"Rendered from the records in `{report.artifacts}`."]
     run = report.run
     if run:
@@ -392,16 +394,40 @@ def kernel_md(k: KernelReport, template: str, shared: dict[str, str] | None = No
     ).strip() + "\n"
 
 
-def render_markdown(report: Report, template: str | None = None) -> str:
+def render_markdown(report: Report, template: str | None = None, kernels_file: str | None = None) -> str:
+    """The report. A library run's sections of each captured launch go to `kernels_file` when one is named (the
+    report then says where), else they follow, folded by file."""
     document, section = split_template(template if template is not None else read_template(TEMPLATE))
+    if report.library is not None and kernels_file:
+        kernels = (f"## Each captured launch\n\nThe sections of each captured launch (classification, compatibility, "
+                   f"transformations, TileIR validation, benchmark, output), folded by file: "
+                   f"[`{kernels_file}`]({kernels_file}).")
+    else:
+        kernels = kernel_sections(report, section)
+    text = document.format(intro=_guarded(lambda: intro_md(report)), summary=_guarded(lambda: summary_md(report)),
+                           environment=_guarded(lambda: environment_md(report)), kernels=kernels)
+    return text.rstrip() + f"\n\n{REPORT_MARKER}\n"
+
+
+def kernel_sections(report: Report, section: str) -> str:
+    """Every kernel's section; a library's folded by file."""
     shared = _guarded_value(lambda: run_wide_not_run(report), {})
     rendered = [(k.path, _guarded(functools.partial(kernel_md, k, section, shared), f"## {cell(k.name)}\n\n"))
                 for k in report.kernels]
     kernels = "\n".join(text for _, text in rendered) if report.library is None else folded_by_file(report, rendered)
-    kernels = kernels or "No kernel in the records."
-    text = document.format(intro=_guarded(lambda: intro_md(report)), summary=_guarded(lambda: summary_md(report)),
-                           environment=_guarded(lambda: environment_md(report)), kernels=kernels)
-    return text.rstrip() + f"\n\n{REPORT_MARKER}\n"
+    return kernels or "No kernel in the records."
+
+
+def render_kernels_file(report: Report, template: str | None = None) -> str:
+    """A library run's second file: the section of each captured launch, folded by file."""
+    _, section = split_template(template if template is not None else read_template(TEMPLATE))
+    return (f"# TileIR optimization report: each captured launch\n\n{kernel_sections(report, section)}".rstrip()
+            + f"\n\n{REPORT_MARKER}\n")
+
+
+def kernels_path(path: Path) -> Path:
+    """Where a library run's report puts the sections of each captured launch: beside it."""
+    return path.with_name(f"{path.stem}-kernels{path.suffix or '.md'}")
 
 
 def folded_by_file(report: Report, rendered: list[tuple[str, str]]) -> str:
@@ -448,9 +474,17 @@ def is_report(text: str) -> bool:
     return isinstance(data, dict) and {"artifacts", "kernels", "environment"} <= set(data)
 
 
-def write_markdown(report: Report, path: Path) -> Path:
-    """Write the rendered report to `path`, replacing only a report tileiropt wrote; each kernel's sweep drawn
-    beside it (`report/<kernel>.svg`) where matplotlib is installed."""
+def write_markdown(report: Report, path: Path) -> list[Path]:
+    """Write the rendered report to `path`, replacing only a report tileiropt wrote; a library run's sections of
+    each captured launch beside it (`kernels_path`); each kernel's sweep drawn beside it (`report/<kernel>.svg`)
+    where matplotlib is installed. The files written."""
     draw_plots(report, path.parent)
-    write_atomic(path, render_markdown(report), replaces=is_report, what="report")
-    return path
+    written = []
+    kernels_file = None
+    if report.library is not None:
+        companion = kernels_path(path)
+        write_atomic(companion, render_kernels_file(report), replaces=is_report, what="report")
+        written.append(companion)
+        kernels_file = companion.name
+    write_atomic(path, render_markdown(report, kernels_file=kernels_file), replaces=is_report, what="report")
+    return [path, *written]

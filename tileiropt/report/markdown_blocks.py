@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+LAUNCH_NUMBER = re.compile(r"#\d+$")  # `kernel#2`: the second distinct captured launch of `kernel`
 
 
 def cell(text: Any) -> str:
@@ -26,3 +29,22 @@ def table(header: list[str], rows: list[list[Any]]) -> str:
 def bullets(lines: list[str]) -> str:
     """A Markdown list, one line per item."""
     return "\n".join(f"- {line}" for line in lines)
+
+
+def launch_names(names: list[str], bold: bool = False) -> str:
+    """Names of captured launches said once per kernel: `k#1, k#2, k#3` -> `k (3 launches)`, in first-seen order."""
+    counts: dict[str, int] = {}
+    for name in names:
+        kernel = LAUNCH_NUMBER.sub("", name)
+        counts[kernel] = counts.get(kernel, 0) + 1
+    shown = (f"**{cell(k)}**" if bold else cell(k) for k in counts)
+    return ", ".join(name + (f" ({n} launches)" if n > 1 else "") for name, n in zip(shown, counts.values()))
+
+
+def grouped_lines(entries: list[tuple[str, str]], bold: bool = True) -> list[str]:
+    """`(name, text)` pairs as one line per distinct text, its names first: a reason shared by many launches is
+    said once."""
+    by_text: dict[str, list[str]] = {}
+    for name, text in entries:
+        by_text.setdefault(text, []).append(name)
+    return [f"{launch_names(names, bold)}: {text}" for text, names in by_text.items()]
