@@ -9,7 +9,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from tileiropt.check.environment import choose_release
 from tileiropt.classify.classify import CLASSES, FileResult, classify_files, collect_files, has_errors
@@ -142,18 +144,20 @@ def _short_names(results: list[FileResult]) -> tuple[str, dict[str, str]]:
 
 def _print_human(results: list[FileResult], explicit: set[Path], verbose: bool = False) -> None:
     root, short = _short_names(results)
-    table = Table(title=f"Triton kernels in {root}", title_justify="left")
-    table.add_column("file", overflow="fold", ratio=1)
-    table.add_column("kernel", overflow="fold", ratio=2)
+    # a file is a heading row over its kernels (never a column): the table fits an 80-column terminal
+    table = Table(title=f"Triton kernels in {root}", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("file / kernel", overflow="fold")
     table.add_column("line", justify="right", no_wrap=True)
     table.add_column("class", no_wrap=True)
     table.add_column("conf", justify="right", no_wrap=True)
     table.add_column("entry", no_wrap=True)
     table.add_column("findings", no_wrap=True)
     for result in results:
+        if result.kernels:
+            table.add_row(Text(short[result.file], style="bold"))
         for kernel in result.kernels:
             counts = Counter(f.severity for f in kernel.findings)
-            table.add_row(short[result.file], kernel.kernel, str(kernel.line), kernel.kernel_class,
+            table.add_row(Text("  " + kernel.kernel), str(kernel.line), kernel.kernel_class,
                           f"{kernel.confidence:.2f}", "yes" if kernel.is_entry else "helper", _findings_cell(counts))
     if table.row_count:
         console.print(table)

@@ -32,7 +32,7 @@ class LibraryFile:
 class LibrarySummary:
     folder: str
     files: list[LibraryFile]
-    classes: Counter[str]  # kernel class -> kernels of the library (launched or not)
+    classes: Counter[str]  # kernel class -> kernels of the library (launched or not; helpers they call left out)
     cut: bool = False  # the command did not finish: the coverage is partial
     outside: list[str] = field(default_factory=list)  # kernels it launched that no file of the library defines
 
@@ -72,7 +72,7 @@ def library_summary(capture: CaptureResult | None, classify: ClassifyRecord | No
         listed.verdicts[section.verdict.bucket] += 1
     classes: Counter[str] = Counter()
     for record in classify.kernels if classify is not None else []:
-        if isinstance(record, dict) and _real(str(record.get("file", ""))) in files:
+        if isinstance(record, dict) and record.get("is_entry", True) and _real(str(record.get("file", ""))) in files:
             classes[str(record.get("class") or "unknown")] += 1
     return LibrarySummary(folder=folder, files=sorted(files.values(), key=lambda f: f.file), classes=classes,
                           cut=bool(capture.cut),

@@ -289,7 +289,10 @@ class Pipeline:
         how = " (reused: the files, the release and the tool unchanged)" if reused else ""
         if failed:
             return PhaseResult("classify", ERROR, detail=f"{len(failed)} file(s) could not be classified{how}")
-        return PhaseResult("classify", PASS, detail=f"{len(record.kernels)} Triton kernel(s) in "
+        helpers = sum(1 for k in record.kernels if isinstance(k, dict) and not k.get("is_entry", True))
+        called = f" ({len(record.kernels) - helpers} launched by the host, {helpers} helper(s) they call)" \
+            if helpers else ""
+        return PhaseResult("classify", PASS, detail=f"{len(record.kernels)} Triton kernel(s){called} in "
                                                     f"{len(record.files)} file(s){how}")
 
     def apply(self) -> PhaseResult:
