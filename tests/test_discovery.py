@@ -356,3 +356,19 @@ def test_non_ascii_source_segments() -> None:
         """
     )
     assert module.kernels[0].autotune.configs[0].options["pre_hook"] == 'lambda a: "é"'
+
+
+def test_triton_names_come_from_the_file_s_own_package_only(tmp_path) -> None:
+    site = tmp_path / "site"
+    for package, shim in (("mypkg", "import triton\nimport triton.language as tl\n"),
+                          ("otherpkg", "import triton\nimport triton.language as tl\n")):
+        (site / package).mkdir(parents=True)
+        (site / package / "__init__.py").write_text("")
+        (site / package / "_triton.py").write_text(shim)
+    kernel = "\n@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1)\n"
+    own = site / "mypkg" / "ops.py"
+    own.write_text("from mypkg._triton import triton, tl\n" + kernel)  # its own package's shim: read
+    assert _names(discover_file(own)) == ["k"]
+    other = site / "mypkg" / "other.py"
+    other.write_text("from otherpkg._triton import triton, tl\n" + kernel)  # a package beside it: never read
+    assert _names(discover_file(other)) == []

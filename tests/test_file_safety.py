@@ -209,3 +209,40 @@ def test_in_place_writes_only_a_validated_not_slower_file(tmp_path: Path) -> Non
     pipeline.settle()
     assert (tmp_path / "k.py.orig").read_text() == KERNEL and not (tmp_path / "k.py.orig.1").exists()
     assert pipeline.result.in_place == {str(tmp_path / "k.py"): str(tmp_path / "k.py.orig")}
+
+
+UNTUNED = textwrap.dedent("""
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+    def copy(x, **options):
+        y = torch.empty_like(x)
+        copy_kernel[(triton.cdiv(x.numel(), 128),)](x, y, x.numel(), BLOCK=128, **options)
+        return y
+    """)
+
+
+def test_an_unchanged_copy_the_tool_wrote_is_written_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # apply leaves this kernel alone (its launch passes options of its own): its optimized file is an exact copy,
+    # with no marker; a second apply, and a --fresh run over the first run's artifacts, write it again
+    (tmp_path / "k.py").write_text(UNTUNED)
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):
+        done = runner.invoke(app, ["apply", "k.py", "-o", "out.py"])
+        assert done.exit_code == 0, done.output
+    (tmp_path / "use.py").write_text("import torch\nimport k\nassert torch.equal(k.copy(torch.arange(300.0)), "
+                                     "torch.arange(300.0))\n")
+    for extra in ([], ["--fresh"]):
+        done = runner.invoke(app, ["run", "k.py", "--json", *extra, "--", "python", "use.py"])
+        phases = {p["phase"]: p["status"] for p in json.loads(done.stdout)["phases"]}
+        assert phases["apply"] == "pass" and done.exit_code == 0, done.output
+    (tmp_path / "k.py").write_text(UNTUNED.replace("BLOCK=128", "BLOCK=256"))  # an edit: the old copy is ours still
+    done = runner.invoke(app, ["run", "k.py", "--json", "--", "python", "use.py"])
+    assert {p["phase"]: p["status"] for p in json.loads(done.stdout)["phases"]}["apply"] == "pass", done.output

@@ -101,6 +101,15 @@ def test_run_on_a_library_folder_captures_every_kernel_file_and_never_writes_int
     kernels = (library / ".tileiropt" / "report-kernels.md").read_text()
     assert "<details><summary>ops/add.py: 1 captured launch(es)</summary>" in kernels
     assert "## TileIR Optimization: add._kernel" in kernels
+    # the file no launch needs was classified beside the later phases; classify.json holds every file, and an
+    # unchanged re-run reuses it whole
+    classify = next(p for p in json.loads(result.stdout)["phases"] if p["phase"] == "classify")
+    assert classify["detail"] == ("3 Triton kernel(s) in 3 file(s); 1 of the files, those no captured launch needs, "
+                                  "classified beside the later phases") + classify["detail"].split("phases", 1)[1]
+    assert sorted(Path(f["file"]).name for f in classified["files"]) == ["add.py", "scale.py", "unused.py"]
+    again = CliRunner().invoke(app, ["run", "mylib", "--json", *COMMAND])
+    classify = next(p for p in json.loads(again.stdout)["phases"] if p["phase"] == "classify")
+    assert classify["detail"].endswith("(reused: the files, the release and the tool unchanged)")
 
 
 def test_a_library_needs_a_command_and_a_kernel(library: Path) -> None:

@@ -491,8 +491,8 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
             result.written.append(str(path))
     else:
         # only a file tileiropt wrote is replaced: a hand-written <stem>_tileir.py or `optimized = "notes.py"` is not
-        write_atomic(target, result.new_source, model.encoding, replaces=lambda text: GATE_MARKER in text,
-                     what="file")
+        write_atomic(target, result.new_source, model.encoding, what="file",
+                     replaces=lambda text: GATE_MARKER in text or text == result.new_source)  # or nothing to lose
         result.written.append(str(target))
     return result
 

@@ -33,8 +33,10 @@ def module_file(node: ast.ImportFrom, path: str) -> Path | None:
             base = base.parent
         if not parts:
             return None
-    candidate = base.joinpath(*parts)
-    for found in (candidate.with_suffix(".py"), candidate / "__init__.py"):
+        if base != here and here.relative_to(base).parts[0] != parts[0]:
+            base = None  # another package installed beside the file's own (torch, packaging): never read
+    candidate = base.joinpath(*parts) if base is not None else None
+    for found in (candidate.with_suffix(".py"), candidate / "__init__.py") if candidate is not None else ():
         if found.is_file():
             return found
     if not node.level and (here.joinpath(*parts).with_suffix(".py")).is_file():  # a script's sibling module
@@ -51,14 +53,22 @@ def module_triton_names(path: Path, depth: int = _DEPTH) -> dict[str, str]:
     return dict(_names(str(path), stamp, depth))
 
 
-@lru_cache(maxsize=512)
-def _names(path: str, stamp: int, depth: int) -> tuple[tuple[str, str], ...]:
+@lru_cache(maxsize=4096)
+def _bindings(path: str, stamp: int) -> tuple[ast.stmt, ...]:
+    """The module's module-level imports and single-name assignments: what `_names` reads, parsed once per version
+    of the file whatever the depth it is reached at (the rest of its tree is let go)."""
     try:
         tree = ast.parse(Path(path).read_bytes(), filename=path)
     except (OSError, SyntaxError, ValueError, RecursionError):
         return ()
+    return tuple(node for node in module_level(tree.body) if isinstance(node, (ast.Import, ast.ImportFrom)) or (
+        isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)))
+
+
+@lru_cache(maxsize=4096)
+def _names(path: str, stamp: int, depth: int) -> tuple[tuple[str, str], ...]:
     aliases: dict[str, str] = {}
-    for node in module_level(tree.body):
+    for node in _bindings(path, stamp):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             collect_import(node, aliases)
             if isinstance(node, ast.ImportFrom) and depth > 0:

@@ -68,3 +68,15 @@ def earlier_apply(artifacts: Path, inputs: str) -> dict[str, Any] | None:
     if any(file_digest(Path(path)) != digest for path, digest in outputs.items()):
         return None  # an optimized file changed or went away since: write it again
     return document
+
+
+def written_before(artifacts: Path) -> dict[str, str]:
+    """Optimized path -> SHA-256 of each file the last apply of these artifacts wrote (apply.json's `outputs`),
+    whatever its inputs: a file still so is the tool's own, even one with no TileIR change (an exact copy of its
+    original, which carries no marker), and may be written again."""
+    try:
+        document = json.loads((Path(artifacts) / APPLY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    outputs = document.get("outputs") if isinstance(document, dict) else None
+    return {str(k): str(v) for k, v in outputs.items()} if isinstance(outputs, dict) else {}

@@ -35,6 +35,7 @@ from tileiropt.check.device import Device
 from tileiropt.check.environment import check_environment, choose_release
 from tileiropt.check.machine import Machine
 from tileiropt.check.machine_facts import machine_facts
+from tileiropt.classify.background import BackgroundClassify
 from tileiropt.classify.classify import classify_paths
 from tileiropt.classify.command import classify_json
 from tileiropt.classify.ir.specialize import ir_dtype
@@ -67,7 +68,13 @@ from tileiropt.report.markdown import write_markdown
 from tileiropt.report.verdict import ATTENTION
 from tileiropt.run.decisions import not_proven_not_slower, rejections
 from tileiropt.run.phase_records import apply_from_dict, classify_from_dict
-from tileiropt.run.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
+from tileiropt.run.phase_reuse import (
+    apply_inputs,
+    classify_inputs,
+    earlier_apply,
+    earlier_classify,
+    written_before,
+)
 from tileiropt.run.record import PhaseResult, RunResult
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import ValidateRun, save_validate_run
@@ -124,6 +131,8 @@ class Pipeline:
         self.capture_failed = False
         self.interrupted = False
         self.not_run_here = False  # the program needs what this machine lacks (a GPU)
+        self.library_rest: BackgroundClassify | None = None  # a library's files no launch needs, being classified
+        self.classified: tuple[list[Any], str] | None = None  # the launched files' results, the inputs of all
 
     # ------------------------------------------------------------------ helpers
 
@@ -269,17 +278,25 @@ class Pipeline:
     def classify(self) -> PhaseResult:
 
         paths = list(dict.fromkeys(s.path for s in self.specs))  # static: even a stopped kernel is classified
+        rest: list[Path] = []  # a library's files no captured launch needs: classified beside the later phases
         if self.project.capture is not None:  # every target file (a whole library), launched or not
-            paths = list(dict.fromkeys([*paths, *self.project.capture.files]))
+            launched = {p.resolve() for p in paths}
+            rest = [p for p in dict.fromkeys(self.project.capture.files) if p.resolve() not in launched]
         # the IR check lowers with the float dtypes the project (or a capture) uses: exact, not assumed
         lowered = {ir_dtype(d) for s in self.specs for variant in s.dtypes for d in variant.values()}
         dtypes = sorted(d for d in lowered if d is not None) or None
-        inputs = classify_inputs(paths, self.release.release.version, dtypes)
+        inputs = classify_inputs([*paths, *rest], self.release.release.version, dtypes)
         document = None if self.request.fresh else earlier_classify(self.artifacts, inputs)
         reused = document is not None
         if document is None:
-            document = {**classify_json(classify_paths(paths, release=self.release.release, dtypes=dtypes,
-                                                       models=self.models), self.release), "inputs": inputs}
+            first = classify_paths(paths, release=self.release.release, dtypes=dtypes, models=self.models)
+            if rest and paths:
+                self.library_rest = BackgroundClassify(rest, self.release.release, dtypes)
+                self.classified = (first, inputs)  # the whole record once the rest is in: `join_library_rest`
+                inputs = classify_inputs(paths, self.release.release.version, dtypes)  # until then, these only
+            else:
+                first += classify_paths(rest, release=self.release.release, dtypes=dtypes, models=self.models)
+            document = {**classify_json(first, self.release), "inputs": inputs}
         save_record(self.artifacts, CLASSIFY_FILE, document)
         record = classify_from_dict(document)
         failed = {Path(f.file).resolve(): f.message or f.status for f in record.files if f.status == ERROR}
@@ -287,13 +304,37 @@ class Pipeline:
             if spec.path.resolve() in failed:
                 self.stop(spec.name, "classify", f"cannot classify {spec.path.name}: {failed[spec.path.resolve()]}")
         how = " (reused: the files, the release and the tool unchanged)" if reused else ""
+        if self.library_rest is not None:
+            how = f"; the library's other {len(rest)} file(s) are classified beside the later phases"
+        return self.classify_result(record, len(failed), how)
+
+    def classify_result(self, record: Any, failed: int, how: str) -> PhaseResult:
         if failed:
-            return PhaseResult("classify", ERROR, detail=f"{len(failed)} file(s) could not be classified{how}")
+            return PhaseResult("classify", ERROR, detail=f"{failed} file(s) could not be classified{how}")
         helpers = sum(1 for k in record.kernels if isinstance(k, dict) and not k.get("is_entry", True))
         called = f" ({len(record.kernels) - helpers} launched by the host, {helpers} helper(s) they call)" \
             if helpers else ""
         return PhaseResult("classify", PASS, detail=f"{len(record.kernels)} Triton kernel(s){called} in "
                                                     f"{len(record.files)} file(s){how}")
+
+    def join_library_rest(self) -> None:
+        """The library's other files, classified beside the later phases: their results join the launched files'
+        in classify.json (its inputs then those of every file), and the classify phase's line counts them."""
+        if self.library_rest is None or self.classified is None:
+            return
+        waited = time.monotonic()
+        first, inputs = self.classified
+        results = first + self.library_rest.join()
+        self.library_rest, self.classified = None, None
+        document = {**classify_json(results, self.release), "inputs": inputs}
+        save_record(self.artifacts, CLASSIFY_FILE, document)
+        record = classify_from_dict(document)
+        failed = sum(1 for f in record.files if f.status == ERROR)
+        how = (f"; {len(results) - len(first)} of the files, those no captured launch needs, classified beside the "
+               f"later phases (waited {time.monotonic() - waited:.1f} s for them at the end)")
+        phase = next(p for p in self.result.phases if p.phase == "classify")
+        done = self.classify_result(record, failed, how)
+        phase.status, phase.detail = done.status, done.detail
 
     def apply(self) -> PhaseResult:
 
@@ -305,7 +346,10 @@ class Pipeline:
         if document is None:
             results, errors = [], []
             library = self.project.capture.library if self.project.capture is not None else None
+            ours = written_before(self.artifacts)
             for path, output in pairs:  # once per (file, optimized path): kernels sharing a file may name their own
+                if output.is_file() and ours.get(str(output)) == file_digest(output):
+                    output.unlink()  # as the last apply wrote it (an unchanged copy has no marker): ours to redo
                 output.parent.mkdir(parents=True, exist_ok=True)  # outside the project: under artifacts
                 level = helper_level(path, library) if library is not None and path.is_relative_to(
                     library.resolve()) else None  # a library's files share one helper module
@@ -548,6 +592,7 @@ class Pipeline:
                 if phase.name not in runners or (phase.optional and self.project.capture is None):
                     continue
                 self.phase(phase, runners[phase.name])
+            self.join_library_rest()
             self.settle()
         except KeyboardInterrupt:  # every worker has ended; the records that finished are saved
             self.interrupted = True
