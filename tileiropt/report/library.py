@@ -88,7 +88,8 @@ def library_md(summary: LibrarySummary, launches: int = 0) -> str:
     verdicts: Counter[str] = Counter()
     for f in summary.files:
         verdicts.update(f.verdicts)
-    coverage = f"{100 * summary.launched / summary.defined:.0f}%" if summary.defined else "n/a"
+    share = 100 * summary.launched / summary.defined if summary.defined else None
+    coverage = "n/a" if share is None else "less than 1%" if 0 < share < 1 else f"{share:.0f}%"
     if summary.cut:
         coverage += ", partial: the command was cut before its end"
     seen = f" in {launches} distinct launch(es)" if launches else ""
