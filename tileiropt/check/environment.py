@@ -346,6 +346,17 @@ def torch_info() -> dict[str, str | None]:
     return _fact("torch", probe_torch)
 
 
+def torch_version() -> str | None:
+    """torch's version: the adopted fact, else torch's own once imported, else its distribution's (torch is not
+    imported for it: a key that names the version costs no 1.5 s import)."""
+    if (_ADOPTED is not None and "torch" in _ADOPTED) or "torch" in sys.modules:
+        return torch_info().get("version")
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def _triton_distribution() -> dict[str, Any]:
     dists = probe_distributions()
     names = [d["name"] for d in dists]

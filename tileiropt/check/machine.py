@@ -14,7 +14,7 @@ from tileiropt.check.environment import (
     choose_release,
     device_description,
     emulated_blocker,
-    torch_info,
+    torch_version,
     triton_distribution,
 )
 from tileiropt.harness.backends import EMULATOR_SETUP, Backend, default_backends
@@ -88,4 +88,4 @@ def versions(release: str | None = None) -> dict[str, Any]:
 @functools.cache
 def _installed() -> dict[str, Any]:
     dist = triton_distribution()
-    return {"triton": [dist.get("name"), dist.get("version")], "torch": torch_info().get("version")}
+    return {"triton": [dist.get("name"), dist.get("version")], "torch": torch_version()}

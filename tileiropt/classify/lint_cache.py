@@ -131,6 +131,7 @@ def _direct_imports(path: Path, data: bytes) -> list[Path]:
         return []
     dotted, root = package_name_for(path)
     package = dotted.split(".") if dotted else []
+    here = _real(str(path))
     found: list[Path] = []
     for dots, module, plain in _IMPORT.findall(text):
         name = module or plain
@@ -144,9 +145,12 @@ def _direct_imports(path: Path, data: bytes) -> list[Path]:
         else:
             parts = name.split(".")
         for candidate in _module_files(Path(root), parts):
-            if candidate.resolve() != path.resolve() and candidate not in found:
+            if _real(str(candidate)) != here and candidate not in found:
                 found.append(candidate)
     return found
+
+
+_real = functools.lru_cache(maxsize=65536)(os.path.realpath)  # a module's real path, once per run
 
 
 def _module_files(root: Path, parts: Iterable[str]) -> list[Path]:
