@@ -40,7 +40,7 @@ from tileiropt.capture.watch import ProgramWatch, last_line, stuck_at
 from tileiropt.capture.worker_gpus import BEFORE_ENV, GPUS_ENV
 from tileiropt.check.device import Device
 from tileiropt.check.machine import versions
-from tileiropt.classify.classify import classify_file
+from tileiropt.classify.classify import classify_files
 from tileiropt.engine.executors import visible_gpus
 from tileiropt.engine.progress import duration
 from tileiropt.engine.resume import input_key, tool_digest
@@ -202,12 +202,13 @@ def parse_command(text: str) -> list[str]:
 
 
 def target_kernels(targets: list[Path]) -> tuple[list[str], dict[str, bool]]:
-    """From one classification of each target: `kernel@file` of every entry kernel (helpers are launched by
-    no one), and for every kernel whether it updates memory with atomics."""
+    """From one classification of each target (no rule, no IR check; through the lint cache, and over worker
+    processes for a library's many files): `kernel@file` of every entry kernel (helpers are launched by no one),
+    and for every kernel whether it updates memory with atomics."""
     expected, atomics = [], {}
-    for target in targets:
+    for target, result in zip(targets, classify_files(list(targets), lambda _: [], ir=False), strict=True):
         real = os.path.realpath(target)
-        for record in classify_file(target, rules=[]).kernels:
+        for record in result.kernels:
             key = str(KernelKey(record.kernel, real))
             atomics[key] = bool(record.atomic_lines)
             if record.is_entry:

@@ -291,7 +291,8 @@ class Pipeline:
         if document is None:
             first = classify_paths(paths, release=self.release.release, dtypes=dtypes, models=self.models)
             if rest and paths:
-                self.library_rest = BackgroundClassify(rest, self.release.release, dtypes)
+                # no launch of theirs says their dtypes: lowered as `tileiropt classify` lowers a file alone
+                self.library_rest = BackgroundClassify(rest, self.release.release, None)
                 self.classified = (first, inputs)  # the whole record once the rest is in: `join_library_rest`
                 inputs = classify_inputs(paths, self.release.release.version, dtypes)  # until then, these only
             else:
