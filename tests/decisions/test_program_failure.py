@@ -6,73 +6,101 @@ GPU-only outcomes are built from records and stubs, so the CPU suite holds them.
 
 from __future__ import annotations
 
-import types
+from pathlib import Path
 
 import pytest
 
-# --------------------------------------------------------------------------- sequential paired rounds
+# --------------------------------------------------------------------------- the user's program: what failed, where
+
+PY_TRACEBACK = """collected nothing
+Traceback (most recent call last):
+  File "/work/proj/two.py", line 27, in <module>
+    main()
+  File "/work/proj/two.py", line 20, in main
+    scale(x)
+  File "{torch}/functional.py", line 9, in scale
+    raise NotImplementedError("scale is not finished")
+NotImplementedError: scale is not finished
+"""
+PYTEST_OUTPUT = """==== ERRORS ====
+tests/test_ops.py:3: in <module>
+    import missing_pkg
+E   ModuleNotFoundError: No module named 'missing_pkg'
+1 error in 3.09s
+"""
 
 
-def _false_alarm(rounds: int) -> float:
-    """The exact chance that an identical copy is ever called slower (one side) by the sequential rule: every
-    pattern of rounds above/below 1 (each 1/2 under no difference, the worst case of a threshold near 0)."""
-    from tileiropt.bench.records import _order_statistic, sequential_looks
+@pytest.mark.parametrize(("output", "code", "summary", "needs_gpu"), [
+    ("", 1, "exit status 1 (no output)", False),
+    ("first\nlast line\n\n", 2, "exit status 2 (last line)", False),
+    ("", -9, "killed by SIGKILL (no output)", False),
+    ("", -11, "killed by SIGSEGV (no output)", False),
+    ("", None, "no exit status (no output)", False),
+    (PYTEST_OUTPUT, 2, "ModuleNotFoundError: No module named 'missing_pkg' at tests/test_ops.py:3 (exit status 2; "
+     "the program needs it: pip install missing_pkg)", False),
+    ("ModuleNotFoundError: No module named 'pkg.sub'\n", 1,
+     "ModuleNotFoundError: No module named 'pkg.sub' (exit status 1; the program needs it: pip install pkg)", False),
+    ("RuntimeError: Found no NVIDIA driver on your system\n", 1,
+     "RuntimeError: Found no NVIDIA driver on your system (exit status 1)", True),
+    ("AssertionError: Torch not compiled with CUDA enabled\n", 1,
+     "AssertionError: Torch not compiled with CUDA enabled (exit status 1)", True),
+])
+def test_program_failure_summary(output: str, code: int | None, summary: str, needs_gpu: bool) -> None:
+    from tileiropt.capture.program_failure import read_failure
 
-    looks = {**sequential_looks(rounds), rounds: _order_statistic(rounds)}
-    alarms = 0
-    for pattern in range(2 ** rounds):
-        below = 0
-        for index in range(rounds):
-            below += (pattern >> index) & 1
-            k = looks.get(index + 1)
-            if k is not None and below < k:  # the k-th smallest ratio is above 1: the interval lies above
-                alarms += 1
-                break
-    return alarms / 2 ** rounds
-
-
-@pytest.mark.parametrize("rounds", [6, 8, 10, 12, 14, 16])  # from 6 rounds a 95% interval exists
-def test_the_sequential_rule_keeps_the_false_alarm_rate_within_5_percent(rounds: int) -> None:
-    assert 2 * _false_alarm(rounds) <= 0.05  # both sides
-
-
-def test_the_interim_looks_of_the_default_rounds() -> None:
-    from tileiropt.bench.records import PAIRED_ROUNDS, sequential_looks
-
-    assert sequential_looks(PAIRED_ROUNDS) == {8: 1}  # one interim look, after 4 ABBA blocks: [min, max] of 8
-    assert sequential_looks(20) == {12: 1, 14: 2, 16: 2, 18: 3}
-    assert sequential_looks(3) == {} and sequential_looks(6) == {}
-    # one side: 8 above at the look (4/1024), or at most 1 of 10 below at the end (11/1024), less both (3/1024)
-    assert _false_alarm(PAIRED_ROUNDS) == 12 / 1024
+    failure = read_failure(output, code, "/work/proj")
+    assert (failure.summary(), failure.needs_gpu) == (summary, needs_gpu)
 
 
-def test_a_decided_interim_look_stops_the_rounds_and_an_undecided_one_goes_on(monkeypatch) -> None:
-    from tileiropt.bench import worker
+def test_program_failure_names_the_innermost_frame_outside_installed_packages() -> None:
+    import sysconfig
 
-    class Prepared:
-        def __init__(self, times: list[float]):
-            self.times, self.method, self.call, self.sets = times, "do_bench", None, []
-            self.input_sets, self.fn, self.tuned = 1, None, {}
-            self.provenance = types.SimpleNamespace(launched={})  # no compiled code to compare: timed
+    from tileiropt.capture.program_failure import read_failure
 
-    def fake_time(prepared, warmup, rep):
-        return types.SimpleNamespace(median_ms=prepared.times.pop(0))
+    output = PY_TRACEBACK.format(torch=sysconfig.get_paths()["purelib"] + "/torch")
+    failure = read_failure(output, 1, "/work/proj")
+    assert failure.summary() == "NotImplementedError: scale is not finished at two.py:20 (exit status 1)"
+    assert failure.output[-1] == "NotImplementedError: scale is not finished"
+    assert read_failure(output, 1, "/elsewhere").where == "/work/proj/two.py:20"
 
-    def run(a_times: list[float], b_times: list[float]) -> object:
-        prepared = iter([Prepared(list(a_times)), Prepared(list(b_times))])
-        monkeypatch.setattr(worker.Measurement, "prepare", lambda self: next(prepared))
-        monkeypatch.setattr(worker, "time_prepared", fake_time)
-        monkeypatch.setattr(worker, "gpu_state", lambda: {})
-        item = worker.BenchItem(id=0, kernel="k", variant="original", backend="ptx", path="", entry="k",
-                                reference=None, size=None, dims={}, shapes={}, dtypes={})
-        return worker.run_pair(item, item, None, 10, 0.05)
 
-    slower = run([1.0] * 10, [1.10] * 10)
-    assert (slower.verdict, slower.rounds, slower.planned_rounds) == ("slower", 8, 10)
-    same = run([1.0] * 10, [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 1.0, 1.0])
-    assert (same.verdict, same.rounds) == ("same", 8)
-    wobbly = [1.0, 1.10, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 1.0, 1.0]  # one round outside: [min, max] undecided
-    late = run([1.0] * 10, wobbly)
-    assert (late.verdict, late.rounds) == ("same", 10)  # the final 95% interval drops the one round
+def test_program_failure_never_names_the_tools_own_recorder_as_the_place() -> None:
+    from pathlib import Path
+
+    import tileiropt
+    from tileiropt.capture.program_failure import read_failure
+
+    hook = Path(tileiropt.__file__).parent / "capture" / "hook.py"
+    output = (f'Traceback (most recent call last):\n  File "/work/proj/07.py", line 40, in <module>\n    run()\n'
+              f'  File "{hook}", line 384, in recording\n    return launch()\n'
+              "FileNotFoundError: [Errno 2] No such file or directory: 'libdevice.10.bc'\n")
+    assert read_failure(output, 1, "/work/proj").where == "07.py:40"
+
+
+@pytest.mark.parametrize(("atomics", "backend", "status"), [
+    (False, "ptx", "fail"), (False, "interpret", "fail"),
+    (True, "interpret", "fail"),  # the interpreter runs programs one after another: its atomics are deterministic
+    (True, "ptx", "pass"),  # on a GPU a self-check summing through atomics may fail on one run only
+])
+def test_an_optimized_file_whose_own_self_check_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       atomics: bool, backend: str, status: str) -> None:
+    from tileiropt.harness import stand_ins
+    from tileiropt.harness.backends import BACKENDS
+    from tileiropt.harness.provenance import Provenance
+    from tileiropt.validate.cases import Case
+    from tileiropt.validate.worker import CaseRunner
+
+    original = tmp_path / "k.py"
+    # a kernel's atomic call decides, not the word
+    update = "tl.atomic_add(p, 1)" if atomics else "tl.store(p, 1)  # no atomic_add here"
+    original.write_text(f"import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(p):\n    {update}\n")
+    monkeypatch.setattr(stand_ins, "raised_only_in", lambda path, orig: [("AssertionError", "k_tileir.py:9")])
+    case = Case(id=0, kernel="k", variant="optimized", path=str(tmp_path / "k_tileir.py"), entry="k",
+                reference="original", shapes={}, dtypes={}, atol=0.0, rtol=0.0, original_path=str(original))
+    record = CaseRunner(case, BACKENDS[backend], False, Provenance(), None).record("cfg", "pass")
+    assert record["status"] == status
+    assert record["reason"].startswith("the optimized file's own top-level call raised where the original's did not: "
+                                       "AssertionError (at k_tileir.py:9)")
+    assert ("not counted as a failure" in record["reason"]) is (status == "pass")
 
 
