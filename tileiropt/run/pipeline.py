@@ -12,8 +12,6 @@ import contextlib
 import copy
 import datetime as _dt
 import os
-import shlex
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -21,9 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tileiropt.apply.apply import copy_helper, free_backup, helper_level, write_helper
+from tileiropt.apply.apply import helper_level, write_helper
 from tileiropt.apply.command import apply_document, apply_paths
-from tileiropt.apply.gate import GATE_MARKER
 from tileiropt.bench.records import ERROR as BENCH_ERROR
 from tileiropt.bench.records import (
     code_proof,
@@ -40,7 +37,6 @@ from tileiropt.classify.classify import classify_paths
 from tileiropt.classify.command import classify_json
 from tileiropt.classify.ir.specialize import ir_dtype
 from tileiropt.classify.model import FileModels
-from tileiropt.classify.source import read_source_file
 from tileiropt.engine.engine import RunWorkers
 from tileiropt.engine.executors import Executor, validate_per_gpu
 from tileiropt.engine.job_timing import JobTiming
@@ -50,7 +46,6 @@ from tileiropt.engine.workers import take_worker_starts
 from tileiropt.errors import ExitCode, check_seconds, run_exit_code
 from tileiropt.harness.backends import BACKENDS, default_backends
 from tileiropt.harness.provenance import file_digest
-from tileiropt.output import write_atomic
 from tileiropt.phases import PHASES, Phase
 from tileiropt.project.spec import KernelSpec, Project
 from tileiropt.releases import Choice
@@ -76,6 +71,7 @@ from tileiropt.run.phase_reuse import (
     written_before,
 )
 from tileiropt.run.record import PhaseResult, RunResult
+from tileiropt.run.settle import set_aside, write_in_place
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import ValidateRun, save_validate_run
 from tileiropt.validate.run import REPEATED, earlier_validation, validate_project
@@ -175,17 +171,7 @@ class Pipeline:
         if self.validation is None:
             self.validation = run
         else:
-            merged = self.validation
-            merged.records += run.records
-            merged.backends = list(dict.fromkeys(merged.backends + run.backends))
-            merged.seconds = round(merged.seconds + run.seconds, 3)
-            merged.notes = list(dict.fromkeys(merged.notes + run.notes))
-            merged.complete = sorted(set(merged.complete) | set(run.complete))
-            merged.reused += run.reused
-            merged.interrupted = merged.interrupted or run.interrupted
-            merged.jobs += run.jobs  # each phase's jobs, workers and slots: validate.json keeps the run's cost
-            merged.workers += run.workers
-            merged.slots = max(merged.slots, run.slots)
+            self.validation.merge(run)
         save_validate_run(self.validation, self.artifacts)
         if run.interrupted:
             raise KeyboardInterrupt("interrupted")  # the records that finished are saved
@@ -516,44 +502,13 @@ class Pipeline:
                           self.bench_run.rows if self.bench_run is not None else [])
 
     def settle(self) -> None:
-        """Set aside every optimized file that failed or regressed (`<stem>.rejected.py`, reason in run.json and
-        the report); with --in-place, write each accepted one over the user's file, the original kept beside it."""
-        reasons = self.rejections()
-        for path, reason in reasons.items():
-            if not path.is_file() or GATE_MARKER not in path.read_text(encoding="utf-8", errors="replace"):
-                continue  # not ours (a capture's replay, a file we never wrote): nothing to set aside
-            moved = path.with_name(f"{path.stem}.rejected.py")
-            if moved.exists():
-                moved = free_backup(moved)
-            path.rename(moved)
-            self.result.rejected[str(path)] = {"moved_to": str(moved), "reason": reason}
-            self.on_event("settle", f"set aside {path.name}: {reason}")
+        """Set aside every optimized file that failed or regressed; with --in-place, write each accepted one over
+        the user's file, the original kept beside it (`settle.py`)."""
+        set_aside(self.rejections(), self.result, self.on_event)
         if not self.request.in_place:
             return
-        passed = {r.kernel for r in (self.validation.records if self.validation else [])
-                  if r.variant == "optimized" and r.status == PASS}
-        for spec in self.live:
-            source = spec.optimized_path
-            if spec.name not in passed or not source.is_file() or str(source) in self.result.rejected \
-                    or str(spec.path) in self.result.in_place:
-                continue  # only a validated, not-slower optimized file replaces the user's
-            unproven = self.not_proven_not_slower(spec.name)
-            if unproven:
-                self.result.in_place_refused[str(spec.path)] = (
-                    f"'not slower on PTX' was never measured ({unproven}); to use the validated file anyway: "
-                    f"cp {shlex.quote(str(source))} {shlex.quote(str(spec.path))}")
-                continue
-            text = spec.path.read_text(encoding="utf-8", errors="replace")
-            kept = spec.path.with_name(spec.path.name + ".orig")
-            if GATE_MARKER in text and kept.is_file():
-                backup = kept  # a re-run over our own output: the user's original is kept already
-            else:
-                backup = free_backup(spec.path)
-                shutil.copy2(spec.path, backup)
-            text, encoding = read_source_file(source)  # written in the source's own (PEP 263) encoding
-            write_atomic(spec.path, text, encoding)
-            self.result.in_place[str(spec.path)] = str(backup)
-            copy_helper(source, spec.path)  # a library's file: its package gets the helper module it imports
+        write_in_place(self.live, self.validation.records if self.validation else [],
+                       self.bench_run.rows if self.bench_run is not None else [], self.result)
         if self.result.in_place_refused:
             if self.bench_run is None or self.bench_run.exit_code() == ExitCode.NOT_RUN:
                 self.not_run_here = True  # the proof needs a GPU this machine does not have

@@ -102,6 +102,20 @@ class ValidateRun:
     def counts(self) -> dict[str, int]:
         return count_statuses(self.records)
 
+    def merge(self, other: ValidateRun) -> None:
+        """Take in the records of a later invocation of the same run (its validate phase after its compatibility
+        phase): one validate.json keeps them all, and the run's whole cost."""
+        self.records += other.records
+        self.backends = list(dict.fromkeys(self.backends + other.backends))
+        self.seconds = round(self.seconds + other.seconds, 3)
+        self.notes = list(dict.fromkeys(self.notes + other.notes))
+        self.complete = sorted(set(self.complete) | set(other.complete))
+        self.reused += other.reused
+        self.interrupted = self.interrupted or other.interrupted
+        self.jobs += other.jobs
+        self.workers += other.workers
+        self.slots = max(self.slots, other.slots)
+
     def exit_code(self) -> ExitCode:
         """0 when every record that ran passed, 1 when any failed or errored, 3 when none ran."""
         counts = self.counts()

@@ -1,0 +1,63 @@
+"""The safe-modification rule, once every phase ran: an optimized file that failed validation or is slower on PTX
+beyond the threshold is set aside (`<stem>.rejected.py`, its reason in run.json and the report); with --in-place,
+each validated, not-slower optimized file is written over the user's file, the original kept beside it."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tileiropt.apply.apply import copy_helper, free_backup
+from tileiropt.apply.gate import GATE_MARKER
+from tileiropt.classify.source import read_source_file
+from tileiropt.output import write_atomic
+from tileiropt.project.spec import KernelSpec
+from tileiropt.run.decisions import not_proven_not_slower
+from tileiropt.run.record import RunResult
+from tileiropt.schema import PASS
+
+
+def set_aside(reasons: dict[Path, str], result: RunResult, on_event: Callable[[str, str], None]) -> None:
+    """Move each optimized file of `reasons` (path -> why it must not be the result) aside, noted in `result`."""
+    for path, reason in reasons.items():
+        if not path.is_file() or GATE_MARKER not in path.read_text(encoding="utf-8", errors="replace"):
+            continue  # not ours (a capture's replay, a file we never wrote): nothing to set aside
+        moved = path.with_name(f"{path.stem}.rejected.py")
+        if moved.exists():
+            moved = free_backup(moved)
+        path.rename(moved)
+        result.rejected[str(path)] = {"moved_to": str(moved), "reason": reason}
+        on_event("settle", f"set aside {path.name}: {reason}")
+
+
+def write_in_place(live: list[KernelSpec], records: Sequence[Any], bench_rows: Sequence[Any],
+                   result: RunResult) -> None:
+    """Write each live kernel's optimized file over its kernel file when it passed validation, was not set aside
+    and was measured not slower on PTX (`result.in_place`); say why not where it was never measured
+    (`result.in_place_refused`)."""
+    passed = {r.kernel for r in records if r.variant == "optimized" and r.status == PASS}
+    for spec in live:
+        source = spec.optimized_path
+        if spec.name not in passed or not source.is_file() or str(source) in result.rejected \
+                or str(spec.path) in result.in_place:
+            continue  # only a validated, not-slower optimized file replaces the user's
+        unproven = not_proven_not_slower(list(bench_rows), spec.name)
+        if unproven:
+            result.in_place_refused[str(spec.path)] = (
+                f"'not slower on PTX' was never measured ({unproven}); to use the validated file anyway: "
+                f"cp {shlex.quote(str(source))} {shlex.quote(str(spec.path))}")
+            continue
+        text = spec.path.read_text(encoding="utf-8", errors="replace")
+        kept = spec.path.with_name(spec.path.name + ".orig")
+        if GATE_MARKER in text and kept.is_file():
+            backup = kept  # a re-run over our own output: the user's original is kept already
+        else:
+            backup = free_backup(spec.path)
+            shutil.copy2(spec.path, backup)
+        text, encoding = read_source_file(source)  # written in the source's own (PEP 263) encoding
+        write_atomic(spec.path, text, encoding)
+        result.in_place[str(spec.path)] = str(backup)
+        copy_helper(source, spec.path)  # a library's file: its package gets the helper module it imports
