@@ -154,8 +154,14 @@ _real = functools.lru_cache(maxsize=65536)(os.path.realpath)  # a module's real 
 
 
 def _module_files(root: Path, parts: Iterable[str]) -> list[Path]:
-    base = root.joinpath(*parts)
-    return [p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()]
+    return [Path(p) for p in _module_paths(str(root), tuple(parts))]
+
+
+@functools.lru_cache(maxsize=65536)
+def _module_paths(root: str, parts: tuple[str, ...]) -> tuple[str, ...]:
+    """The files a dotted module may be under `root` (its `.py`, its package's `__init__.py`), once per run."""
+    base = os.path.join(root, *parts)
+    return tuple(p for p in (base + ".py", os.path.join(base, "__init__.py")) if os.path.isfile(p))
 
 
 def file_result(data: dict[str, Any]) -> Any:
