@@ -18,7 +18,7 @@ import typer
 from rich.markup import escape
 
 from tileiropt import __version__
-from tileiropt.cli_style import show_flags_as_flags
+from tileiropt.cli.style import show_flags_as_flags
 from tileiropt.engine.workers import stopping_on_signals
 from tileiropt.errors import ExitCode, UserError, check_seconds
 from tileiropt.output import err_console, print_json
