@@ -15,6 +15,7 @@ from tileiropt.cli import app
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.harness.provenance import Provenance
 from tileiropt.output import to_jsonable
+from tileiropt.records.run import run_from_dict
 from tileiropt.report.artifacts import (
     APPLY_FILE,
     CHECK_FILE,
@@ -26,7 +27,6 @@ from tileiropt.report.artifacts import (
 from tileiropt.report.build import build_report
 from tileiropt.report.command import resolve_artifacts
 from tileiropt.report.markdown import render_markdown, split_template
-from tileiropt.run.record import run_from_dict
 from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
 
 from shared import EXAMPLES
@@ -409,9 +409,9 @@ def test_a_file_left_as_it_was_has_notes_never_changes() -> None:
     from types import SimpleNamespace
 
     from tileiropt.bench.records import BenchKernel
+    from tileiropt.records.phases import ApplyFile, ApplyKernel, ApplyRecord, Change
     from tileiropt.report.sections import transformations_for
     from tileiropt.report.verdict import not_tuned
-    from tileiropt.run.phase_records import ApplyFile, ApplyKernel, ApplyRecord, Change
 
     kernel = ApplyKernel("k", 3, "norm", changes=[Change(3, "num_warps kept", "a hint")], skipped=["wrapped by e()"])
     unchanged = ApplyFile("/x/k.py", "pass", None, False, False, [], [kernel])

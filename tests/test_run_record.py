@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 from tileiropt.cli import app
 from tileiropt.engine.job_timing import JobTiming
 from tileiropt.output import to_jsonable
+from tileiropt.records.run import PhaseResult, RunResult, run_from_dict
 from tileiropt.report.markdown import tool_cost_md
-from tileiropt.run.record import PhaseResult, RunResult, run_from_dict
 
 
 def _run() -> RunResult:

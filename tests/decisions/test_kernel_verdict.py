@@ -15,10 +15,10 @@ import pytest
 
 from tileiropt.bench.records import SLOWER
 from tileiropt.classify.rules.base import KernelFinding
+from tileiropt.records.run import run_from_dict
 from tileiropt.report.markdown import next_steps_md, summary_md
 from tileiropt.report.model import Benchmark, Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.verdict import ATTENTION, EMULATED, PROVEN, READY, UNPROVEN, kernel_verdict
-from tileiropt.run.record import run_from_dict
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 
 # --------------------------------------------------------------------------- a kernel's verdict

@@ -18,9 +18,9 @@ from tileiropt.bench.run import BenchSettings
 from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.errors import ExitCode, run_exit_code
 from tileiropt.project.spec import KernelSpec
+from tileiropt.records.run import RunResult
 from tileiropt.run.decisions import not_proven_not_slower
 from tileiropt.run.pipeline import Pipeline, RunRequest
-from tileiropt.run.record import RunResult
 from tileiropt.schema import PASS
 
 from shared import EXAMPLES

@@ -58,8 +58,8 @@ from tileiropt.classify.rules import ALL_RULES
 from tileiropt.errors import UserError
 from tileiropt.harness.launch_hints import hint_splat
 from tileiropt.output import writable, write_atomic
+from tileiropt.records.phases import ApplyKernel, Change
 from tileiropt.releases import Release, newest
-from tileiropt.run.phase_records import ApplyKernel, Change
 
 ERROR_RULES = [rule for rule in ALL_RULES if rule.code.startswith("TIR0")]  # a kernel they flag gets no TileIR code
 

@@ -17,8 +17,8 @@ from tileiropt.classify.classify import collect_files
 from tileiropt.classify.model import FileModels
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
+from tileiropt.records.phases import apply_record, record_dict
 from tileiropt.releases import Release
-from tileiropt.run.phase_records import apply_record, record_dict
 
 
 @dataclass
@@ -92,7 +92,7 @@ def _unreadable_may_hold_kernels(file: Path) -> bool:
 
 
 def apply_document(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool, choice: Any) -> dict:
-    """apply's JSON document (docs/apply.md, `phase_records.ApplyRecord`): `apply --json` prints it, `run` saves
+    """apply's JSON document (docs/apply.md, `records.phases.ApplyRecord`): `apply --json` prints it, `run` saves
     it as apply.json."""
     release = {"version": choice.release.version, "origin": choice.origin}
     return record_dict(apply_record(results, errors, dry_run=dry_run, release=release))

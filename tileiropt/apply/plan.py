@@ -31,7 +31,7 @@ from tileiropt.classify.discovery import KernelInfo, ModuleInfo
 from tileiropt.classify.model import FileModel
 from tileiropt.classify.names import AUTOTUNE, HEURISTICS, call_name
 from tileiropt.harness.launch_hints import hint_splat
-from tileiropt.run.phase_records import ApplyKernel, Change
+from tileiropt.records.phases import ApplyKernel, Change
 
 TWIN_SUFFIX = "_tileir"
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")

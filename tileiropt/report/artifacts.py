@@ -24,8 +24,8 @@ from tileiropt.capture.capture import CAPTURE_FILE, CaptureResult
 from tileiropt.check.environment import CheckReport
 from tileiropt.errors import UserError
 from tileiropt.output import dataclass_from_dict, save_record_file
-from tileiropt.run.phase_records import ApplyRecord, ClassifyRecord, apply_from_dict, classify_from_dict
-from tileiropt.run.record import RunResult, run_from_dict
+from tileiropt.records.phases import ApplyRecord, ClassifyRecord, apply_from_dict, classify_from_dict
+from tileiropt.records.run import RunResult, run_from_dict
 from tileiropt.validate.records import VALIDATE_FILE, ValidateRun, load_validate_run
 
 T = TypeVar("T")

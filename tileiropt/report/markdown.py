@@ -18,6 +18,7 @@ from typing import Any
 from tileiropt.classify.lint_output import lines_text
 from tileiropt.output import write_atomic
 from tileiropt.project.template import read_template
+from tileiropt.records.run import RunResult
 from tileiropt.report.benchmark_markdown import benchmark_md
 from tileiropt.report.library import library_md
 from tileiropt.report.markdown_blocks import bullets, cell, grouped_lines, launch_names, one_line, table
@@ -35,7 +36,6 @@ from tileiropt.report.verdict import (
     UNTUNED,
     KernelVerdict,
 )
-from tileiropt.run.record import RunResult
 from tileiropt.schema import FAIL, PASS
 
 TEMPLATE = "report.md"

@@ -11,9 +11,9 @@ from typing import Any
 
 from tileiropt.bench.records import BenchRow
 from tileiropt.classify.rules.base import KernelFinding
+from tileiropt.records.run import RunResult
 from tileiropt.report.library import LibrarySummary
 from tileiropt.report.verdict import KernelVerdict
-from tileiropt.run.record import RunResult
 from tileiropt.schema import SCHEMA_VERSION
 
 

@@ -16,10 +16,10 @@ from tileiropt.classify.rules.base import KernelFinding
 from tileiropt.harness.backends import BACKENDS, EMULATED_TILEIR, EMULATED_TILEIR_ON_INTERPRET
 from tileiropt.harness.scaling import describe_scaling
 from tileiropt.phases import comes_after
+from tileiropt.records.phases import ApplyFile
+from tileiropt.records.run import RunResult
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
 from tileiropt.report.model import Classification, Coverage, Section, Verdict
-from tileiropt.run.phase_records import ApplyFile
-from tileiropt.run.record import RunResult
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import VALIDATE_FILE, ValidationRecord
 

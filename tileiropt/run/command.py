@@ -14,8 +14,8 @@ from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
 from tileiropt.phases import PHASES
 from tileiropt.project.options import TargetOptions
+from tileiropt.records.run import RunResult
 from tileiropt.run.pipeline import run_pipeline
-from tileiropt.run.record import RunResult
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, STATUSES
 
 _STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}

@@ -13,12 +13,12 @@ from typing import Any
 from tileiropt.check.machine import versions
 from tileiropt.engine.resume import input_key, tool_digest
 from tileiropt.harness.provenance import file_digest
+from tileiropt.records.phases import apply_from_dict, classify_from_dict
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE
-from tileiropt.run.phase_records import apply_from_dict, classify_from_dict
 
 
 def _reads_as(read: Callable[[Any], Any], document: dict[str, Any]) -> bool:
-    """The document reads as its typed record (`phase_records`): a record of another shape is never reused."""
+    """The document reads as its typed record (`records.phases`): a record of another shape is never reused."""
     try:
         read(document)
     except (TypeError, ValueError, KeyError, RecursionError):

@@ -48,6 +48,8 @@ from tileiropt.harness.backends import BACKENDS, default_backends
 from tileiropt.harness.provenance import file_digest
 from tileiropt.phases import PHASES, Phase
 from tileiropt.project.spec import KernelSpec, Project
+from tileiropt.records.phases import apply_from_dict, classify_from_dict
+from tileiropt.records.run import PhaseResult, RunResult
 from tileiropt.releases import Choice
 from tileiropt.report.artifacts import (
     APPLY_FILE,
@@ -62,7 +64,6 @@ from tileiropt.report.build import build_report
 from tileiropt.report.markdown import write_markdown
 from tileiropt.report.verdict import ATTENTION
 from tileiropt.run.decisions import not_proven_not_slower, rejections
-from tileiropt.run.phase_records import apply_from_dict, classify_from_dict
 from tileiropt.run.phase_reuse import (
     apply_inputs,
     classify_inputs,
@@ -70,7 +71,6 @@ from tileiropt.run.phase_reuse import (
     earlier_classify,
     written_before,
 )
-from tileiropt.run.record import PhaseResult, RunResult
 from tileiropt.run.settle import set_aside, write_in_place
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import ValidateRun, save_validate_run

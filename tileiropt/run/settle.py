@@ -15,8 +15,8 @@ from tileiropt.apply.gate import GATE_MARKER
 from tileiropt.classify.source import read_source_file
 from tileiropt.output import write_atomic
 from tileiropt.project.spec import KernelSpec
+from tileiropt.records.run import RunResult
 from tileiropt.run.decisions import not_proven_not_slower
-from tileiropt.run.record import RunResult
 from tileiropt.schema import PASS
 
 

@@ -10,8 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from tileiropt.output import save_record_file
-from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, load_artifacts
-from tileiropt.run.phase_records import (
+from tileiropt.records.phases import (
     ApplyKernel,
     Change,
     apply_from_dict,
@@ -19,6 +18,7 @@ from tileiropt.run.phase_records import (
     classify_from_dict,
     record_dict,
 )
+from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, load_artifacts
 
 
 def _result(**overrides: object) -> SimpleNamespace:
