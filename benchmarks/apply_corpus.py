@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 from tileiropt.apply.apply import NoKernelFound, transform_source  # noqa: E402
 from tileiropt.apply.audit import bad_keys, import_check  # noqa: E402
 from tileiropt.classify.classify import collect_files  # noqa: E402
+from tileiropt.classify.modules import package_name_for  # noqa: E402
 from tileiropt.errors import UserError  # noqa: E402
-from tileiropt.project.entries import package_name_for  # noqa: E402
 from tileiropt.releases import get_release  # noqa: E402
 
 

@@ -22,7 +22,7 @@ DECISIONS: dict[str, set[str] | None] = {
     "tileiropt.bench.records": {"paired_ratio", "_order_statistic", "judged"},  # the paired verdict
     "tileiropt.errors": None,  # exit codes, one-line errors, durations
     "tileiropt.report.verdict": None,  # each kernel's one verdict: the report's decisions
-    "tileiropt.validate.tolerances": None,  # the tolerances a record is held to
+    "tileiropt.project.tolerances": None,  # the tolerances a record is held to
     "tileiropt.releases": {"version_key", "known_releases", "newest", "get_release", "nearest_release",
                            "resolve_release", "_folders", "_load"},  # which release a run follows
 }

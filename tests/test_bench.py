@@ -564,7 +564,7 @@ def test_paired_timing_decides_the_ptx_check() -> None:
 
 
 def test_metric_expressions_are_safe_and_bounded() -> None:
-    from tileiropt.bench.metric_expressions import ExpressionError, evaluate
+    from tileiropt.project.metric_expressions import ExpressionError, evaluate
 
     assert evaluate("2 * M * N * K", {"M": 4, "N": 8, "K": 2}, {}) == 128.0
     assert evaluate("4 * prod(x) + math.prod(x) + x[0]", {}, {"x": [2, 3]}) == 32.0

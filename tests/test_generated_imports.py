@@ -12,8 +12,8 @@ import pytest
 
 from tileiropt.apply.apply import transform_source
 from tileiropt.apply.audit import bad_keys, hint_autotunes, import_check
+from tileiropt.classify.modules import package_name_for
 from tileiropt.errors import UserError
-from tileiropt.project.entries import package_name_for
 
 from shared import ROOT, TEST_FIXTURES
 

@@ -370,7 +370,7 @@ def test_config_items_pin_one_config_at_a_time_and_record_launches(interpreted):
 
 def test_config_items_for_plain_and_best_config(interpreted):
     from tileiropt.harness.configs import config_items
-    from tileiropt.validate.records import AUTOTUNED, LAUNCH
+    from tileiropt.schema import AUTOTUNED, LAUNCH
 
     plain = harness.import_kernel_module(FIXTURES / "off_by_one.py")
     assert [i.label for i in config_items(plain)] == [LAUNCH]

@@ -51,4 +51,8 @@ def count_statuses(items: Any) -> dict[str, int]:
         counts[item.status] = counts.get(item.status, 0) + 1
     return counts
 
+# Config labels of validation records that are not one autotune config (validate.records has the others).
+LAUNCH = "(launch)"  # the kernel has no autotuner: one plain launch
+AUTOTUNED = "(autotuned)"  # --best-config: the autotuner chose (the record's label names the choice)
+
 GATE_MARKER = "tileiropt gate"  # in the comment above the gate: a file tileiropt wrote

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tileiropt.project.spec import KernelSpec
-from tileiropt.validate.tolerances import DEFAULT_TOLERANCES, tolerances
+from tileiropt.project.tolerances import DEFAULT_TOLERANCES, tolerances
 
 # --------------------------------------------------------------------------- overrides
 

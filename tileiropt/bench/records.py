@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tileiropt.bench.metric_expressions import evaluate
 from tileiropt.engine.job_timing import JobTiming, timings_from_list
 from tileiropt.engine.resume import Journal
 from tileiropt.errors import ExitCode
 from tileiropt.harness.provenance import Provenance, fallback_note
 from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
+from tileiropt.project.metric_expressions import evaluate
 from tileiropt.schema import ERROR, PASS, SCHEMA_VERSION, count_statuses, read_status
 
 BENCH_FILE = "bench.json"
@@ -346,7 +346,7 @@ def within_noise(ratio: float, a: Timing, b: Timing, floor: float = NOISE_FLOOR)
 
 def evaluate_expression(expression: str, dims: dict[str, int], shapes: dict[str, list[int]]) -> float:
     """A project's `flops`/`bytes` expression over the dims (by name) and the input shapes (lists), evaluated
-    without `eval` and with bounded cost (see `tileiropt.bench.metric_expressions`)."""
+    without `eval` and with bounded cost (see `tileiropt.project.metric_expressions`)."""
     return evaluate(expression, dims, shapes)
 
 

@@ -41,6 +41,7 @@ from tileiropt.capture.worker_gpus import BEFORE_ENV, GPUS_ENV
 from tileiropt.check.device import Device
 from tileiropt.check.machine import versions
 from tileiropt.classify.classify import classify_files
+from tileiropt.classify.modules import package_name_for
 from tileiropt.engine.executors import visible_gpus
 from tileiropt.engine.progress import duration
 from tileiropt.engine.resume import input_key, tool_digest
@@ -48,7 +49,6 @@ from tileiropt.engine.workers import keep_bytecode
 from tileiropt.errors import UserError
 from tileiropt.harness.provenance import file_digest
 from tileiropt.output import save_record_file
-from tileiropt.project.entries import package_name_for
 from tileiropt.project.library import mirrored_output
 from tileiropt.project.model import DEFAULT_STALL_S, DEFAULT_TIMEOUT_S, KernelSpec
 from tileiropt.schema import SCHEMA_VERSION

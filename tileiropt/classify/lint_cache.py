@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.cache import cache_dir
+from tileiropt.classify.modules import package_name_for
 from tileiropt.classify.rules.base import Finding
 from tileiropt.classify.source import read_regular_file
 from tileiropt.errors import UserError
 from tileiropt.output import dataclass_from_dict, write_atomic
-from tileiropt.project.entries import package_name_for
 
 OFF_ENV = "TILEIROPT_NO_LINT_CACHE"
 _IMPORT = re.compile(r"^\s*(?:from\s+(\.*)([\w.]*)\s+import|import\s+([\w.]+))", re.MULTILINE)

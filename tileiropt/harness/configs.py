@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from tileiropt.harness.autotuners import autotuners, config_label, pinned
-from tileiropt.validate.records import AUTOTUNED, LAUNCH
+from tileiropt.schema import AUTOTUNED, LAUNCH
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import ast
 import inspect
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from tileiropt.classify.blocks import BLOCKS, flatten
 from tileiropt.classify.syntax import TryStar
-
-_MAX_PACKAGE_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -45,35 +42,6 @@ class EntryRef:
     def name(self) -> str:
         """The name the entry is bound to in a call expression's scope (its first attribute)."""
         return self.attributes[0]
-
-
-def package_name_for(path: Path) -> tuple[str | None, Path]:
-    """(dotted module name, the folder to import it from) for a file inside a package; (None, its folder)
-    for a file outside any package."""
-    path = Path(path).resolve()
-    parts = [path.stem] if path.name != "__init__.py" else []
-    folder = path.parent
-    depth = 0
-    while (folder / "__init__.py").is_file() and depth < _MAX_PACKAGE_DEPTH:
-        parts.insert(0, folder.name)
-        folder = folder.parent
-        depth += 1
-    if depth == 0 or not all(p.isidentifier() for p in parts):
-        return None, path.parent
-    return ".".join(parts), folder
-
-
-def locate_module(dotted: str, roots: list[Path]) -> Path | None:
-    """The source file of a dotted module name under `roots`, then `sys.path` (no import)."""
-    relative = Path(*dotted.split("."))
-    for root in [*roots, *(Path(p) for p in sys.path if p)]:
-        for candidate in (root / relative.with_suffix(".py"), root / relative / "__init__.py"):
-            try:
-                if candidate.is_file():
-                    return candidate.resolve()
-            except OSError:
-                continue
-    return None
 
 
 def _module_tree(path: Path) -> ast.Module | None:

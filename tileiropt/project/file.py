@@ -17,12 +17,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-from tileiropt.bench.metric_expressions import ExpressionError, parse_expression
 from tileiropt.capture.capture import parse_command
+from tileiropt.classify.modules import locate_module, package_name_for
 from tileiropt.engine.executors import EXECUTORS, Executor
 from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
 from tileiropt.project import entries
 from tileiropt.project.library import library_files
+from tileiropt.project.metric_expressions import ExpressionError, parse_expression
 from tileiropt.project.model import (
     DEFAULT_ARTIFACTS,
     DEFAULT_SIZES,
@@ -109,7 +110,7 @@ def _kernel_location(raw: dict, key: str, root: Path, where: _Where) -> tuple[Pa
         if module is None:
             raise where.error(f"{key}.path", "missing required key",
                               'add path = "..." (the kernel file) or module = "pkg.mod" to the [[kernel]] table')
-        located = entries.locate_module(module, [root])
+        located = locate_module(module, [root])
         if located is None:
             raise where.error(f"{key}.module", f"cannot find module {module!r} under {root} or on sys.path",
                               "install the package, or give path = \"...\" to the kernel file")
@@ -120,7 +121,7 @@ def _kernel_location(raw: dict, key: str, root: Path, where: _Where) -> tuple[Pa
     if not path.is_file():
         raise where.error(f"{key}.path", f"kernel file not found: {path}",
                           "fix the path (relative to the project file)")
-    return path, module or entries.package_name_for(path)[0]
+    return path, module or package_name_for(path)[0]
 
 
 def _entry_and_call(raw: dict, key: str, path: Path, module: str | None, root: Path,
@@ -154,7 +155,7 @@ def _entry_source(ref: entries.EntryRef, path: Path, root: Path, where: _Where, 
     """The file that defines the entry: the kernel file, or the module named before the colon."""
     if ref.module is None:
         return path
-    located = entries.locate_module(ref.module, [root, entries.package_name_for(path)[1]])
+    located = locate_module(ref.module, [root, package_name_for(path)[1]])
     if located is None:
         raise where.error(key, f"cannot find module {ref.module!r} under {root} or on sys.path",
                           "install the package or fix the module name")

@@ -12,7 +12,7 @@ from typing import Any
 
 from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.errors import UserError
-from tileiropt.validate.tolerances import tolerances
+from tileiropt.project.tolerances import tolerances
 
 PROJECT_FILE = "tileiropt.toml"
 DEFAULT_SIZES = (128, 1024, 8192)

@@ -35,9 +35,8 @@ VALIDATE_FILE = "validate.json"
 
 VARIANTS = ("original", "optimized")
 
-# Config labels of records that are not one autotune config.
-LAUNCH = "(launch)"  # the kernel has no autotuner: one plain launch
-AUTOTUNED = "(autotuned)"  # --best-config: the autotuner chose (the record's label names the choice)
+# Config labels of records that are not one autotune config (LAUNCH, AUTOTUNED: tileiropt.schema, which the
+# harness reads too).
 PREPARE = "(prepare)"  # importing the file, building inputs or evaluating the reference
 NONE = "-"  # not-run records that never reached a config
 

@@ -41,10 +41,19 @@ from tileiropt.harness.launches import LaunchRecorder
 from tileiropt.harness.loading import package_folder
 from tileiropt.harness.provenance import Provenance, fallback_note
 from tileiropt.harness.tileir_surface import tileir_code_on, tileir_configs
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, REJECTED_BY_TILEIR, SAME_ON_INTERPRETER, SAME_ON_PTX
+from tileiropt.schema import (
+    AUTOTUNED,
+    ERROR,
+    FAIL,
+    NOT_RUN,
+    PASS,
+    REJECTED_BY_TILEIR,
+    SAME_ON_INTERPRETER,
+    SAME_ON_PTX,
+)
 from tileiropt.validate import reference_cache
 from tileiropt.validate.cases import Case, record_for
-from tileiropt.validate.records import AUTOTUNED, NONE, PREPARE
+from tileiropt.validate.records import NONE, PREPARE
 from tileiropt.validate.shards import owners
 
 OWN_RUN = object()  # prepared["expected"] of a case whose one run is its own reference (`_own_reference`)

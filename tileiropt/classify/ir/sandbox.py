@@ -37,11 +37,11 @@ from types import ModuleType
 from typing import Any
 
 from tileiropt.classify.discovery import Scan, scan
+from tileiropt.classify.modules import locate_module, package_name_for
 from tileiropt.classify.names import JIT, call_name
 from tileiropt.classify.reexports import module_level
 from tileiropt.classify.source import read_source
 from tileiropt.errors import UserError
-from tileiropt.project.entries import locate_module, package_name_for
 
 _CONSTEXPR = ("triton.language.constexpr", "triton.language.core.constexpr")
 
