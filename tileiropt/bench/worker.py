@@ -1,4 +1,4 @@
-"""A kernel's measurements in a worker of the job engine (`tileiropt.engine.job_worker`).
+"""A kernel's measurements in a worker of the job engine (`tileiropt.run.job_worker`).
 
 A bench job, `{"kind": "bench", "id": 7, "items": [BenchItem, ...], "pairs": [[0, 1]], "rounds": 10,
 "threshold": 0.05, "start_item": 0, "passed": []}`, times its items in order, then each original/optimized pair

@@ -2,7 +2,7 @@
 
 A worker costs seconds to start (torch, Triton and the user's package are imported anew) and then runs a job in
 milliseconds to seconds. So a worker is started once per slot and backend and is given job after job over its
-stdin (`tileiropt.engine.job_worker`), from one pool for the whole phase (`JobPool`): no slot waits while another
+stdin (`tileiropt.run.job_worker`), from one pool for the whole phase (`JobPool`): no slot waits while another
 holds a long list, and a slot whose backend has no job left joins another where that ends the phase sooner.
 
 What differs between the phases is the job (a validation case, a kernel's measurements) and its records: a
@@ -40,7 +40,7 @@ from tileiropt.engine.workers import (
 from tileiropt.harness.backends import BACKENDS, Backend
 from tileiropt.harness.provenance import Provenance
 
-WORKER_MODULE = "tileiropt.engine.job_worker"
+WORKER_MODULE = "tileiropt.run.job_worker"
 
 
 class JobKind(Protocol):
@@ -49,7 +49,7 @@ class JobKind(Protocol):
     phase: str  # "validate" | "bench": in JobTiming records
 
     def message(self, job: Any) -> dict[str, Any]:
-        """The job as sent to a worker (`{"kind": ..., ...}`, read by `tileiropt.engine.job_worker`)."""
+        """The job as sent to a worker (`{"kind": ..., ...}`, read by `tileiropt.run.job_worker`)."""
 
     def timeout(self, job: Any, item: int | None) -> float:
         """Seconds `item` may take (None: the job's preparation, before its first item)."""

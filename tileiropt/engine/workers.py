@@ -1,7 +1,7 @@
 """Worker processes, shared by validate and bench: start, read events, time out, kill, shut down.
 
 A worker is a subprocess (`python -m <module>`) that reads JSON lines on stdin (its set-up, then one job per
-line until its input ends: `tileiropt.engine.job_worker`) and writes one JSON event per line on stdout. Each
+line until its input ends: `tileiropt.run.job_worker`) and writes one JSON event per line on stdout. Each
 runs in its own session (its own process group): Ctrl-C in the terminal never reaches it, and `kill()`
 ends it with everything it started. Every live worker is registered, so `stop_all()` (on SIGINT/SIGTERM,
 see `stopping_on_signals`) ends them all within a moment; once stopping, no runner starts a new worker.
@@ -60,7 +60,7 @@ class WorkerProcess:
     """A running worker: its events on a queue, the tail of its stderr kept for crash reports."""
 
     def __init__(self, backend: Backend, job: dict[str, Any] | None,
-                 module: str = "tileiropt.engine.job_worker", extra_env: dict[str, str] | None = None,
+                 module: str = "tileiropt.run.job_worker", extra_env: dict[str, str] | None = None,
                  launcher: Launcher | None = None):
         """`job`: written as one line, then the input is closed; None: the input stays open for `send()`."""
         launcher = launcher or LOCAL

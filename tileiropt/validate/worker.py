@@ -1,4 +1,4 @@
-"""The validation of one case in a worker of the job engine (`tileiropt.engine.job_worker`).
+"""The validation of one case in a worker of the job engine (`tileiropt.run.job_worker`).
 
 A case's job, `{"kind": "case", "id": 3, "case": Case, "best_config": false}`, runs every config item of the case
 and answers, besides the engine's own events:

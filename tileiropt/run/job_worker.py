@@ -1,4 +1,7 @@
-"""The worker of the job engine: ``python -m tileiropt.engine.job_worker`` (behind `tileiropt.engine.sentinel`).
+"""The worker of the job engine: ``python -m tileiropt.run.job_worker`` (behind `tileiropt.engine.sentinel`).
+
+It sits above the engine and the phases whose jobs it runs (validate's cases, bench's measurements and peaks,
+`JOBS`): the engine starts it by module name and never imports a phase.
 
 The parent (`tileiropt.engine.engine`) starts it with a backend's environment (ENABLE_TILE, TRITON_INTERPRET,
 TILEIROPT_FORCE_TILEIR, the run's TRITON_CACHE_DIR) and writes, one JSON line each:
