@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tileiropt.apply.apply import NoKernelFound, transform_source  # noqa: E402
-from tileiropt.apply.gate import GATE_NAME, HELPER_MODULE, OTHER_NAME  # noqa: E402
 from tileiropt.errors import UserError  # noqa: E402
+from tileiropt.harness.gate import GATE_NAME, HELPER_MODULE, OTHER_NAME  # noqa: E402
 from tileiropt.releases import get_release  # noqa: E402
 
 DOT_TUTORIALS = ("03", "09")  # at most DOT_FILE_GOAL added lines outside their descriptor forms

@@ -29,7 +29,7 @@ def tileir_code_forced(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def gate_of(module: ModuleType) -> bool:
     """What a transformed module's gate answers now (`is_tileir()`, or its other name)."""
-    from tileiropt.apply.gate import GATE_NAME, OTHER_NAME
+    from tileiropt.harness.gate import GATE_NAME, OTHER_NAME
 
     return (getattr(module, GATE_NAME, None) or getattr(module, OTHER_NAME))()
 

@@ -17,11 +17,11 @@ import pytest
 from tileiropt import __version__
 from tileiropt.apply.apply import transform_source
 from tileiropt.apply.config_values import Unresolvable, resolve_configs
-from tileiropt.apply.gate import GATE_MARKER
 from tileiropt.classify.blocks import alternatives, module_statements
 from tileiropt.classify.classify import classify_source
 from tileiropt.classify.discovery import discover, scan_file
 from tileiropt.classify.source import SourceText
+from tileiropt.harness.gate import GATE_MARKER
 from tileiropt.project import entries
 from tileiropt.releases import get_release
 

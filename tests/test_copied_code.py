@@ -18,11 +18,11 @@ import triton.language as tl
 
 from tileiropt.apply import audit_importer, launch_runtime
 from tileiropt.apply.copied_source import copied_source
-from tileiropt.apply.gate import extended_autotuners, gate_source
 from tileiropt.apply.tma_runtime import RUNTIME_MARKER, RUNTIME_SOURCE
 from tileiropt.capture import hook as capture_hook
 from tileiropt.capture import site as capture_site
 from tileiropt.harness import tileir_surface
+from tileiropt.harness.gate import extended_autotuners, gate_source
 from tileiropt.validate.worker import not_attached
 
 from shared import TEST_FIXTURES

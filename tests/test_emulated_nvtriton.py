@@ -29,7 +29,7 @@ import triton
 import triton.backends.tileir as tileir
 from triton.backends.tileir.errors import HitFallback
 from emulated_nvtriton import EMULATED_MARK
-from tileiropt.apply.gate import gate_source
+from tileiropt.harness.gate import gate_source
 namespace = {}
 exec(gate_source(), namespace)
 config = triton.Config({"BLOCK": 64}, num_warps=4, occupancy=2, opt_level=2)

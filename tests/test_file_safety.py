@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tileiropt.apply.gate import GATE_MARKER
 from tileiropt.cli import app
 from tileiropt.errors import UserError
+from tileiropt.harness.gate import GATE_MARKER
 from tileiropt.output import save_record_file, write_atomic
 
 runner = CliRunner()

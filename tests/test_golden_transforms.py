@@ -11,8 +11,8 @@ import pytest
 
 from tileiropt import __version__
 from tileiropt.apply.apply import transform_source
-from tileiropt.apply.gate import gate_source
 from tileiropt.apply.transforms import TRANSFORMS, Transform, by_name
+from tileiropt.harness.gate import gate_source
 from tileiropt.releases import get_release
 
 from shared import EXAMPLES, TEST_FIXTURES

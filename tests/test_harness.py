@@ -477,7 +477,7 @@ def test_a_scripts_program_is_left_out_without_falling_back_to_the_whole(tmp_pat
 def test_an_optimized_file_keeps_the_tools_code_whole_and_leaves_the_script_part_out(tmp_path: Path) -> None:
     """The gate and every `if is_tileir():` block stay (with what they read), even for a kernel that only the
     script part launches; the script's own program is left out as in its original."""
-    from tileiropt.apply.gate import GATE_MARKER
+    from tileiropt.harness.gate import GATE_MARKER
 
     script = tmp_path / "k_tileir.py"
     script.write_text(f"# ({GATE_MARKER})\n"

@@ -22,9 +22,9 @@ import pytest
 import triton
 
 from tileiropt.apply.apply import transform_source
-from tileiropt.apply.gate import gate_source
 from tileiropt.apply.tma_runtime import RUNTIME_SOURCE
 from tileiropt.harness.autotuners import autotuners, config_label, pinned, tma_dispatches
+from tileiropt.harness.gate import gate_source
 
 from shared import ROOT, TEST_FIXTURES
 

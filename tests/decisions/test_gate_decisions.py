@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tileiropt.apply.gate import gate_source
+from tileiropt.harness.gate import gate_source
 
 # --------------------------------------------------------------------------- the gate
 

@@ -146,8 +146,8 @@ def test_validate_json_keeps_every_phase_s_jobs_workers_and_slots(tmp_path: Path
 
 
 def test_in_place_writes_the_optimized_file_in_the_source_s_own_encoding(tmp_path: Path) -> None:
-    from tileiropt.apply.gate import GATE_MARKER
     from tileiropt.bench.records import SAME_CODE
+    from tileiropt.harness.gate import GATE_MARKER
     from tileiropt.validate.records import ValidationRecord
 
     source = tmp_path / "k.py"

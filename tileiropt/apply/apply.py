@@ -22,14 +22,6 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from tileiropt.apply.gate import (
-    GATE_MARKER,
-    GATE_NAME,
-    HELPER_MODULE,
-    gate_comment,
-    gate_source,
-    helper_import_level,
-)
 from tileiropt.apply.math_rewrites import LOG2E
 from tileiropt.apply.nested import (
     GUARDED_TRITON,
@@ -56,6 +48,14 @@ from tileiropt.classify.discovery import KernelInfo, ModuleInfo
 from tileiropt.classify.model import FileModel
 from tileiropt.classify.rules import ALL_RULES
 from tileiropt.errors import UserError
+from tileiropt.harness.gate import (
+    GATE_MARKER,
+    GATE_NAME,
+    HELPER_MODULE,
+    gate_comment,
+    gate_source,
+    helper_import_level,
+)
 from tileiropt.harness.launch_hints import hint_splat
 from tileiropt.output import writable, write_atomic
 from tileiropt.records.phases import ApplyKernel, Change

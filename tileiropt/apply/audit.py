@@ -21,8 +21,8 @@ import subprocess
 import sys
 from typing import Any
 
-from tileiropt.apply.gate import FORCE_ENV
 from tileiropt.classify.classify import classify_source
+from tileiropt.harness.gate import FORCE_ENV
 
 IMPORTER = "tileiropt.apply.audit_importer"  # the subprocess of import_check
 

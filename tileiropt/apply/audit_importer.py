@@ -17,9 +17,9 @@ from typing import Any
 
 from triton.runtime import Autotuner
 
-from tileiropt.apply.gate import FORCE_ENV
 from tileiropt.harness import stand_ins
 from tileiropt.harness.autotuners import chain, kernel_objects
+from tileiropt.harness.gate import FORCE_ENV
 from tileiropt.harness.loading import load_kernel_module
 from tileiropt.harness.tileir_surface import force_tileir_code
 

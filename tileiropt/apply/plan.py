@@ -14,9 +14,6 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from tileiropt.apply.config_values import ConfigValue, Unresolvable, resolve_configs
-from tileiropt.apply.gate import (
-    gate_name,
-)
 from tileiropt.apply.math_rewrites import FLAGS
 from tileiropt.apply.spaces import (
     Space,
@@ -30,6 +27,9 @@ from tileiropt.classify.classify import KernelRecord
 from tileiropt.classify.discovery import KernelInfo, ModuleInfo
 from tileiropt.classify.model import FileModel
 from tileiropt.classify.names import AUTOTUNE, HEURISTICS, call_name
+from tileiropt.harness.gate import (
+    gate_name,
+)
 from tileiropt.harness.launch_hints import hint_splat
 from tileiropt.records.phases import ApplyKernel, Change
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tileiropt.apply.gate import HELPER_MODULE, helper_import_level
+from tileiropt.harness.gate import HELPER_MODULE, helper_import_level
 from tileiropt.harness.harness import HarnessError, import_kernel_module
 from tileiropt.project.entries import EntryRef
 

@@ -28,14 +28,14 @@ import ast
 import builtins
 import copy
 
-from tileiropt.apply.gate import GATE_NAME, OTHER_NAME
+from tileiropt.harness.gate import GATE_NAME, OTHER_NAME
 
 BLOCKS = (ast.If, ast.Try, ast.With)
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 ASSIGNMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign)
 BUILTIN_NAMES = frozenset(dir(builtins))
 TOOL_PREFIXES = ("_tileiropt",)  # the names of the code `apply` inserts (the TMA runtime), and its gate's:
-TOOL_NAMES = frozenset({GATE_NAME, OTHER_NAME})  # `if is_tileir():` (apply/gate.py)
+TOOL_NAMES = frozenset({GATE_NAME, OTHER_NAME})  # `if is_tileir():` (harness/gate.py)
 
 
 def reads(node: ast.AST) -> set[str]:

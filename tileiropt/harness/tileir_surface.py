@@ -98,7 +98,7 @@ def _config_drops_hints(config_class: type[Any]) -> None:
 
 
 def tileir_code_on() -> bool:
-    """The gate's answer in this process (`apply/gate.py`): ENABLE_TILE=1 and `triton.backends.tileir`
+    """The gate's answer in this process (`harness/gate.py`): ENABLE_TILE=1 and `triton.backends.tileir`
     importable, nvtriton's or the stand-in."""
     try:
         return os.environ.get("ENABLE_TILE") == "1" and importlib.util.find_spec(BACKEND_MODULE) is not None

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.apply.apply import copy_helper, free_backup
-from tileiropt.apply.gate import GATE_MARKER
 from tileiropt.classify.source import read_source_file
+from tileiropt.harness.gate import GATE_MARKER
 from tileiropt.output import write_atomic
 from tileiropt.project.spec import KernelSpec
 from tileiropt.records.run import RunResult

@@ -25,7 +25,6 @@ from typing import Any
 
 import libcst as cst
 
-from tileiropt.apply.gate import extended_autotuners
 from tileiropt.apply.math_rewrites import gate_off
 from tileiropt.capture import replay
 from tileiropt.check.environment import check_environment, probe_emulated_tileir
@@ -37,6 +36,7 @@ from tileiropt.harness.autotuners import autotuners, find_autotuner, own_run, pr
 from tileiropt.harness.backends import EMULATOR_SETUP, TILEIR_CODE_ON_PTX, Backend
 from tileiropt.harness.configs import ConfigItem, config_items, first_configs, label_after_run, pinned_item
 from tileiropt.harness.exception_sites import exception_location
+from tileiropt.harness.gate import extended_autotuners
 from tileiropt.harness.launches import LaunchRecorder
 from tileiropt.harness.loading import package_folder
 from tileiropt.harness.provenance import Provenance, fallback_note
