@@ -318,7 +318,7 @@ import torch
 from tileiropt.harness.harness import import_kernel_module
 from tileiropt.capture.replay import build_inputs, launcher
 
-from tileiropt.capture.launch import CapturedLaunch
+from tileiropt.project.launch import CapturedLaunch
 launches = [CapturedLaunch.from_json(item) for item in json.loads(open(sys.argv[1]).read())]
 modules = [import_kernel_module(path) for path in sys.argv[2:]]  # the original, then the rewritten file
 result = {}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tileiropt.capture.capture import run_capture
-from tileiropt.capture.launch import CapturedLaunch
+from tileiropt.project.launch import CapturedLaunch
 from tileiropt.project.spec import CaptureRequest, Project
 from tileiropt.report.artifacts import load_artifacts
 from tileiropt.run.pipeline import run_pipeline

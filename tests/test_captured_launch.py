@@ -11,14 +11,14 @@ import pytest
 import torch
 
 from tileiropt.capture.hook import _encode, _tensor
-from tileiropt.capture.launch import (
+from tileiropt.capture.watch import ProgramWatch
+from tileiropt.project.launch import (
     Argument,
     CapturedLaunch,
     LaunchFormatError,
     TensorArg,
     kernel_labels,
 )
-from tileiropt.capture.watch import ProgramWatch
 from tileiropt.validate.cases import Case
 
 
@@ -111,7 +111,7 @@ def test_kernels_sharing_a_name_are_labelled_by_their_file() -> None:
 
 
 def test_a_descriptor_s_storage_is_its_base() -> None:
-    from tileiropt.capture.launch import Descriptor
+    from tileiropt.project.launch import Descriptor
 
     base = _tensor(torch.zeros(8, 8), {}, "d")
     argument = Argument("d", "descriptor", descriptor=Descriptor(base, (8, 8), (8, 1), (4, 4)))

@@ -120,7 +120,7 @@ def test_the_readme_s_table_of_phases_is_the_one_list() -> None:
 
 
 COMMANDS = {"check": "tileiropt.check.command", "classify": "tileiropt.classify.command",
-            "rule": "tileiropt.classify.rule_command", "init": "tileiropt.project.command",
+            "rule": "tileiropt.classify.rule_command", "init": "tileiropt.capture.init_command",
             "apply": "tileiropt.apply.command", "validate": "tileiropt.validate.command",
             "bench": "tileiropt.bench.command", "report": "tileiropt.report.command", "run": "tileiropt.run.command"}
 

@@ -536,7 +536,7 @@ def test_a_launchs_inputs_are_drawn_once_per_worker_and_every_build_gets_its_own
     """The next case or row of the same launch copies the kept storages: the same values, never the same memory (a
     kernel writes into its inputs), values from `spec["values"]` laid over, and at most `KEPT` launches kept."""
     from tileiropt.capture import replay
-    from tileiropt.capture.launch import CapturedLaunch
+    from tileiropt.project.launch import CapturedLaunch
 
     launch = CapturedLaunch.from_json({"kernel": "k", "file": "k.py", "args": [
         {"name": "x", "tensor": {"shape": [4, 3], "stride": [3, 1], "extent": 12, "dtype": "float16"}},

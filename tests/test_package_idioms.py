@@ -93,9 +93,9 @@ def test_tensors_of_device_addresses_point_into_the_replays_own_buffers(idioms: 
 def test_what_counts_as_a_tensor_of_addresses() -> None:
     import torch
 
-    from tileiropt.capture.launch import Argument, CapturedLaunch, TensorArg
     from tileiropt.capture.replay import build_inputs, point_addresses
     from tileiropt.capture.tensor_memory import device_addresses
+    from tileiropt.project.launch import Argument, CapturedLaunch, TensorArg
 
     a, b = torch.zeros(8), torch.ones(4, dtype=torch.float16)
     pointers = torch.tensor([a.data_ptr() + 8, 0, b.data_ptr()], dtype=torch.int64)

@@ -136,12 +136,12 @@ def test_unknown_entry_is_bad_input_before_anything_runs(tmp_path: Path) -> None
 ])
 def test_a_cut_capture_is_never_a_pass_for_validate_or_bench(cut: str, code: int, expected: int,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from tileiropt.capture.targets import PreparedTarget
     from tileiropt.check.device import Device
     from tileiropt.check.machine import Machine
     from tileiropt.engine.executors import Executor
     from tileiropt.errors import ExitCode
     from tileiropt.project.model import CaptureRequest, Project
-    from tileiropt.project.options import PreparedTarget
 
     project = Project(file=None, root=Path("."), artifacts=Path("."), kernels=[],
                       capture=CaptureRequest(files=[], command=["pytest"], cut=cut))

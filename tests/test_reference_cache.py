@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from tileiropt.capture.launch import CapturedLaunch
+from tileiropt.project.launch import CapturedLaunch
 from tileiropt.validate import reference_cache
 
 CPU = {"name": "cpu", "capability": None}

@@ -382,9 +382,9 @@ def test_whose_difference_a_bit_exact_replay_shows(tmp_path: Path) -> None:
 
     import torch
 
-    from tileiropt.capture.launch import CapturedLaunch
     from tileiropt.errors import PINNING_ERROR
     from tileiropt.harness import harness
+    from tileiropt.project.launch import CapturedLaunch
     from tileiropt.validate.worker import CaseRunner, same_kernel_code
 
     source = "import triton\n\n@triton.jit\ndef k(x):\n    pass\n"

@@ -15,8 +15,8 @@ import pytest
 
 from tileiropt.bench.records import FASTER, SAME, SLOWER, UNCLEAR
 from tileiropt.bench.run import BenchSettings
-from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.errors import ExitCode, run_exit_code
+from tileiropt.project.launch import CapturedLaunch
 from tileiropt.project.spec import KernelSpec
 from tileiropt.records.run import RunResult
 from tileiropt.run.decisions import not_proven_not_slower

@@ -18,10 +18,10 @@ from tileiropt.bench.records import (
     save_bench_run,
 )
 from tileiropt.bench.run import BenchSettings, bench_project, earlier_bench
+from tileiropt.capture.targets import TargetOptions, prepared
 from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console
-from tileiropt.project.options import TargetOptions, prepared
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 _STYLE = {PASS: "green", ERROR: "bold red", NOT_RUN: "yellow"}

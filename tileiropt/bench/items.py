@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tileiropt.bench.records import BenchRow
-from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.harness.provenance import Provenance, file_digest
 from tileiropt.output import JobMessage
+from tileiropt.project.launch import CapturedLaunch
 
 
 @dataclass

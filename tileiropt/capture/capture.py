@@ -34,7 +34,6 @@ from tileiropt.capture import hook
 from tileiropt.capture import site as capture_site
 from tileiropt.capture import worker_gpus as worker_gpus_plugin
 from tileiropt.capture.keys import KernelKey
-from tileiropt.capture.launch import CapturedLaunch, kernel_labels
 from tileiropt.capture.program_failure import ProgramFailure, read_failure
 from tileiropt.capture.watch import ProgramWatch, last_line, stuck_at
 from tileiropt.capture.worker_gpus import BEFORE_ENV, GPUS_ENV
@@ -49,6 +48,7 @@ from tileiropt.engine.workers import keep_bytecode
 from tileiropt.errors import UserError
 from tileiropt.harness.provenance import file_digest
 from tileiropt.output import save_record_file
+from tileiropt.project.launch import CapturedLaunch, kernel_labels
 from tileiropt.project.library import mirrored_output
 from tileiropt.project.model import DEFAULT_STALL_S, DEFAULT_TIMEOUT_S, KernelSpec
 from tileiropt.schema import SCHEMA_VERSION
@@ -191,14 +191,6 @@ def capture_program(targets: list[Path], command: list[str] | None, *, interpret
     result.seconds += spent
     result.failure = result.failure or failed  # the script's own failure is still the program's
     return result
-
-
-def parse_command(text: str) -> list[str]:
-    try:
-        return shlex.split(text)
-    except ValueError as exc:
-        raise UserError(f"capture command is not valid shell syntax: {exc}", hint="quote it as a shell would") \
-            from None
 
 
 def target_kernels(targets: list[Path]) -> tuple[list[str], dict[str, bool]]:

@@ -38,8 +38,8 @@ import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from tileiropt.capture.launch import Argument, CapturedLaunch, Descriptor, TensorArg
 from tileiropt.capture.tensor_memory import FLOATS, INTEGERS, device_addresses, nonnegative, tensor_array
+from tileiropt.project.launch import Argument, CapturedLaunch, Descriptor, TensorArg
 
 if TYPE_CHECKING:
     from types import FrameType

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from tileiropt.capture.launch import CapturedLaunch
+    from tileiropt.project.launch import CapturedLaunch
 
 
 class KernelKey(NamedTuple):

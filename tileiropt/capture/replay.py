@@ -14,12 +14,12 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from tileiropt.capture.launch import Argument, CapturedLaunch, TensorArg
 from tileiropt.errors import PINNING_ERROR
 from tileiropt.harness.autotuners import JIT_TYPES, autotuners, chain, function_name, innermost, kernel_objects
 from tileiropt.harness.harness import HarnessError
 from tileiropt.harness.launch_hints import launch_hints
 from tileiropt.harness.tileir_surface import tileir_code_on
+from tileiropt.project.launch import Argument, CapturedLaunch, TensorArg
 
 LaunchCall = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Any]
 OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg")

@@ -9,7 +9,7 @@ import ctypes
 import sys
 from typing import Any
 
-from tileiropt.capture.launch import Addresses, Buffer
+from tileiropt.project.launch import Addresses, Buffer
 
 READ_LIMIT = 256 << 20  # bytes: larger tensors are not read (their range or sign is not known)
 INTEGERS = {"bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",

@@ -15,8 +15,8 @@ from typing import Any
 
 from tileiropt.capture import hook
 from tileiropt.capture.keys import KernelKey
-from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.capture.program_failure import _innermost_own, _library_paths
+from tileiropt.project.launch import CapturedLaunch
 
 _LAUNCHES = re.compile(r"^launches-(\d+)\.jsonl$")
 _STACK_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')

@@ -126,7 +126,7 @@ def _target(target: Path | None, entry: str | None, shapes: str | None, dtypes: 
             args: str | None, kernel: list[str] | None, tileir_version: str | None, fresh: bool,
             executor: dict[str, Any], as_json: bool) -> Any:
     """The options validate, bench and run share (`project.options.TargetOptions`)."""
-    from tileiropt.project.options import TargetOptions  # on use: it imports the capture and the machine probe
+    from tileiropt.capture.targets import TargetOptions  # on use: it imports the capture and the machine probe
 
     return TargetOptions(target=target, entry=entry, shapes=shapes, dtypes=dtypes, reference=reference, args=args,
                          kernels=kernel, tileir_version=tileir_version, fresh=fresh, executor=executor,
@@ -282,7 +282,7 @@ def init(
     """Write a commented project-file template (tileiropt.toml) to edit; `init kernel.py [-- command]` writes one
     prefilled from a capture of the kernel file's run (entries, shapes, dtypes, dims); `init DIR -- command` one
     that captures the command's launches of every kernel of the library folder DIR."""
-    from tileiropt.project.command import init_command  # on use, not at every start-up (+0.12 s)
+    from tileiropt.capture.init_command import init_command  # on use, not at every start-up (+0.12 s)
 
     raise typer.Exit(int(init_command(path, list(ctx.args) or None, output=output, force=force,
                                       capture_budget=_budget(capture_budget), include=include, exclude=exclude,

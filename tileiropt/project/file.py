@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import math
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-from tileiropt.capture.capture import parse_command
 from tileiropt.classify.modules import locate_module, package_name_for
 from tileiropt.engine.executors import EXECUTORS, Executor
 from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
@@ -506,3 +506,11 @@ def load_project(path: Path | str) -> Project:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read: {exc}", file=str(path)) from None
     return parse_project(data, path.resolve(), path.resolve().parent)
+
+
+def parse_command(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise UserError(f"capture command is not valid shell syntax: {exc}", hint="quote it as a shell would") \
+            from None

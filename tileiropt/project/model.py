@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.errors import UserError
+from tileiropt.project.launch import CapturedLaunch
 from tileiropt.project.tolerances import tolerances
 
 PROJECT_FILE = "tileiropt.toml"

@@ -6,13 +6,10 @@ import shlex
 from importlib.resources import files
 from pathlib import Path
 
-from tileiropt.capture.capture import capture_program
-from tileiropt.capture.init_project import project_text
-from tileiropt.check.machine import Machine
 from tileiropt.errors import UserError
 from tileiropt.output import write_atomic
 from tileiropt.project.library import check_library, library_files
-from tileiropt.project.spec import PROJECT_FILE, check_capture_target
+from tileiropt.project.spec import PROJECT_FILE
 
 TEMPLATE_NAME = "tileiropt.toml"
 
@@ -36,27 +33,7 @@ def project_template_text() -> str:
     return read_template(TEMPLATE_NAME)
 
 
-def write_captured_project(kernel: Path, command: list[str] | None, path: Path | None, *,
-                           force: bool = False, budget: float | None = None) -> tuple[Path, str]:
-    """Capture `kernel`'s run (or `command`'s) and write the project file it suggests; the kernel file is only
-    read. Returns (the file written, a one-line summary of the capture)."""
-    check_capture_target(kernel)
-    target = _target(path, force)
-    if target.resolve() == kernel.resolve():
-        raise UserError("the project file would overwrite the kernel file", file=str(kernel),
-                        hint="give -o tileiropt.toml")
-    result = capture_program([kernel], command, interpret=not Machine.probe().has_gpu, cwd=Path.cwd(),
-                             budget=budget)
-    if not result.launches:
-        why = f"the program failed: {result.failure.summary()}" if result.failure else result.ended
-        raise UserError(f"no launch of a kernel in {kernel.name} was captured; {why}", file=str(kernel),
-                        hint=f"give a command that launches them: tileiropt init {kernel.name} -- <command>")
-    _write(target, project_text(result, kernel, Path.cwd()))
-    summary = f"{len(result.launches)} distinct launch(es) of {len(result.kernels())} kernel(s); {result.ended}"
-    return target, summary
-
-
-def _target(path: Path | str | None, force: bool) -> Path:
+def target_path(path: Path | str | None, force: bool) -> Path:
     target = Path(path) if path is not None else Path(PROJECT_FILE)
     if target.is_dir():
         target = target / PROJECT_FILE
@@ -68,7 +45,7 @@ def _target(path: Path | str | None, force: bool) -> Path:
     return target
 
 
-def _write(target: Path, text: str) -> None:
+def write_project(target: Path, text: str) -> None:
     try:
         write_atomic(target, text)
     except OSError as exc:
@@ -80,8 +57,8 @@ def write_project_template(path: Path | str | None = None, *, force: bool = Fals
 
     Refuses to replace an existing file unless `force`.
     """
-    target = _target(path, force)
-    _write(target, project_template_text())
+    target = target_path(path, force)
+    write_project(target, project_template_text())
     return target
 
 
@@ -92,7 +69,7 @@ def write_library_project(folder: Path, command: list[str], output: Path | None,
     launches of every kernel in the library folder DIR; (path written, what it found)."""
     found = library_files(folder, include, exclude)
     check_library(found)
-    target = _target(output, force)
+    target = target_path(output, force)
     try:
         library = Path(folder).resolve().relative_to(target.parent.resolve()).as_posix()
     except ValueError:
@@ -109,7 +86,7 @@ def write_library_project(folder: Path, command: list[str], output: Path | None,
         lines.append(f"include = {toml_list(include)}")
     if exclude:
         lines.append(f"exclude = {toml_list(exclude)}")
-    _write(target, "\n".join(lines) + "\n")
+    write_project(target, "\n".join(lines) + "\n")
     return target, f"{len(found.kernel_files)} kernel file(s) under {library}/"
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from tileiropt.bench.records import BENCH_FILE, OPTIMIZED, ORIGINAL, BenchKernel
 from tileiropt.capture.capture import CaptureResult, cut_summary
 from tileiropt.capture.keys import KernelKey
-from tileiropt.capture.launch import kernel_labels
 from tileiropt.harness.provenance import file_digest
+from tileiropt.project.launch import kernel_labels
 from tileiropt.report.artifacts import Artifacts
 from tileiropt.report.benchmark import benchmark_for
 from tileiropt.report.library import library_summary

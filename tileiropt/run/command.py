@@ -10,10 +10,10 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 from rich.table import Table
 
 from tileiropt.bench.run import BenchSettings
+from tileiropt.capture.targets import TargetOptions
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
 from tileiropt.phases import PHASES
-from tileiropt.project.options import TargetOptions
 from tileiropt.records.run import RunResult
 from tileiropt.run.pipeline import run_pipeline
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, STATUSES

@@ -10,10 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.harness.provenance import Provenance, file_digest
 from tileiropt.harness.scaling import describe_scaling
 from tileiropt.output import JobMessage
+from tileiropt.project.launch import CapturedLaunch
 from tileiropt.schema import NOT_RUN
 from tileiropt.validate.records import ValidationRecord
 

@@ -9,11 +9,11 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from tileiropt.capture.targets import TargetOptions, prepared
 from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.harness.scaling import describe_scaling
 from tileiropt.output import console, err_console
-from tileiropt.project.options import TargetOptions, prepared
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
 from tileiropt.validate.run import earlier_validation, validate_project

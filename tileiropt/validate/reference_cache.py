@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from tileiropt.capture.launch import CapturedLaunch
 from tileiropt.harness.provenance import file_digest
+from tileiropt.project.launch import CapturedLaunch
 
 
 def cache_key(original_path: str, launch: CapturedLaunch, seed: int, device: dict[str, Any],

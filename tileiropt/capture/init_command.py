@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tileiropt.capture.capture import capture_program
+from tileiropt.capture.init_project import project_text
+from tileiropt.check.machine import Machine
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, print_json
-from tileiropt.project.template import write_captured_project, write_library_project, write_project_template
+from tileiropt.project.spec import check_capture_target
+from tileiropt.project.template import target_path, write_library_project, write_project, write_project_template
 
 
 def init_command(path: Path | None, command: list[str] | None, *, output: Path | None = None, force: bool = False,
@@ -34,3 +38,23 @@ def init_command(path: Path | None, command: list[str] | None, *, output: Path |
         console.print(f"wrote {written}: edit its [[kernel]] table (path, entry, inputs, reference)",
                       markup=False)
     return ExitCode.OK
+
+
+def write_captured_project(kernel: Path, command: list[str] | None, path: Path | None, *,
+                           force: bool = False, budget: float | None = None) -> tuple[Path, str]:
+    """Capture `kernel`'s run (or `command`'s) and write the project file it suggests; the kernel file is only
+    read. Returns (the file written, a one-line summary of the capture)."""
+    check_capture_target(kernel)
+    target = target_path(path, force)
+    if target.resolve() == kernel.resolve():
+        raise UserError("the project file would overwrite the kernel file", file=str(kernel),
+                        hint="give -o tileiropt.toml")
+    result = capture_program([kernel], command, interpret=not Machine.probe().has_gpu, cwd=Path.cwd(),
+                             budget=budget)
+    if not result.launches:
+        why = f"the program failed: {result.failure.summary()}" if result.failure else result.ended
+        raise UserError(f"no launch of a kernel in {kernel.name} was captured; {why}", file=str(kernel),
+                        hint=f"give a command that launches them: tileiropt init {kernel.name} -- <command>")
+    write_project(target, project_text(result, kernel, Path.cwd()))
+    summary = f"{len(result.launches)} distinct launch(es) of {len(result.kernels())} kernel(s); {result.ended}"
+    return target, summary
