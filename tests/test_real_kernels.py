@@ -11,7 +11,8 @@ import pytest
 
 from tileiropt.classify.modules import locate_module, package_name_for
 from tileiropt.errors import UserError
-from tileiropt.project.entries import EntryRef, parse_call, signature_problem
+from tileiropt.harness.entry_ref import EntryRef
+from tileiropt.project.entries import parse_call, signature_problem
 from tileiropt.project.spec import parse_project
 from tileiropt.report.artifacts import load_artifacts
 from tileiropt.report.build import build_report

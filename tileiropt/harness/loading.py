@@ -31,9 +31,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tileiropt.harness.entry_ref import EntryRef
 from tileiropt.harness.gate import HELPER_MODULE, helper_import_level
 from tileiropt.harness.harness import HarnessError, import_kernel_module
-from tileiropt.project.entries import EntryRef
 
 EntryCall = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Any]
 

@@ -21,6 +21,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 from tileiropt.classify.modules import locate_module, package_name_for
 from tileiropt.engine.executors import EXECUTORS, Executor
 from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
+from tileiropt.harness.entry_ref import EntryRef
 from tileiropt.project import entries
 from tileiropt.project.library import library_files
 from tileiropt.project.metric_expressions import ExpressionError, parse_expression
@@ -141,7 +142,7 @@ def _entry_and_call(raw: dict, key: str, path: Path, module: str | None, root: P
             raise where.error(f"{key}.call", shape if isinstance(shape, str) else "must call a name, like fn(x)",
                               'e.g. call = "layer_norm(x, (N,), w, b, 1e-5)"')
         entry = ".".join(shape.callee)
-    ref = entries.EntryRef.parse(entry) if isinstance(entry, str) else None
+    ref = EntryRef.parse(entry) if isinstance(entry, str) else None
     if ref is None:
         raise where.error(f"{key}.entry", f"entry must be a name, a dotted name or 'pkg.mod:name', got {entry!r}")
     source = _entry_source(ref, path, root, where, f"{key}.entry")
@@ -151,7 +152,7 @@ def _entry_and_call(raw: dict, key: str, path: Path, module: str | None, root: P
     return entry, call
 
 
-def _entry_source(ref: entries.EntryRef, path: Path, root: Path, where: _Where, key: str) -> Path:
+def _entry_source(ref: EntryRef, path: Path, root: Path, where: _Where, key: str) -> Path:
     """The file that defines the entry: the kernel file, or the module named before the colon."""
     if ref.module is None:
         return path
@@ -165,7 +166,7 @@ def _entry_source(ref: entries.EntryRef, path: Path, root: Path, where: _Where, 
 def _check_call(key: str, path: Path, entry: str, call: str | None, inputs: dict, dims: dict, args: dict,
                 root: Path, where: _Where) -> None:
     """The call (or ``entry(**inputs, **args)``) must read only known names and fit the callee's signature."""
-    ref = entries.EntryRef.parse(entry)
+    ref = EntryRef.parse(entry)
     assert ref is not None
     source = _entry_source(ref, path, root, where, f"{key}.entry")
     if call is None:
