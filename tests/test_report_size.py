@@ -73,6 +73,7 @@ def test_a_library_report_fits_its_line_budget(files: int, kernels_per_file: int
     assert "(0% of the library)" not in text  # 3 of 1,100: "less than 1%"
     assert f"Never launched by the command: {never} kernel(s)" in text
     assert text.count("\n- `sub") == folders  # their names folded, one line a folder
+    assert text.index("Needs attention") < text.index("Never launched by the command")  # what to do, first
     assert "## TileIR Optimization" not in text  # each launch's sections: in the second file
     sections = render_kernels_file(report)
     assert sections.count("## TileIR Optimization: ") == launches

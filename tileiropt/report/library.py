@@ -82,8 +82,8 @@ def library_summary(capture: CaptureResult | None, classify: ClassifyRecord | No
 
 def library_md(summary: LibrarySummary, launches: int = 0) -> str:
     """The first screen: totals, coverage, verdicts, classes, one row per file whose kernels were launched (a column
-    per verdict that occurs), then the kernels never launched as a count per folder, their names folded one line a
-    folder (every name is in the JSON form too); what needs attention is said once, in the next steps below."""
+    per verdict that occurs); the next steps follow it, then the kernels never launched (`never_launched_md`: a count
+    per folder, their names folded one line a folder; every name is in the JSON form too)."""
     name = Path(summary.folder).name
     verdicts: Counter[str] = Counter()
     for f in summary.files:
@@ -114,13 +114,12 @@ def library_md(summary: LibrarySummary, launches: int = 0) -> str:
             rows.append(f"| `{f.file}` | {len(f.defined)} | {len(f.launched)} | "
                         + " | ".join(str(f.verdicts[b]) for b in order) + f" | {len(f.never)} |")
         lines.append("\n".join(rows))
-    if any(f.never for f in summary.files):
-        lines.append(never_launched_md(summary.files))
     return "\n\n".join(lines)
 
 
 def never_launched_md(files: list[LibraryFile]) -> str:
-    """The kernels the command never launched: a count per folder, then their names folded, one line a folder."""
+    """The kernels the command never launched: a count per folder, then their names folded, one line a folder
+    (after the next steps: what was launched comes first)."""
     by_folder: dict[str, list[LibraryFile]] = {}
     for f in files:
         if f.never:

@@ -20,7 +20,7 @@ from tileiropt.output import write_atomic
 from tileiropt.project.template import read_template
 from tileiropt.records.run import RunResult
 from tileiropt.report.benchmark_markdown import benchmark_md
-from tileiropt.report.library import library_md
+from tileiropt.report.library import library_md, never_launched_md
 from tileiropt.report.markdown_blocks import bullets, cell, grouped_lines, launch_names, one_line, table
 from tileiropt.report.model import Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.plots import draw_plots
@@ -332,7 +332,11 @@ def intro_md(report: Report) -> str:
     lines = [report.cut] if report.cut else []
     library = report.library
     lines += [_guarded(lambda: library_md(library, len(report.kernels)))] if library is not None else []
-    lines += [_guarded(lambda: next_steps_md(report)), f"Rendered from the records in `{report.artifacts}`."]
+    lines += [_guarded(lambda: next_steps_md(report))]
+    if library is not None and any(f.never for f in library.files):  # after what was launched and what to do next
+        files = library.files
+        lines.append(_guarded(lambda: never_launched_md(files)))
+    lines += [f"Rendered from the records in `{report.artifacts}`."]
     run = report.run
     if run:
         phases = ", ".join(f"{p.phase} {p.status}" for p in run.phases)
