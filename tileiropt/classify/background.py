@@ -9,7 +9,6 @@ most of the time) while apply, validate and bench go on; `join` waits for their 
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 from tileiropt.classify.classify import FileResult, classify_paths
@@ -18,29 +17,27 @@ from tileiropt.releases import Release
 
 
 class BackgroundClassify:
-    """`classify_paths(paths)` in a thread, started at once."""
+    """`classify_paths(paths)` in a thread, started at once; `join` gives them after `first` (the results of the
+    files classified before them), and `inputs` keys the whole record."""
 
-    def __init__(self, paths: list[Path], release: Release, dtypes: list[str] | None):
-        self.paths = paths
-        self.seconds = 0.0
+    def __init__(self, paths: list[Path], release: Release, first: list[FileResult], inputs: str):
+        self.first = first
+        self.inputs = inputs
         self._results: list[FileResult] = []
         self._error: BaseException | None = None
-        self._started = time.monotonic()
-        self._thread = threading.Thread(target=self._run, args=(release, dtypes), name="tileiropt-classify",
+        self._thread = threading.Thread(target=self._run, args=(paths, release), name="tileiropt-classify",
                                         daemon=True)
         self._thread.start()
 
-    def _run(self, release: Release, dtypes: list[str] | None) -> None:
-        try:  # its own file models: the run's are apply's, in the main thread
-            self._results = classify_paths(self.paths, release=release, dtypes=dtypes, models=FileModels())
+    def _run(self, paths: list[Path], release: Release) -> None:
+        try:  # its own file models: the run's are apply's, in the main thread; no launch says their dtypes
+            self._results = classify_paths(paths, release=release, dtypes=None, models=FileModels())
         except BaseException as exc:  # raised again in the thread that joins
             self._error = exc
-        finally:
-            self.seconds = round(time.monotonic() - self._started, 3)
 
     def join(self) -> list[FileResult]:
-        """The results of `paths`, in order, once every one is classified."""
+        """`first`, then the results of `paths` in order, once every one is classified."""
         self._thread.join()
         if self._error is not None:
             raise self._error
-        return self._results
+        return self.first + self._results

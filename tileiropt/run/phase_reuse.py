@@ -33,12 +33,17 @@ def classify_inputs(paths: list[Path], release: str, dtypes: list[str] | None) -
                       "tool": tool_digest(), "versions": versions()})
 
 
-def earlier_classify(artifacts: Path, inputs: str) -> dict[str, Any] | None:
-    """The saved classify.json when its inputs are `inputs` (and it reads as one), else None."""
+def saved(artifacts: Path, name: str) -> Any:
+    """The JSON document saved as `<artifacts>/<name>`, or None when there is none or it cannot be read."""
     try:
-        document = json.loads((Path(artifacts) / CLASSIFY_FILE).read_text(encoding="utf-8"))
+        return json.loads((Path(artifacts) / name).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
+
+
+def earlier_classify(artifacts: Path, inputs: str) -> dict[str, Any] | None:
+    """The saved classify.json when its inputs are `inputs` (and it reads as one), else None."""
+    document = saved(artifacts, CLASSIFY_FILE)
     if not isinstance(document, dict) or document.get("inputs") != inputs or not _reads_as(classify_from_dict,
                                                                                           document):
         return None
@@ -56,10 +61,7 @@ def apply_inputs(pairs: list[tuple[Path, Path]], max_configs: int, release: str,
 
 def earlier_apply(artifacts: Path, inputs: str) -> dict[str, Any] | None:
     """The saved apply.json when its inputs are `inputs` and every optimized file is still as it wrote it."""
-    try:
-        document = json.loads((Path(artifacts) / APPLY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
+    document = saved(artifacts, APPLY_FILE)
     if not isinstance(document, dict) or document.get("inputs") != inputs or document.get("dry_run") is not False:
         return None
     outputs = document.get("outputs")
@@ -74,9 +76,6 @@ def written_before(artifacts: Path) -> dict[str, str]:
     """Optimized path -> SHA-256 of each file the last apply of these artifacts wrote (apply.json's `outputs`),
     whatever its inputs: a file still so is the tool's own, even one with no TileIR change (an exact copy of its
     original, which carries no marker), and may be written again."""
-    try:
-        document = json.loads((Path(artifacts) / APPLY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return {}
+    document = saved(artifacts, APPLY_FILE)
     outputs = document.get("outputs") if isinstance(document, dict) else None
     return {str(k): str(v) for k, v in outputs.items()} if isinstance(outputs, dict) else {}

@@ -128,7 +128,6 @@ class Pipeline:
         self.interrupted = False
         self.not_run_here = False  # the program needs what this machine lacks (a GPU)
         self.library_rest: BackgroundClassify | None = None  # a library's files no launch needs, being classified
-        self.classified: tuple[list[Any], str] | None = None  # the launched files' results, the inputs of all
 
     # ------------------------------------------------------------------ helpers
 
@@ -277,9 +276,9 @@ class Pipeline:
         if document is None:
             first = classify_paths(paths, release=self.release.release, dtypes=dtypes, models=self.models)
             if rest and paths:
-                # no launch of theirs says their dtypes: lowered as `tileiropt classify` lowers a file alone
-                self.library_rest = BackgroundClassify(rest, self.release.release, None)
-                self.classified = (first, inputs)  # the whole record once the rest is in: `join_library_rest`
+                # no launch of theirs says their dtypes: lowered as `tileiropt classify` lowers a file alone; the
+                # whole record, keyed by every file, once the rest is in (`join_library_rest`)
+                self.library_rest = BackgroundClassify(rest, self.release.release, first, inputs)
                 inputs = classify_inputs(paths, self.release.release.version, dtypes)  # until then, these only
             else:
                 first += classify_paths(rest, release=self.release.release, dtypes=dtypes, models=self.models)
@@ -307,18 +306,17 @@ class Pipeline:
     def join_library_rest(self) -> None:
         """The library's other files, classified beside the later phases: their results join the launched files'
         in classify.json (its inputs then those of every file), and the classify phase's line counts them."""
-        if self.library_rest is None or self.classified is None:
+        rest, self.library_rest = self.library_rest, None
+        if rest is None:
             return
         waited = time.monotonic()
-        first, inputs = self.classified
-        results = first + self.library_rest.join()
-        self.library_rest, self.classified = None, None
-        document = {**classify_json(results, self.release), "inputs": inputs}
+        results = rest.join()
+        document = {**classify_json(results, self.release), "inputs": rest.inputs}
         save_record(self.artifacts, CLASSIFY_FILE, document)
         record = classify_from_dict(document)
         failed = sum(1 for f in record.files if f.status == ERROR)
-        how = (f"; {len(results) - len(first)} of the files, those no captured launch needs, classified beside the "
-               f"later phases (waited {time.monotonic() - waited:.1f} s for them at the end)")
+        how = (f"; {len(results) - len(rest.first)} of the files, those no captured launch needs, classified beside "
+               f"the later phases (waited {time.monotonic() - waited:.1f} s for them at the end)")
         phase = next(p for p in self.result.phases if p.phase == "classify")
         done = self.classify_result(record, failed, how)
         phase.status, phase.detail = done.status, done.detail
