@@ -33,3 +33,29 @@ def whole_report(report: Path | str) -> str:
     path = Path(report)
     companion = kernels_path(path)
     return path.read_text() + (companion.read_text() if companion.is_file() else "")
+
+
+class Settling:
+    """The run's last step alone (`run.settle.settle`) over the records a test gives it: the validation run, the
+    bench run, the kernels, whether --in-place was asked."""
+
+    def __init__(self, specs: list, in_place: bool = False):
+        from tileiropt.records.run import RunResult
+
+        self.specs, self.in_place = specs, in_place
+        self.validation: object = None
+        self.bench_run: object = None
+        self.result = RunResult(phases=[], kernels=[], stopped={}, artifacts="")
+
+    def settle(self):
+        """The settle step's outcome (`not_run_here`, `fails_run`); what it did is in `result`."""
+        from types import SimpleNamespace
+
+        from tileiropt.contract.outcome import Outcome
+        from tileiropt.run.settle import settle
+
+        context = SimpleNamespace(specs=self.specs, on_event=lambda *a: None,
+                                  request=SimpleNamespace(in_place=self.in_place))
+        outcomes = [Outcome.of("validate", "pass", record=self.validation),
+                    Outcome.of("bench", "pass", record=self.bench_run)]
+        return settle(context, outcomes, self.result)  # type: ignore[arg-type]

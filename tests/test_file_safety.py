@@ -15,6 +15,8 @@ from tileiropt.errors import UserError
 from tileiropt.harness.gate import GATE_MARKER
 from tileiropt.output import save_record_file, write_atomic
 
+from shared import Settling
+
 runner = CliRunner()
 
 KERNEL = textwrap.dedent("""
@@ -129,16 +131,15 @@ def test_report_output_never_destroys_the_records(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- the safe-modification rule
 
 
-def _pipeline(tmp_path: Path, in_place: bool = False):
+def _pipeline(tmp_path: Path, in_place: bool = False) -> Settling:
     from tileiropt.project.spec import parse_project
-    from tileiropt.run.pipeline import Pipeline
 
     (tmp_path / "k.py").write_text(KERNEL)
     data = {"kernel": [{"name": "scale", "path": "k.py", "entry": "scale", "reference": "original",
                         "inputs": {"x": ["N"], "y": ["N"]}, "dims": {"N": 64}}]}
     project = parse_project(data, tmp_path / "tileiropt.toml", tmp_path)
     assert runner.invoke(app, ["apply", str(tmp_path / "k.py")]).exit_code == 0
-    return Pipeline(project, None, None, None, ["tileiropt", "run"], None, in_place=in_place)
+    return Settling(project.select(None), in_place=in_place)
 
 
 def _record(status: str, variant: str = "optimized"):
@@ -180,13 +181,12 @@ def test_a_slower_optimized_file_is_set_aside(tmp_path: Path) -> None:
 
 def _paired_bench(low: float, high: float):
     """A bench run whose one paired PTX timing of `scale` has the 95% interval [low, high]."""
-    from types import SimpleNamespace
+    from tileiropt.bench.records import BenchRow, BenchRun, PairedTiming
 
-    from tileiropt.errors import ExitCode
-
-    paired = SimpleNamespace(verdict="same", ci_low=low, ci_high=high, threshold=0.05, ratio=(low + high) / 2)
-    row = SimpleNamespace(kernel="scale", paired=paired, reason="", size=64)
-    return SimpleNamespace(rows=[row], exit_code=lambda: ExitCode.OK)
+    paired = PairedTiming(rounds=10, a_ms=[1.0] * 10, b_ms=[1.0] * 10, ratio=(low + high) / 2, ci_low=low,
+                          ci_high=high, threshold=0.05, verdict="same")
+    return BenchRun(rows=[BenchRow(kernel="scale", variant="optimized", backend="ptx", size=64, status="pass",
+                                   paired=paired)])
 
 
 def test_in_place_writes_only_a_validated_not_slower_file(tmp_path: Path) -> None:
@@ -195,10 +195,10 @@ def test_in_place_writes_only_a_validated_not_slower_file(tmp_path: Path) -> Non
     pipeline = _pipeline(tmp_path, in_place=True)
     optimized = (tmp_path / "k_tileir.py").read_text()
     pipeline.validation = ValidateRun(records=[_record("pass")], backends=["interpret"])
-    pipeline.settle()  # validated, but "not slower" was never measured (no bench): refused, the file untouched
+    settled = pipeline.settle()  # validated, but "not slower" was never measured (no bench): refused, untouched
     assert (tmp_path / "k.py").read_text() == KERNEL and not (tmp_path / "k.py.orig").exists()
     assert pipeline.result.in_place == {} and "cp " in pipeline.result.in_place_refused[str(tmp_path / "k.py")]
-    assert pipeline.not_run_here and not pipeline.failed()  # exit 3: the proof needs a GPU
+    assert settled.not_run_here and not settled.fails_run  # exit 3: the proof needs a GPU
     pipeline.result.in_place_refused.clear()
     pipeline.bench_run = _paired_bench(0.97, 1.03)
     pipeline.settle()

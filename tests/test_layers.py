@@ -1,7 +1,7 @@
-"""The packages of tileiropt import one another in one direction: the shared vocabulary at the root, then
-releases and harness, check, engine, classify, project, capture, bench, records, apply, validate, report, run and
-the command line (`cli/`), which only the entry point (`__main__`) imports. A new import against that order fails
-here, naming the modules that make the cycle."""
+"""The packages of tileiropt import one another in one direction: the shared vocabulary at the root, the types
+every phase shares (`contract`), then releases and harness, check, engine, classify, project, capture, bench,
+records, apply, validate, report, run and the command line (`cli/`), which only the entry point (`__main__`)
+imports. A new import against that order fails here, naming the modules that make the cycle."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from collections import defaultdict
 from shared import ROOT
 
 PACKAGE = ROOT / "tileiropt"
-ORDER = ["releases", "harness", "check", "engine", "classify", "project", "capture", "bench", "records", "apply",
-         "validate", "report", "run", "cli"]  # each may import those before it (and the root's modules), never after
+ORDER = ["contract", "releases", "harness", "check", "engine", "classify", "project", "capture", "bench", "records",
+         "apply", "validate", "report", "run", "cli"]  # each imports those before it (and the root's), never after
 
 
 def package_imports() -> dict[tuple[str, str], list[str]]:

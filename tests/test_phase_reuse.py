@@ -6,8 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tileiropt.apply.phase import apply_inputs, earlier_apply
+from tileiropt.classify.phase import classify_inputs
+from tileiropt.contract.phase_records import ClassifyRecord, classify_from_dict
+from tileiropt.contract.store import Store
 from tileiropt.harness.provenance import file_digest
-from tileiropt.run.phase_reuse import apply_inputs, classify_inputs, earlier_apply, earlier_classify
+
+
+def earlier_classify(folder: Path, inputs: str) -> dict | None:
+    return Store(folder).reuse(ClassifyRecord, inputs, classify_from_dict)
 
 
 def test_classify_is_reused_only_for_the_same_files_release_and_dtypes(tmp_path: Path) -> None:
@@ -39,13 +46,13 @@ def test_apply_is_reused_only_while_its_outputs_are_as_written(tmp_path: Path) -
     document = {"schema_version": 1, "dry_run": False, "release": None, "files": [written], "errors": [],
                 "inputs": inputs, "outputs": {str(output): file_digest(output)}}
     (tmp_path / "apply.json").write_text(json.dumps(document))
-    assert earlier_apply(tmp_path, inputs) == document
+    assert earlier_apply(Store(tmp_path), inputs) == document
     assert apply_inputs([(kernel, output)], 8, "13.4") != inputs  # another config cap
     output.write_text("# edited by hand\n")
-    assert earlier_apply(tmp_path, inputs) is None  # an optimized file changed since: written again
+    assert earlier_apply(Store(tmp_path), inputs) is None  # an optimized file changed since: written again
     output.unlink()
-    assert earlier_apply(tmp_path, inputs) is None  # or set aside
+    assert earlier_apply(Store(tmp_path), inputs) is None  # or set aside
     (tmp_path / "apply.json").write_text(json.dumps({**document, "dry_run": True}))
-    assert earlier_apply(tmp_path, inputs) is None  # a dry run wrote nothing
+    assert earlier_apply(Store(tmp_path), inputs) is None  # a dry run wrote nothing
     (tmp_path / "apply.json").write_text(json.dumps({**document, "files": [{**written, "changed": "yes"}]}))
-    assert earlier_apply(tmp_path, inputs) is None  # a record of another shape
+    assert earlier_apply(Store(tmp_path), inputs) is None  # a record of another shape

@@ -9,8 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tileiropt.output import save_record_file
-from tileiropt.records.phases import (
+from tileiropt.contract.phase_records import (
     ApplyKernel,
     Change,
     apply_from_dict,
@@ -18,6 +17,7 @@ from tileiropt.records.phases import (
     classify_from_dict,
     record_dict,
 )
+from tileiropt.output import save_record_file
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, load_artifacts
 
 

@@ -14,7 +14,7 @@ from tileiropt.bench.records import BenchKernel, BenchRun, save_bench_run
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.harness.provenance import Provenance
-from tileiropt.output import to_jsonable
+from tileiropt.output import save_record_file, to_jsonable
 from tileiropt.records.run import run_from_dict
 from tileiropt.report.artifacts import (
     APPLY_FILE,
@@ -22,7 +22,6 @@ from tileiropt.report.artifacts import (
     CLASSIFY_FILE,
     RUN_FILE,
     load_artifacts,
-    save_record,
 )
 from tileiropt.report.build import build_report
 from tileiropt.report.command import resolve_artifacts
@@ -34,6 +33,10 @@ from shared import EXAMPLES
 SEED_HEADINGS = ("### Classification", "### Compatibility Check (ENABLE_TILE=0)", "### Transformations Applied",
                  "### TileIR Validation (ENABLE_TILE=1)", "### Benchmark Comparison", "### Output")
 BROKEN_STOP = "the original file fail on ptx (-): 3 of 64 elements differ"
+
+
+def save_record(folder: Path, name: str, data: object) -> Path:
+    return save_record_file(data, folder, name)
 
 
 def record(kernel: str, variant: str, backend: str, status: str, max_abs: float | None = None, reason: str = "",
@@ -409,7 +412,7 @@ def test_a_file_left_as_it_was_has_notes_never_changes() -> None:
     from types import SimpleNamespace
 
     from tileiropt.bench.records import BenchKernel
-    from tileiropt.records.phases import ApplyFile, ApplyKernel, ApplyRecord, Change
+    from tileiropt.contract.phase_records import ApplyFile, ApplyKernel, ApplyRecord, Change
     from tileiropt.report.sections import transformations_for
     from tileiropt.report.verdict import not_tuned
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tileiropt.cli import app
-from tileiropt.engine.job_timing import JobTiming
+from tileiropt.contract.job_timing import JobTiming
 from tileiropt.output import to_jsonable
 from tileiropt.records.run import PhaseResult, RunResult, run_from_dict
 from tileiropt.report.markdown import tool_cost_md

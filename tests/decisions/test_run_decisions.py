@@ -9,21 +9,17 @@ from __future__ import annotations
 
 import types
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tileiropt.bench.records import FASTER, SAME, SLOWER, UNCLEAR
-from tileiropt.bench.run import BenchSettings
 from tileiropt.errors import ExitCode, run_exit_code
 from tileiropt.project.launch import CapturedLaunch
 from tileiropt.project.spec import KernelSpec
-from tileiropt.records.run import RunResult
-from tileiropt.run.decisions import not_proven_not_slower
-from tileiropt.run.pipeline import Pipeline, RunRequest
+from tileiropt.run.decisions import not_proven_not_slower, rejections
 from tileiropt.schema import PASS
 
-from shared import EXAMPLES
+from shared import EXAMPLES, Settling
 
 # --------------------------------------------------------------------------- a run's exit code
 
@@ -35,29 +31,6 @@ from shared import EXAMPLES
 ])
 def test_run_exit_code_table(interrupted: bool, failed: bool, not_run_here: bool, code: ExitCode) -> None:
     assert run_exit_code(interrupted=interrupted, failed=failed, not_run_here=not_run_here) == code
-
-
-def _pipeline(**state: Any) -> Pipeline:
-    pipeline = Pipeline.__new__(Pipeline)  # the decision alone, without a project or workers
-    pipeline.result = RunResult(phases=[], kernels=[], stopped={}, artifacts="/tmp/a")
-    pipeline.bench_failed = pipeline.capture_failed = False
-    for key, value in state.items():
-        setattr(pipeline, key, value)
-    return pipeline
-
-
-@pytest.mark.parametrize("cause", ["none", "stopped", "set aside", "bench errored", "program failed"])
-def test_each_cause_of_failure_fails_the_run(cause: str) -> None:
-    pipeline = _pipeline()
-    if cause == "stopped":
-        pipeline.result.stopped["k"] = {"phase": "validate", "reason": "wrong"}
-    elif cause == "set aside":
-        pipeline.result.rejected["/tmp/k_tileir.py"] = {"moved_to": "/tmp/k_tileir.rejected.py", "reason": "slower"}
-    elif cause == "bench errored":
-        pipeline.bench_failed = True
-    elif cause == "program failed":
-        pipeline.capture_failed = True
-    assert pipeline.failed() is (cause != "none")
 
 
 class _Paired:
@@ -79,9 +52,8 @@ class _Row:
 ])
 def test_a_slower_optimized_file_is_set_aside(pairs: list[tuple[str, float, float]], slower: bool) -> None:
     spec = KernelSpec(name="k", path=Path("/tmp/k.py"), entry="k", reference="original", inputs={}, dtypes=[{}])
-    pipeline = _pipeline(specs=[spec], validation=None,
-                         bench_run=types.SimpleNamespace(rows=[_Row("k", _Paired(*p)) for p in pairs]))
-    assert (spec.optimized_path in pipeline.rejections()) is slower
+    rows = [_Row("k", _Paired(*p)) for p in pairs]
+    assert (spec.optimized_path in rejections([spec], [], rows)) is slower  # type: ignore[arg-type]
 
 
 _RAN = {"k": {"config": "BLOCK=128, num_warps=4", "code": "c1"}}
@@ -103,8 +75,7 @@ def test_a_set_aside_names_its_cause(original: dict, optimized: dict, cause: str
                       launch=CapturedLaunch("k", "/tmp/k.py", ()) if cause is None else None)
     rows = [_Row("k", None, variant="original", launched=original),
             _Row("k", _Paired(SLOWER, 1.06, 1.2), launched=optimized)]
-    pipeline = _pipeline(specs=[spec], validation=None, bench_run=types.SimpleNamespace(rows=rows))
-    reasons = pipeline.rejections()
+    reasons = rejections([spec], [], rows)  # type: ignore[arg-type]
     if cause is None:
         assert reasons == {}
     else:
@@ -118,9 +89,7 @@ def test_a_set_aside_names_its_cause(original: dict, optimized: dict, cause: str
 ])
 def test_in_place_needs_a_measured_not_slower(pairs: list[tuple[str, float, float]], proven: bool) -> None:
     rows = [_Row("k", _Paired(*p)) for p in pairs] or [_Row("k", None, "not run: no GPU")]
-    pipeline = _pipeline(bench_run=types.SimpleNamespace(rows=rows))
-    reason = pipeline.not_proven_not_slower("k")
-    assert reason == not_proven_not_slower(rows, "k")  # the pipeline applies the pure decision over its rows
+    reason = not_proven_not_slower(rows, "k")  # type: ignore[arg-type]
     assert not_proven_not_slower(rows, "other").startswith("no paired timing")  # another kernel's rows never count
     assert (reason == "") is proven
     if not pairs:
@@ -131,24 +100,22 @@ def test_in_place_needs_a_measured_not_slower(pairs: list[tuple[str, float, floa
 
 
 def test_validate_json_keeps_every_phase_s_jobs_workers_and_slots(tmp_path: Path) -> None:
-    from tileiropt.engine.job_timing import JobTiming
+    from tileiropt.contract.job_timing import JobTiming
     from tileiropt.validate.records import ValidateRun
 
     def run(jobs: int, workers: int, slots: int) -> ValidateRun:
         return ValidateRun(records=[], backends=["ptx"], workers=workers, slots=slots,
                            jobs=[JobTiming("validate", f"k{i}", "ptx", "local", 1.0) for i in range(jobs)])
 
-    pipeline = _pipeline(validation=None, artifacts=tmp_path)
-    pipeline.save_validation(run(2, 1, 2))  # compatibility
-    pipeline.save_validation(run(3, 2, 4))  # validate
-    merged = pipeline.validation
+    merged = run(2, 1, 2)  # compatibility
+    merged.merge(run(3, 2, 4))  # validate: one validate.json keeps both phases' records and costs
     assert (len(merged.jobs), merged.workers, merged.slots) == (5, 3, 4)
 
 
 def test_in_place_writes_the_optimized_file_in_the_source_s_own_encoding(tmp_path: Path) -> None:
-    from tileiropt.bench.records import SAME_CODE
+    from tileiropt.bench.records import SAME_CODE, BenchRow, BenchRun, PairedTiming
     from tileiropt.harness.gate import GATE_MARKER
-    from tileiropt.validate.records import ValidationRecord
+    from tileiropt.validate.records import ValidateRun, ValidationRecord
 
     source = tmp_path / "k.py"
     text = "# -*- coding: latin-1 -*-\n# poids: 2 µs, café\nVALUE = 1\n"
@@ -156,11 +123,12 @@ def test_in_place_writes_the_optimized_file_in_the_source_s_own_encoding(tmp_pat
     spec = KernelSpec(name="k", path=source, entry="k", reference="original", inputs={}, dtypes=[{}])
     optimized_text = text + f"# ({GATE_MARKER})\n# é\n"
     spec.optimized_path.write_bytes(optimized_text.encode("latin-1"))
-    validation = types.SimpleNamespace(records=[ValidationRecord("k", "optimized", "ptx", "c", PASS)])
-    row = _Row("k", _Paired(SAME_CODE, 1.0, 1.0))
-    pipeline = _pipeline(specs=[spec], validation=validation, on_event=lambda *a: None,
-                         request=RunRequest(timeout=None, bench_settings=BenchSettings(), in_place=True),
-                         bench_run=types.SimpleNamespace(rows=[row], exit_code=lambda: 0))
+    pipeline = Settling([spec], in_place=True)
+    pipeline.validation = ValidateRun(records=[ValidationRecord("k", "optimized", "ptx", "c", PASS)], backends=["ptx"])
+    paired = PairedTiming(rounds=10, a_ms=[1.0] * 10, b_ms=[1.0] * 10, ratio=1.0, ci_low=1.0, ci_high=1.0,
+                          threshold=0.05, verdict=SAME_CODE)
+    pipeline.bench_run = BenchRun(rows=[BenchRow(kernel="k", variant="optimized", backend="ptx", size=1024,
+                                                 status=PASS, paired=paired)])
     pipeline.settle()
     assert pipeline.result.in_place == {str(source): str(source) + ".orig"}
     assert source.read_bytes() == optimized_text.encode("latin-1")  # the declaration stays true

@@ -369,18 +369,18 @@ def test_kernels_sharing_a_file_each_get_their_optimized_file_and_unvalidated_on
 
 
 def test_a_kernel_whose_optimized_file_never_ran_stops_the_run(tmp_path, monkeypatch) -> None:
-    from tileiropt.run import pipeline as pipeline_module
-    from tileiropt.validate.records import ValidateRun, ValidationRecord
+    from tileiropt.validate.phase import never_validated
+    from tileiropt.validate.records import ValidationRecord
 
     (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
     (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "va"\npath = "vector_add.py"\nentry = "add"\n'
                                              'reference = "x + y"\ninputs = { x = [256], y = [256] }\n')
     project = load_project(tmp_path / "tileiropt.toml")
-    pipeline = pipeline_module.Pipeline(project, None, None, None, ["tileiropt", "run"], None)
-    run = ValidateRun(records=[ValidationRecord("va", "optimized", "interpret", "-", "not-run",
-                                                "not run: no optimized file va_tileir.py")], backends=["interpret"])
-    assert pipeline.stop_unvalidated(run) == 1
-    assert "never validated: not run: no optimized file" in pipeline.result.stopped["va"]["reason"]
+    records = [ValidationRecord("va", "optimized", "interpret", "-", "not-run",
+                                "not run: no optimized file va_tileir.py")]
+    (stop,) = never_validated(project.select(None), records)
+    assert (stop.kernel, stop.phase) == ("va", "validate")
+    assert "never validated: not run: no optimized file" in stop.reason
 
 
 def test_a_kernel_that_kills_its_parent_costs_at_most_its_own_record() -> None:

@@ -47,6 +47,7 @@ from tileiropt.classify.classify import TOO_DEEP, KernelRecord, kernel_records
 from tileiropt.classify.discovery import KernelInfo, ModuleInfo
 from tileiropt.classify.model import FileModel
 from tileiropt.classify.rules import ALL_RULES
+from tileiropt.contract.phase_records import ApplyKernel, Change
 from tileiropt.errors import UserError
 from tileiropt.harness.gate import (
     GATE_MARKER,
@@ -58,7 +59,6 @@ from tileiropt.harness.gate import (
 )
 from tileiropt.harness.launch_hints import hint_splat
 from tileiropt.output import writable, write_atomic
-from tileiropt.records.phases import ApplyKernel, Change
 from tileiropt.releases import Release, newest
 
 ERROR_RULES = [rule for rule in ALL_RULES if rule.code.startswith("TIR0")]  # a kernel they flag gets no TileIR code

@@ -15,9 +15,9 @@ from tileiropt.apply.spaces import DEFAULT_MAX_CONFIGS, load_spaces
 from tileiropt.check.environment import choose_release
 from tileiropt.classify.classify import collect_files
 from tileiropt.classify.model import FileModels
+from tileiropt.contract.phase_records import apply_record, record_dict
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
-from tileiropt.records.phases import apply_record, record_dict
 from tileiropt.releases import Release
 
 
@@ -92,8 +92,8 @@ def _unreadable_may_hold_kernels(file: Path) -> bool:
 
 
 def apply_document(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool, choice: Any) -> dict:
-    """apply's JSON document (docs/apply.md, `records.phases.ApplyRecord`): `apply --json` prints it, `run` saves
-    it as apply.json."""
+    """apply's JSON document (docs/apply.md, `contract.phase_records.ApplyRecord`): `apply --json` prints it, `run`
+    saves it as apply.json."""
     release = {"version": choice.release.version, "origin": choice.origin}
     return record_dict(apply_record(results, errors, dry_run=dry_run, release=release))
 

@@ -27,11 +27,11 @@ from tileiropt.classify.classify import KernelRecord
 from tileiropt.classify.discovery import KernelInfo, ModuleInfo
 from tileiropt.classify.model import FileModel
 from tileiropt.classify.names import AUTOTUNE, HEURISTICS, call_name
+from tileiropt.contract.phase_records import ApplyKernel, Change
 from tileiropt.harness.gate import (
     gate_name,
 )
 from tileiropt.harness.launch_hints import hint_splat
-from tileiropt.records.phases import ApplyKernel, Change
 
 TWIN_SUFFIX = "_tileir"
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")

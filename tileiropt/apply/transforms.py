@@ -36,7 +36,7 @@ from tileiropt.apply.tma import POINTER_SUFFIX, TmaResult, dispatch_statement
 from tileiropt.classify.classify import KernelRecord
 from tileiropt.classify.discovery import KernelInfo
 from tileiropt.classify.model import FileModel
-from tileiropt.records.phases import Change
+from tileiropt.contract.phase_records import Change
 from tileiropt.releases import Release
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from tileiropt.engine.job_timing import JobTiming, timings_from_list
-from tileiropt.engine.resume import Journal
+from tileiropt.contract.job_timing import JobTiming, timings_from_list
+from tileiropt.contract.store import Store
 from tileiropt.errors import ExitCode
 from tileiropt.harness.provenance import Provenance, fallback_note
-from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
+from tileiropt.output import dataclass_from_dict, load_record_file
 from tileiropt.project.metric_expressions import evaluate
 from tileiropt.schema import ERROR, PASS, SCHEMA_VERSION, count_statuses, read_status
 
@@ -274,6 +274,9 @@ class BenchKernel:
 
 @dataclass
 class BenchRun:
+    FILE: ClassVar[str] = BENCH_FILE
+    JOURNAL: ClassVar[str] = "bench"  # its rows as they finish, superseded once it is saved
+
     rows: list[BenchRow]
     kernels: list[BenchKernel] = field(default_factory=list)
     peaks: dict[str, Any] | None = None
@@ -518,9 +521,7 @@ def run_from_dict(data: dict[str, Any]) -> BenchRun:
 def save_bench_run(run: BenchRun, artifacts: Path | str) -> Path:
     """Write `run` to ``<artifacts>/bench.json`` (atomically) and return the path; the journal of the rows
     as they finished is then superseded (removed)."""
-    path = save_record_file(run, artifacts, BENCH_FILE)
-    Journal(artifacts, "bench").clear()
-    return path
+    return Store(artifacts).save(BenchRun, run)
 
 
 def load_bench_run(path: Path | str) -> BenchRun:

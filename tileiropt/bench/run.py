@@ -529,7 +529,7 @@ def bench_project(
                   "workers": "kept from validation" if workers.kept is not None else "started for this phase",
                   "rotation": "input copies rotated when inputs + outputs fit in L2",
                   "slots": [launcher.name for launcher in slots]},
-        environment=environment_summary(workers.release),
+        environment=machine.environment or environment_summary(workers.release),
         command=list(command) if command is not None else list(sys.argv),
         project=str(project.file) if project.file else None,
         started=started_at,

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tileiropt.capture import hook
 from tileiropt.capture import site as capture_site
@@ -67,6 +67,8 @@ PROGRESS_EVERY_S = 1.0
 @dataclass
 class CaptureResult:
     """What a capture run saw."""
+
+    FILE: ClassVar[str] = CAPTURE_FILE
 
     command: list[str]
     launches: list[CapturedLaunch]  # distinct launches, in order

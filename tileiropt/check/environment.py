@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from tileiropt.releases import known_releases, resolve_release
 from tileiropt.schema import SCHEMA_VERSION
@@ -419,6 +419,8 @@ def capability_major(capability: str | None) -> int | None:
 @dataclass
 class CheckReport:
     """Everything `tileiropt check` reports; `tileir_ready` is True exactly when `reasons` is empty."""
+
+    FILE: ClassVar[str] = "check.json"
 
     python: str
     triton: dict[str, Any]

@@ -5,14 +5,13 @@ from __future__ import annotations
 import copy
 import functools
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tileiropt.check.device import Device
 from tileiropt.check.environment import (
     check_environment,
     choose_release,
-    device_description,
     emulated_blocker,
     torch_version,
     triton_distribution,
@@ -27,6 +26,7 @@ class Machine:
     device: Device
     tileir_blockers: list[str]  # why TileIR cannot run here; empty when it may
     tileir_emulated: str = ""  # what the tests' emulated nvtriton says of itself, where this process runs under it
+    environment: dict[str, Any] = field(default_factory=dict)  # the `check` report judged: every record keeps it
 
     @property
     def has_gpu(self) -> bool:
@@ -34,21 +34,30 @@ class Machine:
 
     @classmethod
     def probe(cls, release: str | None = None) -> Machine:
-        """This machine, judged for the CUDA Tile IR `release` (default: detected, else the newest known)."""
-        device = Device.from_json(device_description())
-        chosen = choose_release(release).release
+        """This machine, judged for the CUDA Tile IR `release` (default: detected, else the newest known): the
+        `check` report of it (`environment_summary`, probed once per process), judged by `judge`."""
+        return cls.judge(environment_summary(release))
+
+    @classmethod
+    def judge(cls, report: dict[str, Any]) -> Machine:
+        """What the `check` report (`CheckReport`, as a dict) says this machine can run: the one place that
+        decides whether TileIR can run here. TileIR needs nvtriton (never the tests' emulated one) and a GPU the
+        release targets; ENABLE_TILE is the workers' to set, so it is not asked for here."""
+        device = Device.from_json(report.get("gpu"))
+        distribution = report.get("triton") or {}
+        release = report.get("release") or {}
         blockers = []
-        distribution = triton_distribution()
         if distribution.get("emulated"):  # never taken for the TileIR backend (the tests' emulated nvtriton)
             blockers.append(emulated_blocker(distribution["emulated"]))
         elif not distribution.get("tileir_backend"):
             blockers.append("nvtriton is not installed (triton.backends.tileir not found)")
         if not device.is_gpu:
             blockers.append("no GPU")
-        elif not chosen.targets(device.capability):
+        elif not release.get("targets_this_gpu"):
             blockers.append(f"{device.name} is sm_{str(device.capability).replace('.', '')}; "
-                            f"{chosen.label()} targets {', '.join(chosen.architectures)}")
-        return cls(device=device, tileir_blockers=blockers, tileir_emulated=distribution.get("emulated") or "")
+                            f"{release.get('label')} targets {', '.join(release.get('architectures') or [])}")
+        return cls(device=device, tileir_blockers=blockers, tileir_emulated=distribution.get("emulated") or "",
+                   environment=report)
 
     def blocks(self, backend: Backend) -> str | None:
         """Why `backend` cannot run on this machine ("not run: ..."), or None. The TileIR backend needs nvtriton

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from tileiropt.check.environment import triton_distribution
-from tileiropt.engine.job_timing import JobTiming
+from tileiropt.contract.job_timing import JobTiming
 from tileiropt.engine.workers import (
     LOCAL,
     STARTUP_TIMEOUT_S,

@@ -107,3 +107,12 @@ class Progress:
         if 0 < ran and self.done < self.total:
             text += f", about {duration(elapsed / ran * (self.total - self.done))} left"
         return text
+
+
+def phase_progress(phase: str, unit: str, console: Console | None,
+                   on_event: Callable[[str, str], None]) -> Progress | None:
+    """A phase's progress on `console` (None: none, only the phase's events), its status line through the phase's
+    events (`on_event(phase, text)`)."""
+    if console is None:
+        return None
+    return Progress(phase, unit, console, on_status=lambda text: on_event(phase, text))

@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tileiropt.contract.store import JOURNAL_MARK, clear_journal, journal_path
 from tileiropt.output import to_jsonable
-
-JOURNAL_MARK = "tileiropt journal"  # every journal line carries it: a file without it is not ours
 
 
 @functools.cache
@@ -57,10 +56,6 @@ def input_key(parts: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def journal_path(artifacts: Path | str, name: str) -> Path:
-    return Path(artifacts) / f"{name}.journal.jsonl"
-
-
 class Journal:
     """An append-only JSON Lines file of finished results (thread-safe; each line flushed at once)."""
 
@@ -87,17 +82,7 @@ class Journal:
 
     def clear(self) -> None:
         with self.lock:
-            if self.path.is_file() and not self.path.is_symlink() and _is_journal(self.path):
-                self.path.unlink(missing_ok=True)
-
-
-def _is_journal(path: Path) -> bool:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            first = handle.readline()
-        return not first or JOURNAL_MARK in first
-    except OSError:
-        return False
+            clear_journal(self.path.parent, self.path.name.removesuffix(".journal.jsonl"))
 
 
 def read_journal(artifacts: Path | str, name: str) -> list[dict[str, Any]]:

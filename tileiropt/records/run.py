@@ -4,30 +4,20 @@ the report (every field's JSON type checked on read, so a damaged record is name
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from tileiropt.bench.records import BenchKernel, kernel_from_dict
-from tileiropt.engine.job_timing import JobTiming, timings_from_list
+from tileiropt.contract.job_timing import timings_from_list
+from tileiropt.contract.outcome import PhaseResult
 from tileiropt.output import dataclass_from_dict
 from tileiropt.schema import SCHEMA_VERSION
 
 
 @dataclass
-class PhaseResult:
-    """One phase of a run: its outcome, its seconds, and what its workers and jobs cost."""
-
-    phase: str
-    status: str  # PASS | FAIL | ERROR | NOT_RUN (tileiropt.schema)
-    seconds: float = 0.0
-    detail: str = ""
-    workers: int = 0  # worker processes the phase started (validate, bench, capture replays)
-    worker_start_s: float = 0.0  # their time from start to ready (Python, torch, Triton, the GPU), summed
-    jobs: list[JobTiming] = field(default_factory=list)  # each job of the engine: worker start, import, compile...
-
-
-@dataclass
 class RunResult:
     """What `run` did: written to ``<artifacts>/run.json`` and printed with --json; read back by `run_from_dict`."""
+
+    FILE: ClassVar[str] = "run.json"
 
     phases: list[PhaseResult]
     kernels: list[BenchKernel]

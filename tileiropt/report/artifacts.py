@@ -22,24 +22,19 @@ from typing import Any, TypeVar
 from tileiropt.bench.records import BENCH_FILE, BenchRun, load_bench_run
 from tileiropt.capture.capture import CAPTURE_FILE, CaptureResult
 from tileiropt.check.environment import CheckReport
+from tileiropt.contract.phase_records import ApplyRecord, ClassifyRecord, apply_from_dict, classify_from_dict
 from tileiropt.errors import UserError
-from tileiropt.output import dataclass_from_dict, save_record_file
-from tileiropt.records.phases import ApplyRecord, ClassifyRecord, apply_from_dict, classify_from_dict
+from tileiropt.output import dataclass_from_dict
 from tileiropt.records.run import RunResult, run_from_dict
 from tileiropt.validate.records import VALIDATE_FILE, ValidateRun, load_validate_run
 
 T = TypeVar("T")
-CHECK_FILE = "check.json"
-CLASSIFY_FILE = "classify.json"
-APPLY_FILE = "apply.json"
-RUN_FILE = "run.json"
+CHECK_FILE = CheckReport.FILE  # each record type names its file (`contract.store`)
+CLASSIFY_FILE = ClassifyRecord.FILE
+APPLY_FILE = ApplyRecord.FILE
+RUN_FILE = RunResult.FILE
 REPORT_FILE = "report.md"
 RECORD_FILES = (CHECK_FILE, CLASSIFY_FILE, APPLY_FILE, VALIDATE_FILE, BENCH_FILE, RUN_FILE, CAPTURE_FILE)
-
-
-def save_record(artifacts: Path | str, name: str, data: Any) -> Path:
-    """Write one phase record (any JSON-able value) to ``<artifacts>/<name>``, atomically."""
-    return save_record_file(data, artifacts, name)
 
 
 @dataclass
@@ -89,8 +84,9 @@ def is_artifacts_folder(folder: Path) -> bool:
     return folder.is_dir() and any((folder / name).is_file() for name in RECORD_FILES)
 
 
-def load_artifacts(folder: Path | str) -> Artifacts:
-    """Read every record present in `folder`; a missing record is simply absent."""
+def load_artifacts(folder: Path | str, run: RunResult | None = None) -> Artifacts:
+    """Read every record present in `folder`; a missing record is simply absent. `run`: the run's record as the
+    run holds it in memory (run.json is then not read)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise UserError("artifacts folder not found", file=str(folder),
@@ -99,7 +95,7 @@ def load_artifacts(folder: Path | str) -> Artifacts:
     found.check = _typed(folder / CHECK_FILE, lambda data: dataclass_from_dict(CheckReport, data), found.problems)
     found.classify = _typed(folder / CLASSIFY_FILE, classify_from_dict, found.problems)
     found.apply = _typed(folder / APPLY_FILE, apply_from_dict, found.problems)
-    found.run = _typed(folder / RUN_FILE, run_from_dict, found.problems)
+    found.run = run if run is not None else _typed(folder / RUN_FILE, run_from_dict, found.problems)
     found.capture = _typed(folder / CAPTURE_FILE, CaptureResult.from_json, found.problems)
     for name, loader, attribute in ((VALIDATE_FILE, load_validate_run, "validate"),
                                     (BENCH_FILE, load_bench_run, "bench")):

@@ -12,7 +12,7 @@ from typing import Any
 
 from tileiropt.capture.capture import CaptureResult
 from tileiropt.capture.keys import KernelKey
-from tileiropt.records.phases import ClassifyRecord
+from tileiropt.contract.phase_records import ClassifyRecord
 from tileiropt.report.verdict import ATTENTION, BUCKET_LABELS, BUCKETS, EMULATED, PROVEN, READY, UNPROVEN, UNTUNED
 
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from tileiropt.bench.records import OPTIMIZED, ORIGINAL, BenchKernel, dtype_key
 from tileiropt.classify.rules.base import KernelFinding
+from tileiropt.contract.phase_records import ApplyFile
 from tileiropt.harness.backends import BACKENDS, EMULATED_TILEIR, EMULATED_TILEIR_ON_INTERPRET
 from tileiropt.harness.scaling import describe_scaling
 from tileiropt.phases import comes_after
-from tileiropt.records.phases import ApplyFile
 from tileiropt.records.run import RunResult
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
 from tileiropt.report.model import Classification, Coverage, Section, Verdict

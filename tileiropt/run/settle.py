@@ -11,13 +11,37 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.apply.apply import copy_helper, free_backup
+from tileiropt.bench.records import BenchRun
 from tileiropt.classify.source import read_source_file
+from tileiropt.contract.context import RunContext, record_of
+from tileiropt.contract.outcome import Outcome
+from tileiropt.contract.policy import live
+from tileiropt.errors import ExitCode
 from tileiropt.harness.gate import GATE_MARKER
 from tileiropt.output import write_atomic
 from tileiropt.project.spec import KernelSpec
 from tileiropt.records.run import RunResult
-from tileiropt.run.decisions import not_proven_not_slower
+from tileiropt.run.decisions import not_proven_not_slower, rejections
 from tileiropt.schema import PASS
+from tileiropt.validate.records import ValidateRun
+
+
+def settle(context: RunContext, outcomes: Sequence[Outcome], result: RunResult) -> Outcome:
+    """Once every phase ran: set aside every optimized file that failed or regressed; with --in-place, write each
+    accepted one over the user's file, the original kept beside it. Its outcome (never a row of run.json) says
+    whether --in-place could not be proven: for want of a GPU (the machine's), or for a bench that failed."""
+    validation = record_of(outcomes, "validate") or record_of(outcomes, "compatibility")
+    records = validation.records if isinstance(validation, ValidateRun) else []
+    bench = record_of(outcomes, "bench")
+    rows = bench.rows if isinstance(bench, BenchRun) else []
+    set_aside(rejections(context.specs, records, rows), result, context.on_event)
+    done = Outcome.of("settle", PASS)
+    if context.request.in_place:
+        write_in_place(live(context.specs, outcomes), records, rows, result)
+        if result.in_place_refused:  # the proof needs a GPU this machine lacks, or the bench failed
+            unmeasured = not isinstance(bench, BenchRun) or bench.exit_code() == ExitCode.NOT_RUN
+            done.not_run_here, done.fails_run = unmeasured, not unmeasured
+    return done
 
 
 def set_aside(reasons: dict[Path, str], result: RunResult, on_event: Callable[[str, str], None]) -> None:

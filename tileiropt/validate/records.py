@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from tileiropt.engine.job_timing import JobTiming, timings_from_list
-from tileiropt.engine.resume import Journal
+from tileiropt.contract.job_timing import JobTiming, timings_from_list
+from tileiropt.contract.store import Store
 from tileiropt.errors import ExitCode
 from tileiropt.harness.provenance import Provenance
-from tileiropt.output import dataclass_from_dict, load_record_file, save_record_file
+from tileiropt.output import dataclass_from_dict, load_record_file
 from tileiropt.schema import (
     ERROR,
     FAIL,
@@ -81,6 +81,9 @@ class ValidationRecord:
 @dataclass
 class ValidateRun:
     """Every record of one `validate` invocation, with the environment and the command line."""
+
+    FILE: ClassVar[str] = VALIDATE_FILE
+    JOURNAL: ClassVar[str] = "validate"  # its records as they finish, superseded once it is saved
 
     records: list[ValidationRecord]
     backends: list[str]
@@ -154,9 +157,7 @@ def run_from_dict(data: dict[str, Any]) -> ValidateRun:
 def save_validate_run(run: ValidateRun, artifacts: Path | str) -> Path:
     """Write `run` to ``<artifacts>/validate.json`` (atomically) and return the path; the journal of the
     records as they finished is then superseded (removed)."""
-    path = save_record_file(run, artifacts, VALIDATE_FILE)
-    Journal(artifacts, "validate").clear()
-    return path
+    return Store(artifacts).save(ValidateRun, run)
 
 
 def load_validate_run(path: Path | str) -> ValidateRun:

@@ -340,7 +340,7 @@ def validate_project(
         records=[record for _, record in keyed],
         backends=[b.name for b in chosen],
         command=list(command) if command is not None else list(sys.argv),
-        environment=environment_summary(workers.release),
+        environment=machine.environment or environment_summary(workers.release),
         project=str(project.file) if project.file else None,
         started=started_at,
         seconds=round(time.monotonic() - started, 3),

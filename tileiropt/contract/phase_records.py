@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import typing
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from tileiropt.output import dataclass_from_dict, to_jsonable
 from tileiropt.schema import ERROR, NOT_RUN, PASS, SCHEMA_VERSION
@@ -76,6 +76,8 @@ class ApplyError:
 class ApplyRecord:
     """apply.json (docs/apply.md): `apply --json` prints it, `run` saves it."""
 
+    FILE: ClassVar[str] = "apply.json"
+
     schema_version: int
     dry_run: bool
     release: dict | None
@@ -96,6 +98,8 @@ class ClassifyFile:
 @dataclass
 class ClassifyRecord:
     """classify.json (docs/classify.md): each kernel's class, evidence and findings, per file, with a summary."""
+
+    FILE: ClassVar[str] = "classify.json"
 
     schema_version: int
     release: dict | None

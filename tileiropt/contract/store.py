@@ -1,0 +1,84 @@
+"""The artifacts folder as one store: each record type names its own file (`FILE`), is saved once by the phase
+that makes it, and read back for an unchanged re-run (`reuse`) or by `tileiropt report`.
+
+A record type whose results also go to a journal as they finish (`JOURNAL`: validate, bench) supersedes it when
+saved: the journal is removed. The journal's lines carry `JOURNAL_MARK`: a file without it is not ours."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+from tileiropt.output import save_record_file
+
+JOURNAL_MARK = "tileiropt journal"  # every journal line carries it: a file without it is not ours
+
+
+class Saved(Protocol):
+    """A record type the store keeps: the file it names."""
+
+    FILE: ClassVar[str]
+
+
+def journal_path(artifacts: Path | str, name: str) -> Path:
+    """Where the results of `name` (validate, bench) go as they finish."""
+    return Path(artifacts) / f"{name}.journal.jsonl"
+
+
+def is_journal(path: Path) -> bool:
+    """`path` is a journal the tool wrote (or an empty file)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            first = handle.readline()
+        return not first or JOURNAL_MARK in first
+    except OSError:
+        return False
+
+
+def clear_journal(artifacts: Path | str, name: str) -> None:
+    """Remove the journal of `name`, when it is the tool's."""
+    path = journal_path(artifacts, name)
+    if path.is_file() and not path.is_symlink() and is_journal(path):
+        path.unlink(missing_ok=True)
+
+
+class Store:
+    """One artifacts folder: `save` a record under its type's file, read a saved `document`, `reuse` one whose
+    inputs are this run's."""
+
+    def __init__(self, folder: Path | str):
+        self.folder = Path(folder)
+
+    def path(self, kind: type[Saved]) -> Path:
+        return self.folder / kind.FILE
+
+    def save(self, kind: type[Saved], value: object) -> Path:
+        """Write `value` (the record, or its JSON document) to the file `kind` names, atomically; a journal it
+        supersedes goes."""
+        path = save_record_file(value, self.folder, kind.FILE)
+        journal = getattr(kind, "JOURNAL", None)
+        if isinstance(journal, str):
+            clear_journal(self.folder, journal)
+        return path
+
+    def document(self, kind: type[Saved]) -> object:
+        """The JSON document saved for `kind`, or None when there is none or it cannot be read."""
+        try:
+            return json.loads(self.path(kind).read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return None
+
+    def reuse(self, kind: type[Saved], inputs: str, read: Callable[[dict[str, object]], object]) -> \
+            dict[str, object] | None:
+        """The saved document of `kind` when its `inputs` are `inputs` and it reads as its typed record (`read`):
+        a record of another shape, or of other inputs, is never reused."""
+        document = self.document(kind)
+        if not isinstance(document, dict) or document.get("inputs") != inputs:
+            return None
+        try:
+            read(document)
+        except (TypeError, ValueError, KeyError, RecursionError):
+            return None
+        return document

@@ -1,0 +1,42 @@
+"""The `report` phase of a run, its last: report.md rendered from the records the phases saved, with the run's own
+record as the run holds it; run.json saved once, the report's verdicts and seconds in it. `tileiropt report` on
+the same records renders the same text."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+
+from tileiropt.contract.outcome import PhaseResult
+from tileiropt.contract.store import Store
+from tileiropt.errors import ExitCode
+from tileiropt.records.run import RunResult
+from tileiropt.report.artifacts import REPORT_FILE, load_artifacts
+from tileiropt.report.build import build_report
+from tileiropt.report.markdown import write_markdown
+from tileiropt.report.verdict import ATTENTION
+from tileiropt.schema import PASS
+
+
+def report_run(result: RunResult, store: Store, on_event: Callable[[str, str], None]) -> None:
+    """Render report.md; a kernel whose verdict needs attention makes the run's answer no."""
+    path = store.folder / REPORT_FILE
+    phase = PhaseResult("report", PASS, detail=str(path))
+    result.phases.append(phase)  # run.json lists the report phase when the report is rendered
+    result.report = str(path)
+    on_event("report", "start")
+    started = time.monotonic()
+    try:
+        report = build_report(load_artifacts(store.folder, run=copy.deepcopy(result)), result.kernels)
+        result.verdicts = {k.name: {"bucket": k.verdict.bucket, "text": k.verdict.text}
+                           for k in report.kernels if k.verdict is not None}
+        if any(v["bucket"] == ATTENTION for v in result.verdicts.values()) and \
+                result.exit_code in (ExitCode.OK, ExitCode.NOT_RUN):
+            result.exit_code = int(ExitCode.FAILED)  # a kernel that needs attention is not a success
+        report.run = copy.deepcopy(result)  # the verdicts and exit code run.json keeps
+        write_markdown(report, path)
+    finally:  # the run's record is saved whatever the rendering did
+        phase.seconds = round(time.monotonic() - started, 3)  # only this is not in what the report rendered
+        store.save(RunResult, result)
+    on_event("report", PASS)
