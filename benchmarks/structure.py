@@ -24,7 +24,8 @@ PACKAGE_FOLDER defaults to this repository's `tileiropt/`; its folder name is th
 - string-key lookups per folder: `x["name"]` subscripts and `x.get("name")` calls with a string literal: records
   read as schema-less dicts rather than typed objects.
 - package pairs importing each other: two top-level folders (subpackages) of the package each with a module that
-  imports a module of the other, deferred imports included ("." is the modules directly in the package).
+  imports a module of the other, deferred imports included ("." is the modules directly in the package but the
+  entry point `__main__`, a node of its own: it runs the command line and nothing imports it).
 - parameters typed `Any`: function and method parameters (`*args` and `**kwargs` too) annotated `Any` exactly.
 """
 
@@ -276,7 +277,11 @@ def any_parameters(tree: ast.AST) -> int:
 
 
 def folder_of(module: str, package: str, modules: dict[str, Path], folder: Path) -> str:
+    """The top-level folder of `module`; "." for a module directly in the package, except the entry point
+    (`__main__`, what `python -m` runs): it sits above everything, nothing imports it, so it is a node of its own."""
     relative = modules[module].relative_to(folder).parts
+    if len(relative) == 1 and relative[0] == "__main__.py":
+        return "__main__"
     return relative[0] if len(relative) > 1 else "."
 
 

@@ -62,3 +62,19 @@ def test_string_key_lookups_and_root_modules() -> None:
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout)
     assert figures["string_key_lookups"] == {".": 2} and figures["root_modules"] == []
+
+
+def test_the_entry_point_is_a_node_of_its_own(tmp_path: Path) -> None:
+    """`__main__` runs the command line, which reads the root's modules: no pair; a root module that imports the
+    command line back still makes one."""
+    package = tmp_path / "pkg"
+    (package / "cli").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "errors.py").write_text("")
+    (package / "__main__.py").write_text("from pkg.cli import main\n")
+    (package / "cli" / "__init__.py").write_text("from pkg.errors import *\n\ndef main():\n    pass\n")
+    done = run(str(package), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["mutual_packages"] == []
+    (package / "errors.py").write_text("def f():\n    from pkg.cli import main\n")
+    assert json.loads(run(str(package), "--json").stdout)["mutual_packages"] == [[".", "cli"]]

@@ -425,7 +425,7 @@ def test_processes_the_users_entry_starts_end_with_the_worker(monkeypatch) -> No
 
 
 def test_run_interrupted_during_a_phase_keeps_its_records_writes_the_report_and_exits_130(tmp_path, monkeypatch):
-    from tileiropt.run import pipeline
+    from tileiropt.validate import phase as validate_phase
     from tileiropt.validate.records import ValidateRun, ValidationRecord
 
     (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
@@ -436,7 +436,7 @@ def test_run_interrupted_during_a_phase_keeps_its_records_writes_the_report_and_
         record = ValidationRecord("va", "original", "interpret", "(launch)", "pass")
         return ValidateRun(records=[record], backends=["interpret"], interrupted=True)
 
-    monkeypatch.setattr(pipeline, "validate_project", cut_short)
+    monkeypatch.setattr(validate_phase, "validate_project", cut_short)
     result = CliRunner().invoke(app, ["run", str(tmp_path), "--json"])
     assert result.exit_code == ExitCode.INTERRUPTED, result.output
     run = json.loads((tmp_path / ".tileiropt" / "run.json").read_text())
