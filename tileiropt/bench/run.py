@@ -371,7 +371,7 @@ def obtain_peaks(machine: Machine, remeasure: bool = False, workers: RunWorkers 
         key = KeptWorkers.key(launcher, PTX, env)
         worker = setting.kept.take(key) if setting.kept is not None else None
         kept = worker is not None
-        worker = worker or start_worker(BACKENDS[PTX], launcher, env, setting.release)
+        worker = worker or start_worker(BACKENDS[PTX], launcher, env, setting.setup())
         worker.send({"job": {"kind": "peaks", "id": 0}})
         if not kept:
             worker.close_input()  # it answers "done" after the job
@@ -441,6 +441,7 @@ def bench_project(
     own_workers = workers is None
     workers = workers or RunWorkers(project.tileir_version)
     machine = machine or Machine.probe(workers.release)
+    workers.judged(machine.tileir_blockers)  # the workers take this judgement instead of probing again
     executor = (executor or Executor()).check()
     specs = project.select(kernels)
     plan = plan_items(project, specs, settings, machine, earlier=earlier if machine.has_gpu else None,

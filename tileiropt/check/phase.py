@@ -28,5 +28,6 @@ class CheckPhase:
         report.release["origin"] = context.release.origin
         context.store.save(CheckReport, report)
         context.machine = machine = Machine.judge(asdict(report))
+        context.workers.judged(machine.tileir_blockers)  # every worker is told, and probes no more
         ready = "TileIR ready" if report.tileir_ready else "TileIR not ready: " + "; ".join(report.reasons)
         return Outcome.of("check", PASS, f"{machine.device.name}; {ready}; machine {origin}", record=report)

@@ -308,7 +308,7 @@ class Slots:
         key = KeptWorkers.key(launcher, backend.name, env)
         worker = self.kept.take(key) if self.kept is not None and not self.isolate else None
         if worker is None:
-            worker = start_worker(backend, launcher, env, self.setup.get("release"))
+            worker = start_worker(backend, launcher, env, self.setup)
             with self.lock:
                 self.workers_started += 1
         try:
@@ -430,10 +430,11 @@ class Slots:
             self.timings.append(timing)
 
 
-def start_worker(backend: Backend, launcher: Launcher, env: dict[str, str], release: str | None) -> WorkerProcess:
-    """A new worker of the engine for `backend`, its set-up line sent (it then imports torch and Triton)."""
+def start_worker(backend: Backend, launcher: Launcher, env: dict[str, str], setup: dict[str, object]) -> WorkerProcess:
+    """A new worker of the engine for `backend`, its set-up line sent (it then imports torch and Triton): the
+    run's `setup` (`RunWorkers.setup`: the release, the machine's judgement of TileIR)."""
     worker = WorkerProcess(backend, None, module=WORKER_MODULE, extra_env=env, launcher=launcher)
-    worker.send({"backend": backend.name, "triton_distribution": triton_distribution(), "release": release})
+    worker.send({**setup, "backend": backend.name, "triton_distribution": triton_distribution()})
     return worker
 
 
@@ -471,6 +472,7 @@ class RunWorkers:
 
     def __init__(self, release: str | None = None, keep: bool = False):
         self.release = release
+        self.tileir_blockers: list[str] | None = None  # the machine's judgement (`judged`), sent to each worker
         self.kept = KeptWorkers() if keep else None
         self.caches: dict[str, str] = {}
         self.lock = threading.Lock()
@@ -487,6 +489,15 @@ class RunWorkers:
                 self.caches[compiler] = tempfile.mkdtemp(prefix=f"tileiropt-triton-cache-{compiler}-")
             return {"TRITON_CACHE_DIR": self.caches[compiler]}
 
+    def judged(self, tileir_blockers: list[str]) -> None:
+        """Why TileIR cannot run on this machine, as `Machine.judge` decided it once (empty: it can): every worker
+        started from now on is told, instead of probing the machine again."""
+        self.tileir_blockers = list(tileir_blockers)
+
+    def setup(self) -> dict[str, object]:
+        """What each worker is told as it starts, beside its backend."""
+        return {"release": self.release, "tileir_blockers": self.tileir_blockers}
+
     def prestart(self, launcher: Launcher, backends: list[Backend]) -> None:
         """Start a worker of each of `backends` on `launcher` now, kept idle for the first phase that needs it: it
         imports torch and Triton while the tool does something else (runs the user's program, validates the
@@ -496,12 +507,12 @@ class RunWorkers:
         for backend in backends:
             env = self.env(backend.name)
             self.kept.keep(KeptWorkers.key(launcher, backend.name, env),
-                           start_worker(backend, launcher, env, self.release))
+                           start_worker(backend, launcher, env, self.setup()))
 
     def slots(self, pool: JobPool, backends: dict[str, Backend], kind: JobKind, isolate: bool = False) -> Slots:
         """The slots serving `pool` with these workers (`isolate`: a fresh worker per job)."""
         return Slots(pool, backends, kind, env={name: self.env(name) for name in backends},
-                     setup={"release": self.release}, kept=self.kept, isolate=isolate)
+                     setup=self.setup(), kept=self.kept, isolate=isolate)
 
     def close(self) -> None:
         if self.kept is not None:

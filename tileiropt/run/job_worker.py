@@ -64,7 +64,8 @@ def serve(setup: dict[str, Any], emit: Emitter, jobs: Any) -> int:
     release = setup.get("release")
     base = base_provenance(backend, setup.get("triton_distribution"), release)
     emit("hello", provenance=base, pid=os.getpid())
-    blocked = backend_blocked(backend, release)
+    judged = setup.get("tileir_blockers")
+    blocked = backend_blocked(backend, release, judged if isinstance(judged, list) else None)
     if not blocked:
         install_allocator(backend.device)
         stand_ins.skip_module_benchmarks()  # a kernel file's own benchmark sweep never runs at import

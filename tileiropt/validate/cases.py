@@ -43,6 +43,8 @@ class Case(JobMessage):
     module: str | None = None  # the original's dotted module name, when it lives in a package
     call: str | None = None  # the entry's call expression (None: entry(**inputs, **args))
     launch: CapturedLaunch | None = None  # a captured launch, replayed instead of calling an entry
+    file_atomics: bool = False  # a JIT function of the original file updates memory atomically (decided by the
+    # parent from the file's model, `FileModel.uses_atomics`; the worker reads it)
 
     DECODED: ClassVar[dict[str, Callable[[Any], Any]]] = {"launch": CapturedLaunch.from_json}
 

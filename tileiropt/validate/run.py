@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import datetime as _dt
+import functools
 import os
 import sys
 import threading
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.check.machine import Machine, environment_summary, versions
+from tileiropt.classify.model import FileModel
 from tileiropt.engine.engine import JobPool, RunWorkers, run_jobs
 from tileiropt.engine.executors import Executor, validate_per_gpu
 from tileiropt.engine.progress import Progress
@@ -101,12 +103,22 @@ def case_inputs(case: Case, backend: Backend, best_config: bool, machine: Machin
                       "device": machine.device.key()})
 
 
+def file_uses_atomics(path: str) -> bool:
+    """Whether a kernel file's JIT functions update memory atomically (its results' summation order differs from
+    run to run): read once in the parent, carried by each case."""
+    try:
+        return FileModel.read(path).uses_atomics()
+    except (UserError, RecursionError, OSError):
+        return False
+
+
 def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend], machine: Machine,
                variants: list[str] | None, timeout: float | None, best_config: bool = False,
                earlier: Earlier | None = None, release: str | None = None) -> Plan:
     plan = Plan(cases={b.name: [] for b in backends})
     installed = versions(release)
     digest = digest_memo()
+    atomics = functools.cache(file_uses_atomics)
     next_id = 0
     for s_index, spec in enumerate(specs):
         _check_reference(spec, project)
@@ -131,6 +143,7 @@ def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend
                         ranges={k: list(v) for k, v in spec.ranges.items()}, seed=spec.seed,
                         search_paths=[str(project.root)], scaled_from=scaled.scaled_from if scaled else None,
                         module=spec.module, call=spec.call, launch=spec.launch,
+                        file_atomics=atomics(str(spec.path)),
                     )
                     next_id += 1
                     reason = _not_runnable(spec, variant, path, reference, backend, machine)
@@ -269,6 +282,7 @@ def validate_project(
     own_workers = workers is None
     workers = workers or RunWorkers(project.tileir_version)
     machine = machine or Machine.probe(workers.release)
+    workers.judged(machine.tileir_blockers)  # the workers take this judgement instead of probing again
     executor = (executor or Executor()).check()
     specs = project.select(kernels)
     chosen = _choose_backends(backends, machine)

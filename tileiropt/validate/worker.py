@@ -27,10 +27,14 @@ import libcst as cst
 
 from tileiropt.apply.math_rewrites import gate_off
 from tileiropt.capture import replay
-from tileiropt.check.environment import check_environment, probe_emulated_tileir
-from tileiropt.classify.model import FileModel
+from tileiropt.check.environment import (
+    TILEIR_BACKEND,
+    check_environment,
+    probe_active_backend,
+    probe_emulated_tileir,
+)
 from tileiropt.engine.worker_io import Emitter
-from tileiropt.errors import PINNING_ERROR, UserError
+from tileiropt.errors import PINNING_ERROR
 from tileiropt.harness import harness, loading, stand_ins
 from tileiropt.harness.autotuners import autotuners, find_autotuner, own_run, pruned_reason
 from tileiropt.harness.backends import EMULATOR_SETUP, TILEIR_CODE_ON_PTX, Backend
@@ -60,15 +64,6 @@ OWN_RUN = object()  # prepared["expected"] of a case whose one run is its own re
 OWN_RUN_REASON = "one run: on the interpreter the original is its own reference (a second run gives the same bits)"
 _POISONED = re.compile(r"illegal memory access|device-side assert|CUDA error|unspecified launch failure",
                        re.IGNORECASE)
-
-
-def uses_atomics(path: str) -> bool:
-    """Whether a kernel file's JIT functions update memory atomically (its results' summation order differs from
-    run to run)."""
-    try:
-        return FileModel.read(path).uses_atomics()
-    except (UserError, RecursionError):
-        return False
 
 
 def compared_status(ok: bool, reason: str, *, interpreted: bool, dtypes: dict[str, str]) -> tuple[str, str]:
@@ -168,7 +163,7 @@ class CaseRunner:
             if extra:  # the optimized file's own module-level code fails where the original's does not
                 raised = "the optimized file's own top-level call raised where the original's did not: " + \
                     "; ".join(stand_ins.described(*failure) for failure in extra)
-                if uses_atomics(case.original_path) and not self.backend.interpreted:
+                if case.file_atomics and not self.backend.interpreted:
                     # its self-check sums through atomics, in an order that changes from run to run: one run of
                     # each is no evidence; the kernels' own comparison (this record) decides, and this is said
                     reason = f"{raised} (its kernels use atomics: a self-check may fail on one run and pass on " \
@@ -544,10 +539,17 @@ def same_kernel_code(path: str, original: str | None, kernel: str) -> bool:
     return first is not None and first == source(texts[1])
 
 
-def backend_blocked(backend: Backend, release: str | None = None) -> str | None:
-    """Why `backend` cannot run in this process, or None when it can: the TileIR backend needs TileIR ready for the
-    CUDA Tile IR `release`; an emulated TileIR backend needs the emulator installed here (ENABLE_TILE=1 with
-    tests/emulated_nvtriton on PYTHONPATH), and never takes the real one for it."""
+def backend_blocked(backend: Backend, release: str | None = None, judged: list[str] | None = None) -> str | None:
+    """Why `backend` cannot run in this process, or None when it can. The TileIR backend: where the parent judged
+    the machine (`judged`: `Machine.judge`'s blockers, empty when TileIR can run), that judgement, and only what
+    this process alone can tell (Triton's active backend under the ENABLE_TILE=1 it was started with); else TileIR
+    ready for the CUDA Tile IR `release`, probed here. An emulated TileIR backend needs the emulator installed here
+    (ENABLE_TILE=1 with tests/emulated_nvtriton on PYTHONPATH), and never takes the real one for it."""
+    if backend.name == "tileir" and judged is not None:
+        if judged:
+            return "; ".join(judged)
+        active, error = probe_active_backend()
+        return None if active == TILEIR_BACKEND else f"active backend is {active or error!r}, not {TILEIR_BACKEND!r}"
     if backend.name == "tileir":
         report = check_environment(release=release)
         return None if report.tileir_ready else "; ".join(report.reasons)
