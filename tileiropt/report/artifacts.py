@@ -37,7 +37,7 @@ REPORT_FILE = "report.md"
 RECORD_FILES = (CHECK_FILE, CLASSIFY_FILE, APPLY_FILE, VALIDATE_FILE, BENCH_FILE, RUN_FILE, CAPTURE_FILE)
 
 
-def save_record(artifacts: Path | str, name: str, data: Any) -> Path:
+def save_record(artifacts: Path | str, name: str, data: object) -> Path:
     """Write one phase record (any JSON-able value) to ``<artifacts>/<name>``, atomically."""
     return save_record_file(data, artifacts, name)
 
