@@ -25,7 +25,7 @@ console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
 
-def to_jsonable(value: Any) -> Any:
+def to_jsonable(value: object) -> Any:
     """Plain JSON types from dataclasses, paths, tuples and non-finite floats."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
@@ -40,11 +40,11 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     return json.dumps(to_jsonable(value), indent=2, sort_keys=False)
 
 
-def print_json(value: Any) -> None:
+def print_json(value: object) -> None:
     sys.stdout.write(dumps(value) + "\n")
     sys.stdout.flush()
 
@@ -127,7 +127,7 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def save_record_file(record: Any, artifacts: Path | str, name: str) -> Path:
+def save_record_file(record: object, artifacts: Path | str, name: str) -> Path:
     """Write a phase's record to ``<artifacts>/<name>`` as JSON (atomically) and return the path."""
     path = Path(artifacts) / name
     write_atomic(path, dumps(record) + "\n", replaces=is_record, what="record")
@@ -175,12 +175,12 @@ class JobMessage:
                       for k, v in data.items() if k in known})
 
 
-def _message_value(value: Any) -> Any:
+def _message_value(value: object) -> Any:
     own = getattr(value, "to_json", None)
     return own() if callable(own) else to_jsonable(value)
 
 
-def dataclass_from_dict(cls: type[T], data: Any) -> T:
+def dataclass_from_dict(cls: type[T], data: object) -> T:
     """A record dataclass from its JSON dict; unknown keys are ignored, missing ones raise TypeError."""
     if not isinstance(data, dict):
         raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
@@ -215,7 +215,7 @@ def _field_types(cls: type) -> dict[str, tuple[tuple[type, ...], bool] | None]:
     return found
 
 
-def _has_json_type(value: Any, expected: tuple[tuple[type, ...], bool] | None) -> bool:
+def _has_json_type(value: object, expected: tuple[tuple[type, ...], bool] | None) -> bool:
     if expected is None:
         return True
     accepted, nullable = expected

@@ -11,7 +11,8 @@ and every ``status`` field in it takes one of `STATUSES`, whatever the phase:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Protocol
 
 SCHEMA_VERSION = 2  # 2: one status vocabulary (1 had "ok", "failed", "skipped", "no_kernels" in places)
 
@@ -35,7 +36,7 @@ SAME_ON_PTX = "not run on PTX: once the TileIR hints PTX drops are dropped, the 
 _EARLIER = {"ok": PASS, "failed": FAIL, "skipped": NOT_RUN, "no_kernels": NOT_RUN}
 
 
-def read_status(value: Any) -> str:
+def read_status(value: object) -> str:
     """A record's status as read from JSON: one of `STATUSES` (earlier spellings mapped); ValueError otherwise."""
     if isinstance(value, str):
         value = _EARLIER.get(value, value)
@@ -44,7 +45,14 @@ def read_status(value: Any) -> str:
     raise ValueError(f"status {value!r} is not one of {', '.join(STATUSES)}")
 
 
-def count_statuses(items: Any) -> dict[str, int]:
+class HasStatus(Protocol):
+    """A record with a status (a validation record, a bench row, a phase)."""
+
+    @property
+    def status(self) -> str: ...
+
+
+def count_statuses(items: Iterable[HasStatus]) -> dict[str, int]:
     """How many of `items` have each `.status` (every status present, zero or not)."""
     counts = dict.fromkeys(STATUSES, 0)
     for item in items:

@@ -190,7 +190,7 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
     return module.visit(_Replaced(rewritten)) if rewritten else module
 
 
-def _replacement(node: cst.CSTNode, _: Any) -> cst.CSTNode:
+def _replacement(node: cst.CSTNode, _: cst.CSTNode) -> cst.CSTNode:
     """`node`, whatever the node it replaces became."""
     return node
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -18,7 +17,7 @@ from tileiropt.classify.model import FileModels
 from tileiropt.contract.phase_records import apply_record, record_dict
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
-from tileiropt.releases import Release
+from tileiropt.releases import Choice, Release
 
 
 @dataclass
@@ -91,7 +90,7 @@ def _unreadable_may_hold_kernels(file: Path) -> bool:
         return True
 
 
-def apply_document(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool, choice: Any) -> dict:
+def apply_document(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool, choice: Choice) -> dict:
     """apply's JSON document (docs/apply.md, `contract.phase_records.ApplyRecord`): `apply --json` prints it, `run`
     saves it as apply.json."""
     release = {"version": choice.release.version, "origin": choice.origin}

@@ -15,10 +15,14 @@ from __future__ import annotations
 import ast
 import math
 import operator
+from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tileiropt.classify.blocks import flatten
+
+V = TypeVar("V")
+S = TypeVar("S", bound=Sized)
 
 _MAX_STEPS = 200_000  # syntax-tree nodes evaluated per configs expression
 _MAX_ITEMS = 10_000  # elements of any list, range or comprehension
@@ -45,8 +49,8 @@ class Unresolvable(Exception):
 
 
 class _FakeConfig:
-    def __init__(self, kwargs: Any = None, num_warps: Any = 4, num_stages: Any = 3, num_ctas: Any = 1,
-                 *rest: Any, **options: Any):
+    def __init__(self, kwargs: object = None, num_warps: object = 4, num_stages: object = 3, num_ctas: object = 1,
+                 *rest: object, **options: object):
         if not isinstance(kwargs, dict):
             raise Unresolvable("triton.Config meta-parameters are not a dict literal")
         for name, value in kwargs.items():
@@ -54,10 +58,14 @@ class _FakeConfig:
                 raise Unresolvable(f"meta-parameter {name!r} has no literal value ({value!r})")
             if isinstance(value, float) and not math.isfinite(value):
                 raise Unresolvable(f"meta-parameter {name!r} is {value!r}, which no literal writes back")
-        for name, value in (("num_warps", num_warps), ("num_stages", num_stages), ("num_ctas", num_ctas)):
-            if value is not None and (type(value) is not int):
-                raise Unresolvable(f"{name} has no literal integer value ({value!r})")
-        self.value = ConfigValue(dict(kwargs), num_warps, num_stages, num_ctas, options)
+        self.value = ConfigValue(dict(kwargs), _literal_int("num_warps", num_warps),
+                                 _literal_int("num_stages", num_stages), _literal_int("num_ctas", num_ctas), options)
+
+
+def _literal_int(name: str, value: object) -> int | None:
+    if value is not None and (type(value) is not int):
+        raise Unresolvable(f"{name} has no literal integer value ({value!r})")
+    return value
 
 
 class _FakeTriton:
@@ -298,7 +306,7 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, as
             ast.NotIn: lambda a, b: a not in b, ast.Is: operator.is_, ast.IsNot: operator.is_not}
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: V) -> V:
     """Operands of arithmetic and tests must be known values, not run-time objects."""
     if isinstance(value, _Opaque):
         raise Unresolvable(f"configs depend on {value.name!r}, only known at run time")
@@ -307,7 +315,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _checked(value: Any) -> Any:
+def _checked(value: V) -> V:
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _MAX_INT_BITS:
         raise Unresolvable("configs compute an integer too large for a config value")
     if isinstance(value, (str, bytes)) and len(value) > _MAX_ITEMS:
@@ -317,13 +325,13 @@ def _checked(value: Any) -> Any:
     return value
 
 
-def _bounded(items: Any) -> Any:
+def _bounded(items: S) -> S:
     if len(items) > _MAX_ITEMS:
         raise Unresolvable(f"configs build a collection of more than {_MAX_ITEMS} items")
     return items
 
 
-def _iterable(value: Any) -> Any:
+def _iterable(value: object) -> Iterable[Any]:
     if isinstance(value, (list, tuple, range, dict, str)):
         return value
     if isinstance(value, (zip, enumerate, reversed)):
@@ -331,7 +339,7 @@ def _iterable(value: Any) -> Any:
     raise Unresolvable("configs iterate over something that is not a literal container")
 
 
-def _hashable(value: Any) -> Any:
+def _hashable(value: V) -> V:
     try:
         hash(value)
     except TypeError:
@@ -339,7 +347,7 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def _bind_target(target: ast.expr, item: Any, scope: dict[str, Any]) -> None:
+def _bind_target(target: ast.expr, item: object, scope: dict[str, Any]) -> None:
     if isinstance(target, ast.Name):
         scope[target.id] = item
     elif isinstance(target, (ast.Tuple, ast.List)):

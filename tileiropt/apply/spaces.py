@@ -75,7 +75,7 @@ def role_of(name: str) -> str | None:
     return None
 
 
-def _int_list(value: Any, where: str) -> list[int]:
+def _int_list(value: object, where: str) -> list[int]:
     if (not isinstance(value, list) or not value or len(value) > MAX_LEVER_VALUES
             or not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_LEVER_VALUE for v in value)):
         shown = repr(value) if len(repr(value)) < 80 else repr(value)[:77] + "..."

@@ -22,7 +22,7 @@ NAMES = ("sm_clock_mhz", "max_sm_clock_mhz", "power_w", "temperature_c", "thrott
 class Nvml:
     """NVML, initialised once per process; `handle(uuid)` finds a GPU by its UUID ("GPU-...")."""
 
-    def __init__(self, library: Any):
+    def __init__(self, library: ctypes.CDLL):
         self.library = library
         self.handles: dict[str, Any] = {}
         if library.nvmlInit_v2() != NVML_SUCCESS:
@@ -36,7 +36,7 @@ class Nvml:
             self.handles[uuid] = found
         return self.handles[uuid]
 
-    def _uint(self, name: str, *args: Any) -> int:
+    def _uint(self, name: str, *args: object) -> int:
         value = ctypes.c_uint()
         if getattr(self.library, name)(*args, ctypes.byref(value)) != NVML_SUCCESS:
             raise OSError(f"{name} failed")

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from tileiropt.bench.records import BenchRow
+from tileiropt.bench.records import BenchRow, RowValues
 from tileiropt.harness.provenance import Provenance, file_digest
 from tileiropt.output import JobMessage
 from tileiropt.project.launch import CapturedLaunch
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 @dataclass
@@ -42,7 +45,8 @@ class BenchItem(JobMessage):
 
     DECODED: ClassVar[dict[str, Callable[[Any], Any]]] = {"launch": CapturedLaunch.from_json}
 
-    def row(self, status: str, reason: str = "", provenance: Provenance | None = None, **values: Any) -> BenchRow:
+    def row(self, status: str, reason: str = "", provenance: Provenance | None = None,
+            **values: Unpack[RowValues]) -> BenchRow:
         return BenchRow(kernel=self.kernel, variant=self.variant, backend=self.backend, size=self.size,
                         status=status, reason=reason, path=self.path or (self.reference or ""),
                         source_sha256=file_digest(self.path) if self.path else None,

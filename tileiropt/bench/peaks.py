@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tileiropt.cache import cache_dir
 from tileiropt.check.environment import device_description
 from tileiropt.engine.worker_io import Emitter
+from tileiropt.harness.backends import Backend
 from tileiropt.harness.provenance import Provenance
 from tileiropt.output import dumps, write_atomic
 
@@ -60,7 +62,7 @@ def save_peaks(peaks: dict[str, Any], path: Path | None = None) -> Path:
 # --------------------------------------------------------------------------- measuring (on the GPU)
 
 
-def _median_ms(fn: Any) -> float:
+def _median_ms(fn: Callable[..., object]) -> float:
     # lazy: the bench worker imports torch (4-5 s on a GPU host); reading the cached peaks, a re-run's only use of
     # this module, needs none of it
     from tileiropt.bench.worker import run_do_bench
@@ -122,7 +124,7 @@ def measure_peaks() -> dict[str, Any]:
     }
 
 
-def run_peaks_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emitter, blocked: str | None) -> bool:
+def run_peaks_job(job: dict[str, Any], backend: Backend, base: Provenance, emit: Emitter, blocked: str | None) -> bool:
     """The job engine's "peaks" job: measure this GPU's peaks (one "peaks" event)."""
     emit("peaks", id=job["id"], peaks=measure_peaks())
     emit("job_done", id=job["id"], parts={})

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
 from tileiropt.contract.job_timing import JobTiming, timings_from_list
 from tileiropt.contract.store import Store
@@ -20,6 +20,9 @@ from tileiropt.harness.provenance import Provenance, fallback_note
 from tileiropt.output import dataclass_from_dict, load_record_file
 from tileiropt.project.metric_expressions import evaluate
 from tileiropt.schema import ERROR, PASS, SCHEMA_VERSION, count_statuses, read_status
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 BENCH_FILE = "bench.json"
 
@@ -205,6 +208,20 @@ class AutotuneInfo:
     seconds: float | None = None  # `Autotuner.bench_time`: benchmarking (and compiling) the configs
 
 
+class RowValues(TypedDict, total=False):
+    """What a row measured, given by keyword to `BenchItem.row` (the fields of `BenchRow` of that name)."""
+
+    timing: Timing | None
+    first_call_ms: float | None
+    first_call_warm: bool
+    autotune_ms: float | None
+    autotune_source: str | None
+    autotuners: list[AutotuneInfo]
+    input_bytes: int | None
+    output_bytes: int | None
+    gpu_state: dict[str, Any]
+
+
 @dataclass
 class BenchRow:
     kernel: str
@@ -319,7 +336,17 @@ def quantile(sorted_values: list[float], q: float) -> float:
     return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
 
 
-def summarize(samples: list[float], method: str, **extra: Any) -> Timing:
+class TimingSettings(TypedDict, total=False):
+    """How a timing was taken, given by keyword to `summarize` (the fields of `Timing` of that name)."""
+
+    warmup_ms: float | None
+    rep_ms: float | None
+    input_sets: int
+    l2_flush: bool
+    note: str
+
+
+def summarize(samples: list[float], method: str, **extra: Unpack[TimingSettings]) -> Timing:
     """Median, 20th/80th percentiles, min, max and mean of per-run times in milliseconds."""
     values = sorted(float(v) for v in samples)
     if not values:
@@ -332,7 +359,7 @@ def summarize(samples: list[float], method: str, **extra: Any) -> Timing:
 QUANTILES = (0.0, 0.2, 0.5, 0.8, 1.0)
 
 
-def summarize_quantiles(values: list[float], method: str, **extra: Any) -> Timing:
+def summarize_quantiles(values: list[float], method: str, **extra: Unpack[TimingSettings]) -> Timing:
     """A Timing from Triton's answer to ``quantiles=QUANTILES`` (older Triton without "all")."""
     low, p20, median, p80, high = (float(v) for v in values)
     return Timing(method=method, median_ms=median, p20_ms=p20, p80_ms=p80, min_ms=low, max_ms=high, **extra)

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tileiropt.bench.items import BenchItem
@@ -150,9 +151,9 @@ def item_inputs(item: BenchItem, machine: Machine, versions: dict[str, Any],
                       "device": machine.device.key()})
 
 
-def earlier_bench(artifacts: Any) -> Earlier:
+def earlier_bench(artifacts: Path | str) -> Earlier[BenchRow]:
     """What a re-run may reuse: the rows of bench.json, then (superseding them) those of a journal."""
-    earlier = Earlier()
+    earlier: Earlier[BenchRow] = Earlier()
     try:
         run = load_bench_run(artifacts)
     except UserError:
@@ -186,7 +187,7 @@ def worker_backend(backend: str) -> str:
 
 
 def plan_items(project: Project, specs: list[KernelSpec], settings: BenchSettings, machine: Machine,
-               earlier: Earlier | None = None, release: str | None = None) -> Plan:
+               earlier: Earlier[BenchRow] | None = None, release: str | None = None) -> Plan:
     plan = Plan()
     base = parent_provenance(machine)
     installed = versions(release) if machine.has_gpu else {}
@@ -421,7 +422,7 @@ def bench_project(
     on_row: RowCallback | None = None,
     machine: Machine | None = None,
     executor: Executor | None = None,
-    earlier: Earlier | None = None,
+    earlier: Earlier[BenchRow] | None = None,
     journal: bool = False,
     progress: Progress | None = None,
     workers: RunWorkers | None = None,

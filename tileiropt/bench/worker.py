@@ -28,6 +28,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from types import ModuleType
 from typing import Any
 
 from tileiropt.bench.gpu_state import gpu_state
@@ -57,6 +58,7 @@ from tileiropt.capture import replay
 from tileiropt.engine.worker_io import Emitter
 from tileiropt.harness import harness, loading
 from tileiropt.harness.autotuners import CONFIG_LIST, autotuners, config_label, mapped_cache, tuner_caches
+from tileiropt.harness.backends import Backend
 from tileiropt.harness.launches import LaunchRecorder
 from tileiropt.harness.provenance import Provenance
 from tileiropt.schema import ERROR, NOT_RUN, PASS, REJECTED_BY_TILEIR
@@ -76,7 +78,7 @@ def poisons_worker(message: str) -> bool:
 # --------------------------------------------------------------------------- timing (Triton version guards)
 
 
-def _call_bench(function: Callable[..., Any], fn: Callable[[], Any], method: str, **kwargs: Any) -> Timing:
+def _call_bench(function: Callable[..., Any], fn: Callable[[], Any], method: str, **kwargs: float) -> Timing:
     """Call a `triton.testing` benchmark function, asking for every sample where this Triton
     allows (``return_mode="all"``), else for quantiles."""
     params = inspect.signature(function).parameters
@@ -133,7 +135,7 @@ def input_set_count(io_bytes: int, l2_bytes: int) -> int:
     return max(1, min(MAX_INPUT_SETS, math.ceil(ROTATE_FACTOR * l2_bytes / io_bytes)))
 
 
-def tensor_bytes(value: Any) -> int:
+def tensor_bytes(value: object) -> int:
     """Bytes of every tensor in a (nested) value."""
     import torch
 
@@ -277,7 +279,7 @@ class Measurement:
         return row
 
 
-def compiled_before(module: Any) -> bool:
+def compiled_before(module: ModuleType) -> bool:
     """Whether a kernel of `module` holds compiled code in this process already (a worker that validated the file
     before timing it): its first call then autotunes without compiling."""
     for value in list(vars(module).values()):
@@ -449,7 +451,8 @@ def labels(items: list[BenchItem], pairs: list[list[int]]) -> list[str]:
     return rows + [f"paired timing of {rows[b]}" for _, b in pairs]
 
 
-def run_bench_job(job: dict[str, Any], backend: Any, base: Provenance, emit: Emitter, blocked: str | None) -> bool:
+def run_bench_job(job: dict[str, Any], backend: Backend, base: Provenance, emit: Emitter,
+                  blocked: str | None) -> bool:
     """Time the job's items, then its pairs; False when the worker must exit (the CUDA context is unusable)."""
     ident = job["id"]
     items = [BenchItem.from_json(i) for i in job["items"]]

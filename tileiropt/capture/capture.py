@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any, ClassVar
 
 from tileiropt.capture import hook
@@ -38,19 +39,19 @@ from tileiropt.capture.program_failure import ProgramFailure, read_failure
 from tileiropt.capture.watch import ProgramWatch, last_line, stuck_at
 from tileiropt.capture.worker_gpus import BEFORE_ENV, GPUS_ENV
 from tileiropt.check.device import Device
-from tileiropt.check.machine import versions
+from tileiropt.check.machine import Machine, versions
 from tileiropt.classify.classify import classify_files
 from tileiropt.classify.modules import package_name_for
+from tileiropt.contract.store import Store
 from tileiropt.engine.executors import visible_gpus
 from tileiropt.engine.progress import duration
 from tileiropt.engine.resume import input_key, tool_digest
 from tileiropt.engine.workers import keep_bytecode
 from tileiropt.errors import UserError
 from tileiropt.harness.provenance import file_digest
-from tileiropt.output import save_record_file
 from tileiropt.project.launch import CapturedLaunch, kernel_labels
 from tileiropt.project.library import mirrored_output
-from tileiropt.project.model import DEFAULT_STALL_S, DEFAULT_TIMEOUT_S, KernelSpec
+from tileiropt.project.model import DEFAULT_STALL_S, DEFAULT_TIMEOUT_S, CaptureRequest, KernelSpec, Project
 from tileiropt.schema import SCHEMA_VERSION
 
 WORKER_GPUS_PLUGIN = "tileiropt_worker_gpus"  # a pytest plugin (written beside the sitecustomize): each xdist worker
@@ -348,7 +349,7 @@ def _on_sigterm_raise() -> Any:
     if threading.current_thread() is not threading.main_thread():
         return None
 
-    def terminate(signum: int, frame: Any) -> None:
+    def terminate(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
 
     return signal.signal(signal.SIGTERM, terminate)
@@ -423,7 +424,7 @@ def _named_files(argv: list[str], cwd: Path) -> list[Path]:
     return found
 
 
-def capture_inputs(request: Any, cwd: Path, device: Device) -> str:
+def capture_inputs(request: CaptureRequest, cwd: Path, device: Device) -> str:
     """The input key of a capture: the command and where it runs, the SHA-256 of the kernel files and of the
     files the command names, the budget and cap, the tool's source, Triton's and torch's versions, the GPU (or
     the interpreter). A re-run with the same key reuses the saved launches instead of running the program."""
@@ -453,14 +454,15 @@ def earlier_capture(artifacts: Path, inputs: str) -> CaptureResult | None:
     return result
 
 
-def add_captured_kernels(project: Any, machine: Any, timeout: float | None = None, fresh: bool = False,
+def add_captured_kernels(project: Project, machine: Machine, timeout: float | None = None, fresh: bool = False,
                          before_program: Callable[[], None] | None = None,
-                         on_progress: Callable[[str], None] | None = None) -> tuple[CaptureResult, list[Any]]:
+                         on_progress: Callable[[str], None] | None = None) -> tuple[CaptureResult, list[KernelSpec]]:
     """Run the project's capture (`[project] capture = "..."`) and add one kernel spec per distinct launch to
     `project.kernels` (names already taken are kept as they are); saves capture.json. An unchanged re-run
     (`capture_inputs`) takes the saved launches instead (`fresh`: run the program again). `before_program`: called
     just before the program runs (not when its launches are reused). (result, added specs)."""
     request = project.capture
+    assert request is not None, "add_captured_kernels: the project asks for no capture"
     cwd = Path(project.root) if project.root else Path.cwd()
     inputs = capture_inputs(request, cwd, machine.device)
     result = None if fresh else earlier_capture(project.artifacts, inputs)
@@ -473,7 +475,7 @@ def add_captured_kernels(project: Any, machine: Any, timeout: float | None = Non
                                  worker_gpus=visible_gpus() if request.spread_gpus and machine.has_gpu else None)
         result.inputs = inputs
     result.library = str(request.library) if request.library is not None else None
-    save_record_file(result.to_json(), project.artifacts, CAPTURE_FILE)
+    Store(project.artifacts).save(CaptureResult, result.to_json())
     taken = {s.name for s in project.kernels}
     specs = [s for s in capture_specs(result, project.root, project.artifacts, timeout, request.library)
              if s.name not in taken]
@@ -481,7 +483,7 @@ def add_captured_kernels(project: Any, machine: Any, timeout: float | None = Non
     return result, specs
 
 
-def with_captured_kernels(project: Any, machine: Any, fresh: bool = False) -> Any:
+def with_captured_kernels(project: Project, machine: Machine, fresh: bool = False) -> Project:
     """For `validate` and `bench` on a project that asks for a capture: capture first (on this machine's GPU,
     or under the interpreter), so its kernels are the launches the program makes. The project, extended."""
     if project.capture is None:

@@ -35,14 +35,20 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from tileiropt.capture.tensor_memory import FLOATS, INTEGERS, device_addresses, nonnegative, tensor_array
 from tileiropt.project.launch import Argument, CapturedLaunch, Descriptor, TensorArg
 
 if TYPE_CHECKING:
     from types import FrameType
+
+    import torch
+    from triton.compiler.compiler import CompiledKernel
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
 
 SETTINGS_ENV = "TILEIROPT_CAPTURE_SETTINGS"
 STACKS_SIGNAL = signal.SIGUSR1
@@ -91,7 +97,7 @@ class Recorder:
         self.last_status = 0.0
 
     # which launches count --------------------------------------------------------------------
-    def entry(self, jit: Any) -> list[Any]:
+    def entry(self, jit: JITFunction | InterpretedFunction) -> list[Any]:
         """The JIT function's entry (see `entries`), made on its first launch."""
         known = self.entries.get(id(jit))
         if known is not None:
@@ -133,7 +139,7 @@ class Recorder:
     def busy(self) -> bool:
         return getattr(self.local, "busy", False)
 
-    def before(self, jit: Any, args: tuple, kwargs: dict) -> CapturedLaunch | None:
+    def before(self, jit: JITFunction | InterpretedFunction, args: tuple, kwargs: dict) -> CapturedLaunch | None:
         """The launch's line when it is a new distinct launch of a target kernel (None otherwise): the counts
         first, cheaply; the arguments only for a launch not seen yet."""
         entry = self.entry(jit)
@@ -150,7 +156,8 @@ class Recorder:
         finally:
             self.local.busy = False
 
-    def _new_launch(self, jit: Any, entry: list[Any], args: tuple, kwargs: dict) -> CapturedLaunch | None:
+    def _new_launch(self, jit: JITFunction | InterpretedFunction, entry: list[Any], args: tuple,
+                    kwargs: dict) -> CapturedLaunch | None:
         key = entry[0]
         name, path = key.rsplit("@", 1)
         names = _arg_names(jit)
@@ -183,7 +190,7 @@ class Recorder:
                               constexprs=constexprs, options=options, signature=repr(signature),
                               caller=_caller(path), ordinal=entry[3], bare_packages=bare_packages(module, path))
 
-    def after(self, line: CapturedLaunch | None, grid: Any) -> None:
+    def after(self, line: CapturedLaunch | None, grid: object) -> None:
         """Write a launch that ran, with the grid Triton launched; now and then the counts; in a kernel file's own
         run, end the program once every kernel has its fill."""
         now = time.monotonic()
@@ -301,20 +308,20 @@ def bare_packages(module: str | None, path: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _arg_names(jit: Any) -> list[str]:
+def _arg_names(jit: JITFunction | InterpretedFunction) -> list[str]:
     names = getattr(jit, "arg_names", None)
     if names:
         return list(names)
     return list(inspect.signature(jit.fn).parameters)
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> bool | int | float | str | None:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return _opaque(value)
 
 
-def _opaque(value: Any) -> str:
+def _opaque(value: object) -> str:
     """A value's description without calling its `__str__`/`__repr__` (user code), but for Triton's own types."""
     kind = type(value)
     if kind.__module__.startswith("triton"):
@@ -329,7 +336,7 @@ def _grid(grid: Any) -> tuple[int, ...] | None:
         return None
 
 
-def _is_tensor(value: Any) -> bool:
+def _is_tensor(value: object) -> TypeGuard[torch.Tensor]:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.Tensor)
 
@@ -352,7 +359,7 @@ def _encode(value: Any, aliases: dict[int, str], name: str) -> Argument:
     return Argument(name, "opaque", value=_opaque(value))
 
 
-def _tensor(value: Any, aliases: dict[int, str], name: str) -> TensorArg:
+def _tensor(value: torch.Tensor, aliases: dict[int, str], name: str) -> TensorArg:
     shape, stride = tuple(int(s) for s in value.shape), tuple(int(s) for s in value.stride())
     numel = 1
     for size in shape:
@@ -444,17 +451,19 @@ class _GridSpy:
     the user's grid function itself)."""
 
     __slots__ = ("grid", "seen")
+    grid: Callable[[dict[str, Any]], object]
+    seen: object
 
-    def __init__(self, grid: Any):
+    def __init__(self, grid: Callable[[dict[str, Any]], object]):
         self.grid, self.seen = grid, None
 
-    def __call__(self, meta: Any) -> Any:
+    def __call__(self, meta: dict[str, Any]) -> object:
         self.seen = self.grid(meta)
         return self.seen
 
 
-def _recorded(recorder: Recorder, jit: Any, args: tuple, kwargs: dict, grid: Any,
-              launch: Any) -> Any:
+def _recorded(recorder: Recorder, jit: JITFunction | InterpretedFunction, args: tuple, kwargs: dict, grid: object,
+              launch: Callable[[object], Any]) -> Any:
     """Run `launch(grid)` with the recorder around it: never raising from the recorder's own work."""
     try:
         line = recorder.before(jit, args, kwargs)
@@ -479,14 +488,14 @@ def _hook_compiled_kernels() -> None:
         return
     original = CompiledKernel.__getitem__
 
-    def getitem(self: Any, grid: Any) -> Any:
+    def getitem(self: CompiledKernel, grid: Sequence[int]) -> Any:
         runner = original(self, grid)
         jit = getattr(getattr(self, "src", None), "fn", None)
         recorder = _RECORDER
         if recorder is None or jit is None or recorder.busy():
             return runner
 
-        def recording(*args: Any, **kwargs: Any) -> Any:
+        def recording(*args: object, **kwargs: object) -> Any:
             try:
                 names = _arg_names(jit)
                 positional = list(args)
@@ -542,7 +551,8 @@ def install() -> None:
     for cls in classes:
         original = cls.run
 
-        def run(self: Any, *args: Any, grid: Any, warmup: Any, _original: Any = original, **kwargs: Any) -> Any:
+        def run(self: JITFunction | InterpretedFunction, *args: object, grid: object, warmup: bool,
+                _original: Callable[..., Any] = original, **kwargs: object) -> Any:
             recorder = _RECORDER
             if warmup or recorder is None or recorder.busy():
                 return _original(self, *args, grid=grid, warmup=warmup, **kwargs)

@@ -19,7 +19,7 @@ from tileiropt.capture.keys import KernelKey
 _DIM_NAMES = ["M", "N", "K", "L", "P", "Q", "R", "S", "T", "U", "V", "W"]
 
 
-def _toml(value: Any) -> str:
+def _toml(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -33,7 +33,7 @@ def _toml(value: Any) -> str:
     raise TypeError(value)
 
 
-def _python(value: Any, dims: dict[int, str]) -> str:
+def _python(value: object, dims: dict[int, str]) -> str:
     """A captured argument as Python source in the call expression (ints that are dims become their names)."""
     if isinstance(value, dict) and "sequence" in value:
         items = [_python(v, dims) for v in value["sequence"]]

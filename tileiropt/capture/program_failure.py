@@ -54,7 +54,7 @@ class ProgramFailure:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: Any) -> ProgramFailure | None:
+    def from_json(cls, data: object) -> ProgramFailure | None:
         if not isinstance(data, dict):
             return None
         output = data.get("output")

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping
+from types import ModuleType
 from typing import Any
 
 from tileiropt.errors import PINNING_ERROR
@@ -219,13 +220,13 @@ def _before_launch(tuners: list[Any], positional: list[Any], kwargs: dict[str, A
         config.pre_hook({**named, **config.all_kwargs()})
 
 
-def tool_link(kernel: Any) -> Any:
+def tool_link(kernel: object) -> Any:
     """The outermost object the tool wrote around a kernel (a TMA dispatch), or None: a replay of the optimized
     file goes through it (its choice is part of what is validated), never through a package's own."""
     return next((link for link in chain(kernel) if "last_path" in getattr(link, "__dict__", {})), None)
 
 
-def jit_function(module: Any, kernel: Any, name: str) -> Any:
+def jit_function(module: ModuleType, kernel: object, name: str) -> Any:
     """The JIT function named `name` under the module's object for it: through its wrappers' chain, else the one
     among the module's kernel objects whose innermost function has that name."""
     found = innermost(kernel)
@@ -278,7 +279,7 @@ def taken_options(options: Mapping[str, Any], names: set[str] | None) -> dict[st
     return dict(options) if names is None else {k: v for k, v in options.items() if k in names}
 
 
-def launcher(module: Any, launch: CapturedLaunch) -> LaunchCall:
+def launcher(module: ModuleType, launch: CapturedLaunch) -> LaunchCall:
     """A function of (inputs, args, dims) launching the captured kernel once and returning every tensor argument by
     name (the kernel's outputs are among them).
 

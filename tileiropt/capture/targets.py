@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tileiropt.capture.capture import with_captured_kernels
 from tileiropt.check.machine import Machine
@@ -22,6 +22,10 @@ from tileiropt.output import err_console, print_json
 from tileiropt.project.model import Project
 from tileiropt.project.spec import resolve_target
 from tileiropt.releases import get_release
+
+if TYPE_CHECKING:
+    from tileiropt.bench.records import BenchRun
+    from tileiropt.validate.records import ValidateRun
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class TargetOptions:
     executor: dict[str, Any] = field(default_factory=dict)  # the command line's executor options
     as_json: bool = False
 
-    def project(self, **capture: Any) -> Project:
+    def project(self, **capture: object) -> Project:
         """The project the options point at; `capture`: `run`'s capture flags (`capture`, `may_capture`, ...)."""
         project = resolve_target(self.target, entry=self.entry, shapes=self.shapes, dtypes=self.dtypes,
                                  reference=self.reference, args=self.args, **capture)
@@ -67,8 +71,8 @@ class PreparedTarget:
         err_console.print(f"cut: {cut}", markup=False, soft_wrap=True)
         return code if code == ExitCode.INTERRUPTED else max(code, ExitCode.FAILED)
 
-    def ends_early(self, run: Any, code: ExitCode, *, saved: Path, progress: Progress, done: int, unit: str,
-                   as_json: bool) -> ExitCode | None:
+    def ends_early(self, run: ValidateRun | BenchRun, code: ExitCode, *, saved: Path, progress: Progress, done: int,
+                   unit: str, as_json: bool) -> ExitCode | None:
         """The exit code where a phase command ends before its tables: interrupted (what finished is saved, and
         said), or `--json` (the run printed); None: go on."""
         if run.interrupted:

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tileiropt.project.launch import Addresses, Buffer
+
+if TYPE_CHECKING:
+    import torch
 
 READ_LIMIT = 256 << 20  # bytes: larger tensors are not read (their range or sign is not known)
 INTEGERS = {"bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
@@ -23,7 +26,7 @@ UNSIGNED = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
 _LIBCUDA: Any = None
 
 
-def read_memory(value: Any, nbytes: int) -> bytes | None:
+def read_memory(value: torch.Tensor, nbytes: int) -> bytes | None:
     """`nbytes` of the tensor's memory from its first element, copied without a torch operator; None when the
     device is neither the CPU nor a CUDA GPU, or the copy fails."""
     pointer = value.data_ptr()
@@ -47,7 +50,7 @@ def read_memory(value: Any, nbytes: int) -> bytes | None:
     return buffer.raw if code == 0 else None
 
 
-def tensor_array(value: Any, as_bits: bool = False) -> Any:
+def tensor_array(value: torch.Tensor, as_bits: bool = False) -> Any:
     """The tensor's elements as a numpy array of its shape (`as_bits`: a float tensor as unsigned integers of its
     width), read from its memory; None when it cannot be read or is over READ_LIMIT bytes."""
     import numpy as np
@@ -70,7 +73,7 @@ def tensor_array(value: Any, as_bits: bool = False) -> Any:
                                            writeable=False)
 
 
-def nonnegative(value: Any) -> bool:
+def nonnegative(value: torch.Tensor) -> bool:
     """Every element finite and >= 0 (a negative zero counts as 0), read from the bits; False when unread."""
     dtype = str(value.dtype).removeprefix("torch.")
     if dtype not in FLOATS:
@@ -94,7 +97,7 @@ def nonnegative(value: Any) -> bool:
 ADDRESS_FLOOR = 1 << 32  # heap and device addresses lie above 4 GiB; indices and sizes below
 
 
-def device_addresses(values: Any, listed: list[int] | None = None) -> Addresses | None:
+def device_addresses(values: torch.Tensor, listed: list[int] | None = None) -> Addresses | None:
     """For an int64 tensor holding the addresses of other tensors (`t.data_ptr()`: grouped GEMMs, MoE): the
     buffers they point into (dtype, elements) and, per value, (buffer, byte offset); a replay rebuilds the
     addresses into buffers of its own. None when the values are not all addresses (or zero) of live tensors.
@@ -130,7 +133,7 @@ def device_addresses(values: Any, listed: list[int] | None = None) -> Addresses 
     return Addresses(tuple(buffers), tuple(targets))
 
 
-def _live_storages(device: Any) -> list[tuple[int, int, Any]]:
+def _live_storages(device: torch.device) -> list[tuple[int, int, torch.Tensor]]:
     """(start, end, a tensor viewing it) of the storage of every live tensor on `device`."""
     import gc
     import warnings

@@ -3,8 +3,7 @@ ready; with `--require-tileir`, exit 1 unless it is."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from rich.console import Console
 from rich.markup import escape
 
 from tileiropt.check.environment import CheckReport, check_environment
@@ -30,7 +29,7 @@ def check_command(*, as_json: bool = False, require_tileir: bool = False,
 # --------------------------------------------------------------------------- human output
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     return "unset" if value is None else str(value)
 
 
@@ -80,7 +79,7 @@ def check_rows(report: CheckReport) -> list[tuple[str, str, str]]:
     ]
 
 
-def print_check(report: CheckReport, console: Any) -> None:
+def print_check(report: CheckReport, console: Console) -> None:
     """The `check` report as a Rich table, then warnings and the recommendation."""
     from rich.markup import escape
     from rich.table import Table

@@ -27,7 +27,7 @@ class Device:
                 "memory_gib": self.memory_gib}
 
     @classmethod
-    def from_json(cls, data: Any) -> Device:
+    def from_json(cls, data: object) -> Device:
         """From `device_description()` or a record's provenance; a missing or unreadable one is the CPU."""
         if not isinstance(data, dict) or not data.get("name"):
             return cls()

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, cast
 
-from tileiropt.releases import known_releases, resolve_release
+from tileiropt.releases import Release, known_releases, resolve_release
 from tileiropt.schema import SCHEMA_VERSION
 
 NVTRITON = "nvtriton"
@@ -439,7 +439,7 @@ class CheckReport:
     schema_version: int = SCHEMA_VERSION
 
 
-def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, targeted: bool, release: Any,
+def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, targeted: bool, release: Release,
              backend: str | None, backend_error: str | None, emulated: str | None = None) -> list[str]:
     reasons = []
     if emulated:
@@ -461,11 +461,11 @@ def _reasons(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, targ
     return reasons
 
 
-def _architectures(release: Any) -> str:
+def _architectures(release: Release) -> str:
     return ", ".join(release.architectures)
 
 
-def _recommendation(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, targeted: bool, release: Any,
+def _recommendation(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | None, targeted: bool, release: Release,
                     backend: str | None, ready: bool) -> str:
     if ready:
         return "TileIR ready: validate and bench both PTX (ENABLE_TILE=0) and TileIR (ENABLE_TILE=1)"

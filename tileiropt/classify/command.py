@@ -57,7 +57,7 @@ def classify_command(paths: list[Path], select: list[str] | None = None, ignore:
     return ExitCode.OK
 
 
-def _release_choice(settings: Any, files: list[Path]) -> Any:
+def _release_choice(settings: LintSettings, files: list[Path]) -> Choice:
     """--tileir-version, else what the files' tileiropt.toml or [tool.tileiropt] name, else the detected one."""
     if settings.tileir_version:
         return choose_release(settings.tileir_version)
@@ -68,7 +68,7 @@ def _release_choice(settings: Any, files: list[Path]) -> Any:
     return Choice(get_release(version), f"from {where}")
 
 
-def _print(results: list[FileResult], choice: Any, fmt: str, ir: bool, explicit: set[Path]) -> None:
+def _print(results: list[FileResult], choice: Choice, fmt: str, ir: bool, explicit: set[Path]) -> None:
 
     if fmt == "json":
         print_json(classify_json(results, choice))
@@ -104,7 +104,7 @@ def ir_summary(results: list[FileResult]) -> str:
             f"lowered with the inputs tileiropt guessed{why}; their syntax findings stand")
 
 
-def classify_json(results: list[FileResult], choice: Any = None) -> dict[str, Any]:
+def classify_json(results: list[FileResult], choice: Choice | None = None) -> dict[str, Any]:
     """The documented JSON document (docs/classify.md)."""
     kernels = [k.to_json() for r in results for k in r.kernels]
     severities = Counter(f["severity"] for k in kernels for f in k["findings"])

@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tileiropt.cache import cache_dir
 from tileiropt.classify.modules import package_name_for
@@ -27,6 +27,9 @@ from tileiropt.classify.rules.base import Finding
 from tileiropt.classify.source import read_regular_file
 from tileiropt.errors import UserError
 from tileiropt.output import dataclass_from_dict, write_atomic
+
+if TYPE_CHECKING:
+    from tileiropt.classify.classify import FileResult
 
 OFF_ENV = "TILEIROPT_NO_LINT_CACHE"
 _IMPORT = re.compile(r"^\s*(?:from\s+(\.*)([\w.]*)\s+import|import\s+([\w.]+))", re.MULTILINE)
@@ -64,7 +67,7 @@ class LintCache:
         self.hits += 1
         return result
 
-    def put(self, key: str, result: Any) -> None:
+    def put(self, key: str, result: FileResult) -> None:
         """Remember `result` under `key`; a file not read, or a lowering cut by its time limit, is not remembered
         (the next run may do better)."""
         if not self.enabled or result.status == "error" or any(

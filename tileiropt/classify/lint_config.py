@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tileiropt.classify.rules import ALL_RULES, Rule, select_rules
 from tileiropt.errors import UserError
 from tileiropt.releases import get_release
+
+T = TypeVar("T")
 
 try:
     import tomllib
@@ -72,7 +75,7 @@ def _glob_matches(pattern: str, relative: str, name: str) -> bool:
     return fnmatch.fnmatch(relative, pattern) or ("/" not in pattern and fnmatch.fnmatch(name, pattern))
 
 
-def _matches(rule: Rule, prefixes: Any) -> bool:
+def _matches(rule: Rule, prefixes: Iterable[str]) -> bool:
     return any(rule.code.startswith(prefix) for prefix in prefixes)
 
 
@@ -90,7 +93,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise UserError(f"not valid TOML: {exc}", file=str(path), hint="fix the TOML syntax") from None
 
 
-def _codes(path: Path, key: str, value: Any) -> tuple[str, ...]:
+def _codes(path: Path, key: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -157,7 +160,7 @@ def _project_in(folder: Path) -> tuple[str, Path] | None:
     return (version, candidate) if version else None
 
 
-def _walk_up(start: Path, look: Any) -> Any:
+def _walk_up(start: Path, look: Callable[[Path], T | None]) -> T | None:
     folder = start.resolve()
     folder = folder if folder.is_dir() else folder.parent
     for candidate in (folder, *folder.parents):

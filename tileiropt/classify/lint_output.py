@@ -18,8 +18,9 @@ from urllib.parse import quote
 from tileiropt import __version__
 from tileiropt.classify.classify import FileResult
 from tileiropt.classify.rule_pages import rule_page
-from tileiropt.classify.rules import ALL_RULES, Finding
+from tileiropt.classify.rules import ALL_RULES, Finding, Rule
 from tileiropt.errors import UserError
+from tileiropt.releases import Choice
 
 OUTPUT_FORMATS = ("text", "json", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -151,7 +152,7 @@ def artifact_uri(path: str, base: str | None = None) -> str:
     return quote(Path(path).as_posix())
 
 
-def sarif_rule(rule: Any) -> dict[str, Any]:
+def sarif_rule(rule: Rule) -> dict[str, Any]:
     """A reportingDescriptor: the rule's texts and page, from the same metadata as `tileiropt rule`."""
     return {
         "id": rule.code,
@@ -164,7 +165,7 @@ def sarif_rule(rule: Any) -> dict[str, Any]:
     }
 
 
-def sarif_document(results: list[FileResult], choice: Any = None) -> dict[str, Any]:
+def sarif_document(results: list[FileResult], choice: Choice | None = None) -> dict[str, Any]:
     """The SARIF 2.1.0 log of one run: every rule's metadata and every finding with its location."""
     index = {rule.code: i for i, rule in enumerate(ALL_RULES)}
     sarif_results = []

@@ -150,7 +150,7 @@ def user_errors(func: F) -> F:
     """Turn a UserError into one line on stderr and its exit code -- never a traceback."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: object, **kwargs: object) -> Any:
         as_json = bool(kwargs.get("json_output")) or kwargs.get("output_format") == "json"
         try:
             with stopping_on_signals():  # SIGTERM acts as Ctrl-C; either ends every worker first

@@ -8,9 +8,12 @@ has no such column.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from typer.core import TyperOption
 
 
 def show_flags_as_flags() -> None:
@@ -19,7 +22,7 @@ def show_flags_as_flags() -> None:
     if option is None or shown is None or getattr(shown, "_flags_as_flags", False):
         return
 
-    def display_type_rich(self: Any, ctx: Any) -> str | None:
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
         if getattr(self, "is_flag", False) and not getattr(self, "count", False):
             return None
         return shown(self, ctx)

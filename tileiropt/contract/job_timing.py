@@ -22,7 +22,7 @@ class JobTiming:
     detail: dict[str, Any] = field(default_factory=dict)  # what else names the job: its variant, its items
 
 
-def timings_from_list(data: Any) -> list[JobTiming]:
+def timings_from_list(data: object) -> list[JobTiming]:
     """JobTiming records read back (validated field by field)."""
     if not isinstance(data, list):
         raise TypeError(f"jobs must be a list, got {type(data).__name__}")

@@ -119,7 +119,7 @@ def apply_record(results: list[Any], errors: list[Any], *, dry_run: bool, releas
                        errors=[ApplyError(file=e.path, status=ERROR, error=e.error) for e in errors])
 
 
-def record_dict(record: Any) -> Any:
+def record_dict(record: object) -> Any:
     """The JSON value of a record: dataclasses as objects keyed by their JSON keys, in field order."""
     if dataclasses.is_dataclass(record) and not isinstance(record, type):
         return {f.metadata.get(JSON_KEY, f.name): record_dict(getattr(record, f.name))
@@ -129,7 +129,7 @@ def record_dict(record: Any) -> Any:
     return to_jsonable(record)
 
 
-def record_from_dict(cls: type[R], data: Any) -> R:
+def record_from_dict(cls: type[R], data: object) -> R:
     """A record from its JSON object, nested records included; raises TypeError naming the field whose JSON
     type is wrong, or the missing one."""
     if not isinstance(data, dict):
@@ -159,11 +159,11 @@ def _record_types(cls: type) -> dict[str, type]:
     return found
 
 
-def apply_from_dict(data: Any) -> ApplyRecord:
+def apply_from_dict(data: object) -> ApplyRecord:
     """apply.json read back (see `record_from_dict`)."""
     return record_from_dict(ApplyRecord, data)
 
 
-def classify_from_dict(data: Any) -> ClassifyRecord:
+def classify_from_dict(data: object) -> ClassifyRecord:
     """classify.json read back (see `record_from_dict`); its kernels stay JSON objects."""
     return record_from_dict(ClassifyRecord, data)

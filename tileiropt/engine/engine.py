@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from tileiropt.check.environment import triton_distribution
 from tileiropt.contract.job_timing import JobTiming
@@ -43,33 +43,45 @@ from tileiropt.harness.provenance import Provenance
 WORKER_MODULE = "tileiropt.run.job_worker"
 
 
-class JobKind(Protocol):
-    """The phase's side of the engine."""
+class Job(Protocol):
+    """What the engine reads of a job (a validation case, a kernel's measurements): its id in the workers' events,
+    and the item it starts from (set again when a worker dies or hangs in one)."""
+
+    id: int
+    start_item: int
+
+
+J = TypeVar("J", bound=Job)
+J_contra = TypeVar("J_contra", bound=Job, contravariant=True)
+
+
+class JobKind(Protocol[J_contra]):
+    """The phase's side of the engine, for its kind of job."""
 
     phase: str  # "validate" | "bench": in JobTiming records
 
-    def message(self, job: Any) -> dict[str, Any]:
+    def message(self, job: J_contra) -> dict[str, Any]:
         """The job as sent to a worker (`{"kind": ..., ...}`, read by `tileiropt.run.job_worker`)."""
 
-    def timeout(self, job: Any, item: int | None) -> float:
+    def timeout(self, job: J_contra, item: int | None) -> float:
         """Seconds `item` may take (None: the job's preparation, before its first item)."""
 
-    def result(self, job: Any, kind: str | None, event: dict[str, Any], launcher: Launcher) -> int | None:
+    def result(self, job: J_contra, kind: str | None, event: dict[str, Any], launcher: Launcher) -> int | None:
         """Take one of the job's result events (`kind`: its "event", None when it has none); the index of the item
         it finished, or None."""
 
-    def lost(self, job: Any, backend: str, item: int | None, label: str, cause: str, seconds: float | None,
+    def lost(self, job: J_contra, backend: str, item: int | None, label: str, cause: str, seconds: float | None,
              launcher: Launcher, base: Provenance) -> None:
         """The worker died or hung in `item` (None: before any item, while importing or preparing)."""
 
-    def ended(self, job: Any, finished: bool) -> None:
+    def ended(self, job: J_contra, finished: bool) -> None:
         """The job is done with (False: cut short)."""
 
-    def describe(self, job: Any) -> dict[str, Any]:
+    def describe(self, job: J_contra) -> dict[str, Any]:
         """What a JobTiming record names the job by: {"kernel": ..., ...}."""
 
 
-class JobPool:
+class JobPool(Generic[J]):
     """Per backend, the jobs no worker has taken yet, in order; how many workers serve each backend; and what
     the phase has measured so far: seconds per job, and a worker's start-up (from its start to the end of its
     first job, which imports torch, Triton and the user's package).
@@ -82,7 +94,7 @@ class JobPool:
 
     SWITCH_GAIN = 0.85  # switch only when the estimated end of the two backends comes at least 15% sooner
 
-    def __init__(self, jobs: dict[str, list[Any]]):
+    def __init__(self, jobs: dict[str, list[J]]):
         self.waiting = {name: collections.deque(items) for name, items in jobs.items() if items}
         self.serving: collections.Counter[str] = collections.Counter()
         self.job_seconds: dict[str, list[float]] = collections.defaultdict(list)  # after each worker's first
@@ -148,7 +160,7 @@ class JobPool:
                 scored.append((left / self.serving[name], name))
         return max(scored)[1] if scored else None
 
-    def next_job(self, backend: str) -> tuple[Any | None, str | None]:
+    def next_job(self, backend: str) -> tuple[J | None, str | None]:
         """For a worker of `backend` ready for more: (its next job, None), or (None, another backend its slot
         should serve instead, already counted as served), or (None, None): nothing left for it."""
         with self.lock:
@@ -182,16 +194,16 @@ class JobPool:
         with self.lock:
             self.serving[backend] -= 1
 
-    def put_back(self, job: Any, backend: str) -> None:
+    def put_back(self, job: J, backend: str) -> None:
         """A job cut short goes first, to go on from its next item."""
         with self.lock:
             self.waiting.setdefault(backend, collections.deque()).appendleft(job)
 
-    def drain(self, backend: str) -> list[Any]:
+    def drain(self, backend: str) -> list[J]:
         with self.lock:
             return list(self.waiting.pop(backend, collections.deque()))
 
-    def drain_all(self) -> list[tuple[str, Any]]:
+    def drain_all(self) -> list[tuple[str, J]]:
         with self.lock:
             left = [(name, job) for name, queue in self.waiting.items() for job in queue]
             self.waiting.clear()
@@ -240,12 +252,12 @@ class KeptWorkers:
 
 
 @dataclass
-class Slots:
+class Slots(Generic[J]):
     """Runs a pool's jobs in workers, one slot (a thread with its launcher) at a time per `serve` call."""
 
-    pool: JobPool
+    pool: JobPool[J]
     backends: dict[str, Backend]
-    kind: JobKind
+    kind: JobKind[J]
     env: dict[str, dict[str, str]] = field(default_factory=dict)  # per backend: variables of its workers
     setup: dict[str, Any] = field(default_factory=dict)  # sent to every worker first (the release it follows)
     kept: KeptWorkers | None = None  # None: a worker ends when its slot is done with it
@@ -321,7 +333,7 @@ class Slots:
 
     def _feed_worker(self, worker: WorkerProcess, name: str, launcher: Launcher, outcome: WorkerOutcome) -> None:
         kind = self.kind
-        current: Any = None
+        current: J | None = None
         acked = False  # the worker said it began `current` (a job sent to a worker that then died is put back)
         plan: list[str] = []
         started: int | None = None
@@ -374,7 +386,7 @@ class Slots:
                 plan = list(event.get("labels") or [])
             elif event_kind == "start" and ours(event):
                 started, started_at = int(event["item"]), time.monotonic()
-            elif event_kind == "job_done" and ours(event):
+            elif event_kind == "job_done" and current is not None and ours(event):
                 now = time.monotonic()
                 first = new_worker and not jobs_done
                 # a first job costs the worker's start-up, then the job (a worker started early waited between)
@@ -386,7 +398,7 @@ class Slots:
                 kind.ended(current, True)
                 if not feed():
                     return
-            elif ours(event):
+            elif current is not None and ours(event):
                 finished = kind.result(current, event_kind, event, launcher)
                 if finished is not None:
                     last_item, started = finished, None
@@ -419,7 +431,7 @@ class Slots:
         else:
             kind.ended(current, False)
 
-    def _timed(self, job: Any, backend: str, launcher: Launcher, seconds: float, parts: dict[str, Any],
+    def _timed(self, job: J, backend: str, launcher: Launcher, seconds: float, parts: dict[str, Any],
                worker_start: float | None) -> None:
         described = dict(self.kind.describe(job))
         timing = JobTiming(phase=self.kind.phase, kernel=str(described.pop("kernel", "")), backend=backend,
@@ -454,7 +466,7 @@ class WorkerOutcome:
         return not self.finished and not self.parked and not self.took_a_job
 
 
-def run_jobs(slots: Slots, launchers: list[Launcher]) -> bool:
+def run_jobs(slots: Slots[J], launchers: list[Launcher]) -> bool:
     """Serve the pool from every launcher; False when interrupted (the records that finished are kept)."""
     try:
         run_in_slots([slots.serve] * min(len(launchers), slots.pool.count()), launchers)
@@ -509,7 +521,8 @@ class RunWorkers:
             self.kept.keep(KeptWorkers.key(launcher, backend.name, env),
                            start_worker(backend, launcher, env, self.setup()))
 
-    def slots(self, pool: JobPool, backends: dict[str, Backend], kind: JobKind, isolate: bool = False) -> Slots:
+    def slots(self, pool: JobPool[J], backends: dict[str, Backend], kind: JobKind[J],
+              isolate: bool = False) -> Slots[J]:
         """The slots serving `pool` with these workers (`isolate`: a fresh worker per job)."""
         return Slots(pool, backends, kind, env={name: self.env(name) for name in backends},
                      setup=self.setup(), kept=self.kept, isolate=isolate)

@@ -12,6 +12,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -82,7 +83,7 @@ class Progress:
     def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -93,7 +94,7 @@ class Progress:
 
     # ------------------------------------------------------------------ text
 
-    def say_interrupted(self, count: int, what: str, saved: Any) -> None:
+    def say_interrupted(self, count: int, what: str, saved: Path) -> None:
         """The line after Ctrl-C or SIGTERM: what finished was saved, and how to go on."""
         self.console.print(f"interrupted: {count} {what} that finished saved to {saved}; run "
                            "again to go on from there (finished ones are reused)", markup=False, soft_wrap=True)

@@ -18,9 +18,10 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from tileiropt.contract.store import JOURNAL_MARK, clear_journal, journal_path
 from tileiropt.output import to_jsonable
@@ -42,7 +43,7 @@ def tool_digest() -> str:
 VOLATILE_KEYS = frozenset({"nonnegative"})
 
 
-def _stable(value: Any) -> Any:
+def _stable(value: object) -> object:
     if isinstance(value, dict):
         return {k: _stable(v) for k, v in value.items() if k not in VOLATILE_KEYS}
     if isinstance(value, (list, tuple)):
@@ -64,7 +65,7 @@ class Journal:
         self.lock = threading.Lock()
         self.failed: str | None = None  # why it could not be written (the run goes on without it)
 
-    def append(self, kind: str, data: Any) -> None:
+    def append(self, kind: str, data: object) -> None:
         line = json.dumps({"journal": JOURNAL_MARK, kind: to_jsonable(data)}) + "\n"
         with self.lock:
             if self.failed:
@@ -103,22 +104,25 @@ def read_journal(artifacts: Path | str, name: str) -> list[dict[str, Any]]:
     return entries
 
 
+R = TypeVar("R")
+
+
 @dataclass
-class Earlier:
+class Earlier(Generic[R]):
     """Results of earlier runs by input key: what a re-run may reuse."""
 
-    results: dict[str, list[Any]] = field(default_factory=dict)  # key -> its records or rows
+    results: dict[str, list[R]] = field(default_factory=dict)  # key -> its records or rows
     complete: set[str] = field(default_factory=set)  # keys whose work finished (not cut by a crash)
     source: str = ""  # which run they came from, for the notes
 
-    def add(self, key: str | None, result: Any, done: bool = True) -> None:
+    def add(self, key: str | None, result: R, done: bool = True) -> None:
         if not key:
             return
         self.results.setdefault(key, []).append(result)
         if done:
             self.complete.add(key)
 
-    def reusable(self, key: str, failed: Any) -> list[Any] | None:
+    def reusable(self, key: str, failed: Callable[[R], bool]) -> list[R] | None:
         """The earlier results of `key` when it finished and none of them `failed(result)`; else None."""
         found = self.results.get(key)
         if not found or key not in self.complete or any(failed(r) for r in found):

@@ -33,7 +33,7 @@ class Emitter:
     def __init__(self, stream: IO[str]):
         self.stream = stream
 
-    def __call__(self, event: str, **fields: Any) -> None:
+    def __call__(self, event: str, **fields: object) -> None:
         self.stream.write(json.dumps(to_jsonable({"event": event, **fields})) + "\n")
         self.stream.flush()
 

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from tileiropt.cache import cache_dir
@@ -230,7 +231,7 @@ def stopping_on_signals() -> Iterator[None]:
     STOPPING.clear()
     previous = None
     if threading.current_thread() is threading.main_thread():
-        def terminate(signum: int, frame: Any) -> None:
+        def terminate(signum: int, frame: FrameType | None) -> None:
             raise KeyboardInterrupt(f"signal {signum}")
 
         previous = signal.signal(signal.SIGTERM, terminate)

@@ -8,7 +8,7 @@ config is validated on its own, and how autotuned kernels run under TRITON_INTER
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -24,10 +24,10 @@ JIT_TYPES = (JITFunction,) + ((InterpretedFunction,) if isinstance(InterpretedFu
 KERNEL_TYPES = (*JIT_TYPES, Autotuner, Heuristics)
 
 
-def chain(obj: Any) -> list[Any]:
+def chain(obj: object) -> list[object]:
     """The kernel object and what it wraps, outermost first: through `.fn` (an autotuner, heuristics, a package's
     entry object) and an attribute holding the one autotuner a wrapper forwards to; it ends at the JIT function."""
-    found: list[Any] = []
+    found: list[object] = []
     while obj is not None and len(found) < 16 and all(obj is not seen for seen in found):
         found.append(obj)
         if isinstance(obj, JITFunction) or type(obj).__name__ == "InterpretedFunction":
@@ -43,17 +43,17 @@ def chain(obj: Any) -> list[Any]:
     return found
 
 
-def find_autotuner(obj: Any) -> Autotuner | None:
+def find_autotuner(obj: object) -> Autotuner | None:
     """The outermost Autotuner in the kernel object's chain, or None."""
     return next((link for link in chain(obj) if isinstance(link, Autotuner)), None)
 
 
-def innermost(obj: Any) -> Any:
+def innermost(obj: object) -> object:
     """The JIT function under any stack of autotune/heuristics/package wrappers."""
     return chain(obj)[-1]
 
 
-def function_name(obj: Any) -> str:
+def function_name(obj: object) -> str:
     """The Python name of the kernel function behind a Triton wrapper."""
     fn = innermost(obj)
     inner = getattr(fn, "fn", fn)
@@ -96,7 +96,7 @@ def tma_dispatches(module: ModuleType) -> dict[str, Any]:
     return found
 
 
-def config_label(config: Any) -> str:
+def config_label(config: Config) -> str:
     """A stable, readable label for a triton.Config: its kwargs, then its launch options."""
     parts = [f"{k}={v}" for k, v in sorted(getattr(config, "kwargs", {}).items())]
     for option in ("num_warps", "num_stages", "num_ctas", "maxnreg", "occupancy"):
@@ -114,24 +114,24 @@ def pruned_reason(exc: BaseException) -> str | None:
     return str(exc) if isinstance(exc, PrunedByKernel) else None
 
 
-def same_config(a: Any, b: Any) -> bool:
+def same_config(a: Config, b: Config) -> bool:
     if a is b:
         return True
     return all(getattr(a, k, None) == getattr(b, k, None)
                for k in ("kwargs", "num_warps", "num_stages", "num_ctas", "maxnreg"))
 
 
-def own_run(tuner: Any) -> bool:
+def own_run(tuner: Autotuner) -> bool:
     """Whether the autotuner's class replaces `Autotuner.run` (a package's own tuning strategy and cache, whose
     state a swapped config list would break)."""
     return getattr(type(tuner), "run", None) is not Autotuner.run
 
 
-def run_at(tuner: Any, config: Any) -> Any:
+def run_at(tuner: Autotuner, config: Config) -> Callable[..., Any]:
     """A `run` launching `config` through the tuner's own kernel (`tuner.fn`) as `Autotuner.run` does for a
     single config, its pre_hook first: how a package's Autotuner subclass is pinned through what every autotuner
     exposes, without its own strategy."""
-    def run(*args: Any, **kwargs: Any) -> Any:
+    def run(*args: object, **kwargs: object) -> Any:
         tuner.nargs = dict(zip(tuner.arg_names, args))
         tuner.best_config = config
         try:
@@ -145,7 +145,7 @@ def run_at(tuner: Any, config: Any) -> Any:
 
 
 @contextlib.contextmanager
-def pinned(autotuner: Autotuner, config: Any) -> Iterator[Autotuner]:
+def pinned(autotuner: Autotuner, config: Config) -> Iterator[Autotuner]:
     """Run `autotuner` with exactly `config` (no benchmarking), restoring it afterwards. When the kernel has
     its own pruner, each launch first asks it about the whole config list, as the autotuner would: a config it
     drops raises PrunedByKernel instead of running."""
@@ -159,7 +159,7 @@ def pinned(autotuner: Autotuner, config: Any) -> Iterator[Autotuner]:
     if prune is not None and len(saved_configs) > 1:
         launch = autotuner.run
 
-        def run(*args: Any, **kwargs: Any) -> Any:
+        def run(*args: object, **kwargs: object) -> Any:
             kept = prune(list(saved_configs), dict(zip(autotuner.arg_names, args)), **kwargs)
             if not any(same_config(c, config) for c in kept or ()):
                 raise PrunedByKernel(f"pruned by the kernel's own early_config_prune "
@@ -181,7 +181,7 @@ def pinned(autotuner: Autotuner, config: Any) -> Iterator[Autotuner]:
 CONFIG_LIST = "<configs>"  # in `tuner_caches`: the original autotuner's config list, by index, for caches of indices
 
 
-def tuner_caches(tuner: Any) -> dict[str, dict[Any, Any]]:
+def tuner_caches(tuner: Autotuner) -> dict[str, dict[Any, Any]]:
     """An autotuner's choices: Triton's `cache` (key -> config) and, for a package's own autotuner, each dict it
     holds of configs or of indices into its config list (its own cache, filled from its disk file or its run)."""
     caches = {"cache": dict(getattr(tuner, "cache", {}) or {})}
@@ -195,7 +195,8 @@ def tuner_caches(tuner: Any) -> dict[str, dict[Any, Any]]:
     return caches
 
 
-def mapped_cache(cache: dict[Any, Any], configs: Any, tuned_configs: dict[int, Any] | None) -> dict[Any, Any] | None:
+def mapped_cache(cache: dict[Any, Any], configs: Iterable[Config],
+                 tuned_configs: dict[int, Any] | None) -> dict[Any, Any] | None:
     """`cache` in terms of another autotuner's configs: a config becomes the equal one of `configs`, an index the
     index of the config equal to the one it named in the original's list; None when one has no equal."""
     configs = list(configs)

@@ -211,7 +211,7 @@ def clone_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
 
-def upcast(value: Any) -> Any:
+def upcast(value: object) -> object:
     """float32 copies of tensors narrower than 32-bit floats (fp16, bf16, fp8), clones of the rest."""
     if isinstance(value, torch.Tensor):
         if value.dtype.is_floating_point and value.element_size() < 4:
@@ -351,7 +351,7 @@ def _where(path: str) -> str:
     return path or "output"
 
 
-def check_structure(actual: Any, expected: Any, path: str = "out", *, check_dtype: bool = True) -> str | None:
+def check_structure(actual: object, expected: object, path: str = "out", *, check_dtype: bool = True) -> str | None:
     """The first way `actual` differs from `expected` in kind, length, keys, shape or dtype; or None."""
     if isinstance(expected, torch.Tensor):
         if not isinstance(actual, torch.Tensor):
@@ -465,7 +465,7 @@ def compare_tensors(actual: torch.Tensor, expected: torch.Tensor, atol: float, r
     return Comparison(False, reason, max_abs, max_rel, mismatches, elements, index, path)
 
 
-def compare(actual: Any, expected: Any, atol: float, rtol: float, path: str = "out") -> Comparison:
+def compare(actual: object, expected: object, atol: float, rtol: float, path: str = "out") -> Comparison:
     """Compare outputs recursively: tensors, tuples and lists, dicts, numbers, None."""
     if isinstance(expected, torch.Tensor) or isinstance(actual, torch.Tensor):
         if not isinstance(actual, torch.Tensor):

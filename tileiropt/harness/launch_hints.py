@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from typing import Any
+from types import ModuleType
 
 LAUNCH_HINTS = ("occupancy",)  # the hints a launch gets (num_stages and num_warps stay the author's)
 
@@ -62,7 +62,7 @@ def _sites(source: str) -> dict[str, list[dict[str, int]]]:
     return {name: [hints for _, hints in sorted(sites, key=lambda site: site[0])] for name, sites in found.items()}
 
 
-def launch_hints(module: Any, kernel: str) -> dict[str, int]:
+def launch_hints(module: ModuleType, kernel: str) -> dict[str, int]:
     """The TileIR hints the optimized module's launch sites of `kernel` pass under the gate (the first site's,
     where sites differ); {} for a module without them (an original file, or one whose source cannot be read)."""
     path = getattr(module, "__file__", None)

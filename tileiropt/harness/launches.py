@@ -14,9 +14,10 @@ import os
 import re
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 from triton.runtime.autotuner import Autotuner
+from triton.runtime.jit import JITFunction
 
 from tileiropt.harness.autotuners import JIT_TYPES, chain, function_name, kernel_objects
 
@@ -24,7 +25,14 @@ INTERPRETER = "interpreter"
 _MISSING = object()
 
 
-def _target_backend(target: Any) -> str | None:
+class _Runs(Protocol):
+    """A kernel object or wrapper that launches through its `run` (JIT function, autotuner, heuristics, a
+    package's wrapper): what `LaunchRecorder` wraps."""
+
+    run: Callable[..., Any]
+
+
+def _target_backend(target: object) -> str | None:
     """`GPUTarget.backend`, a dict's "backend", or a tuple's first item (older Triton)."""
     if target is None:
         return None
@@ -40,7 +48,7 @@ def _target_backend(target: Any) -> str | None:
 _STAGE_BACKENDS = {"tileIR": "tileir", "ttgir": "cuda", "ptx": "cuda", "llir": "cuda"}
 
 
-def compiled_backend(compiled: Any) -> str | None:
+def compiled_backend(compiled: object) -> str | None:
     """The backend that produced a compiled kernel: `CompiledKernel.metadata.target.backend`, else the stages it
     kept (`asm` keys), else the files of its cache folder (`<kernel>.tileIR` vs `.ttgir`/`.ptx`)."""
     metadata = getattr(compiled, "metadata", None)
@@ -56,7 +64,7 @@ def stage_backend(stages: set[str]) -> str | None:
     return "tileir" if "tileir" in found else ("cuda" if found else None)
 
 
-def _stages(compiled: Any) -> set[str]:
+def _stages(compiled: object) -> set[str]:
     asm = getattr(compiled, "asm", None)
     if isinstance(asm, dict) and asm:
         return set(asm)
@@ -72,7 +80,7 @@ def _stages(compiled: Any) -> set[str]:
         return set()
 
 
-def cached_backends(jit_function: Any) -> set[str]:
+def cached_backends(jit_function: JITFunction) -> set[str]:
     """Backends found in a JIT function's caches: the target of each device cache and the
     targets of the kernels compiled there. Empty when the Triton version keeps them elsewhere."""
     found: set[str] = set()
@@ -99,7 +107,7 @@ _NOT_CONFIG = frozenset({"grid", "warmup"})
 _OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "occupancy")
 
 
-def launch_config(kwargs: dict[str, Any], compiled: Any) -> str:
+def launch_config(kwargs: dict[str, Any], compiled: object) -> str:
     """The config a launch ran: its meta-parameters (keyword arguments: an autotuner's choice, a caller's constants)
     and the options the compiled kernel was built with (`BLOCK=128, num_warps=4, num_stages=3, num_ctas=1`)."""
     metadata = getattr(compiled, "metadata", None)
@@ -114,7 +122,7 @@ def launch_config(kwargs: dict[str, Any], compiled: Any) -> str:
 _DEBUG = re.compile(r"^\s*(\.loc|\.file|//)")
 
 
-def code_digest(compiled: Any) -> str | None:
+def code_digest(compiled: object) -> str | None:
     """SHA-256 of a compiled kernel's PTX without what names its source file or lines (`.loc`, `.file`, comments,
     debug sections): the same kernel compiled from two files at other lines digests alike. None without PTX."""
     asm = getattr(compiled, "asm", None)
@@ -126,7 +134,7 @@ def code_digest(compiled: Any) -> str | None:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
-def _chain(obj: Any) -> list[Any]:
+def _chain(obj: object) -> list[object]:
     """The object and every wrapper below it (autotuner -> heuristics -> JIT function, package wrappers)."""
     return chain(obj)
 
@@ -171,7 +179,7 @@ class LaunchRecorder:
                 self._wrap(item, name)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         for item, saved in reversed(self._wrapped):
             if saved is _MISSING:
                 try:
@@ -182,12 +190,12 @@ class LaunchRecorder:
                 item.run = saved
         self._wrapped.clear()
 
-    def _wrap(self, item: Any, attribute: str) -> None:
+    def _wrap(self, item: _Runs, attribute: str) -> None:
         saved = vars(item).get("run", _MISSING) if hasattr(item, "__dict__") else _MISSING
         original: Callable[..., Any] = item.run
         is_autotuner = isinstance(item, Autotuner)
 
-        def run(*args: Any, **kwargs: Any) -> Any:
+        def run(*args: object, **kwargs: object) -> Any:
             if is_autotuner:
                 self.autotuners.add(attribute)
                 first = len(self._ran)
@@ -209,7 +217,7 @@ class LaunchRecorder:
         self._wrapped.append((item, saved))
 
     @staticmethod
-    def _backend(jit_function: Any, result: Any) -> str:
+    def _backend(jit_function: JITFunction, result: object) -> str:
         if os.environ.get("TRITON_INTERPRET") == "1" or type(jit_function).__name__ == "InterpretedFunction":
             return INTERPRETER
         backend = compiled_backend(result)

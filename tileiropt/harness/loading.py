@@ -26,14 +26,17 @@ import importlib.abc
 import importlib.util
 import math
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tileiropt.harness.entry_ref import EntryRef
 from tileiropt.harness.gate import HELPER_MODULE, helper_import_level
 from tileiropt.harness.harness import HarnessError, import_kernel_module
+
+if TYPE_CHECKING:
+    from torch.library import Library
 
 EntryCall = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Any]
 
@@ -44,7 +47,8 @@ _NEVER_FORGOTTEN = {"torch", "triton", "tileiropt", "numpy", "typer", "rich", "l
 class _RedirectFinder(importlib.abc.MetaPathFinder):
     """Finds a redirected module name at the file it is redirected to."""
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         file = _REDIRECTS.get(fullname)
         if file is None:
             return None
@@ -202,7 +206,7 @@ def registrations_once() -> Iterator[None]:
     def again(exc: RuntimeError) -> bool:
         return any(text in str(exc) for text in _REGISTERED_TWICE)
 
-    def define(qualname: Any, schema: Any, *args: Any, **kwargs: Any) -> Any:
+    def define(qualname: str, schema: str, *args: object, **kwargs: object) -> Any:
         try:
             return real_define(qualname, schema, *args, **kwargs)
         except RuntimeError as exc:
@@ -210,7 +214,7 @@ def registrations_once() -> Iterator[None]:
                 raise
             return None
 
-    def init(self: Any, ns: Any, kind: Any, *args: Any, **kwargs: Any) -> None:
+    def init(self: Library, ns: str, kind: str, *args: object, **kwargs: object) -> None:
         try:
             real_init(self, ns, kind, *args, **kwargs)
         except RuntimeError as exc:
@@ -218,7 +222,7 @@ def registrations_once() -> Iterator[None]:
                 raise
             real_init(self, ns, "FRAGMENT", *args, **kwargs)  # the namespace exists: add to it
 
-    def method(self: Any, schema: Any, *args: Any, **kwargs: Any) -> Any:
+    def method(self: Library, schema: str, *args: object, **kwargs: object) -> Any:
         try:
             return real_method(self, schema, *args, **kwargs)
         except RuntimeError as exc:
@@ -238,7 +242,7 @@ def registrations_once() -> Iterator[None]:
         library.Library.define = real_method  # type: ignore[method-assign]
 
 
-def _resolve(owner: Any, attributes: Iterable[str], entry: str) -> Any:
+def _resolve(owner: ModuleType, attributes: Iterable[str], entry: str) -> Any:
     obj = owner
     for part in attributes:
         if not hasattr(obj, part):

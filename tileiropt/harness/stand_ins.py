@@ -24,13 +24,20 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType, SimpleNamespace
-from typing import Any
+from types import FrameType, ModuleType, SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tileiropt.harness.exception_sites import exception_location
+
+if TYPE_CHECKING:
+    import triton.language as tl
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.testing import Mark
 
 # The device the interpreter's stand-in driver describes: an H100 SXM (sm_90), the GPU the PTX path of this
 # tool is proven on. Device properties shape a kernel file's grids and code paths, never its results.
@@ -143,7 +150,7 @@ def skip_module_benchmarks() -> None:
     if mark is None or getattr(mark.run, "_tileiropt", False):
         return
 
-    def run(self: Any, *args: Any, **kwargs: Any) -> None:
+    def run(self: Mark, *args: object, **kwargs: object) -> None:
         _reached("benchmark")
         return None
 
@@ -156,7 +163,7 @@ def skip_module_benchmarks() -> None:
 
 class _Utils:
     @staticmethod
-    def get_device_properties(device: Any = None) -> dict[str, Any]:
+    def get_device_properties(device: object = None) -> dict[str, Any]:
         _reached("driver")
         return dict(EMULATED_DEVICE)
 
@@ -185,10 +192,10 @@ class StandInDriver:
     def get_current_device(self) -> int:
         return 0
 
-    def set_current_device(self, device: Any) -> None:
+    def set_current_device(self, device: object) -> None:
         return None
 
-    def get_current_stream(self, device: Any = None) -> int:
+    def get_current_stream(self, device: object = None) -> int:
         return 0
 
     def get_device_interface(self) -> Any:
@@ -205,7 +212,7 @@ class StandInCompiledKernel:
     """What `kernel.warmup(...)` returns under the interpreter: metadata for the caller's grid arithmetic, and
     `kernel[grid](*args)` launching the interpreted kernel with the constexprs given to warmup."""
 
-    def __init__(self, function: Any, options: dict[str, Any]):
+    def __init__(self, function: InterpretedFunction, options: dict[str, Any]):
         self.function = function
         self.options = options
         self.n_regs = STAND_IN_REGISTERS
@@ -219,8 +226,8 @@ class StandInCompiledKernel:
     def _init_handles(self) -> None:
         return None
 
-    def __getitem__(self, grid: Any) -> Any:
-        def launch(*args: Any, **kwargs: Any) -> Any:
+    def __getitem__(self, grid: object) -> Callable[..., Any]:
+        def launch(*args: object, **kwargs: object) -> Any:
             names = list(getattr(self.function, "arg_names", []))
             given = set(names[:len(args)]) | set(kwargs)
             bound = {k: v for k, v in self.options.items() if k in names and k not in given}
@@ -250,7 +257,7 @@ def install_interpreter_device() -> bool:
     if not _real_driver_active():
         triton.runtime.driver.set_active(StandInDriver())
     if not torch.cuda.is_available() and not getattr(torch.cuda.get_device_capability, "_tileiropt", False):
-        def get_device_capability(device: Any = None) -> tuple[int, int]:
+        def get_device_capability(device: object = None) -> tuple[int, int]:
             _reached("capability")
             return EMULATED_CAPABILITY
 
@@ -265,7 +272,7 @@ def install_interpreter_device() -> bool:
     return True
 
 
-def _device_properties(device: Any = None) -> Any:
+def _device_properties(device: object = None) -> SimpleNamespace:
     """`torch.cuda.get_device_properties(...)` of the emulated device (CPU torch raises there)."""
     from types import SimpleNamespace
 
@@ -279,7 +286,7 @@ def _device_properties(device: Any = None) -> Any:
                            shared_memory_per_block_optin=EMULATED_DEVICE["max_shared_mem"])
 
 
-def _patch_cuda_queries(torch: Any) -> None:
+def _patch_cuda_queries(torch: ModuleType) -> None:
     """Operator wrappers ask CUDA about the tensors' device before launching (`with torch.cuda.device(x.device.index)`,
     `get_device_properties(x.device).multi_processor_count`): with CPU tensors (index None) the device context is
     a no-op, as it is on a GPU for index None, and the properties are the emulated device's."""
@@ -293,7 +300,7 @@ def _patch_cuda_queries(torch: Any) -> None:
         if original is None:
             continue
 
-        def exchange(device: Any, _original: Any = original) -> Any:
+        def exchange(device: int | None, _original: Callable[[int], int] = original) -> int:
             if device is None or (isinstance(device, int) and device < 0):
                 _reached("device context")
                 return -1
@@ -312,7 +319,7 @@ def _patch_scalar_arguments() -> None:
     if original is None or getattr(original, "_tileiropt", False):
         return
 
-    def convert(arg: Any) -> Any:
+    def convert(arg: object) -> Any:
         if isinstance(arg, float):
             return tl.tensor(interpreter.TensorHandle(np.array([arg], dtype=np.float32), tl.float32), tl.float32)
         return original(arg)
@@ -323,8 +330,9 @@ def _patch_scalar_arguments() -> None:
 
 # libdevice functions the interpreter leaves as stubs returning None (compiled Triton maps them to the
 # backend's libdevice): the same functions in numpy, in the argument's dtype.
-_LIBDEVICE = {"rsqrt": lambda d: 1.0 / np.sqrt(d), "tanh": np.tanh, "sqrt": np.sqrt, "exp": np.exp,
-              "exp2": np.exp2, "log": np.log, "log2": np.log2}
+_LIBDEVICE: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "rsqrt": lambda d: 1.0 / np.sqrt(d), "tanh": np.tanh, "sqrt": np.sqrt, "exp": np.exp,
+    "exp2": np.exp2, "log": np.log, "log2": np.log2}
 
 
 def _patch_libdevice() -> None:
@@ -339,7 +347,8 @@ def _patch_libdevice() -> None:
         if current is None or getattr(current, "_tileiropt", False):
             continue
 
-        def function(x: Any, *rest: Any, _numpy: Any = numpy_function, _name: str = name) -> Any:
+        def function(x: tl.tensor | float, *rest: object, _numpy: Callable[[np.ndarray], np.ndarray] = numpy_function,
+                     _name: str = name) -> Any:
             _reached(f"libdevice.{_name}")
             if not isinstance(x, tl.tensor):
                 x = interpreter._implicit_cvt(x)
@@ -362,7 +371,7 @@ def _patch_warmup() -> None:
         return
 
     @functools.wraps(original)
-    def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+    def run(self: InterpretedFunction, *args: object, grid: object, warmup: bool, **kwargs: object) -> Any:
         if warmup:
             _reached("warmup")
             return StandInCompiledKernel(self, kwargs)
@@ -372,7 +381,7 @@ def _patch_warmup() -> None:
     InterpretedFunction.run = run
 
 
-def _patch_autotuner(autotuner_class: type[Any]) -> None:
+def _patch_autotuner(autotuner_class: type[Autotuner]) -> None:
     # autotuners imports Triton, which this module imports only once a stand-in is installed
     from tileiropt.harness.autotuners import pinned
 
@@ -381,7 +390,7 @@ def _patch_autotuner(autotuner_class: type[Any]) -> None:
         return
 
     @functools.wraps(original)
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def run(self: Autotuner, *args: object, **kwargs: object) -> Any:
         if len(self.configs) > 1:  # not pinned by validation: the interpreter cannot benchmark the others
             _reached("first config")
             prune = getattr(self, "early_config_prune", None)

@@ -25,7 +25,13 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
-from typing import Any
+from collections.abc import Iterable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from triton import Config
+    from triton.runtime.jit import JITFunction
 
 BACKEND_MODULE = "triton.backends.tileir"
 STAND_IN_MARK = "TILEIROPT_STAND_IN"  # set on the stand-in module: what imports it is not nvtriton
@@ -35,13 +41,14 @@ HINTS = ("occupancy", "opt_level")  # Config keywords only the TileIR backend ta
 class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds an empty `triton.backends.tileir` (marked) where nvtriton's is not installed."""
 
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(self, name: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         return importlib.util.spec_from_loader(name, self) if name == BACKEND_MODULE else None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
         return None
 
-    def exec_module(self, module: Any) -> None:
+    def exec_module(self, module: ModuleType) -> None:
         setattr(module, STAND_IN_MARK, "tileiropt's stand-in: standard Triton, TileIR code forced on")
 
 
@@ -61,13 +68,13 @@ def force_tileir_code() -> None:
     _launch_drops_hints(triton.runtime.JITFunction)
 
 
-def _launch_drops_hints(jit_class: type[Any]) -> None:
+def _launch_drops_hints(jit_class: type[JITFunction]) -> None:
     """Make `jit_class.run` drop the TileIR hints a launch passes (see the module docstring); once."""
     original = jit_class.run
     if getattr(original, "_tileiropt_drops_hints", False):
         return
 
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def run(self: JITFunction, *args: object, **kwargs: object) -> Any:
         for name in HINTS:
             if name in kwargs and name not in (getattr(self, "arg_names", None) or ()):
                 del kwargs[name]
@@ -77,13 +84,13 @@ def _launch_drops_hints(jit_class: type[Any]) -> None:
     jit_class.run = run
 
 
-def _config_drops_hints(config_class: type[Any]) -> None:
+def _config_drops_hints(config_class: type[Config]) -> None:
     """Make `config_class.__init__` take and drop the TileIR hints (see the module docstring); once."""
     original = config_class.__init__
     if getattr(original, "_tileiropt_drops_hints", False):
         return
 
-    def __init__(self: Any, kwargs: Any, *args: Any, **options: Any) -> None:
+    def __init__(self: Config, kwargs: dict[str, object], *args: object, **options: Any) -> None:
         hints = {name: options.pop(name) for name in HINTS if name in options}
         dropped = {name: value for name, value in hints.items() if value is not None}
         if hints and (options.get("num_ctas") or 1) > 1:
@@ -118,7 +125,7 @@ def is_stand_in() -> bool:
     return spec is not None and isinstance(spec.loader, _StandInFinder)
 
 
-def tileir_configs(configs: Any) -> list[Any]:
+def tileir_configs(configs: Iterable[Config]) -> list[Config]:
     """The configs of a list that carry TileIR hints: given them under the surface, or holding them under nvtriton."""
     return [config for config in configs
             if getattr(config, "tileir_hints", None) or getattr(config, "occupancy", None) is not None]

@@ -66,7 +66,7 @@ class _Where:
         return UserError(f"{prefix}{message}", file=self.file, hint=hint)
 
 
-def normalize_dtype(value: Any, where: _Where, key: str) -> str:
+def normalize_dtype(value: object, where: _Where, key: str) -> str:
     if not isinstance(value, str):
         raise where.error(key, f"dtype must be a string, got {value!r}", f"use one of {', '.join(DTYPES)}")
     name = value.strip().removeprefix("torch.")
@@ -76,7 +76,7 @@ def normalize_dtype(value: Any, where: _Where, key: str) -> str:
     return name
 
 
-def _shape(value: Any, where: _Where, key: str) -> list[int | str]:
+def _shape(value: object, where: _Where, key: str) -> list[int | str]:
     if not isinstance(value, list):
         raise where.error(key, f"shape must be a list of sizes, got {value!r}",
                           'write it like [32, 512] or ["M", 512]')
@@ -92,7 +92,7 @@ def _shape(value: Any, where: _Where, key: str) -> list[int | str]:
     return shape
 
 
-def _number(value: Any, where: _Where, key: str, *, positive: bool = True) -> float:
+def _number(value: object, where: _Where, key: str, *, positive: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise where.error(key, f"expected a number, got {value!r}")
     if positive and value < 0:
@@ -205,7 +205,7 @@ def _timeout(value: float | None, where: _Where, key: str) -> float:
         raise where.error(key, f"must be a number of seconds in (0, {MAX_SECONDS:g}], got {value!r}") from None
 
 
-def _seed(value: Any, where: _Where) -> int:
+def _seed(value: object, where: _Where) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise where.error("defaults.seed", f"must be an integer, got {value!r}")
     return value
@@ -218,7 +218,7 @@ def _unknown_keys(table: dict, allowed: set[str], where: _Where, key: str) -> No
                           f"allowed keys: {', '.join(sorted(allowed))}")
 
 
-def _dtype_variants(value: Any, inputs: dict[str, list], where: _Where, key: str) -> list[dict[str, str]]:
+def _dtype_variants(value: object, inputs: dict[str, list], where: _Where, key: str) -> list[dict[str, str]]:
     """dtypes as one string, a list of strings (a sweep), or a table per input name."""
     if value is None:
         value = "float32"
@@ -239,7 +239,7 @@ def _dtype_variants(value: Any, inputs: dict[str, list], where: _Where, key: str
     raise where.error(key, f"expected a dtype string, a list or a table, got {value!r}")
 
 
-def _kernel(raw: Any, index: int, defaults: dict, root: Path, where: _Where, artifacts_folder: str) -> KernelSpec:
+def _kernel(raw: object, index: int, defaults: dict, root: Path, where: _Where, artifacts_folder: str) -> KernelSpec:
     key = f"kernel[{index}]"
     if not isinstance(raw, dict):
         raise where.error(key, "each [[kernel]] must be a table")
@@ -396,7 +396,7 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
                    hint_autotune=tuple(hint_autotune))
 
 
-def _executor(table: Any, where: _Where) -> Any:
+def _executor(table: object, where: _Where) -> Any:
     """`[executor] kind = "slurm"`, `partition`, `time`, `gpus_per_task`, `tasks`, `srun_args`; or `gpus` for
     this host. Checked here (exit 2 naming the key); whether srun exists is checked when it is used."""
     if table is None:

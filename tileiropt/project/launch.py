@@ -21,15 +21,20 @@ class LaunchFormatError(ValueError):
     """A captured launch whose JSON is not what the recorder writes (a damaged or hand-edited capture)."""
 
 
-def _ints(data: Any, what: str) -> tuple[int, ...]:
+def _ints(data: object, what: str) -> tuple[int, ...]:
     if not isinstance(data, (list, tuple)) or not all(isinstance(v, int) for v in data):
         raise LaunchFormatError(f"{what} must be a list of integers, got {data!r}")
     return tuple(int(v) for v in data)
 
 
-def _field(data: Any, key: str, what: str) -> Any:
+def _object(data: object, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise LaunchFormatError(f"{what} must be an object, got {type(data).__name__}")
+    return data
+
+
+def _field(data: object, key: str, what: str) -> Any:
+    data = _object(data, what)
     if key not in data:
         raise LaunchFormatError(f"{what} has no {key!r}")
     return data[key]
@@ -47,7 +52,8 @@ class Buffer:
         return {"dtype": self.dtype, "elements": self.elements, "nonnegative": self.nonnegative}
 
     @classmethod
-    def from_json(cls, data: Any) -> Buffer:
+    def from_json(cls, data: object) -> Buffer:
+        data = _object(data, "a buffer")
         return cls(str(_field(data, "dtype", "a buffer")), int(_field(data, "elements", "a buffer")),
                    bool(data.get("nonnegative")))
 
@@ -65,7 +71,8 @@ class Addresses:
                 "targets": [None if t is None else list(t) for t in self.targets]}
 
     @classmethod
-    def from_json(cls, data: Any) -> Addresses:
+    def from_json(cls, data: object) -> Addresses:
+        data = _object(data, "addresses")
         buffers = tuple(Buffer.from_json(b) for b in _field(data, "buffers", "addresses"))
         targets = tuple(None if t is None else _pair(t) for t in _field(data, "targets", "addresses"))
         return cls(buffers, targets)
@@ -113,7 +120,8 @@ class TensorArg:
         return data
 
     @classmethod
-    def from_json(cls, data: Any) -> TensorArg:
+    def from_json(cls, data: object) -> TensorArg:
+        data = _object(data, "a tensor")
         shape = _ints(_field(data, "shape", "a tensor"), "a tensor's shape")
         values = data.get("values")
         bounds = data.get("range")
@@ -158,7 +166,8 @@ class Descriptor:
                 "block_shape": list(self.block_shape), "padding": self.padding}
 
     @classmethod
-    def from_json(cls, data: Any) -> Descriptor:
+    def from_json(cls, data: object) -> Descriptor:
+        data = _object(data, "a descriptor")
         return cls(TensorArg.from_json(_field(data, "base", "a descriptor")),
                    _ints(_field(data, "shape", "a descriptor"), "a descriptor's shape"),
                    _ints(_field(data, "strides", "a descriptor"), "a descriptor's strides"),
@@ -191,9 +200,9 @@ class Argument:
         return {self.kind: self.value}
 
     @classmethod
-    def from_json(cls, name: str, data: Any) -> Argument:
+    def from_json(cls, name: str, data: object) -> Argument:
         kinds = [k for k in ARGUMENT_KINDS if isinstance(data, dict) and k in data]
-        if len(kinds) != 1:
+        if len(kinds) != 1 or not isinstance(data, dict):  # (kinds are found only in an object)
             raise LaunchFormatError(f"argument {name!r} must have one of {', '.join(ARGUMENT_KINDS)}, got {data!r}")
         kind = kinds[0]
         if kind == "tensor":
@@ -249,8 +258,9 @@ class CapturedLaunch:
         return data
 
     @classmethod
-    def from_json(cls, data: Any) -> CapturedLaunch:
+    def from_json(cls, data: object) -> CapturedLaunch:
         """The launch the JSON describes; `LaunchFormatError` naming what is wrong otherwise."""
+        data = _object(data, "a captured launch")
         args = _field(data, "args", "a captured launch")
         if not isinstance(args, list):
             raise LaunchFormatError(f"a captured launch's args must be a list, got {type(args).__name__}")

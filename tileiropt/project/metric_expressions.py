@@ -58,7 +58,7 @@ def evaluate(text: str, dims: dict[str, int], shapes: dict[str, list[int]]) -> f
     return float(value)
 
 
-def _bounded(value: Any) -> Any:
+def _bounded(value: object) -> object:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > MAX_VALUE:
         raise ExpressionError(f"a value beyond {MAX_VALUE:g}")
     return value

@@ -41,7 +41,7 @@ class RunResult:
     in_place_refused: dict[str, str] = field(default_factory=dict)  # the user's file -> why --in-place did not write
 
 
-def phase_from_dict(data: Any) -> PhaseResult:
+def phase_from_dict(data: object) -> PhaseResult:
     if not isinstance(data, dict):
         raise TypeError(f"a phase must be an object, got {type(data).__name__}")
     return dataclass_from_dict(PhaseResult, {**data, "jobs": timings_from_list(data.get("jobs") or [])})
@@ -59,7 +59,7 @@ def _objects(data: dict[str, Any], key: str) -> None:
             raise TypeError(f"RunResult.{key}[{name!r}] must be an object, got {type(item).__name__}")
 
 
-def run_from_dict(data: Any) -> RunResult:
+def run_from_dict(data: object) -> RunResult:
     """A RunResult from run.json's document; raises TypeError (naming the field) when its shape is wrong."""
     if not isinstance(data, dict):
         raise TypeError(f"run.json must be an object, got {type(data).__name__}")

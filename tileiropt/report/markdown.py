@@ -13,7 +13,7 @@ import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tileiropt.classify.lint_output import lines_text
 from tileiropt.output import write_atomic
@@ -37,6 +37,8 @@ from tileiropt.report.verdict import (
     KernelVerdict,
 )
 from tileiropt.schema import FAIL, PASS
+
+T = TypeVar("T")
 
 TEMPLATE = "report.md"
 VERDICT_TEXT = {PASS: "PASSED", FAIL: "FAILED"}  # how a verdict that ran reads in the report
@@ -415,7 +417,7 @@ def render_markdown(report: Report, template: str | None = None, kernels_file: s
 
 def kernel_sections(report: Report, section: str) -> str:
     """Every kernel's section; a library's folded by file."""
-    shared = _guarded_value(lambda: run_wide_not_run(report), {})
+    shared: dict[str, str] = _guarded_value(lambda: run_wide_not_run(report), {})
     rendered = [(k.path, _guarded(functools.partial(kernel_md, k, section, shared), f"## {cell(k.name)}\n\n"))
                 for k in report.kernels]
     kernels = "\n".join(text for _, text in rendered) if report.library is None else folded_by_file(report, rendered)
@@ -448,7 +450,7 @@ def folded_by_file(report: Report, rendered: list[tuple[str, str]]) -> str:
     return "\n".join(blocks)
 
 
-def _guarded_value(compute: Callable[[], Any], default: Any) -> Any:
+def _guarded_value(compute: Callable[[], T], default: T) -> T:
     try:
         return compute()
     except Exception:  # records of the wrong shape: the parts that read them say so

@@ -8,12 +8,12 @@ from typing import Any
 LAUNCH_NUMBER = re.compile(r"#\d+$")  # `kernel#2`: the second distinct captured launch of `kernel`
 
 
-def cell(text: Any) -> str:
+def cell(text: object) -> str:
     """A value made safe for a Markdown table cell."""
     return one_line(text).replace("|", "\\|")
 
 
-def one_line(text: Any) -> str:
+def one_line(text: object) -> str:
     """A value on one line: a name from the records can never start a heading or a block of its own."""
     return " ".join(str(text).split()) if any(c in str(text) for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029") \
         else str(text)

@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from tileiropt.report.model import Benchmark, Report
 
 PLOT_FOLDER = "report"
 INSTALL_HINT = "pip install 'tileiropt[plot]' for a picture of each kernel's sweep (matplotlib)"
@@ -30,7 +35,7 @@ def plot_name(kernel: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", kernel).strip("_") or "kernel"
 
 
-def sweep_series(b: Any) -> dict[str, list[tuple[int, float]]]:
+def sweep_series(b: Benchmark) -> dict[str, list[tuple[int, float]]]:
     """"<row label> (<dtypes>)" -> [(size, median ms)] of every row timed at two sizes or more."""
     series: dict[str, list[tuple[int, float]]] = {}
     for table in b.tables:
@@ -42,7 +47,7 @@ def sweep_series(b: Any) -> dict[str, list[tuple[int, float]]]:
     return {label: sorted(points) for label, points in series.items() if len(points) >= 2}
 
 
-def draw(b: Any, kernel: str, folder: Path) -> str | None:
+def draw(b: Benchmark, kernel: str, folder: Path) -> str | None:
     """Write the kernel's plot under `folder`/report; its path relative to `folder`, or None (no sweep, or no
     matplotlib)."""
     series = sweep_series(b)
@@ -72,7 +77,7 @@ def draw(b: Any, kernel: str, folder: Path) -> str | None:
     return relative.as_posix()
 
 
-def _ratios(axes: Any, ratios: list[dict[str, Any]]) -> None:
+def _ratios(axes: Axes, ratios: list[dict[str, Any]]) -> None:
     """Optimized/original PTX ratio by size and dtypes, with the paired 95% interval; "same code" at 1."""
     by_dtypes: dict[str, list[dict[str, Any]]] = {}
     for r in ratios:
@@ -101,7 +106,7 @@ def _ratios(axes: Any, ratios: list[dict[str, Any]]) -> None:
     axes.legend(fontsize=7)
 
 
-def draw_plots(report: Any, folder: Path) -> None:
+def draw_plots(report: Report, folder: Path) -> None:
     """Draw each swept kernel's picture under `folder`; its benchmark's `plot` is the link, or why there is none."""
     for kernel in report.kernels:
         if sweep_series(kernel.benchmark):

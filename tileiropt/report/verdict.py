@@ -19,11 +19,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tileiropt.classify.rules.base import KernelFinding
 from tileiropt.errors import PINNING_ERROR
 from tileiropt.schema import ERROR, FAIL, PASS, REJECTED_BY_TILEIR
+
+if TYPE_CHECKING:
+    from tileiropt.report.model import KernelReport, Verdict
 
 ATTENTION, READY, EMULATED, PROVEN, UNTUNED, UNPROVEN = \
     "attention", "ready", "emulated", "proven", "untuned", "unproven"
@@ -50,7 +53,7 @@ def _short(text: object, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def kernel_verdict(k: Any, rejected: dict[str, dict[str, Any]] | None = None,
+def kernel_verdict(k: KernelReport, rejected: dict[str, dict[str, Any]] | None = None,
                    interrupted: str | None = None) -> KernelVerdict:
     """The verdict of one kernel (a `report.build.KernelReport`); `rejected`: run.json's set-aside files, keyed by
     resolved path; `interrupted`: the phase the run was interrupted in, if it was."""
@@ -115,7 +118,7 @@ def kernel_verdict(k: Any, rejected: dict[str, dict[str, Any]] | None = None,
     return KernelVerdict(UNPROVEN, f"the TileIR code never ran: {_short(reason)}")
 
 
-def not_tuned(k: Any) -> str | None:
+def not_tuned(k: KernelReport) -> str | None:
     """Why apply made no TileIR change for the kernel (what it left alone, or that nothing was to change), or None
     when it made one (or did not run)."""
     section = getattr(k, "transformations", None)
@@ -125,9 +128,9 @@ def not_tuned(k: Any) -> str | None:
     return "; ".join(dict.fromkeys(alone)) if alone else "apply found nothing to change for TileIR"
 
 
-def _difference(verdict: Any) -> str:
+def _difference(verdict: Verdict) -> str:
     return "n/a" if verdict.max_difference is None else f"{verdict.max_difference:.1e}"
 
 
-def _first_failure(verdict: Any) -> str:
+def _first_failure(verdict: Verdict) -> str:
     return verdict.failures[0] if verdict.failures else (verdict.reason or verdict.status)

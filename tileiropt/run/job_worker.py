@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from tileiropt.bench.peaks import run_peaks_job
@@ -58,7 +59,7 @@ def release_cached_memory() -> None:
     torch.cuda.empty_cache()
 
 
-def serve(setup: dict[str, Any], emit: Emitter, jobs: Any) -> int:
+def serve(setup: dict[str, Any], emit: Emitter, jobs: Iterable[dict[str, Any]]) -> int:
     """Say hello, prepare the process once, then run each job as it comes."""
     backend = BACKENDS[setup["backend"]]
     release = setup.get("release")

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tileiropt.harness.provenance import Provenance, file_digest
 from tileiropt.harness.scaling import describe_scaling
 from tileiropt.output import JobMessage
 from tileiropt.project.launch import CapturedLaunch
 from tileiropt.schema import NOT_RUN
-from tileiropt.validate.records import ValidationRecord
+from tileiropt.validate.records import Measures, ValidationRecord
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 @dataclass
@@ -50,7 +53,7 @@ class Case(JobMessage):
 
 
 def record_for(case: Case, backend: str, config: str, status: str, reason: str = "",
-               provenance: Provenance | None = None, **measures: Any) -> ValidationRecord:
+               provenance: Provenance | None = None, **measures: Unpack[Measures]) -> ValidationRecord:
     """A record of `case` on `backend`; `measures` fills max_abs, mismatches, seconds, ..."""
     if case.scaled_from and status != NOT_RUN:
         note = describe_scaling(case.scaled_from, case.shapes)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from tileiropt.contract.job_timing import JobTiming, timings_from_list
 from tileiropt.contract.store import Store
@@ -39,6 +39,18 @@ VARIANTS = ("original", "optimized")
 # harness reads too).
 PREPARE = "(prepare)"  # importing the file, building inputs or evaluating the reference
 NONE = "-"  # not-run records that never reached a config
+
+
+class Measures(TypedDict, total=False):
+    """What a record measured, given by keyword to `record_for` (the fields of `ValidationRecord` of that name)."""
+
+    max_abs: float | None
+    max_rel: float | None
+    mismatches: int | None
+    elements: int | None
+    first_mismatch: list[int] | None
+    mismatch_in: str | None
+    seconds: float | None
 
 
 @dataclass
@@ -128,7 +140,7 @@ class ValidateRun:
         return ExitCode.OK
 
 
-def _number(value: Any) -> float | None:
+def _number(value: float | str | None) -> float | None:
     """JSON keeps non-finite floats as strings ("nan", "inf"); turn them back into floats."""
     if isinstance(value, str):
         try:

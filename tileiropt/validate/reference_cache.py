@@ -55,7 +55,7 @@ def load(folder: str | None, key: str | None, device: str) -> tuple[Any, Any] | 
     return saved["expected"], saved["used"]
 
 
-def save(folder: str | None, key: str | None, expected: Any, used: Any) -> None:
+def save(folder: str | None, key: str | None, expected: object, used: object) -> None:
     """Keep a reference for the run's later cases (written whole, then renamed: a reader never sees half)."""
     if not folder or not key:
         return

@@ -114,7 +114,7 @@ def file_uses_atomics(path: str) -> bool:
 
 def plan_cases(project: Project, specs: list[KernelSpec], backends: list[Backend], machine: Machine,
                variants: list[str] | None, timeout: float | None, best_config: bool = False,
-               earlier: Earlier | None = None, release: str | None = None) -> Plan:
+               earlier: Earlier[ValidationRecord] | None = None, release: str | None = None) -> Plan:
     plan = Plan(cases={b.name: [] for b in backends})
     installed = versions(release)
     digest = digest_memo()
@@ -196,10 +196,10 @@ def spread_cases(plan: Plan, backends: list[Backend], slots: int, has_gpu: bool)
                       if case.shard == 0 and case.id in plan.inputs)
 
 
-def earlier_validation(artifacts: Path | str) -> Earlier:
+def earlier_validation(artifacts: Path | str) -> Earlier[ValidationRecord]:
     """What a re-run may reuse: the records of validate.json, then (superseding them per input key) those of
     an unfinished run's journal."""
-    earlier = Earlier()
+    earlier: Earlier[ValidationRecord] = Earlier()
     try:
         run = load_validate_run(Path(artifacts))
     except UserError:
@@ -258,7 +258,7 @@ def validate_project(
     parallel: int | None = None,
     machine: Machine | None = None,
     executor: Executor | None = None,
-    earlier: Earlier | None = None,
+    earlier: Earlier[ValidationRecord] | None = None,
     journal: bool = False,
     progress: Progress | None = None,
     workers: RunWorkers | None = None,

@@ -18,10 +18,11 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
@@ -42,7 +43,7 @@ from tileiropt.harness.configs import ConfigItem, config_items, first_configs, l
 from tileiropt.harness.exception_sites import exception_location
 from tileiropt.harness.gate import extended_autotuners
 from tileiropt.harness.launches import LaunchRecorder
-from tileiropt.harness.loading import package_folder
+from tileiropt.harness.loading import EntryCall, package_folder
 from tileiropt.harness.provenance import Provenance, fallback_note
 from tileiropt.harness.tileir_surface import tileir_code_on, tileir_configs
 from tileiropt.schema import (
@@ -57,8 +58,12 @@ from tileiropt.schema import (
 )
 from tileiropt.validate import reference_cache
 from tileiropt.validate.cases import Case, record_for
-from tileiropt.validate.records import NONE, PREPARE
+from tileiropt.validate.records import NONE, PREPARE, Measures
 from tileiropt.validate.shards import owners
+
+if TYPE_CHECKING:
+    from triton import Config
+    from typing_extensions import Unpack
 
 OWN_RUN = object()  # prepared["expected"] of a case whose one run is its own reference (`_own_reference`)
 OWN_RUN_REASON = "one run: on the interpreter the original is its own reference (a second run gives the same bits)"
@@ -76,7 +81,7 @@ def compared_status(ok: bool, reason: str, *, interpreted: bool, dtypes: dict[st
         return NOT_RUN, f"not run on the interpreter: bf16 arithmetic (it operates on bf16 bit patterns): {reason}"
     return FAIL, reason
 
-def not_attached(module: Any, path: str) -> dict[str, str]:
+def not_attached(module: ModuleType, path: str) -> dict[str, str]:
     """Kernel name -> why the TileIR configs the file's TileIR blocks add are not in its autotuner's list (a
     package's autotuner keeping its list fixed): read after the import, with the TileIR code on or off."""
     if not tileir_code_on():
@@ -95,29 +100,30 @@ def not_attached(module: Any, path: str) -> dict[str, str]:
     return missing
 
 
-def interpreted_duplicates(module: Any, items: list[ConfigItem]) -> dict[int, int]:
+def interpreted_duplicates(module: ModuleType, items: list[ConfigItem]) -> dict[int, int]:
     """Item index -> the earlier item it repeats under the interpreter: the same autotuner config's meta-parameters
     and pre-hook (what the interpreter computes with), the hints aside. Item 0 holds every autotuner's first config."""
     return _duplicates(module, items, _computed_with)
 
 
-def _computed_with(name: str, config: Any) -> tuple[str, str, int]:
+def _computed_with(name: str, config: Config) -> tuple[str, str, int]:
     return name, repr(sorted((getattr(config, "kwargs", None) or {}).items())), id(getattr(config, "pre_hook", None))
 
 
-def dropped_hint_duplicates(module: Any, items: list[ConfigItem]) -> dict[int, int]:
+def dropped_hint_duplicates(module: ModuleType, items: list[ConfigItem]) -> dict[int, int]:
     """Item index -> the earlier item it repeats on PTX with the TileIR code forced on: the config Triton gets,
     its TileIR hints dropped (`tileir_surface`), equal in every field Triton compiles with, so the same code. Item 0
     holds every autotuner's first config."""
     return _duplicates(module, items, _compiled_with)
 
 
-def _compiled_with(name: str, config: Any) -> tuple[Any, ...]:
+def _compiled_with(name: str, config: Config) -> tuple[Any, ...]:
     options = tuple(getattr(config, option, None) for option in ("num_warps", "num_stages", "num_ctas", "maxnreg"))
     return (*_computed_with(name, config), options, getattr(config, "ir_override", None))
 
 
-def _duplicates(module: Any, items: list[ConfigItem], key: Any) -> dict[int, int]:
+def _duplicates(module: ModuleType, items: list[ConfigItem],
+                key: Callable[[str, Config], tuple[object, ...]]) -> dict[int, int]:
     tuners = autotuners(module)
     seen: dict[Any, int] = {}
     for name, tuner in tuners.items():
@@ -156,7 +162,7 @@ class CaseRunner:
             case.atol = case.rtol = 0.0
 
     def record(self, config: str, status: str, reason: str = "", provenance: Provenance | None = None,
-               **measures: Any) -> dict[str, Any]:
+               **measures: Unpack[Measures]) -> dict[str, Any]:
         case = self.case
         if status == PASS and case.variant == "optimized" and case.original_path and case.path != case.original_path:
             extra = stand_ins.raised_only_in(case.path, case.original_path)
@@ -243,7 +249,7 @@ class CaseRunner:
         emit("job_done", id=case.id, parts=self.parts)
         return True
 
-    def as_the_user_runs_it(self, module: Any, entry: Any, item: ConfigItem, prepared: dict[str, Any],
+    def as_the_user_runs_it(self, module: ModuleType, entry: EntryCall, item: ConfigItem, prepared: dict[str, Any],
                             record: dict[str, Any], ran: tuple[set[str] | None, bool]
                             ) -> tuple[dict[str, Any], set[str] | None, bool]:
         """A project entry's config item whose launch, pinned to a package's own autotuner (a subclass with its own
@@ -290,7 +296,7 @@ class CaseRunner:
         folder = package_folder(Path(case.original_path or case.path), case.module)
         return files + ([str(folder)] if folder else [])
 
-    def entry(self, module: Any) -> Any:
+    def entry(self, module: ModuleType) -> EntryCall:
         """The call of (inputs, args, dims): the project's entry, or the captured launch's replay."""
         if self.case.launch:
             return replay.launcher(module, self.case.launch)
@@ -312,7 +318,7 @@ class CaseRunner:
             case.reference == "original" and bool(case.original_path) and \
             os.path.realpath(case.path) == os.path.realpath(str(case.original_path))
 
-    def widen_to_noise(self, function: Any, expected: Any, inputs: dict[str, Any]) -> None:
+    def widen_to_noise(self, function: Callable[..., Any], expected: object, inputs: dict[str, Any]) -> None:
         """A kernel accumulating with atomics differs from itself between runs (the order of its updates is not
         fixed): run the original once more and widen the tolerance to twice its own run-to-run difference."""
         spread = own_spread(function, expected, inputs, self.case)
@@ -396,7 +402,7 @@ class CaseRunner:
             return ERROR, f"{who} raised: {text}"
         return ERROR, text
 
-    def run_item(self, module: Any, entry: Any, item: Any, prepared: dict[str, Any]
+    def run_item(self, module: ModuleType, entry: EntryCall, item: ConfigItem, prepared: dict[str, Any]
                  ) -> tuple[dict[str, Any], set[str] | None, bool]:
         """(record, autotuners launched or None when the call raised, CUDA context poisoned)."""
         case = self.case
@@ -461,8 +467,8 @@ class CaseRunner:
                              first_mismatch=result.first_mismatch, mismatch_in=result.mismatch_in, seconds=seconds)
         return record, launches.autotuners, False
 
-    def second_look(self, output: Any, expected: Any, prepared: dict[str, Any], path: str,
-                    result: Any) -> tuple[Any, str]:
+    def second_look(self, output: object, expected: object, prepared: dict[str, Any], path: str,
+                    result: harness.Comparison) -> tuple[harness.Comparison, str]:
         """A replay expected bit-exact differs: (the comparison to keep, whose difference it is). The original runs
         once more on the same inputs: if it differs from itself, the kernel disagrees with itself (a race, an
         order of updates not fixed) and the comparison is within twice its own spread; if it does not and the
@@ -494,7 +500,7 @@ class CaseRunner:
         """The original's call of (inputs, args, dims): its entry, or the captured launch's replay."""
         return harness.Reference.parse("original").resolve(self.entry(self.original_module()))
 
-    def provenance(self, launches: Any) -> Provenance:
+    def provenance(self, launches: LaunchRecorder) -> Provenance:
         provenance = Provenance(**asdict(self.base))
         provenance.kernels = dict(launches.kernels)
         provenance.launched = dict(launches.launched)
@@ -504,7 +510,7 @@ class CaseRunner:
         return provenance
 
 
-def own_spread(function: Any, expected: Any, inputs: dict[str, Any], case: Case) -> float:
+def own_spread(function: Callable[..., Any], expected: object, inputs: dict[str, Any], case: Case) -> float:
     """How far the original, run once more on the same inputs, lands from its first run (`expected`; comparing
     reads the values, which waits for the device)."""
     again, _ = harness.evaluate_reference(function, "original", inputs, case.args, case.dims)

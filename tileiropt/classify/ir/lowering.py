@@ -15,7 +15,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from triton.runtime.jit import JITFunction
 
 TIMEOUT_S = 2.0
 TARGET = ("cuda", 100, 32)  # sm_100: the TTIR a Blackwell compile starts from
@@ -57,7 +61,7 @@ def available() -> str | None:
     return None
 
 
-def lower(fn: Any, spec: Specialization) -> str:
+def lower(fn: JITFunction, spec: Specialization) -> str:
     """The TTIR text (with locations) of `fn` under `spec`; LoweringError with Triton's reason."""
     from triton._C.libtriton import ir
     from triton.compiler import ASTSource
@@ -139,7 +143,7 @@ def _deadline(seconds: float) -> Iterator[None]:
         yield
         return
 
-    def expired(signum: int, frame: Any) -> None:
+    def expired(signum: int, frame: FrameType | None) -> None:
         raise _Timeout()
 
     previous = signal.signal(signal.SIGALRM, expired)

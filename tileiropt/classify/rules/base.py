@@ -13,7 +13,7 @@ import io
 import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from tileiropt.errors import UserError
 
@@ -58,7 +58,7 @@ class KernelFinding(Finding):
     kernel: str = ""
 
     @classmethod
-    def from_json(cls, kernel: Any, data: Any) -> KernelFinding:
+    def from_json(cls, kernel: object, data: object) -> KernelFinding:
         """From one of a kernel's findings in classify.json; a missing or odd field reads as unknown."""
         data = data if isinstance(data, dict) else {}
         line = data.get("line")
