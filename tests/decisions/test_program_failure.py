@@ -88,6 +88,7 @@ def test_an_optimized_file_whose_own_self_check_raised(tmp_path: Path, monkeypat
     from tileiropt.harness.backends import BACKENDS
     from tileiropt.harness.provenance import Provenance
     from tileiropt.validate.cases import Case
+    from tileiropt.validate.run import file_uses_atomics
     from tileiropt.validate.worker import CaseRunner
 
     original = tmp_path / "k.py"
@@ -96,7 +97,8 @@ def test_an_optimized_file_whose_own_self_check_raised(tmp_path: Path, monkeypat
     original.write_text(f"import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(p):\n    {update}\n")
     monkeypatch.setattr(stand_ins, "raised_only_in", lambda path, orig: [("AssertionError", "k_tileir.py:9")])
     case = Case(id=0, kernel="k", variant="optimized", path=str(tmp_path / "k_tileir.py"), entry="k",
-                reference="original", shapes={}, dtypes={}, atol=0.0, rtol=0.0, original_path=str(original))
+                reference="original", shapes={}, dtypes={}, atol=0.0, rtol=0.0, original_path=str(original),
+                file_atomics=file_uses_atomics(str(original)))  # as the parent plans it
     record = CaseRunner(case, BACKENDS[backend], False, Provenance(), None).record("cfg", "pass")
     assert record["status"] == status
     assert record["reason"].startswith("the optimized file's own top-level call raised where the original's did not: "
