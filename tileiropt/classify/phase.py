@@ -100,18 +100,21 @@ class ClassifyPhase:
         context.store.save(ClassifyRecord, document)
         stops = [Stop(s.name, "classify", f"cannot classify {s.path.name}: {classified.failed[s.path.resolve()]}")
                  for s in context.specs if s.path.resolve() in classified.failed]
-        done = Outcome.of("classify", *classified.status(how), record=document, stops=stops)
+        done = Outcome.of("classify", *classified.status(how), record=classify_from_dict(document), stops=stops)
         if background is not None:
             done.later = lambda: joined(context, background)
         return done
 
 
-def joined(context: RunContext, rest: BackgroundClassify) -> tuple[str, str]:
+def joined(context: RunContext, rest: BackgroundClassify) -> tuple[str, str, object]:
     """The library's other files, classified beside the later phases: their results join the launched files' in
-    classify.json (its inputs then those of every file); the phase's (status, detail) counting them."""
+    classify.json (its inputs then those of every file); the phase's (status, detail) counting them, and the whole
+    record."""
     waited = time.monotonic()
     results = rest.join()
-    context.store.save(ClassifyRecord, {**classify_json(results, context.release), "inputs": rest.inputs})
-    return Classified.of_results(results).status(
+    document = {**classify_json(results, context.release), "inputs": rest.inputs}
+    context.store.save(ClassifyRecord, document)
+    status, detail = Classified.of_results(results).status(
         f"; {len(results) - len(rest.first)} of the files, those no captured launch needs, classified beside the "
         f"later phases (waited {time.monotonic() - waited:.1f} s for them at the end)")
+    return status, detail, classify_from_dict(document)

@@ -46,8 +46,8 @@ class Outcome:
     fails_run: bool = False  # the run's answer is no though no kernel stopped (the program failed, a bench errored)
     not_run_here: bool = False  # what was asked needs what this machine lacks (a GPU): not the user's failure
     program: dict[str, Any] | None = None  # the captured program's own failure or cut, as run.json keeps it
-    later: Callable[[], tuple[str, str]] | None = None  # work going on beside the later phases: joined (status,
-    # detail) before the run settles
+    later: Callable[[], tuple[str, str, object]] | None = None  # work going on beside the later phases: joined
+    # (status, detail, record) before the run settles
 
     @classmethod
     def of(cls, phase: str, status: str, detail: str = "", *, record: object = None, stops: list[Stop] | None = None,

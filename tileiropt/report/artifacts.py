@@ -84,22 +84,23 @@ def is_artifacts_folder(folder: Path) -> bool:
     return folder.is_dir() and any((folder / name).is_file() for name in RECORD_FILES)
 
 
-def load_artifacts(folder: Path | str, run: RunResult | None = None) -> Artifacts:
-    """Read every record present in `folder`; a missing record is simply absent. `run`: the run's record as the
-    run holds it in memory (run.json is then not read)."""
+def load_artifacts(folder: Path | str, held: Artifacts | None = None) -> Artifacts:
+    """Read every record present in `folder`; a missing record is simply absent. `held`: the records a run holds
+    in memory (what it made and saved): only those it does not hold are read from the folder."""
     folder = Path(folder)
     if not folder.is_dir():
         raise UserError("artifacts folder not found", file=str(folder),
                         hint="run `tileiropt run` first, or pass the folder that holds its JSON records")
-    found = Artifacts(folder=folder)
-    found.check = _typed(folder / CHECK_FILE, lambda data: dataclass_from_dict(CheckReport, data), found.problems)
-    found.classify = _typed(folder / CLASSIFY_FILE, classify_from_dict, found.problems)
-    found.apply = _typed(folder / APPLY_FILE, apply_from_dict, found.problems)
-    found.run = run if run is not None else _typed(folder / RUN_FILE, run_from_dict, found.problems)
-    found.capture = _typed(folder / CAPTURE_FILE, CaptureResult.from_json, found.problems)
+    found = held or Artifacts(folder=folder)
+    found.check = found.check or _typed(folder / CHECK_FILE, lambda data: dataclass_from_dict(CheckReport, data),
+                                        found.problems)
+    found.classify = found.classify or _typed(folder / CLASSIFY_FILE, classify_from_dict, found.problems)
+    found.apply = found.apply or _typed(folder / APPLY_FILE, apply_from_dict, found.problems)
+    found.run = found.run or _typed(folder / RUN_FILE, run_from_dict, found.problems)
+    found.capture = found.capture or _typed(folder / CAPTURE_FILE, CaptureResult.from_json, found.problems)
     for name, loader, attribute in ((VALIDATE_FILE, load_validate_run, "validate"),
                                     (BENCH_FILE, load_bench_run, "bench")):
-        if (folder / name).is_file():
+        if getattr(found, attribute) is None and (folder / name).is_file():
             try:
                 setattr(found, attribute, loader(folder / name))
             except UserError as exc:

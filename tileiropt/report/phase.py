@@ -12,15 +12,17 @@ from tileiropt.contract.outcome import PhaseResult
 from tileiropt.contract.store import Store
 from tileiropt.errors import ExitCode
 from tileiropt.records.run import RunResult
-from tileiropt.report.artifacts import REPORT_FILE, load_artifacts
+from tileiropt.report.artifacts import REPORT_FILE, Artifacts, load_artifacts
 from tileiropt.report.build import build_report
 from tileiropt.report.markdown import write_markdown
 from tileiropt.report.verdict import ATTENTION
 from tileiropt.schema import PASS
 
 
-def report_run(result: RunResult, store: Store, on_event: Callable[[str, str], None]) -> None:
-    """Render report.md; a kernel whose verdict needs attention makes the run's answer no."""
+def report_run(result: RunResult, held: Artifacts, on_event: Callable[[str, str], None]) -> None:
+    """Render report.md from the records the run `held` (those it did not make are read from its folder); a kernel
+    whose verdict needs attention makes the run's answer no."""
+    store = Store(held.folder)
     path = store.folder / REPORT_FILE
     phase = PhaseResult("report", PASS, detail=str(path))
     result.phases.append(phase)  # run.json lists the report phase when the report is rendered
@@ -28,7 +30,8 @@ def report_run(result: RunResult, store: Store, on_event: Callable[[str, str], N
     on_event("report", "start")
     started = time.monotonic()
     try:
-        report = build_report(load_artifacts(store.folder, run=copy.deepcopy(result)), result.kernels)
+        held.run = copy.deepcopy(result)
+        report = build_report(load_artifacts(store.folder, held), result.kernels)
         result.verdicts = {k.name: {"bucket": k.verdict.bucket, "text": k.verdict.text}
                            for k in report.kernels if k.verdict is not None}
         if any(v["bucket"] == ATTENTION for v in result.verdicts.values()) and \

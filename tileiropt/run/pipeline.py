@@ -14,20 +14,24 @@ import datetime as _dt
 import sys
 import time
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 
 from tileiropt.apply.phase import ApplyPhase
 from tileiropt.bench.phase import BenchPhase
+from tileiropt.bench.records import BenchRun
 from tileiropt.bench.run import BenchSettings, earlier_bench, kernel_info
+from tileiropt.capture.capture import CaptureResult
 from tileiropt.capture.phase import CapturePhase
-from tileiropt.check.environment import choose_release
+from tileiropt.check.environment import CheckReport, choose_release
 from tileiropt.check.phase import CheckPhase
 from tileiropt.classify.model import FileModels
 from tileiropt.classify.phase import ClassifyPhase
 from tileiropt.contract import policy
-from tileiropt.contract.context import EventCallback, PhaseRunner, RunContext, RunRequest
+from tileiropt.contract.context import EventCallback, PhaseRunner, RunContext, RunRequest, record_of
 from tileiropt.contract.outcome import Outcome
+from tileiropt.contract.phase_records import ApplyRecord, ClassifyRecord
 from tileiropt.contract.store import Store
 from tileiropt.engine.engine import RunWorkers
 from tileiropt.engine.executors import Executor
@@ -35,11 +39,15 @@ from tileiropt.engine.workers import take_worker_starts
 from tileiropt.errors import check_seconds
 from tileiropt.project.spec import Project
 from tileiropt.records.run import RunResult
+from tileiropt.report.artifacts import Artifacts
 from tileiropt.report.phase import report_run
 from tileiropt.run.settle import settle
 from tileiropt.schema import NOT_RUN
 from tileiropt.validate.phase import CompatibilityPhase, ValidatePhase
+from tileiropt.validate.records import ValidateRun
 from tileiropt.validate.run import earlier_validation
+
+R = TypeVar("R")
 
 # the phases of `tileiropt.phases.PHASES` that run over the kernels, in that order (a test holds them to it); the
 # report is rendered last, from what they recorded, once the run has settled
@@ -107,7 +115,7 @@ class Pipeline:
         for outcome in self.outcomes:
             if outcome.later is not None:
                 later, outcome.later = outcome.later, None
-                outcome.result.status, outcome.result.detail = later()
+                outcome.result.status, outcome.result.detail, outcome.record = later()
 
     def run(self) -> RunResult:
         started = time.monotonic()
@@ -131,8 +139,20 @@ class Pipeline:
         self.result.exit_code = int(policy.exit_code([*self.outcomes, *settled], set_aside=bool(self.result.rejected),
                                                      interrupted=self.interrupted))
         self.result.seconds = round(time.monotonic() - started, 3)  # every phase but the report's rendering
-        report_run(self.result, self.context.store, self.context.on_event)
+        report_run(self.result, self.held(), self.context.on_event)
         return self.result
+
+    def held(self) -> Artifacts:
+        """The records this run made, as it holds them: the report reads only the others from the folder."""
+        def record(phase: str, kind: type[R]) -> R | None:
+            found = record_of(self.outcomes, phase)
+            return found if isinstance(found, kind) else None
+
+        return Artifacts(folder=self.context.store.folder, check=record("check", CheckReport),
+                         capture=record("capture", CaptureResult), classify=record("classify", ClassifyRecord),
+                         apply=record("apply", ApplyRecord),
+                         validate=record("validate", ValidateRun) or record("compatibility", ValidateRun),
+                         bench=record("bench", BenchRun))
 
 
 def run_pipeline(project: Project, *, kernels: list[str] | None = None, timeout: float | None = None,
