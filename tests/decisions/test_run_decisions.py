@@ -172,3 +172,22 @@ def test_validate_and_bench_judge_against_the_release_asked(command: str, monkey
     assert asked == ["13.1"]
     bad = CliRunner().invoke(app, [command, str(examples), "--tileir-version", "99.1"])
     assert bad.exit_code == 2 and "unknown CUDA Tile IR release '99.1'" in bad.output
+
+
+@pytest.mark.parametrize(("launched", "written", "set_aside"), [
+    (["k"], False, False),  # the compiler refuses the owner's own body: no worse than the original, kept
+    (["k_tileir"], False, True),  # a twin of the tool's ran and was refused: the tool's, set aside
+    (["k"], True, True),  # apply wrote a twin (apply.json says so), though this record launched the original
+    (["k_tileir_pointer"], False, False),  # the pointer kernel under a dispatch is the owner's body
+])
+def test_a_tileir_refusal_sets_aside_only_the_tools_own_code(launched: list[str], written: bool,
+                                                             set_aside: bool) -> None:
+    from tileiropt.harness.provenance import Provenance
+    from tileiropt.schema import ERROR, REJECTED_BY_TILEIR
+    from tileiropt.validate.records import ValidationRecord
+
+    spec = KernelSpec(name="k", path=Path("/tmp/k.py"), entry="k", reference="original", inputs={}, dtypes=[{}])
+    record = ValidationRecord("k", "optimized", "tileir", "c", ERROR, f"{REJECTED_BY_TILEIR}: tl.math.erf",
+                              provenance=Provenance(kernels={name: {} for name in launched}))
+    twins = {(str(spec.optimized_path.resolve()), "k")} if written else set()
+    assert (spec.optimized_path in rejections([spec], [record], [], twins)) is set_aside

@@ -33,7 +33,7 @@ from tileiropt.apply.nested import (
     placement_note,
     triton_only_in_blocks,
 )
-from tileiropt.apply.plan import TWIN_SUFFIX, FileNames, KernelPlan, file_names, share_lever_lists
+from tileiropt.apply.plan import FileNames, KernelPlan, file_names, share_lever_lists
 from tileiropt.apply.spaces import (
     DEFAULT_MAX_CONFIGS,
     Space,
@@ -56,6 +56,8 @@ from tileiropt.harness.gate import (
     gate_comment,
     gate_source,
     helper_import_level,
+    optimized_name,
+    twinned,
 )
 from tileiropt.harness.launch_hints import hint_splat
 from tileiropt.output import writable, write_atomic
@@ -105,7 +107,7 @@ def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, Kernel
     kernel_names = {k.name for k in info.kernels}
     names = file_names(info)
     for kernel in info.kernels:
-        if kernel.name.endswith(TWIN_SUFFIX) and kernel.name[: -len(TWIN_SUFFIX)] in kernel_names:
+        if twinned(kernel.name) != kernel.name and twinned(kernel.name) in kernel_names:
             continue
         record = records[kernel.name]
         kernel_class = classify(info, kernel) if classify else record.kernel_class
@@ -449,7 +451,7 @@ def output_path_for(path: Path, output: Path | None, in_place: bool) -> Path:
         raise UserError("--in-place and -o/--output exclude each other", hint="choose one")
     if in_place:
         return path
-    return output or path.with_name(f"{path.stem}{TWIN_SUFFIX}.py")
+    return output or path.with_name(optimized_name(path.stem))
 
 
 def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,

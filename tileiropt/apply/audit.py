@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from tileiropt.classify.classify import classify_source
-from tileiropt.harness.gate import FORCE_ENV
+from tileiropt.harness.gate import FORCE_ENV, twinned
 
 IMPORTER = "tileiropt.apply.audit_importer"  # the subprocess of import_check
 
@@ -47,7 +47,7 @@ def hint_autotunes(new_source: str) -> list[tuple[str, list[str]]]:
     for node in ast.walk(ast.parse(new_source)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Call) and len(node.args) == 1 and isinstance(
                 node.args[0], ast.Name) and ast.unparse(node.func.func).endswith("autotune"):
-            kernel = node.args[0].id.removesuffix("_pointer").removesuffix("_tileir")
+            kernel = twinned(node.args[0].id)
             keys = [ast.literal_eval(k.value) for k in node.func.keywords if k.arg == "key"]
             found.append((kernel, list(keys[0]) if keys else []))
     return found

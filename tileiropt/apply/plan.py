@@ -22,18 +22,15 @@ from tileiropt.apply.spaces import (
     tile_sizes,
     tileir_configs,
 )
-from tileiropt.apply.tma import POINTER_SUFFIX, TmaResult, plan_tma
+from tileiropt.apply.tma import TmaResult, plan_tma
 from tileiropt.classify.classify import KernelRecord
 from tileiropt.classify.discovery import KernelInfo, ModuleInfo
 from tileiropt.classify.model import FileModel
 from tileiropt.classify.names import AUTOTUNE, HEURISTICS, call_name
 from tileiropt.contract.phase_records import ApplyKernel, Change
-from tileiropt.harness.gate import (
-    gate_name,
-)
+from tileiropt.harness.gate import gate_name, twin_names
 from tileiropt.harness.launch_hints import hint_splat
 
-TWIN_SUFFIX = "_tileir"
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
 
 
@@ -378,7 +375,7 @@ def plan_tma_twin(model: FileModel, kernel: KernelInfo, kernel_class: str, funct
     plan.report.skipped.extend(tma.skipped)
     if tma.twin is None:
         return None
-    name, pointer = kernel.name + TWIN_SUFFIX, kernel.name + TWIN_SUFFIX + POINTER_SUFFIX
+    name, pointer = twin_names(kernel.name)
     if plan.twin is not None:
         plan.pointer_twin = plan.twin.with_changes(name=cst.Name(pointer))
     else:

@@ -63,7 +63,6 @@ from tileiropt.classify.tile_flow import BlockPath, Position, Snapshot
 from tileiropt.classify.tile_values import LOCAL, Atom, Poly, format_poly
 
 FLAG_PREFIX = "TMA_T_"
-POINTER_SUFFIX = "_pointer"  # `<name>_tileir_pointer`: the pointer kernel under the dispatch
 DISPATCH = "_tileiropt_tma_dispatch"
 
 

@@ -21,7 +21,6 @@ import libcst as cst
 from tileiropt.apply.locate import Locator
 from tileiropt.apply.math_rewrites import Gated, rewrite_math
 from tileiropt.apply.plan import (
-    TWIN_SUFFIX,
     FileNames,
     KernelPlan,
     hint_autotune_asked,
@@ -32,11 +31,12 @@ from tileiropt.apply.plan import (
     plan_tma_twin,
 )
 from tileiropt.apply.spaces import Space
-from tileiropt.apply.tma import POINTER_SUFFIX, TmaResult, dispatch_statement
+from tileiropt.apply.tma import TmaResult, dispatch_statement
 from tileiropt.classify.classify import KernelRecord
 from tileiropt.classify.discovery import KernelInfo
 from tileiropt.classify.model import FileModel
 from tileiropt.contract.phase_records import Change
+from tileiropt.harness.gate import twin_names
 from tileiropt.releases import Release
 
 
@@ -163,7 +163,7 @@ class TmaTwin(Transform):
                                                    f"{release.label()} takes it as a hint", release.num_warps_note))
         if step.tma is not None:
             assert step.plan.report.twin is not None  # plan_tma_twin names the twin it plans
-            step.paths = [step.plan.report.twin, kernel.name + TWIN_SUFFIX + POINTER_SUFFIX]
+            step.paths = [step.plan.report.twin, twin_names(kernel.name)[1]]
             step.target = step.paths[0]
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from tileiropt.errors import PINNING_ERROR
 from tileiropt.harness.autotuners import JIT_TYPES, autotuners, chain, function_name, innermost, kernel_objects
+from tileiropt.harness.gate import twin_names
 from tileiropt.harness.harness import HarnessError
 from tileiropt.harness.launch_hints import launch_hints
 from tileiropt.harness.tileir_surface import tileir_code_on
@@ -301,7 +302,7 @@ def launcher(module: ModuleType, launch: CapturedLaunch) -> LaunchCall:
 
     jit = jit_function(module, kernel, name)
     through = tool_link(kernel)
-    names = {name, f"{name}_tileir", f"{name}_tileir_pointer"}
+    names = {name, *twin_names(name)}
     tuners: list[Any] = []  # under a tool's link: every autotuner of the kernel and its twins, to pin
     if through is not None:
         for tuner in autotuners(module).values():

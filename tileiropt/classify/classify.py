@@ -35,6 +35,7 @@ from tileiropt.classify.model import FileModel, FileModels
 from tileiropt.classify.params import is_size_param
 from tileiropt.classify.rules import ALL_RULES, Finding, KernelContext, Rule, select_rules, suppressed
 from tileiropt.errors import UserError
+from tileiropt.harness.gate import optimized_original
 from tileiropt.output import to_jsonable
 from tileiropt.releases import Release, get_release, newest
 from tileiropt.schema import ERROR, NOT_RUN, PASS
@@ -218,7 +219,7 @@ def collect_files(paths: Iterable[Path | str]) -> list[Path]:
 
 def _prepared_copy(path: Path) -> bool:
     """`x_tileir.py` beside `x.py`: apply's output, found in a folder, is not a kernel file of its own."""
-    return path.stem.endswith("_tileir") and path.with_name(path.stem.removesuffix("_tileir") + ".py").exists()
+    return optimized_original(path) is not None
 
 
 def _hidden(path: Path, root: Path) -> bool:

@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from tileiropt.output import dataclass_from_dict, to_jsonable
@@ -83,6 +84,11 @@ class ApplyRecord:
     release: dict | None
     files: list[ApplyFile]
     errors: list[ApplyError]
+
+    def twins(self) -> set[tuple[str, str]]:
+        """(optimized file, kernel) for every kernel apply wrote a TileIR twin of: the one record of it."""
+        return {(str(Path(f.output).resolve()), k.kernel) for f in self.files if f.output for k in f.kernels
+                if k.twin}
 
 
 @dataclass

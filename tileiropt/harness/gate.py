@@ -13,6 +13,7 @@ each holding a copy.
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from tileiropt import __version__
 from tileiropt.schema import GATE_MARKER
@@ -21,6 +22,33 @@ GATE_NAME = "is_tileir"
 OTHER_NAME = "tileir_backend_active"  # when the file defines an `is_tileir` of its own (the fork's tutorials)
 HELPER_MODULE = "_tileir"  # a library's shared module: <package>/_tileir.py
 FORCE_ENV = "TILEIROPT_FORCE_TILEIR"  # the tool's workers: turn the TileIR code on (harness/tileir_surface.py)
+TWIN_SUFFIX = "_tileir"  # `<kernel>_tileir`: a kernel's TileIR twin (descriptors, math rewrites), behind the gate
+POINTER_SUFFIX = "_pointer"  # `<kernel>_tileir_pointer`: the pointer kernel under a twin's per-launch dispatch
+
+
+def optimized_name(stem: str) -> str:
+    """The file name of the optimized copy of a kernel file `<stem>.py`: `<stem>_tileir.py`."""
+    return f"{stem}{TWIN_SUFFIX}.py"
+
+
+def optimized_original(path: Path) -> Path | None:
+    """The kernel file `path` is the optimized copy of (`x.py` for `x_tileir.py`), when it is one and `x.py` is
+    beside it; else None."""
+    if not path.stem.endswith(TWIN_SUFFIX):
+        return None
+    original = path.with_name(path.stem.removesuffix(TWIN_SUFFIX) + ".py")
+    return original if original.exists() else None
+
+
+def twin_names(kernel: str) -> tuple[str, str]:
+    """The names apply gives `kernel`'s twin and the pointer kernel under its dispatch."""
+    return kernel + TWIN_SUFFIX, kernel + TWIN_SUFFIX + POINTER_SUFFIX
+
+
+def twinned(name: str) -> str:
+    """The kernel a launched name stands for: itself, or the kernel whose twin (or pointer kernel) it is."""
+    return name.removesuffix(POINTER_SUFFIX).removesuffix(TWIN_SUFFIX) if name.endswith(
+        (TWIN_SUFFIX, TWIN_SUFFIX + POINTER_SUFFIX)) else name
 
 
 def gate_name(module_names: set[str]) -> str:

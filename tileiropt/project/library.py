@@ -17,6 +17,7 @@ from pathlib import Path
 from tileiropt.classify.names import collect_import, dotted_parts, qualified
 from tileiropt.classify.reexports import collect_reexports, module_level
 from tileiropt.errors import UserError
+from tileiropt.harness.gate import optimized_name
 from tileiropt.schema import GATE_MARKER
 
 SKIPPED_FOLDERS = {"__pycache__", "site-packages", "node_modules", "build", "dist"}  # besides hidden ones
@@ -127,7 +128,7 @@ def mirrored_output(path: Path, library: Path, artifacts: Path) -> Path:
     artifacts, `<artifacts>/optimized/<library name>/<sub/folders>/<stem>_tileir.py`."""
     relative = Path(path).resolve().relative_to(Path(library).resolve())
     return Path(artifacts) / "optimized" / Path(library).resolve().name / relative.parent / \
-        f"{relative.stem}_tileir.py"
+        optimized_name(relative.stem)
 
 
 def check_library(found: LibraryFiles) -> None:

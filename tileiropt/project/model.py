@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.errors import UserError
+from tileiropt.harness.gate import optimized_name
 from tileiropt.project.launch import CapturedLaunch
 from tileiropt.project.tolerances import tolerances
 
@@ -55,7 +56,7 @@ class KernelSpec:
         a file outside it (an installed package) is not written into: its output goes to the artifacts."""
         if self.optimized is not None:
             return self.optimized
-        name = f"{self.path.stem}_tileir.py"
+        name = optimized_name(self.path.stem)
         if self.root is None or self.artifacts is None or self.path.is_relative_to(self.root):
             return self.path.with_name(name)
         return self.artifacts.joinpath("optimized", *(self.module or self.path.stem).split(".")[:-1], name)

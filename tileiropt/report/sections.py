@@ -7,7 +7,6 @@ phase's own "not run" record, the kernel's stop in `run.json`, or the record fil
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from tileiropt.bench.records import OPTIMIZED, ORIGINAL, BenchKernel, dtype_key
 from tileiropt.classify.rules.base import KernelFinding
 from tileiropt.contract.phase_records import ApplyFile
 from tileiropt.harness.backends import BACKENDS, EMULATED_TILEIR, EMULATED_TILEIR_ON_INTERPRET
+from tileiropt.harness.gate import twin_names, twinned
 from tileiropt.harness.scaling import describe_scaling
 from tileiropt.phases import comes_after
 from tileiropt.records.run import RunResult
@@ -270,7 +270,7 @@ def coverage_for(kernel: BenchKernel, artifacts: Artifacts) -> list[Coverage]:
     classified = classify_records(kernel, artifacts)
     run_by = []  # per record: the kernels it launched (twins by their kernel's name) and the JIT helpers they call
     for r in runs:
-        bases = {re.sub(r"_tileir(_pointer)?$", "", launched) for launched in r.provenance.kernels}
+        bases = {twinned(launched) for launched in r.provenance.kernels}
         run_by.append(set().union(*[kernels_reached(classified, base) or {base} for base in bases]))
 
     found = []
@@ -278,7 +278,7 @@ def coverage_for(kernel: BenchKernel, artifacts: Artifacts) -> list[Coverage]:
         if not k.changes:
             continue
         name = k.kernel
-        names = {name, k.twin or f"{name}_tileir"}
+        names = {name, k.twin or twin_names(name)[0]}
         launched = sum(1 for r in runs if names & set(r.provenance.kernels))
         through = sum(1 for r, reached in zip(runs, run_by) if not names & set(r.provenance.kernels)
                       and name in reached)

@@ -4,33 +4,31 @@ file is proven not slower on PTX (what `--in-place` needs). `run.pipeline` appli
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from tileiropt.bench.records import ORIGINAL, SLOWER, THE_MACHINE, BenchRow, group_key, slower_cause
 from tileiropt.errors import PINNING_ERROR
+from tileiropt.harness.gate import TWIN_SUFFIX
 from tileiropt.project.spec import KernelSpec
 from tileiropt.schema import ERROR, FAIL, REJECTED_BY_TILEIR
 from tileiropt.validate.records import ValidationRecord
 
 
-def refuses_own_code(record: ValidationRecord, spec: KernelSpec) -> bool:
+def refuses_own_code(record: ValidationRecord, spec: KernelSpec, twins: Collection[tuple[str, str]]) -> bool:
     """Whether `record` is the TileIR compiler refusing a kernel body as its owner wrote it (no twin of it in the
-    optimized file): the original fails there the same way, so the optimized file is no worse and is kept; the
-    kernel itself is stopped, and its lint finding names the fix."""
+    optimized file: none launched, and none apply wrote, `twins` being apply's (optimized file, kernel) pairs,
+    `ApplyRecord.twins`): the original fails there the same way, so the optimized file is no worse and is kept;
+    the kernel itself is stopped, and its lint finding names the fix."""
     if not record.reason.startswith(REJECTED_BY_TILEIR):
         return False
-    kernel = (spec.launch.kernel if spec.launch else None) or spec.entry or ""
-    try:
-        source = spec.optimized_path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    twins = {name for name in record.provenance.kernels if name.endswith("_tileir")}
-    return not twins and f"def {kernel.rsplit('.', 1)[-1]}_tileir(" not in source
+    kernel = ((spec.launch.kernel if spec.launch else None) or spec.entry or "").rsplit(".", 1)[-1]
+    launched = any(name.endswith(TWIN_SUFFIX) for name in record.provenance.kernels)
+    return not launched and (str(spec.optimized_path.resolve()), kernel) not in twins
 
 
-def rejections(specs: Iterable[KernelSpec], records: Iterable[ValidationRecord],
-               rows: list[BenchRow]) -> dict[Path, str]:
+def rejections(specs: Iterable[KernelSpec], records: Iterable[ValidationRecord], rows: list[BenchRow],
+               twins: Collection[tuple[str, str]] = ()) -> dict[Path, str]:
     """Optimized file -> why it must not be the result: a failed or errored record of it (validation; not the TileIR
     compiler refusing the owner's own body, nor the tool's own replay failing), or a paired PTX timing whose whole
     95% interval lies above 1 + the threshold (bench; not where the same code at the same config was slower: the
@@ -40,7 +38,7 @@ def rejections(specs: Iterable[KernelSpec], records: Iterable[ValidationRecord],
     for record in records:
         spec = by_kernel.get(record.kernel)
         if spec is not None and record.variant == "optimized" and record.status in (FAIL, ERROR) and \
-                not refuses_own_code(record, spec) and PINNING_ERROR not in record.reason:  # the tool's own
+                not refuses_own_code(record, spec, twins) and PINNING_ERROR not in record.reason:  # the tool's own
             reasons.setdefault(spec.optimized_path, f"{record.kernel}: validation {record.status} on "
                                                     f"{record.backend} ({record.config}): {record.reason}")
     for row in rows:

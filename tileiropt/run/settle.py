@@ -15,6 +15,7 @@ from tileiropt.bench.records import BenchRun
 from tileiropt.classify.source import read_source_file
 from tileiropt.contract.context import RunContext, record_of
 from tileiropt.contract.outcome import Outcome
+from tileiropt.contract.phase_records import ApplyRecord
 from tileiropt.contract.policy import live
 from tileiropt.errors import ExitCode
 from tileiropt.harness.gate import GATE_MARKER
@@ -34,7 +35,9 @@ def settle(context: RunContext, outcomes: Sequence[Outcome], result: RunResult) 
     records = validation.records if isinstance(validation, ValidateRun) else []
     bench = record_of(outcomes, "bench")
     rows = bench.rows if isinstance(bench, BenchRun) else []
-    set_aside(rejections(context.specs, records, rows), result, context.on_event)
+    applied = record_of(outcomes, "apply")
+    twins = applied.twins() if isinstance(applied, ApplyRecord) else set()
+    set_aside(rejections(context.specs, records, rows, twins), result, context.on_event)
     done = Outcome.of("settle", PASS)
     if context.request.in_place:
         write_in_place(live(context.specs, outcomes), records, rows, result)
