@@ -14,8 +14,8 @@ from __future__ import annotations
 import difflib
 import functools
 import shutil
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from tileiropt.classify.classify import TOO_DEEP, KernelRecord, kernel_records
 from tileiropt.classify.discovery import KernelInfo, ModuleInfo
 from tileiropt.classify.model import FileModel
 from tileiropt.classify.rules import ALL_RULES
+from tileiropt.classify.rules.base import Finding
 from tileiropt.contract.phase_records import ApplyKernel, Change
 from tileiropt.errors import UserError
 from tileiropt.harness.gate import (
@@ -64,6 +65,7 @@ from tileiropt.output import writable, write_atomic
 from tileiropt.releases import Release, newest
 
 ERROR_RULES = [rule for rule in ALL_RULES if rule.code.startswith("TIR0")]  # a kernel they flag gets no TileIR code
+ERROR_CODES = frozenset(rule.code for rule in ERROR_RULES)
 
 
 @dataclass
@@ -422,10 +424,12 @@ def transform_source(source: str, path: str = "<string>", *, spaces: dict[str, S
 def transform_model(model: FileModel, *, spaces: dict[str, Space] | None = None,
                     max_configs: int = DEFAULT_MAX_CONFIGS, classify: ClassifyFn | None = None,
                     release: Release | None = None, helper_level: int | None = None,
-                    transforms: tuple[Transform, ...] = TRANSFORMS, hint_autotune: tuple[str, ...] = ()
-                    ) -> ApplyResult:
+                    transforms: tuple[Transform, ...] = TRANSFORMS, hint_autotune: tuple[str, ...] = (),
+                    decided: Mapping[str, Sequence[Finding]] | None = None) -> ApplyResult:
     """Plan and rewrite the file of `model` (parsed with libcst here, once); nothing is written. `helper_level`:
-    a library's file, importing the gate from the package's helper module with that many dots."""
+    a library's file, importing the gate from the package's helper module with that many dots. `decided`: each
+    kernel's error findings as the classify phase decided them (the IR check confirms or clears a syntax one);
+    None: this file's are linted here, at syntax level."""
     source, path = model.source, model.path
     if GATE_MARKER in source:
         return ApplyResult(path, None, True, [], source, source)
@@ -436,6 +440,9 @@ def transform_model(model: FileModel, *, spaces: dict[str, Space] | None = None,
                             hint="point apply at a file that defines @triton.jit kernels")
         # the error rules: a kernel the release's compiler rejects gets no TileIR code (plan_kernels)
         records = {record.kernel: record for record in kernel_records(model, ERROR_RULES, release)}
+        if decided is not None:  # one verdict per kernel: classify's, where it ran
+            records = {name: replace(record, findings=[f for f in decided.get(name, []) if f.code in ERROR_CODES])
+                       for name, record in records.items()}
         module = cst.parse_module(source)
         plans = plan_kernels(model, module, records, spaces or load_spaces(), max_configs, classify, release,
                              transforms, hint_autotune)
@@ -458,7 +465,8 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
                spaces: dict[str, Space] | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
                classify: ClassifyFn | None = None, release: Release | None = None,
                model: FileModel | None = None, helper_level: int | None = None,
-               hint_autotune: tuple[str, ...] = ()) -> ApplyResult:
+               hint_autotune: tuple[str, ...] = (), decided: Mapping[str, Sequence[Finding]] | None = None
+               ) -> ApplyResult:
     """Transform one kernel file and write the result (atomically) unless `dry_run`. `model`: the file's model
     when the command has read it already.
 
@@ -476,7 +484,7 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
         raise UserError("the output would overwrite the input", file=str(path),
                         hint="pass --in-place to rewrite the file itself (a .orig backup is kept)")
     result = transform_model(model, spaces=spaces, max_configs=max_configs, classify=classify, release=release,
-                             helper_level=helper_level, hint_autotune=hint_autotune)
+                             helper_level=helper_level, hint_autotune=hint_autotune, decided=decided)
     result.output = str(target)
     if dry_run or result.already_prepared:  # a prepared file is its own output: nothing to write
         return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from tileiropt.apply.spaces import DEFAULT_MAX_CONFIGS, load_spaces
 from tileiropt.check.environment import choose_release
 from tileiropt.classify.classify import collect_files
 from tileiropt.classify.model import FileModels
+from tileiropt.classify.rules.base import Finding
 from tileiropt.contract.phase_records import apply_record, record_dict
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
@@ -39,7 +41,8 @@ def kernel_files(paths: list[Path]) -> tuple[list[Path], set[Path]]:
 def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,
                 spaces_file: Path | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
                 release: Release | None = None, models: FileModels | None = None, helper_level: int | None = None,
-                hint_autotune: tuple[str, ...] = ()) -> tuple[list[ApplyResult], list[FileError]]:
+                hint_autotune: tuple[str, ...] = (), decided: Mapping[str, Sequence[Finding]] | None = None
+                ) -> tuple[list[ApplyResult], list[FileError]]:
     """Transform every file; a file found in a folder that holds no kernel is passed over, not an error.
     `models`: the command's file models (under `run`, those classify read and classified). `helper_level`: a
     library's file importing the package's helper module (`apply.write_helper` writes it)."""
@@ -64,7 +67,8 @@ def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool
                 continue
             results.append(apply_file(file, output=output, in_place=in_place, dry_run=dry_run, spaces=spaces,
                                       max_configs=max_configs, release=release, model=model,
-                                      helper_level=helper_level, hint_autotune=hint_autotune))
+                                      helper_level=helper_level, hint_autotune=hint_autotune,
+                                      decided=decided))
         except NoKernelFound as exc:
             if named:
                 errors.append(FileError(str(file), str(exc)))

@@ -10,9 +10,10 @@ from pathlib import Path
 from tileiropt.apply.apply import ApplyResult, helper_level, write_helper
 from tileiropt.apply.command import FileError, apply_paths
 from tileiropt.check.machine import versions
-from tileiropt.contract.context import RunContext
+from tileiropt.classify.rules.base import KernelFinding
+from tileiropt.contract.context import RunContext, record_of
 from tileiropt.contract.outcome import Outcome, Stop
-from tileiropt.contract.phase_records import ApplyRecord, apply_from_dict, apply_record, record_dict
+from tileiropt.contract.phase_records import ApplyRecord, ClassifyRecord, apply_from_dict, apply_record, record_dict
 from tileiropt.contract.policy import live
 from tileiropt.contract.store import Store
 from tileiropt.engine.resume import input_key, tool_digest
@@ -58,6 +59,8 @@ class ApplyPhase:
         return True
 
     def run(self, context: RunContext, earlier: Sequence[Outcome]) -> Outcome:
+        """Rewrite each file still going; a kernel classify found an error in gets no TileIR code (classify's
+        verdict, its IR check included: apply does not lint again where classify ran)."""
         project, store = context.project, context.store
         going = live(context.specs, earlier)
         pairs = list(dict.fromkeys((spec.path.resolve(), spec.optimized_path.resolve()) for spec in going))
@@ -67,7 +70,9 @@ class ApplyPhase:
             record = apply_from_dict(document)
             how = " (reused: the files, the release and the tool unchanged, the outputs as written)"
         else:
-            results, errors = self.rewrite(context, pairs)
+            classified = record_of(earlier, "classify")
+            results, errors = self.rewrite(context, pairs,
+                                           classified if isinstance(classified, ClassifyRecord) else None)
             release = {"version": context.release.release.version, "origin": context.release.origin}
             record = apply_record(results, errors, dry_run=False, release=release)
             document = {**record_dict(record), "inputs": inputs,
@@ -84,7 +89,8 @@ class ApplyPhase:
         return Outcome.of("apply", PASS, f"{count} optimized file(s) written{how}", record=record, stops=stops)
 
     @staticmethod
-    def rewrite(context: RunContext, pairs: list[tuple[Path, Path]]) -> tuple[list[ApplyResult], list[FileError]]:
+    def rewrite(context: RunContext, pairs: list[tuple[Path, Path]], classified: ClassifyRecord | None
+                ) -> tuple[list[ApplyResult], list[FileError]]:
         project = context.project
         library = project.capture.library if project.capture is not None else None
         ours = written_before(context.store)
@@ -96,9 +102,12 @@ class ApplyPhase:
             output.parent.mkdir(parents=True, exist_ok=True)  # outside the project: under artifacts
             level = helper_level(path, library) if library is not None and path.is_relative_to(
                 library.resolve()) else None  # a library's files share one helper module
+            decided = None if classified is None else {
+                kernel: [KernelFinding.from_json(kernel, f) for f in found]
+                for kernel, found in classified.errors(path).items()}
             written, problems = apply_paths([path], output=output, max_configs=project.max_configs,
                                             release=context.release.release, models=context.models,
-                                            helper_level=level, hint_autotune=project.hint_autotune)
+                                            helper_level=level, hint_autotune=project.hint_autotune, decided=decided)
             for result in written:
                 write_helper(result, level)
             results += written

@@ -113,6 +113,16 @@ class ClassifyRecord:
     files: list[ClassifyFile]
     summary: dict
 
+    def errors(self, file: Path) -> dict[str, list[dict]]:
+        """Kernel -> its error findings (JSON objects) in `file`, for every kernel classify read there: the one
+        verdict of whether a kernel gets TileIR code, which apply follows."""
+        found: dict[str, list[dict]] = {}
+        for kernel in self.kernels:
+            if isinstance(kernel, dict) and Path(str(kernel.get("file"))).resolve() == file.resolve():
+                found[str(kernel.get("kernel"))] = [f for f in kernel.get("findings") or []
+                                                    if isinstance(f, dict) and f.get("severity") == "error"]
+        return found
+
 
 def apply_record(results: list[Any], errors: list[Any], *, dry_run: bool, release: dict | None) -> ApplyRecord:
     """apply's record of its results (`transform.apply.ApplyResult`, whose kernels are `ApplyKernel`s already)
