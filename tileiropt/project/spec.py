@@ -7,7 +7,6 @@ The model (`project_model`) and the project file's reader (`project_file`) are i
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 from tileiropt.classify.discovery import scan_file
 from tileiropt.errors import UserError
 from tileiropt.project.file import load_project, parse_project
-from tileiropt.project.library import check_library, is_triton_decorator, library_files
+from tileiropt.project.library import check_library, defines_kernel, library_files
 from tileiropt.project.model import (
     DEFAULT_ARTIFACTS,
     DEFAULT_TIMEOUT_S,
@@ -141,17 +140,13 @@ def check_command(command: list[str] | None, cwd: Path | None = None) -> None:
 
 def check_capture_target(kernel: Path) -> None:
     """Before anything runs: the kernel file exists, parses (else exit 2 naming file:line) and defines a Triton
-    kernel (else exit 2: running the program could only find that out)."""
+    kernel (else exit 2: running the program could only find that out), as a library's files are sorted
+    (`library.defines_kernel`: at module level or under a module-level `if`/`try`/`with`)."""
     if not kernel.is_file():
         raise UserError("kernel file not found", file=str(kernel))
     scanned = scan_file(kernel)
-    if scanned.module.kernels:
+    if scanned.module.kernels or defines_kernel(scanned.tree, str(kernel)):
         return
-    aliases = scanned.module.aliases
-    for node in ast.walk(scanned.tree):  # kernels under a module-level `if`/`try` count too
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                is_triton_decorator(d, aliases) for d in node.decorator_list):
-            return
     raise UserError("no Triton kernel (@triton.jit) is defined in this file", file=str(kernel),
                     hint="give the file that defines the kernels; the command after `--` runs them")
 
