@@ -440,11 +440,10 @@ def capture_inputs(request: CaptureRequest, cwd: Path, device: Device) -> str:
 def earlier_capture(artifacts: Path, inputs: str) -> CaptureResult | None:
     """The saved capture when its inputs are `inputs`, every file the program imported is unchanged, and it
     captured something; else None."""
-    path = Path(artifacts) / CAPTURE_FILE
+    data = Store(artifacts).reuse(CaptureResult, inputs, CaptureResult.from_json)
+    if data is None or not data.get("launches") or not data.get("sources") or data.get("cut"):
+        return None  # cut, or no list of what it imported (it was killed from outside): run it again
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("inputs") != inputs or not data.get("launches") or not data.get("sources") or data.get("cut"):
-            return None  # cut, or no list of what it imported (it was killed from outside): run it again
         result = CaptureResult.from_json(data)
         if any(file_digest(path) != digest for path, digest in result.sources.items()):
             return None

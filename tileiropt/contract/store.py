@@ -79,6 +79,6 @@ class Store:
             return None
         try:
             read(document)
-        except (TypeError, ValueError, KeyError, RecursionError):
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError):
             return None
         return document
