@@ -87,6 +87,7 @@ def test_many_files_in_processes_give_what_one_process_gives(monkeypatch: pytest
     monkeypatch.setenv("TILEIROPT_NO_LINT_CACHE", "1")
     monkeypatch.setattr(classify_module, "PARALLEL_FILES", 2)
     monkeypatch.setattr(classify_module, "FILES_PER_JOB", 1)
+    monkeypatch.setattr(classify_module, "FILES_PER_WORKER", 1)
     files = [p for p in collect_files([EXAMPLES]) if p.suffix == ".py"]
     rules = list(ALL_RULES)
     serial = classify_files(files, lambda _: rules, jobs=1)

@@ -19,6 +19,8 @@ from there (`syntax_records`), and the IR check works on copies.
 from __future__ import annotations
 
 import ast
+import atexit
+import concurrent.futures
 import hashlib
 import os
 from collections.abc import Callable, Iterable
@@ -124,53 +126,88 @@ def classify_files(files: list[Path], rules_for: Callable[[Path], list[Rule]], r
                    jobs: int | None = None) -> list[FileResult]:
     """The results of `files`, in order, each linted with `rules_for(file)`. A file classified before with the same
     inputs is read from the lint cache (`lint_cache.py`); the others are classified here, or, when there are many,
-    in `jobs` processes (default: one per core, at most 16)."""
+    in `jobs` processes (default: one per core, at most 16), which start on the first files not in the cache while
+    the others' keys are still being read, and take a few files at a time (the jobs balance over the processes)."""
     release = release or newest()
     models = models if models is not None else FileModels()
     cache = LintCache(context=lint_context(release, ir, dtypes))
     codes = {path: [rule.code for rule in rules_for(path)] for path in files}
     keys: dict[Path, str] = {}
     results: dict[Path, FileResult] = {}
-    for path in files:
-        try:
-            # the key from the very text classified below (one read: an edit in between cannot mix two versions)
-            keys[path] = cache.key(path, models.get(path).source.encode("utf-8", "surrogatepass"), codes[path])
-        except UserError:
-            continue  # a pipe, a device, an unreadable file: classify_file says why in one line
-        found = cache.get(keys[path])
-        if found is not None:
-            results[path] = found
-    todo = [path for path in files if path not in results]
-    for path, result in zip(todo, _classify_all(todo, codes, release, ir, dtypes, models, jobs)):
+    workers = _Workers(release, ir, dtypes, min(jobs or os.cpu_count() or 1, MAX_JOBS,
+                                                max(1, len(files) // FILES_PER_WORKER)))
+    todo: list[Path] = []
+    try:
+        for path in files:
+            try:
+                # the key from the very text classified below (one read: an edit in between cannot mix two versions)
+                keys[path] = cache.key(path, models.get(path).source.encode("utf-8", "surrogatepass"), codes[path])
+            except UserError:
+                pass  # a pipe, a device, an unreadable file: classify_file says why in one line
+            else:
+                found = cache.get(keys[path])
+                if found is not None:
+                    results[path] = found
+                    continue
+            todo.append(path)
+            workers.offer(todo, codes)
+        workers.offer(todo, codes, last=True)
+        options = IROptions(registry=Registry(), dtypes=dtypes) if ir else None
+        done = {path: classify_file(path, rules=_rules(codes[path]), release=release, ir=options, models=models)
+                for path in todo}  # what no worker took: few files, classified here
+        done.update(workers.results())
+    finally:
+        workers.close()
+    for path, result in done.items():
         results[path] = result
         if path in keys:
             cache.put(keys[path], result)
     return [results[path] for path in files]
 
 
-PARALLEL_FILES = 24  # fewer files than this are classified in this process (a worker starts in about a second)
-FILES_PER_JOB = 8  # at least this many files a worker process
+PARALLEL_FILES = 24  # fewer files than this to classify are classified in this process (a worker costs a start)
+FILES_PER_WORKER = 8  # at least this many files in all for each worker process
+FILES_PER_JOB = 4  # files a worker takes at once
 MAX_JOBS = 16
 
 
-def _classify_all(files: list[Path], codes: dict[Path, list[str]], release: Release, ir: bool,
-                  dtypes: list[str] | None, models: FileModels | None, jobs: int | None) -> list[FileResult]:
-    """The results of `files`, in order: in this process, or spread over worker processes by file."""
-    jobs = min(jobs or os.cpu_count() or 1, MAX_JOBS, max(1, len(files) // FILES_PER_JOB))
-    if jobs < 2 or len(files) < PARALLEL_FILES:
-        options = IROptions(registry=Registry(), dtypes=dtypes) if ir else None
-        return [classify_file(path, rules=_rules(codes[path]), release=release, ir=options, models=models)
-                for path in files]
-    import concurrent.futures
-    import multiprocessing
+class _Workers:
+    """Worker processes, started once `PARALLEL_FILES` files need classifying (never for an unchanged re-run),
+    each taking `FILES_PER_JOB` files at a time; `jobs` < 2: none."""
 
-    chunks = [files[i::jobs] for i in range(jobs)]  # interleaved: a folder of large files is shared out
-    context = multiprocessing.get_context("spawn")  # no fork of a process that may hold Triton's threads
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        done = list(pool.map(_classify_chunk, [([(str(p), codes[p]) for p in chunk], release.version, ir, dtypes)
-                                               for chunk in chunks]))
-    by_path = {path: file_result(data) for chunk, results in zip(chunks, done) for path, data in zip(chunk, results)}
-    return [by_path[path] for path in files]
+    def __init__(self, release: Release, ir: bool, dtypes: list[str] | None, jobs: int):
+        self.release, self.ir, self.dtypes, self.jobs = release, ir, dtypes, jobs
+        self.pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self.sent: list[tuple[list[Path], concurrent.futures.Future[list[dict[str, Any]]]]] = []
+
+    def offer(self, todo: list[Path], codes: dict[Path, list[str]], last: bool = False) -> None:
+        """Send the files of `todo` to the workers, a job's worth at a time (all at the `last` offer), once there
+        are enough of them; what is sent leaves `todo`."""
+        if self.pool is None:
+            if self.jobs < 2 or len(todo) < PARALLEL_FILES:
+                return
+            import multiprocessing
+
+            context = multiprocessing.get_context("spawn")  # no fork of a process that may hold Triton's threads
+            self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.jobs, mp_context=context,
+                                                               initializer=_exit_without_teardown)
+        while len(todo) >= FILES_PER_JOB or (last and todo):
+            chunk, todo[:] = todo[:FILES_PER_JOB], todo[FILES_PER_JOB:]
+            job = ([(str(p), codes[p]) for p in chunk], self.release.version, self.ir, self.dtypes)
+            self.sent.append((chunk, self.pool.submit(_classify_chunk, job)))
+
+    def results(self) -> dict[Path, FileResult]:
+        return {path: file_result(data) for chunk, future in self.sent for path, data in zip(chunk, future.result())}
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+
+def _exit_without_teardown() -> None:
+    """A worker process ends without tearing its heap down object by object (a second or more with Triton's
+    lowered modules in it): its results are sent before it exits, and the system frees its memory."""
+    atexit.register(os._exit, 0)
 
 
 def _rules(codes: list[str]) -> list[Rule]:
@@ -178,10 +215,15 @@ def _rules(codes: list[str]) -> list[Rule]:
     return [rule for rule in ALL_RULES if rule.code in wanted]
 
 
+_REGISTRIES: dict[tuple[str, bool, tuple[str, ...] | None], Registry] = {}  # a worker's, kept across its jobs
+
+
 def _classify_chunk(job: tuple[list[tuple[str, list[str]]], str, bool, list[str] | None]) -> list[dict[str, Any]]:
-    """A worker's files with their rule codes (see `_classify_all`), as JSON: one registry for the chunk."""
+    """A job of a worker: its files with their rule codes (see `_Workers`), as JSON; one registry for the worker's
+    jobs of one release and dtypes."""
     files, version, ir, dtypes = job
-    options = IROptions(registry=Registry(), dtypes=dtypes) if ir else None
+    key = (version, ir, tuple(dtypes) if dtypes is not None else None)
+    options = IROptions(registry=_REGISTRIES.setdefault(key, Registry()), dtypes=dtypes) if ir else None
     release = get_release(version)
     return [classify_file(Path(path), rules=_rules(codes), release=release, ir=options).to_json()
             for path, codes in files]
