@@ -8,13 +8,13 @@ from pathlib import Path
 
 from tileiropt.apply.phase import apply_inputs, earlier_apply
 from tileiropt.classify.phase import classify_inputs
-from tileiropt.contract.phase_records import ClassifyRecord, classify_from_dict
+from tileiropt.contract.phase_records import ClassifyRecord
 from tileiropt.contract.store import Store
 from tileiropt.harness.provenance import file_digest
 
 
 def earlier_classify(folder: Path, inputs: str) -> dict | None:
-    return Store(folder).reuse(ClassifyRecord, inputs, classify_from_dict)
+    return Store(folder).reuse(ClassifyRecord, inputs)
 
 
 def test_classify_is_reused_only_for_the_same_files_release_and_dtypes(tmp_path: Path) -> None:

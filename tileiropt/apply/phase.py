@@ -33,7 +33,7 @@ def apply_inputs(pairs: list[tuple[Path, Path]], max_configs: int, release: str,
 
 def earlier_apply(store: Store, inputs: str) -> dict[str, object] | None:
     """The saved apply.json when its inputs are `inputs` and every optimized file is still as it wrote it."""
-    document = store.reuse(ApplyRecord, inputs, apply_from_dict)
+    document = store.reuse(ApplyRecord, inputs)
     if document is None or document.get("dry_run") is not False:
         return None
     outputs = document.get("outputs")

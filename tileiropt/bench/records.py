@@ -294,6 +294,11 @@ class BenchRun:
     FILE: ClassVar[str] = BENCH_FILE
     JOURNAL: ClassVar[str] = "bench"  # its rows as they finish, superseded once it is saved
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BenchRun:
+        """The record from its JSON document (every field's JSON type checked: TypeError names a wrong one)."""
+        return run_from_dict(data)
+
     rows: list[BenchRow]
     kernels: list[BenchKernel] = field(default_factory=list)
     peaks: dict[str, Any] | None = None

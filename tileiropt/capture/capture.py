@@ -440,7 +440,7 @@ def capture_inputs(request: CaptureRequest, cwd: Path, device: Device) -> str:
 def earlier_capture(artifacts: Path, inputs: str) -> CaptureResult | None:
     """The saved capture when its inputs are `inputs`, every file the program imported is unchanged, and it
     captured something; else None."""
-    data = Store(artifacts).reuse(CaptureResult, inputs, CaptureResult.from_json)
+    data = Store(artifacts).reuse(CaptureResult, inputs)
     if data is None or not data.get("launches") or not data.get("sources") or data.get("cut"):
         return None  # cut, or no list of what it imported (it was killed from outside): run it again
     try:

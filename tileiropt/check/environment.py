@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, cast
 
+from tileiropt.output import dataclass_from_dict
 from tileiropt.releases import Release, known_releases, resolve_release
 from tileiropt.schema import SCHEMA_VERSION
 
@@ -421,6 +422,11 @@ class CheckReport:
     """Everything `tileiropt check` reports; `tileir_ready` is True exactly when `reasons` is empty."""
 
     FILE: ClassVar[str] = "check.json"
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CheckReport:
+        """The record from its JSON document (every field's JSON type checked: TypeError names a wrong one)."""
+        return dataclass_from_dict(cls, data)
 
     python: str
     triton: dict[str, Any]

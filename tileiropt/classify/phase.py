@@ -79,7 +79,7 @@ class ClassifyPhase:
         lowered = {ir_dtype(d) for s in context.specs for variant in s.dtypes for d in variant.values()}
         dtypes = sorted(d for d in lowered if d is not None) or None
         inputs = classify_inputs([*paths, *rest], release.release.version, dtypes)
-        document = None if context.request.fresh else context.store.reuse(ClassifyRecord, inputs, classify_from_dict)
+        document = None if context.request.fresh else context.store.reuse(ClassifyRecord, inputs)
         background = None
         if document is not None:
             classified, how = Classified.of_record(classify_from_dict(document)), \

@@ -79,6 +79,11 @@ class ApplyRecord:
 
     FILE: ClassVar[str] = "apply.json"
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ApplyRecord:
+        """The record from its JSON document (every field's JSON type checked: TypeError names a wrong one)."""
+        return record_from_dict(cls, data)
+
     schema_version: int
     dry_run: bool
     release: dict | None
@@ -106,6 +111,11 @@ class ClassifyRecord:
     """classify.json (docs/classify.md): each kernel's class, evidence and findings, per file, with a summary."""
 
     FILE: ClassVar[str] = "classify.json"
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ClassifyRecord:
+        """The record from its JSON document (every field's JSON type checked: TypeError names a wrong one)."""
+        return record_from_dict(cls, data)
 
     schema_version: int
     release: dict | None

@@ -1,5 +1,6 @@
-"""The artifacts folder as one store: each record type names its own file (`FILE`), is saved once by the phase
-that makes it, and read back for an unchanged re-run (`reuse`) or by `tileiropt report`.
+"""The artifacts folder as one store: each record type names its own file (`FILE`) and reads itself back from its
+JSON document (`from_json`); it is saved once by the phase that makes it, and read back (`load`) for an unchanged
+re-run (`reuse`: only when the inputs it was made from are this run's) or by `tileiropt report`.
 
 A record type whose results also go to a journal as they finish (`JOURNAL`: validate, bench) supersedes it when
 saved: the journal is removed. The journal's lines carry `JOURNAL_MARK`: a file without it is not ours."""
@@ -7,9 +8,8 @@ saved: the journal is removed. The journal's lines carry `JOURNAL_MARK`: a file 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from tileiropt.output import save_record_file
 
@@ -17,9 +17,16 @@ JOURNAL_MARK = "tileiropt journal"  # every journal line carries it: a file with
 
 
 class Saved(Protocol):
-    """A record type the store keeps: the file it names."""
+    """A record type the store keeps: the file it names, and how it reads its JSON document (TypeError, ValueError
+    or KeyError when the document is not one)."""
 
     FILE: ClassVar[str]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Any: ...
+
+
+S_ = TypeVar("S_", bound=Saved)
 
 
 def journal_path(artifacts: Path | str, name: str) -> Path:
@@ -45,8 +52,8 @@ def clear_journal(artifacts: Path | str, name: str) -> None:
 
 
 class Store:
-    """One artifacts folder: `save` a record under its type's file, read a saved `document`, `reuse` one whose
-    inputs are this run's."""
+    """One artifacts folder: `save` a record under its type's file, `load` it back (or its raw `document`),
+    `reuse` one whose inputs are this run's."""
 
     def __init__(self, folder: Path | str):
         self.folder = Path(folder)
@@ -70,15 +77,20 @@ class Store:
         except (OSError, ValueError, RecursionError):
             return None
 
-    def reuse(self, kind: type[Saved], inputs: str, read: Callable[[dict[str, object]], object]) -> \
-            dict[str, object] | None:
-        """The saved document of `kind` when its `inputs` are `inputs` and it reads as its typed record (`read`):
-        a record of another shape, or of other inputs, is never reused."""
+    def load(self, kind: type[S_]) -> S_ | None:
+        """The saved record of `kind`, read back; None when there is none or it is not one."""
         document = self.document(kind)
-        if not isinstance(document, dict) or document.get("inputs") != inputs:
+        if not isinstance(document, dict):
             return None
         try:
-            read(document)
+            return kind.from_json(document)
         except (TypeError, ValueError, KeyError, AttributeError, RecursionError):
+            return None
+
+    def reuse(self, kind: type[Saved], inputs: str) -> dict[str, Any] | None:
+        """The saved document of `kind` when its `inputs` are `inputs` and it reads as its record: a record of
+        another shape, or of other inputs, is never reused."""
+        document = self.document(kind)
+        if not isinstance(document, dict) or document.get("inputs") != inputs or self.load(kind) is None:
             return None
         return document

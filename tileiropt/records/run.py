@@ -19,6 +19,11 @@ class RunResult:
 
     FILE: ClassVar[str] = "run.json"
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunResult:
+        """The record from its JSON document (every field's JSON type checked: TypeError names a wrong one)."""
+        return run_from_dict(data)
+
     phases: list[PhaseResult]
     kernels: list[BenchKernel]
     stopped: dict[str, dict[str, str]]  # kernel -> {"phase", "reason"}

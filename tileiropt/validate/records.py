@@ -97,6 +97,11 @@ class ValidateRun:
     FILE: ClassVar[str] = VALIDATE_FILE
     JOURNAL: ClassVar[str] = "validate"  # its records as they finish, superseded once it is saved
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ValidateRun:
+        """The record from its JSON document (every field's JSON type checked: TypeError names a wrong one)."""
+        return run_from_dict(data)
+
     records: list[ValidationRecord]
     backends: list[str]
     command: list[str] = field(default_factory=list)
