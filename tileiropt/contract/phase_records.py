@@ -73,16 +73,20 @@ class ApplyError:
     error: str
 
 
+class PhaseRecord:
+    """A phase's record read back from its JSON document (`record_from_dict`: every field's JSON type checked,
+    TypeError naming a wrong one), as the store reads it (`contract.store.Saved`)."""
+
+    @classmethod
+    def from_json(cls: type[R], data: dict[str, Any]) -> R:
+        return record_from_dict(cls, data)
+
+
 @dataclass
-class ApplyRecord:
+class ApplyRecord(PhaseRecord):
     """apply.json (docs/apply.md): `apply --json` prints it, `run` saves it."""
 
     FILE: ClassVar[str] = "apply.json"
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ApplyRecord:
-        """The record from its JSON document (every field's JSON type checked: TypeError names a wrong one)."""
-        return record_from_dict(cls, data)
 
     schema_version: int
     dry_run: bool
@@ -107,15 +111,10 @@ class ClassifyFile:
 
 
 @dataclass
-class ClassifyRecord:
+class ClassifyRecord(PhaseRecord):
     """classify.json (docs/classify.md): each kernel's class, evidence and findings, per file, with a summary."""
 
     FILE: ClassVar[str] = "classify.json"
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ClassifyRecord:
-        """The record from its JSON document (every field's JSON type checked: TypeError names a wrong one)."""
-        return record_from_dict(cls, data)
 
     schema_version: int
     release: dict | None
