@@ -62,3 +62,23 @@ def test_the_run_loops_over_the_phases_in_their_one_order() -> None:
 
     assert tuple(r.about.name for r in PHASE_RUNNERS) == tuple(n for n in NAMES if n != "report")
     assert all(r.about.name in {"check", *NAMES} for r in PHASE_RUNNERS)
+
+
+def test_each_phase_reads_only_the_records_of_the_earlier_phases_it_needs() -> None:
+    """`record_of(earlier, "x")` in a phase's class: "x" is in its `needs`, and every need is an earlier phase."""
+    import ast
+
+    from tileiropt.phases import NAMES
+    from tileiropt.run.pipeline import PHASE_RUNNERS
+
+    from shared import ROOT
+
+    for runner in PHASE_RUNNERS:
+        name = runner.about.name
+        assert all(NAMES.index(need) < NAMES.index(name) for need in runner.needs), name
+        module = ast.parse((ROOT / "tileiropt" / type(runner).__module__.split(".")[1] / "phase.py").read_text())
+        (cls,) = [n for n in module.body if isinstance(n, ast.ClassDef) and n.name == type(runner).__name__]
+        read = {call.args[1].value for call in ast.walk(cls) if isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name) and call.func.id == "record_of"
+                and isinstance(call.args[1], ast.Constant)}
+        assert read <= set(runner.needs), (name, read)

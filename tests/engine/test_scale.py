@@ -447,6 +447,52 @@ def test_run_interrupted_during_a_phase_keeps_its_records_writes_the_report_and_
     assert (tmp_path / ".tileiropt" / "report.md").is_file()  # the report of what finished
 
 
+def test_run_interrupted_in_validate_reports_what_validate_saved(tmp_path, monkeypatch):
+    """The records validate saved before Ctrl-C (the original's and the optimized file's) are those the report
+    reads, not only the compatibility phase's it held."""
+    from tileiropt.report import phase as report_phase
+    from tileiropt.validate import phase as validate_phase
+    from tileiropt.validate.records import ValidateRun, ValidationRecord
+
+    (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
+    (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "va"\npath = "vector_add.py"\nentry = "add"\n'
+                                             'reference = "x + y"\ninputs = { x = [256], y = [256] }\n')
+
+    def validated(project, **options):  # compatibility passes; validate is cut after one optimized record
+        variant = options["variants"][0]
+        record = ValidationRecord("va", variant, "interpret", "(launch)", "pass")
+        return ValidateRun(records=[record], backends=["interpret"], interrupted=variant == "optimized")
+
+    read = []
+    real = report_phase.build_report
+    monkeypatch.setattr(validate_phase, "validate_project", validated)
+    monkeypatch.setattr(report_phase, "build_report", lambda artifacts, kernels: read.append(artifacts) or
+                        real(artifacts, kernels))
+    result = CliRunner().invoke(app, ["run", str(tmp_path), "--json"])
+    assert result.exit_code == ExitCode.INTERRUPTED, result.output
+    (artifacts,) = read
+    assert [r.variant for r in artifacts.validate.records] == ["original", "optimized"]
+    run = json.loads((tmp_path / ".tileiropt" / "run.json").read_text())
+    assert [(p["phase"], p["status"]) for p in run["phases"]][-2:] == [("validate", "not-run"), ("report", "pass")]
+
+
+def test_run_interrupted_after_its_phases_adds_no_second_row_for_the_last(tmp_path, monkeypatch):
+    from tileiropt.run import pipeline
+
+    (tmp_path / "vector_add.py").write_text((EXAMPLES / "vector_add.py").read_text())
+    (tmp_path / "tileiropt.toml").write_text('[[kernel]]\nname = "va"\npath = "vector_add.py"\nentry = "add"\n'
+                                             'reference = "x + y"\ninputs = { x = [256], y = [256] }\n')
+
+    def cut(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "settle", cut)
+    result = CliRunner().invoke(app, ["run", str(tmp_path), "--json"])
+    assert result.exit_code == ExitCode.INTERRUPTED, result.output
+    phases = [p["phase"] for p in json.loads((tmp_path / ".tileiropt" / "run.json").read_text())["phases"]]
+    assert phases.count("bench") == 1 and phases[-2:] == ["report", "report"], phases
+
+
 def test_a_worker_takes_the_parents_triton_distribution_only_when_it_imports_the_same_triton() -> None:
     from tileiropt.check.environment import triton_distribution
     from tileiropt.engine.worker_io import base_provenance

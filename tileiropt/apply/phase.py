@@ -23,12 +23,13 @@ from tileiropt.schema import ERROR, PASS
 
 
 def apply_inputs(pairs: list[tuple[Path, Path]], max_configs: int, release: str,
-                 hint_autotune: tuple[str, ...] = ()) -> str:
+                 hint_autotune: tuple[str, ...] = (), decided: dict[str, dict[str, list[dict]]] | None = None) -> str:
     """What `apply` depends on: each (kernel file's SHA-256, optimized path), the config cap, the release, the
-    kernels given a hint-only autotuner, the tool."""
+    kernels given a hint-only autotuner, the error findings classify decided for each file (`decided`), the
+    tool."""
     return input_key({"pairs": [(str(p), file_digest(p), str(o)) for p, o in pairs], "max_configs": max_configs,
-                      "release": release, "hint_autotune": list(hint_autotune), "tool": tool_digest(),
-                      "versions": versions()})
+                      "release": release, "hint_autotune": list(hint_autotune), "decided": decided,
+                      "tool": tool_digest(), "versions": versions()})
 
 
 def earlier_apply(store: Store, inputs: str) -> dict[str, object] | None:
@@ -53,7 +54,7 @@ def written_before(store: Store) -> dict[str, str]:
 
 class ApplyPhase:
     about = BY_NAME["apply"]
-    reads: tuple[str, ...] = ("classify",)  # the file models classify read, in memory (`RunContext.models`)
+    needs: tuple[str, ...] = ("classify",)  # its verdicts, and the file models it read (`RunContext.models`)
 
     def wanted(self, context: RunContext) -> bool:
         return True
@@ -64,15 +65,17 @@ class ApplyPhase:
         project, store = context.project, context.store
         going = live(context.specs, earlier)
         pairs = list(dict.fromkeys((spec.path.resolve(), spec.optimized_path.resolve()) for spec in going))
-        inputs = apply_inputs(pairs, project.max_configs, context.release.release.version, project.hint_autotune)
+        classified = record_of(earlier, "classify")
+        classified = classified if isinstance(classified, ClassifyRecord) else None
+        decided = {str(path): classified.errors(path) for path, _ in pairs} if classified is not None else None
+        inputs = apply_inputs(pairs, project.max_configs, context.release.release.version, project.hint_autotune,
+                              decided)
         document = None if context.request.fresh else earlier_apply(store, inputs)
         if document is not None:
             record = apply_from_dict(document)
             how = " (reused: the files, the release and the tool unchanged, the outputs as written)"
         else:
-            classified = record_of(earlier, "classify")
-            results, errors = self.rewrite(context, pairs,
-                                           classified if isinstance(classified, ClassifyRecord) else None)
+            results, errors = self.rewrite(context, pairs, decided)
             release = {"version": context.release.release.version, "origin": context.release.origin}
             record = apply_record(results, errors, dry_run=False, release=release)
             document = {**record_dict(record), "inputs": inputs,
@@ -89,8 +92,9 @@ class ApplyPhase:
         return Outcome.of("apply", PASS, f"{count} optimized file(s) written{how}", record=record, stops=stops)
 
     @staticmethod
-    def rewrite(context: RunContext, pairs: list[tuple[Path, Path]], classified: ClassifyRecord | None
+    def rewrite(context: RunContext, pairs: list[tuple[Path, Path]], decided: dict[str, dict[str, list[dict]]] | None
                 ) -> tuple[list[ApplyResult], list[FileError]]:
+        """Each file rewritten; `decided`: file -> kernel -> its error findings as classify decided them."""
         project = context.project
         library = project.capture.library if project.capture is not None else None
         ours = written_before(context.store)
@@ -102,12 +106,13 @@ class ApplyPhase:
             output.parent.mkdir(parents=True, exist_ok=True)  # outside the project: under artifacts
             level = helper_level(path, library) if library is not None and path.is_relative_to(
                 library.resolve()) else None  # a library's files share one helper module
-            decided = None if classified is None else {
+            findings = None if decided is None else {
                 kernel: [KernelFinding.from_json(kernel, f) for f in found]
-                for kernel, found in classified.errors(path).items()}
+                for kernel, found in decided.get(str(path), {}).items()}
             written, problems = apply_paths([path], output=output, max_configs=project.max_configs,
                                             release=context.release.release, models=context.models,
-                                            helper_level=level, hint_autotune=project.hint_autotune, decided=decided)
+                                            helper_level=level, hint_autotune=project.hint_autotune,
+                                            decided=findings)
             for result in written:
                 write_helper(result, level)
             results += written

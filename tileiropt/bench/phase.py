@@ -20,7 +20,7 @@ from tileiropt.schema import NOT_RUN, PASS
 
 class BenchPhase:
     about = BY_NAME["bench"]
-    reads: tuple[str, ...] = ("check", "validate")
+    needs: tuple[str, ...] = ("check", "validate")
 
     def wanted(self, context: RunContext) -> bool:
         return True

@@ -18,7 +18,7 @@ from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 
 class CapturePhase:
     about = BY_NAME["capture"]
-    reads: tuple[str, ...] = ("check",)
+    needs: tuple[str, ...] = ("check",)
 
     def wanted(self, context: RunContext) -> bool:
         return context.project.capture is not None

@@ -17,7 +17,7 @@ from tileiropt.schema import PASS
 
 class CheckPhase:
     about = BY_NAME["check"]
-    reads: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
 
     def wanted(self, context: RunContext) -> bool:
         return True

@@ -134,11 +134,10 @@ def classify_files(files: list[Path], rules_for: Callable[[Path], list[Rule]], r
     codes = {path: [rule.code for rule in rules_for(path)] for path in files}
     keys: dict[Path, str] = {}
     results: dict[Path, FileResult] = {}
-    workers = _Workers(release, ir, dtypes, min(jobs or os.cpu_count() or 1, MAX_JOBS,
-                                                max(1, len(files) // FILES_PER_WORKER)))
+    workers = _Workers(release, ir, dtypes, min(jobs or os.cpu_count() or 1, MAX_JOBS))
     todo: list[Path] = []
     try:
-        for path in files:
+        for index, path in enumerate(files):
             try:
                 # the key from the very text classified below (one read: an edit in between cannot mix two versions)
                 keys[path] = cache.key(path, models.get(path).source.encode("utf-8", "surrogatepass"), codes[path])
@@ -150,8 +149,8 @@ def classify_files(files: list[Path], rules_for: Callable[[Path], list[Rule]], r
                     results[path] = found
                     continue
             todo.append(path)
-            workers.offer(todo, codes)
-        workers.offer(todo, codes, last=True)
+            workers.offer(todo, codes, unread=len(files) - index - 1)
+        workers.offer(todo, codes, unread=0)
         options = IROptions(registry=Registry(), dtypes=dtypes) if ir else None
         done = {path: classify_file(path, rules=_rules(codes[path]), release=release, ir=options, models=models)
                 for path in todo}  # what no worker took: few files, classified here
@@ -172,26 +171,28 @@ MAX_JOBS = 16
 
 
 class _Workers:
-    """Worker processes, started once `PARALLEL_FILES` files need classifying (never for an unchanged re-run),
-    each taking `FILES_PER_JOB` files at a time; `jobs` < 2: none."""
+    """Worker processes, started once `PARALLEL_FILES` files need classifying (never for an unchanged re-run): at
+    most `jobs`, and no more than one per `FILES_PER_WORKER` of the files that may need it; each takes
+    `FILES_PER_JOB` files at a time. `jobs` < 2: none."""
 
     def __init__(self, release: Release, ir: bool, dtypes: list[str] | None, jobs: int):
         self.release, self.ir, self.dtypes, self.jobs = release, ir, dtypes, jobs
         self.pool: concurrent.futures.ProcessPoolExecutor | None = None
         self.sent: list[tuple[list[Path], concurrent.futures.Future[list[dict[str, Any]]]]] = []
 
-    def offer(self, todo: list[Path], codes: dict[Path, list[str]], last: bool = False) -> None:
-        """Send the files of `todo` to the workers, a job's worth at a time (all at the `last` offer), once there
-        are enough of them; what is sent leaves `todo`."""
+    def offer(self, todo: list[Path], codes: dict[Path, list[str]], unread: int) -> None:
+        """Send the files of `todo` to the workers, a job's worth at a time (all once no file is `unread`: the
+        files whose cache key is still to be read), once there are enough of them; what is sent leaves `todo`."""
         if self.pool is None:
-            if self.jobs < 2 or len(todo) < PARALLEL_FILES:
+            jobs = min(self.jobs, (len(todo) + unread) // FILES_PER_WORKER)
+            if jobs < 2 or len(todo) < PARALLEL_FILES:
                 return
             import multiprocessing
 
             context = multiprocessing.get_context("spawn")  # no fork of a process that may hold Triton's threads
-            self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.jobs, mp_context=context,
+            self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context,
                                                                initializer=_exit_without_teardown)
-        while len(todo) >= FILES_PER_JOB or (last and todo):
+        while len(todo) >= FILES_PER_JOB or (not unread and todo):
             chunk, todo[:] = todo[:FILES_PER_JOB], todo[FILES_PER_JOB:]
             job = ([(str(p), codes[p]) for p in chunk], self.release.version, self.ir, self.dtypes)
             self.sent.append((chunk, self.pool.submit(_classify_chunk, job)))

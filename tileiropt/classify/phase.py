@@ -63,7 +63,7 @@ class Classified:
 
 class ClassifyPhase:
     about = BY_NAME["classify"]
-    reads: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
 
     def wanted(self, context: RunContext) -> bool:
         return True

@@ -20,6 +20,7 @@ from tileiropt.phases import Phase
 if TYPE_CHECKING:  # the types of the phases above: named for the type checker, never imported here
     from rich.console import Console
 
+    from tileiropt.bench.records import BenchRow
     from tileiropt.bench.run import BenchSettings
     from tileiropt.check.machine import Machine
     from tileiropt.classify.model import FileModels
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # the types of the phases above: named for the type checker, 
     from tileiropt.engine.resume import Earlier
     from tileiropt.project.spec import KernelSpec, Project
     from tileiropt.releases import Choice
+    from tileiropt.validate.records import ValidationRecord
 
 EventCallback = Callable[[str, str], None]  # (phase, message)
 
@@ -59,8 +61,8 @@ class RunContext:
     release: Choice = field(init=False)  # every phase follows this CUDA Tile IR release
     workers: RunWorkers = field(init=False)  # validate's and bench's, kept between phases
     machine: Machine | None = None  # what `check` found: probed once, read by every later phase and worker
-    earlier_validation: Earlier | None = None  # what a re-run may reuse, read before the run writes anything
-    earlier_bench: Earlier | None = None
+    earlier_validation: Earlier[ValidationRecord] | None = None  # what a re-run may reuse, read before the run
+    earlier_bench: Earlier[BenchRow] | None = None  # writes anything
     adopted: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)  # the machine's facts, held to
     # the end of the run
 
@@ -73,11 +75,12 @@ class RunContext:
 
 class PhaseRunner(Protocol):
     """A phase of `tileiropt run` (each phase package's `phase.py`): what it is (`about`, from `phases.PHASES`:
-    its name, whether it needs kernels left, whether it runs only when asked), the earlier phases whose records
-    it reads (`reads`), and `run`."""
+    its name, whether it needs kernels left, whether it runs only when asked), the earlier phases it needs
+    (`needs`: their records, read with `record_of`, or what they leave in the context: check's machine, classify's
+    file models, apply's optimized files; every phase reads the stops of all), and `run`."""
 
     about: Phase
-    reads: tuple[str, ...]
+    needs: tuple[str, ...]
 
     def wanted(self, context: RunContext) -> bool:
         """Whether the run takes this phase at all (an optional phase: only when the project asks for it)."""

@@ -3,7 +3,8 @@
 A phase is called the same way whatever it does (`contract.context.PhaseRunner.run(context, outcomes)`) and
 returns an outcome: its status and detail, the typed record later phases read in memory, the kernels it stops
 and why, and what it says of the run's answer. Which kernels go on and whether the run failed are decided over
-the outcomes by `contract.policy`, nowhere else."""
+the outcomes by `contract.policy`; after them only the report can still make the answer no (a kernel whose
+verdict needs attention, `report/phase.py`)."""
 
 from __future__ import annotations
 

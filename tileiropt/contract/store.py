@@ -1,6 +1,8 @@
 """The artifacts folder as one store: each record type names its own file (`FILE`) and reads itself back from its
-JSON document (`from_json`); it is saved once by the phase that makes it, and read back (`load`) for an unchanged
-re-run (`reuse`: only when the inputs it was made from are this run's) or by `tileiropt report`.
+JSON document (`from_json`); the phase that makes it saves it as it finishes (validate.json holds compatibility's
+records, then validate's too; classify.json the launched files', then the library's others too), and it is read
+back (`load`) for an unchanged re-run (`reuse`: only when the inputs it was made from are this run's) or by
+`tileiropt report`; within a run, records pass in memory.
 
 A record type whose results also go to a journal as they finish (`JOURNAL`: validate, bench) supersedes it when
 saved: the journal is removed. The journal's lines carry `JOURNAL_MARK`: a file without it is not ours."""
@@ -14,6 +16,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 from tileiropt.output import save_record_file
 
 JOURNAL_MARK = "tileiropt journal"  # every journal line carries it: a file without it is not ours
+S_ = TypeVar("S_", bound="Saved")
 
 
 class Saved(Protocol):
@@ -23,10 +26,7 @@ class Saved(Protocol):
     FILE: ClassVar[str]
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Any: ...
-
-
-S_ = TypeVar("S_", bound=Saved)
+    def from_json(cls: type[S_], data: dict[str, Any]) -> S_: ...
 
 
 def journal_path(artifacts: Path | str, name: str) -> Path:

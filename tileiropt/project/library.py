@@ -17,7 +17,7 @@ from pathlib import Path
 from tileiropt.classify.names import collect_import, dotted_parts, qualified
 from tileiropt.classify.reexports import collect_reexports, module_level
 from tileiropt.errors import UserError
-from tileiropt.harness.gate import optimized_name
+from tileiropt.harness.gate import optimized_name, optimized_original
 from tileiropt.schema import GATE_MARKER
 
 SKIPPED_FOLDERS = {"__pycache__", "site-packages", "node_modules", "build", "dist"}  # besides hidden ones
@@ -37,8 +37,7 @@ class LibraryFiles:
 def written_by_tileiropt(path: Path, text: str) -> bool:
     """Whether `path` is an optimized file tileiropt wrote beside the user's (`<stem>_tileir.py` holding the gate's
     marker, with `<stem>.py` beside it): never part of the library, whatever it defines."""
-    stem = path.name[: -len("_tileir.py")] if path.name.endswith("_tileir.py") else ""
-    return bool(stem) and GATE_MARKER in text and (path.parent / f"{stem}.py").is_file()
+    return path.suffix == ".py" and optimized_original(path) is not None and GATE_MARKER in text
 
 
 def _matches(relative: str, patterns: list[str]) -> bool:

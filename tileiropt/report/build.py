@@ -16,6 +16,7 @@ from pathlib import Path
 from tileiropt.bench.records import BENCH_FILE, OPTIMIZED, ORIGINAL, BenchKernel
 from tileiropt.capture.capture import CaptureResult, cut_summary
 from tileiropt.capture.keys import KernelKey
+from tileiropt.harness.gate import optimized_name, twinned
 from tileiropt.harness.provenance import file_digest
 from tileiropt.project.launch import kernel_labels
 from tileiropt.report.artifacts import Artifacts
@@ -53,10 +54,11 @@ def kernels_from_records(artifacts: Artifacts) -> list[BenchKernel]:
         if record.variant == OPTIMIZED and not known.optimized_path:
             known.optimized_path = record.path
     for known in kernels.values():
-        if not known.path and known.optimized_path.endswith("_tileir.py"):
-            known.path = known.optimized_path[: -len("_tileir.py")] + ".py"
+        optimized = Path(known.optimized_path)
+        if not known.path and optimized.suffix == ".py" and optimized.stem != twinned(optimized.stem):
+            known.path = str(optimized.with_name(twinned(optimized.stem) + ".py"))
         if not known.optimized_path and known.path.endswith(".py"):
-            known.optimized_path = known.path[:-3] + "_tileir.py"
+            known.optimized_path = str(Path(known.path).with_name(optimized_name(Path(known.path).stem)))
     return list(kernels.values())
 
 

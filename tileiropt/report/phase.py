@@ -1,6 +1,6 @@
-"""The `report` phase of a run, its last: report.md rendered from the records the phases saved, with the run's own
-record as the run holds it; run.json saved once, the report's verdicts and seconds in it. `tileiropt report` on
-the same records renders the same text."""
+"""The `report` phase of a run, its last: report.md rendered from the records the run made, as it holds them (what
+it did not make is read from the folder); run.json saved once, the report's verdicts and seconds in it.
+`tileiropt report` on the same records, read from the folder, renders the same text."""
 
 from __future__ import annotations
 

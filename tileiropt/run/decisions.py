@@ -1,5 +1,5 @@
 """The run's decisions over its records, as pure functions: which optimized files are set aside, and whether a
-file is proven not slower on PTX (what `--in-place` needs). `run.pipeline` applies them; their decision tables are in
+file is proven not slower on PTX (what `--in-place` needs). `run.settle` applies them; their decision tables are in
 `tests/decisions/test_run_decisions.py`."""
 
 from __future__ import annotations

@@ -72,6 +72,7 @@ class Pipeline:
                                 command=command, project=str(project.file) if project.file else None,
                                 cwd=str(Path.cwd()))
         self.interrupted = False
+        self.step = "check"  # what the run is doing: a phase, or after them the report's (joining, settling)
 
     def start(self) -> None:
         """The release every phase follows; what a re-run may reuse, read before this run writes anything; the
@@ -92,6 +93,7 @@ class Pipeline:
             context.on_event(name, NOT_RUN)
             return
         context.on_event(name, "start")
+        self.step = name
         started = time.monotonic()
         take_worker_starts()  # what an earlier phase's workers left is not this phase's
         outcome = runner.run(context, list(self.outcomes))
@@ -122,16 +124,17 @@ class Pipeline:
         self.result.started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.start()
         settled: list[Outcome] = []
-        runner: PhaseRunner = PHASE_RUNNERS[0]
         try:
             for runner in PHASE_RUNNERS:
                 if runner.wanted(self.context):
                     self.take(runner)
+            self.step = "report"  # what follows the phases: the report's (the background files joined, settling)
             self.join_later()
             settled.append(settle(self.context, self.outcomes, self.result))
         except KeyboardInterrupt:  # every worker has ended; the records that finished are saved
             self.interrupted = True
-            self.keep(Outcome.of(runner.about.name, NOT_RUN, "interrupted"))
+            kept = any(o.phase == self.step for o in self.outcomes)  # between two phases: neither was cut
+            self.keep(Outcome.of("report" if kept else self.step, NOT_RUN, "interrupted"))
         finally:
             self.context.workers.close()  # the workers kept between phases end, the run's Triton caches go
             self.context.adopted.close()  # the machine's facts are probed again by whatever runs next
@@ -143,7 +146,11 @@ class Pipeline:
         return self.result
 
     def held(self) -> Artifacts:
-        """The records this run made, as it holds them: the report reads only the others from the folder."""
+        """The records this run made, as it holds them: the report reads only the others from the folder. An
+        interrupted run holds only what finished before it: the report reads the folder, where that was saved."""
+        if self.interrupted:
+            return Artifacts(folder=self.context.store.folder)
+
         def record(phase: str, kind: type[R]) -> R | None:
             found = record_of(self.outcomes, phase)
             return found if isinstance(found, kind) else None

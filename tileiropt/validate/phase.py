@@ -68,7 +68,7 @@ def saved(context: RunContext, merged: ValidateRun) -> ValidateRun:
 
 class CompatibilityPhase:
     about = BY_NAME["compatibility"]
-    reads: tuple[str, ...] = ("check",)
+    needs: tuple[str, ...] = ("check",)
 
     def wanted(self, context: RunContext) -> bool:
         return True
@@ -91,7 +91,7 @@ class CompatibilityPhase:
 
 class ValidatePhase:
     about = BY_NAME["validate"]
-    reads: tuple[str, ...] = ("check", "compatibility", "apply")
+    needs: tuple[str, ...] = ("check", "compatibility", "apply")
 
     def wanted(self, context: RunContext) -> bool:
         return True
