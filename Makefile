@@ -52,7 +52,8 @@ test: install
 
 # what decides and what transforms, without running a kernel file end to end
 FAST_TESTS := tests/decisions tests/test_rules.py tests/test_lint_output.py tests/test_captured_launch.py \
-	tests/test_transform_units.py tests/test_golden_transforms.py tests/test_math_in_place.py tests/test_structure_script.py
+	tests/test_transform_units.py tests/test_golden_transforms.py tests/test_math_in_place.py tests/test_structure_script.py \
+	tests/test_store.py tests/test_layers.py
 test-fast: install
 	$(BIN)/python -m pytest -q $(FAST_TESTS)
 
