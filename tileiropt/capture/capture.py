@@ -440,14 +440,16 @@ def capture_inputs(request: CaptureRequest, cwd: Path, device: Device) -> str:
 def earlier_capture(artifacts: Path, inputs: str) -> CaptureResult | None:
     """The saved capture when its inputs are `inputs`, every file the program imported is unchanged, and it
     captured something; else None."""
-    data = Store(artifacts).reuse(CaptureResult, inputs)
-    if data is None or not data.get("launches") or not data.get("sources") or data.get("cut"):
+    found = Store(artifacts).reused(CaptureResult, inputs)
+    if found is None:
+        return None
+    result = found[1]
+    if not result.launches or not result.sources or result.cut:
         return None  # cut, or no list of what it imported (it was killed from outside): run it again
     try:
-        result = CaptureResult.from_json(data)
         if any(file_digest(path) != digest for path, digest in result.sources.items()):
             return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+    except (OSError, ValueError, TypeError):
         return None
     result.reused = True
     return result

@@ -79,11 +79,11 @@ class ClassifyPhase:
         lowered = {ir_dtype(d) for s in context.specs for variant in s.dtypes for d in variant.values()}
         dtypes = sorted(d for d in lowered if d is not None) or None
         inputs = classify_inputs([*paths, *rest], release.release.version, dtypes)
-        document = None if context.request.fresh else context.store.reuse(ClassifyRecord, inputs)
+        found = None if context.request.fresh else context.store.reused(ClassifyRecord, inputs)
         background = None
-        if document is not None:
-            classified, how = Classified.of_record(classify_from_dict(document)), \
-                " (reused: the files, the release and the tool unchanged)"
+        if found is not None:
+            record = found[1]
+            classified, how = Classified.of_record(record), " (reused: the files, the release and the tool unchanged)"
         else:
             first = classify_paths(paths, release=release.release, dtypes=dtypes, models=context.models)
             if rest and paths:
@@ -94,13 +94,14 @@ class ClassifyPhase:
             else:
                 first += classify_paths(rest, release=release.release, dtypes=dtypes, models=context.models)
             document = {**classify_json(first, release), "inputs": inputs}
+            record = classify_from_dict(document)  # the typed record later phases read; its kernels stay JSON
             classified = Classified.of_results(first)
             how = f"; the library's other {len(rest)} file(s) are classified beside the later phases" \
                 if background is not None else ""
-        context.store.save(ClassifyRecord, document)
+            context.store.save(ClassifyRecord, document)  # a reused record is on disk already
         stops = [Stop(s.name, "classify", f"cannot classify {s.path.name}: {classified.failed[s.path.resolve()]}")
                  for s in context.specs if s.path.resolve() in classified.failed]
-        done = Outcome.of("classify", *classified.status(how), record=classify_from_dict(document), stops=stops)
+        done = Outcome.of("classify", *classified.status(how), record=record, stops=stops)
         if background is not None:
             done.later = lambda: joined(context, background)
         return done

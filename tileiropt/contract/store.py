@@ -79,18 +79,28 @@ class Store:
 
     def load(self, kind: type[S_]) -> S_ | None:
         """The saved record of `kind`, read back; None when there is none or it is not one."""
+        return _read(kind, self.document(kind))
+
+    def reused(self, kind: type[S_], inputs: str) -> tuple[dict[str, Any], S_] | None:
+        """The saved document of `kind` and its record, read once, when its `inputs` are `inputs` and it reads as
+        its record: a record of another shape, or of other inputs, is never reused."""
         document = self.document(kind)
-        if not isinstance(document, dict):
+        if not isinstance(document, dict) or document.get("inputs") != inputs:
             return None
-        try:
-            return kind.from_json(document)
-        except (TypeError, ValueError, KeyError, AttributeError, RecursionError):
-            return None
+        record = _read(kind, document)
+        return None if record is None else (document, record)
 
     def reuse(self, kind: type[Saved], inputs: str) -> dict[str, Any] | None:
-        """The saved document of `kind` when its `inputs` are `inputs` and it reads as its record: a record of
-        another shape, or of other inputs, is never reused."""
-        document = self.document(kind)
-        if not isinstance(document, dict) or document.get("inputs") != inputs or self.load(kind) is None:
-            return None
-        return document
+        """The saved document of `kind` when it may be reused (`reused`)."""
+        found = self.reused(kind, inputs)
+        return None if found is None else found[0]
+
+
+def _read(kind: type[S_], document: object) -> S_ | None:
+    """`kind`'s record from its JSON document; None when it is not one."""
+    if not isinstance(document, dict):
+        return None
+    try:
+        return kind.from_json(document)
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError):
+        return None
