@@ -35,7 +35,7 @@ from typing import Any
 from tileiropt.bench.peaks import run_peaks_job
 from tileiropt.bench.worker import run_bench_job
 from tileiropt.engine.worker_io import Emitter, base_provenance, more_lines, start_worker
-from tileiropt.harness import stand_ins
+from tileiropt.harness import shared_memory_guard, stand_ins
 from tileiropt.harness.backends import BACKENDS, FORCE_TILEIR_ENV
 from tileiropt.harness.tileir_surface import force_tileir_code
 from tileiropt.validate.worker import backend_blocked, run_case_job
@@ -73,6 +73,8 @@ def serve(setup: dict[str, Any], emit: Emitter, jobs: Iterable[dict[str, Any]]) 
         stand_ins.install_interpreter_device()
         if os.environ.get(FORCE_TILEIR_ENV) == "1":  # an optimized file's TileIR code on, on this backend
             force_tileir_code()
+        if backend.device == "cuda":  # a config too large for the GPU's shared memory is refused before LLVM
+            shared_memory_guard.install()
     for line in jobs:
         job = line.get("job")
         if not isinstance(job, dict) or job.get("kind") not in JOBS:
