@@ -162,6 +162,25 @@ def test_summary_verdict_column_agrees_with_first_lines() -> None:
     assert "| c | not proven |" in summary
 
 
+def test_summary_says_a_kernel_once_when_its_launches_agree() -> None:
+    same = [_kernel(f"k#{n}", output=Section(True, lines=["File: k_tileir.py"])) for n in (1, 2, 3)]
+    differs = [_kernel(f"m#{n}", output=Section(True, lines=["File: m_tileir.py"])) for n in (1, 2)]
+    differs[1].classification = Classification(True, findings=[ERROR_FINDING])
+    summary = summary_md(_report(same[0], differs[0], same[1], differs[1], same[2]))
+    rows = [line for line in summary.splitlines() if line.startswith("| k") or line.startswith("| m")]
+    assert [row.split(" | ")[0] for row in rows] == ["| k (3 launches)", "| m#1", "| m#2"]  # in first-seen order
+
+
+def test_a_column_saying_the_same_not_run_reason_in_every_row_is_said_once_below() -> None:
+    timed = Benchmark(True, reason="not run: nvtriton is not installed", ptx_ratios=[{"ratio": 0.98}])
+    summary = summary_md(_report(_kernel("a", benchmark=timed), _kernel("b", benchmark=timed)))
+    assert "TileIR speedup" not in summary.splitlines()[0] and "PTX time" in summary.splitlines()[0]
+    assert "The same for every row, so left out of the table: TileIR speedup: not run: nvtriton is not " \
+           "installed." in summary
+    one = summary_md(_report(_kernel("a", benchmark=timed)))  # a single row keeps its columns
+    assert "TileIR speedup" in one.splitlines()[0]
+
+
 def test_next_step_reruns_the_same_capture_from_its_folder() -> None:
     run = run_from_dict({"command": ["tileiropt", "run", "ops.py", "--json", "--", "pytest", "tests/test ops.py"],
                          "cwd": "/w/my lib"})

@@ -206,18 +206,21 @@ def _captured_config(tuners: list[Any], kwargs: Mapping[str, Any]) -> tuple[Any,
     return None
 
 
-def _before_launch(tuners: list[Any], positional: list[Any], kwargs: dict[str, Any]) -> None:
+def _before_launch(tuners: list[Any], positional: list[Any], kwargs: dict[str, Any], pre_hook: bool = True) -> None:
     """What an autotuner does between choosing a config and launching it: zero its `reset_to_zero` arguments
-    (after tuning, it resets them before the real launch) and run the chosen config's own pre_hook."""
+    (after tuning, it resets them before the real launch) and run the chosen config's own pre_hook (`pre_hook`:
+    False where the launch goes through a pinned autotuner, which runs it itself). Both sides of a comparison get
+    it: an output an autotuner zeroes holds drawn values before the launch, and atomics add to what is there."""
     found = _captured_config(tuners, kwargs)
-    if found is None:
+    tuner, config = found if found is not None else (  # zeroing is the autotuner's, whatever config it chose
+        next((t for t in tuners if getattr(t, "reset_to_zero", None)), None), None)
+    if tuner is None:
         return
-    tuner, config = found
     named = {**dict(zip(getattr(tuner, "arg_names", ()) or (), positional)), **kwargs}
     for name in getattr(tuner, "reset_to_zero", None) or ():
         if hasattr(named.get(name), "zero_"):
             named[name].zero_()
-    if getattr(config, "pre_hook", None) is not None:
+    if pre_hook and config is not None and getattr(config, "pre_hook", None) is not None:
         config.pre_hook({**named, **config.all_kwargs()})
 
 
@@ -334,6 +337,7 @@ def launcher(module: ModuleType, launch: CapturedLaunch) -> LaunchCall:
                 _before_launch(chosen, positional, kwargs)
                 jit[grid](*positional, **kwargs)
             else:
+                _before_launch(tuners, positional, kwargs, pre_hook=False)
                 with _pinned(tuners, kwargs) as left:
                     through[grid](*positional, **left)
         except Exception as exc:

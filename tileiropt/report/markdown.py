@@ -21,7 +21,15 @@ from tileiropt.project.template import read_template
 from tileiropt.records.run import RunResult
 from tileiropt.report.benchmark_markdown import benchmark_md
 from tileiropt.report.library import library_md, never_launched_md
-from tileiropt.report.markdown_blocks import bullets, cell, grouped_lines, launch_names, one_line, table
+from tileiropt.report.markdown_blocks import (
+    LAUNCH_NUMBER,
+    bullets,
+    cell,
+    grouped_lines,
+    launch_names,
+    one_line,
+    table,
+)
 from tileiropt.report.model import Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.plots import draw_plots
 from tileiropt.report.sections import format_difference, interrupted_phase
@@ -250,12 +258,43 @@ def summary_md(report: Report) -> str:
     header = ["Kernel", "Verdict", "Type", "Compatibility (ENABLE_TILE=0)", "Transformations"]
     header += [] if "tileir" in shared else ["TileIR validation"]
     header += [] if "bench" in shared else ["PTX time optimized/original (<1 faster)", "TileIR speedup"]
-    text = table(header + ["Output"], rows)
+    header, rows, same = _without_shared_columns(header + ["Output"], rows)
+    text = table(header, fold_launches(rows))
     if shared:
         left_out = {"tileir": "TileIR validation", "bench": "PTX time and TileIR speedup"}
         text += ("\n\nLeft out of the table, as no kernel has them on this machine: "
                  + "; ".join(left_out[key] for key in shared) + " (why: at the top).")
+    if same:
+        text += "\n\nThe same for every row, so left out of the table: " + "; ".join(
+            f"{name}: {value}" for name, value in same) + "."
     return text
+
+
+def fold_launches(rows: list[list[str]]) -> list[list[str]]:
+    """One row per kernel where all its captured launches (`k#1`, `k#2`, ...) have the same cells: `k (3
+    launches)`; launches that differ keep a row each, side by side. In the order kernels first appear."""
+    by_kernel: dict[str, list[list[str]]] = {}
+    for row in rows:
+        by_kernel.setdefault(LAUNCH_NUMBER.sub("", row[0]), []).append(row)
+    folded: list[list[str]] = []
+    for kernel, launches in by_kernel.items():
+        if len(launches) > 1 and all(row[1:] == launches[0][1:] for row in launches):
+            folded.append([f"{kernel} ({len(launches)} launches)", *launches[0][1:]])
+        else:
+            folded += launches
+    return folded
+
+
+def _without_shared_columns(header: list[str], rows: list[list[str]]
+                            ) -> tuple[list[str], list[list[str]], list[tuple[str, str]]]:
+    """The table less the columns where every row says the same "not run" reason (said once below it)."""
+    if len(rows) < 2:
+        return header, rows, []
+    dropped = [index for index in range(1, len(header))
+               if len({row[index] for row in rows}) == 1 and rows[0][index].startswith("not run")]
+    keep = [index for index in range(len(header)) if index not in dropped]
+    return ([header[i] for i in keep], [[row[i] for i in keep] for row in rows],
+            [(header[i], rows[0][i]) for i in dropped])
 
 
 def rerun_command(run: RunResult | None, report: Report) -> str:
