@@ -223,3 +223,21 @@ def test_verdict_words() -> None:
     assert kernel_verdict(kept, {str(Path("").resolve()): {"reason": "x"}}).bucket == PROVEN
 
 
+
+
+def test_an_interruption_before_the_ptx_rows_is_why_nothing_was_timed() -> None:
+    from tileiropt.bench.records import BenchKernel, BenchRow, BenchRun
+    from tileiropt.contract.outcome import PhaseResult
+    from tileiropt.records.run import RunResult
+    from tileiropt.report.artifacts import Artifacts
+    from tileiropt.report.benchmark import benchmark_for
+
+    kernel = BenchKernel("k", "/tmp/k.py", "/tmp/k_tileir.py", "k")
+    tileir_only = BenchRun(rows=[BenchRow("k", "optimized", "tileir", 1024, NOT_RUN, "not run: nvtriton is not "
+                                          "installed")])
+    interrupted = RunResult(phases=[PhaseResult("bench", NOT_RUN, detail="interrupted")], kernels=[kernel],
+                            stopped={}, artifacts="/tmp", exit_code=130)
+    cut = benchmark_for(kernel, Artifacts(Path("/tmp"), bench=tileir_only, run=interrupted), None)
+    assert cut.reason == "not run: the run was interrupted during bench"
+    whole = benchmark_for(kernel, Artifacts(Path("/tmp"), bench=tileir_only), None)  # no interruption: the machine's
+    assert whole.reason == "not run: nvtriton is not installed"

@@ -51,17 +51,19 @@ def benchmark_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, 
     if artifacts.bench is None:
         return Benchmark(False, stop_reason(stopped, "bench") or missing_record(artifacts, BENCH_FILE, "bench"))
     rows = [r for r in artifacts.bench.rows if r.kernel == kernel.name]
+    interrupted = interrupted_phase(artifacts.run)
+    cut = f"not run: the run was interrupted during {interrupted}" if interrupted else ""
     if not rows:
-        interrupted = interrupted_phase(artifacts.run)
-        return Benchmark(False, stop_reason(stopped, "bench")
-                         or (f"not run: the run was interrupted during {interrupted}" if interrupted else
-                             f"not run: no row for {kernel.name} in {BENCH_FILE}"),
-                         peaks_note=artifacts.bench.peaks_note)
+        return Benchmark(False, stop_reason(stopped, "bench") or cut
+                         or f"not run: no row for {kernel.name} in {BENCH_FILE}", peaks_note=artifacts.bench.peaks_note)
     order = list(BENCH_LABELS)
     reasons = {r.reason for r in rows}
     result = Benchmark(True, peaks_note=artifacts.bench.peaks_note)
     if all(r.status == NOT_RUN for r in rows) and len(reasons) == 1:
-        result.ran, result.reason = False, reasons.pop()
+        # rows saying only why TileIR cannot run, where the interruption came before the PTX rows: that is why
+        # nothing was timed, not the machine
+        untimed = cut if cut and not any(r.backend == PTX for r in rows) else ""
+        result.ran, result.reason = False, untimed or reasons.pop()
         seen: dict[tuple[str, str], BenchRow] = {}
         for row in rows:
             seen.setdefault((row.variant, row.backend), row)
