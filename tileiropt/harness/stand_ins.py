@@ -381,6 +381,34 @@ def _patch_warmup() -> None:
     InterpretedFunction.run = run
 
 
+def _tuning_key(tuner: Autotuner, named: dict[str, object]) -> tuple[object, ...]:
+    """The key Triton's autotuner caches its choice under: its `key` arguments' values and the tensors' dtypes."""
+    bound = {k: v for k, v in named.items() if k in tuner.arg_names}
+    return (*(bound[k] for k in getattr(tuner, "keys", ()) if k in bound),
+            *(str(v.dtype) for v in bound.values() if hasattr(v, "dtype")))
+
+
+def _reset_as_after_tuning(tuner: Autotuner, named: dict[str, object]) -> None:
+    """What Triton's autotuner does to its `reset_to_zero` arguments after tuning a key, before the launch (zero
+    them), done where the stand-in takes the first config instead of tuning: once per key, as the real one tunes
+    once per key. A program that leaves such a buffer unzeroed for the autotuner gets the same sums as on a GPU."""
+    names = getattr(tuner, "reset_to_zero", None) or ()
+    if not names:
+        return
+    tuned: set[object] = vars(tuner).setdefault("_tileiropt_tuned_keys", set())
+    try:
+        key: object = _tuning_key(tuner, named)
+        hash(key)
+    except TypeError:  # a key value Triton could not cache by either: tuned every call
+        key = object()
+    if key in tuned:
+        return
+    tuned.add(key)
+    for name in names:
+        if hasattr(named.get(name), "zero_"):
+            named[name].zero_()  # type: ignore[attr-defined]
+
+
 def _patch_autotuner(autotuner_class: type[Autotuner]) -> None:
     # autotuners imports Triton, which this module imports only once a stand-in is installed
     from tileiropt.harness.autotuners import pinned
@@ -393,8 +421,10 @@ def _patch_autotuner(autotuner_class: type[Autotuner]) -> None:
     def run(self: Autotuner, *args: object, **kwargs: object) -> Any:
         if len(self.configs) > 1:  # not pinned by validation: the interpreter cannot benchmark the others
             _reached("first config")
+            named = {**dict(zip(self.arg_names, args)), **kwargs}
             prune = getattr(self, "early_config_prune", None)
             kept = prune(list(self.configs), dict(zip(self.arg_names, args)), **kwargs) if prune else self.configs
+            _reset_as_after_tuning(self, named)
             with pinned(self, (kept or self.configs)[0]):
                 return original(self, *args, **kwargs)
         return original(self, *args, **kwargs)
