@@ -252,3 +252,20 @@ def test_a_program_stopping_for_want_of_a_gpu_is_this_machine_s_lack_not_a_failu
     report = whole_report(folder / ".tileiropt" / "report.md")
     assert "Not run to its end here: **the program**" in report and "needs a GPU and this machine has none" in report
     assert "Needs attention" not in report
+
+
+def test_a_program_that_launches_nothing_says_what_it_said_last(tmp_path: Path, monkeypatch) -> None:
+    # every test skipped (bf16 on a CPU, say): the program ends well, but nothing of the library ran; the run and its
+    # report say so first, with the program's last line
+    folder = _suite(tmp_path, "tunerpkg")
+    monkeypatch.chdir(folder)
+    said = "4 skipped in 0.02s"
+    result = run_pipeline(project_from_library(folder / "tunerpkg", ["python", "-c", f"print({said!r})"]),
+                          command=["tileiropt", "run"])
+    capture = next(p for p in result.phases if p.phase == "capture")
+    assert capture.status == "error" and f"(its last output line: {said})" in capture.detail, capture.detail
+    assert result.exit_code == ExitCode.FAILED
+    assert result.program is not None and result.program.get("launched_none")
+    report = whole_report(result.report)
+    assert "it launched no kernel of the " in report and f"its last output line: {said}" in report
+    assert report.index("Needs attention") < report.index("it launched no kernel")

@@ -324,6 +324,8 @@ def next_steps_md(report: Report) -> str:
         if program.get("needs_gpu"):  # this machine's lack, not the program's fault
             here = (f"Not run to its end here: {shown} needs a GPU and this machine has none (its launches before "
                     f"that are validated): {one_line(program.get('summary'))}")
+        elif program.get("launched_none"):  # it ran, but nothing of the targets: nothing else could run
+            attention.insert(0, f"{shown}: {one_line(program.get('summary'))}")
         else:
             attention.insert(0, f"{shown} failed: {one_line(program.get('summary'))}")
     ready = grouped_lines([(name, v.text) for name, v in by_bucket[READY]])

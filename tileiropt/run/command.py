@@ -85,6 +85,8 @@ def run_command(
     console.print(outcome_table(result))
     if result.program and result.program.get("cut"):
         err_console.print(f"[bold red]cut[/]: {escape(result.program['summary'])}", soft_wrap=True)
+    elif result.program and result.program.get("launched_none"):
+        err_console.print(f"[bold red]nothing to check[/]: {escape(result.program['summary'])}", soft_wrap=True)
     elif result.program:
         tail = "; its last lines:" if result.program.get("output") else ""
         err_console.print(f"[bold red]the program failed[/]: {escape(result.program['summary'])}{tail}",
