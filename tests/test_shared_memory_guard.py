@@ -4,6 +4,8 @@ sm_90 target on the CPU (Triton compiles without a GPU; only loading needs one).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import triton
 import triton.language as tl
@@ -40,53 +42,63 @@ def _compile(block: int, stages: int) -> triton.compiler.CompiledKernel:
 
 
 @pytest.fixture
-def guard(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> list[str]:
-    """The guard installed over a hook of the test's own (which records that it ran), a fresh Triton cache, and
-    everything put back afterwards."""
+def guard(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The guard installed with an H100's limit, a fresh Triton cache folder (returned), and everything it wraps
+    put back afterwards."""
     from triton._C.libtriton import llvm
-
-    ran: list[str] = []
-
-    def earlier(*args: object) -> tuple[str, str] | None:
-        ran.append("called" if args else "keyed")
-        return None if args else ("", "")
+    from triton.backends.nvidia.compiler import CUDABackend
 
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(knobs.runtime, "add_stages_inspection_hook", earlier)
     monkeypatch.setattr(llvm, "optimize_module", llvm.optimize_module)
+    monkeypatch.setattr(CUDABackend, "make_ttir", CUDABackend.__dict__["make_ttir"])
+    monkeypatch.setattr(CUDABackend, "make_llir", CUDABackend.__dict__["make_llir"])
+    monkeypatch.setattr(shared_memory_guard, "_refused", {})
     assert shared_memory_guard.install(lambda: H100_SHARED)
-    return ran
+    return tmp_path
 
 
-def test_a_config_over_the_shared_memory_is_refused_before_llvm_with_tritons_own_error(guard: list[str]) -> None:
+def test_a_config_over_the_shared_memory_is_refused_before_llvm_with_tritons_own_error(guard: Path) -> None:
     with pytest.raises(OutOfResources) as raised:
         _compile(block=256, stages=4)  # 4 stages of two 256x256 fp16 tiles: 1 MiB of buffers
     assert raised.value.name == "shared memory"
     assert raised.value.required > H100_SHARED and raised.value.limit == H100_SHARED
     assert "found before LLVM optimized the code" in str(raised.value)
     assert harness.autotuner_skip(raised.value) == "the config does not fit this device"  # as Triton's own
-    assert "called" in guard  # the hook set before the guard still runs
+
+
+def test_a_refused_compile_is_refused_at_its_first_stage_the_next_time_in_any_worker(
+        guard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    with pytest.raises(OutOfResources) as first:
+        _compile(block=256, stages=4)
+    markers = list((guard / shared_memory_guard.MARKERS).iterdir())
+    assert len(markers) == 1  # in the cache folder the run's workers share
+    lowered: list[str] = []
+    make_llir = CUDABackend.make_llir
+    monkeypatch.setattr(CUDABackend, "make_llir", lambda *a: lowered.append("llir") or make_llir(*a))
+    monkeypatch.setattr(shared_memory_guard, "_refused", {})  # another worker: only the marker file
+    with pytest.raises(OutOfResources) as again:
+        _compile(block=256, stages=4)
+    assert lowered == [] and again.value.required == first.value.required  # never lowered again
 
 
 def test_a_config_that_fits_compiles_to_the_code_it_compiles_to_without_the_guard(
-        guard: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+        guard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     guarded = _compile(block=64, stages=2)
     assert guarded.metadata.shared <= H100_SHARED
-    monkeypatch.setattr(knobs.runtime, "add_stages_inspection_hook", None)
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "plain"))
+    monkeypatch.undo()  # the plain Triton
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(guard / "plain"))
     plain = _compile(block=64, stages=2)
     assert guarded.asm["ptx"] == plain.asm["ptx"]
     assert guarded.hash == plain.hash  # the cache key is unchanged: workers with and without it share a cache
 
 
-def test_asked_for_its_cache_key_the_guard_adds_nothing_and_passes_the_question_on(guard: list[str]) -> None:
-    assert knobs.runtime.add_stages_inspection_hook() == ("", "")
-    assert guard == ["keyed"]
-
-
-def test_the_guard_wraps_llvm_once_however_often_it_is_installed(guard: list[str]) -> None:
+def test_the_guard_sets_no_stages_hook_and_wraps_once(guard: Path) -> None:
     from triton._C.libtriton import llvm
+    from triton.backends.nvidia.compiler import CUDABackend
 
-    wrapped = llvm.optimize_module
+    assert knobs.runtime.add_stages_inspection_hook is None  # Triton 3.7+ would fold a hook into every cache key
+    wrapped = (llvm.optimize_module, CUDABackend.make_llir)
     assert shared_memory_guard.install(lambda: H100_SHARED)
-    assert llvm.optimize_module is wrapped
+    assert (llvm.optimize_module, CUDABackend.make_llir) == wrapped

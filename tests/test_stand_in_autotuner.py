@@ -45,3 +45,39 @@ def test_the_stand_in_zeroes_what_the_autotuner_resets_once_per_key(tmp_path: Pa
     sums = json.loads(done.stdout.strip().splitlines()[-1])
     # tuned once per key, as on a GPU: zeroed the first time; a cached key is not reset again (Triton's own rule)
     assert sums == {"first": 100.0, "again": 107.0, "new key": 50.0}
+
+
+def test_a_package_pre_hook_takes_the_place_of_the_reset_so_nothing_is_zeroed() -> None:
+    import triton
+    import triton.language as tl
+
+    from tileiropt.harness.autotuners import resets
+
+    def kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+        pass
+
+    configs = [triton.Config({"BLOCK": 16})]
+    plain = triton.autotune(configs=configs, key=[], reset_to_zero=["out_ptr"])(triton.jit(kernel))
+    own = triton.autotune(configs=configs, key=[], reset_to_zero=["out_ptr"], pre_hook=lambda *a, **k: None)(
+        triton.jit(kernel))
+    assert resets(plain) == ["out_ptr"]
+    assert resets(own) == []  # Triton runs the package's pre_hook instead, and never zeroes out_ptr then
+
+
+def test_a_pinned_config_built_anew_keeps_the_pre_hook_of_the_config_it_is() -> None:
+    from types import SimpleNamespace
+
+    import triton
+
+    from tileiropt.capture.replay import _pinned
+
+    def hook(nargs: dict) -> None:
+        return None
+
+    # the configs name different keys: the captured launch binds both, and matches none of them as written
+    tuner = SimpleNamespace(configs=[triton.Config({"BLOCK_M": 64}, pre_hook=hook),
+                                     triton.Config({"BLOCK_M": 128, "GROUP": 8}, pre_hook=hook)], cache={})
+    with _pinned([tuner], {"BLOCK_M": 64, "GROUP": 8, "num_warps": 4}) as left:
+        (pinned,) = tuner.configs
+        assert pinned.kwargs == {"BLOCK_M": 64, "GROUP": 8} and pinned.pre_hook is hook
+        assert "BLOCK_M" not in left and "GROUP" not in left

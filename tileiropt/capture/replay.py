@@ -16,7 +16,15 @@ from types import ModuleType
 from typing import Any
 
 from tileiropt.errors import PINNING_ERROR
-from tileiropt.harness.autotuners import JIT_TYPES, autotuners, chain, function_name, innermost, kernel_objects
+from tileiropt.harness.autotuners import (
+    JIT_TYPES,
+    autotuners,
+    chain,
+    function_name,
+    innermost,
+    kernel_objects,
+    resets,
+)
 from tileiropt.harness.gate import twin_names
 from tileiropt.harness.harness import HarnessError
 from tileiropt.harness.launch_hints import launch_hints
@@ -181,7 +189,10 @@ def _pinned(tuners: list[Any], kwargs: dict[str, Any]) -> Iterator[dict[str, Any
             options = {k: kwargs.get(k) for k in OPTION_KEYS}
             own = next((c for c in tuner.configs if c.kwargs == meta and all(
                 getattr(c, k, None) == v for k, v in options.items() if v is not None)), None)
-            tuner.configs = [own if own is not None else triton.Config(meta, **options)]  # its pre_hook kept
+            if own is None:  # the captured config is none of the list's as written: the pre_hook of the one it is
+                found = _captured_config([tuner], kwargs)
+                own = triton.Config(meta, **options, pre_hook=getattr(found[1], "pre_hook", None) if found else None)
+            tuner.configs = [own]  # its pre_hook kept
             tuner.cache = {}
             for key in (*meta, *(k for k, v in options.items() if v is not None)):
                 left.pop(key, None)
@@ -213,11 +224,11 @@ def _before_launch(tuners: list[Any], positional: list[Any], kwargs: dict[str, A
     it: an output an autotuner zeroes holds drawn values before the launch, and atomics add to what is there."""
     found = _captured_config(tuners, kwargs)
     tuner, config = found if found is not None else (  # zeroing is the autotuner's, whatever config it chose
-        next((t for t in tuners if getattr(t, "reset_to_zero", None)), None), None)
+        next((t for t in tuners if resets(t)), None), None)
     if tuner is None:
         return
     named = {**dict(zip(getattr(tuner, "arg_names", ()) or (), positional)), **kwargs}
-    for name in getattr(tuner, "reset_to_zero", None) or ():
+    for name in resets(tuner):
         if hasattr(named.get(name), "zero_"):
             named[name].zero_()
     if pre_hook and config is not None and getattr(config, "pre_hook", None) is not None:

@@ -121,6 +121,14 @@ def same_config(a: Config, b: Config) -> bool:
                for k in ("kwargs", "num_warps", "num_stages", "num_ctas", "maxnreg"))
 
 
+def resets(tuner: object) -> list[str]:
+    """The arguments an autotuner zeroes after tuning (`reset_to_zero`); none where the package gave its own
+    pre_hook, which takes the place of Triton's reset (it never zeroes them then)."""
+    if getattr(tuner, "user_defined_pre_hook", False):
+        return []
+    return list(getattr(tuner, "reset_to_zero", None) or ())
+
+
 def own_run(tuner: Autotuner) -> bool:
     """Whether the autotuner's class replaces `Autotuner.run` (a package's own tuning strategy and cache, whose
     state a swapped config list would break)."""

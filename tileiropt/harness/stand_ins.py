@@ -392,7 +392,9 @@ def _reset_as_after_tuning(tuner: Autotuner, named: dict[str, object]) -> None:
     """What Triton's autotuner does to its `reset_to_zero` arguments after tuning a key, before the launch (zero
     them), done where the stand-in takes the first config instead of tuning: once per key, as the real one tunes
     once per key. A program that leaves such a buffer unzeroed for the autotuner gets the same sums as on a GPU."""
-    names = getattr(tuner, "reset_to_zero", None) or ()
+    from tileiropt.harness.autotuners import resets  # imports Triton, as `_patch_autotuner` does
+
+    names = resets(tuner)
     if not names:
         return
     tuned: set[object] = vars(tuner).setdefault("_tileiropt_tuned_keys", set())
