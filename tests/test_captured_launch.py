@@ -118,3 +118,16 @@ def test_a_descriptor_s_storage_is_its_base() -> None:
     assert argument.storage == base and CapturedLaunch("k", "", (argument,)).tensors() == {"d": base}
     assert Argument.from_json("d", argument.to_json()) == argument
     assert TensorArg.from_json({"shape": [2, 3], "dtype": "int8"}).stride == (3, 1)  # a hand-written one: contiguous
+
+
+def test_a_launch_passing_its_tensors_by_keyword_gives_its_spec_their_shapes_and_dtypes(tmp_path: Path) -> None:
+    # liger's cross-entropy wrapper names every argument of its kernel: the record still says what ran, and the
+    # tolerance of the TileIR code on follows the inputs' dtype
+    from tileiropt.capture.capture import CaptureResult, capture_specs
+
+    by_keyword = CapturedLaunch.from_json({"kernel": "k", "file": str(tmp_path / "k.py"), "args": [], "constexprs": {
+        "X_ptr": {"tensor": {"shape": [4, 8], "stride": [8, 1], "dtype": "bfloat16"}}, "n_cols": {"value": 8}},
+        "grid": [4, 1, 1]})
+    (spec,) = capture_specs(CaptureResult(command=["python", "x.py"], launches=[by_keyword]), tmp_path,
+                            tmp_path / ".tileiropt")
+    assert spec.inputs == {"X_ptr": [4, 8]} and spec.dtypes == [{"X_ptr": "bfloat16"}]

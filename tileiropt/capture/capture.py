@@ -396,7 +396,7 @@ def capture_specs(result: CaptureResult, root: Path, artifacts: Path, timeout: f
         name = base if per_kernel[base] == 1 else f"{base}#{counters[base]}"
         optimized = mirrored_output(path, library, artifacts) \
             if library is not None and path.resolve().is_relative_to(library.resolve()) else None
-        tensors = {a.name: a.storage for a in launch.args if a.storage is not None}
+        tensors = launch.tensors()  # passed by position or by keyword: a wrapper may name every argument
         dotted, _ = package_name_for(path)
         specs.append(KernelSpec(
             name=name, path=path, entry=launch.kernel, reference="original",
