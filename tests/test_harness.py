@@ -561,3 +561,17 @@ def test_a_launchs_inputs_are_drawn_once_per_worker_and_every_build_gets_its_own
     replay.build_inputs(launch, 3, "cpu")
     replay.build_inputs(launch, 3, "cpu")
     assert drawn[-2:] == [3, 3]
+
+
+def test_a_record_names_the_stand_ins_its_own_case_reached_not_another_kernels(monkeypatch) -> None:
+    from tileiropt.harness import stand_ins
+
+    package = "/pkg/ops"
+    monkeypatch.setattr(stand_ins, "REACHED", {"libdevice.tanh": {(f"{package}/geglu.py", 44)},
+                                               "capability": {(f"{package}/utils.py", 9)}})
+    stand_ins.begin()  # a new case: geglu's tanh and utils' capability were reached by earlier cases
+    own = [f"{package}/cross_entropy.py"]
+    assert stand_ins.note([package], own) == ""
+    stand_ins._SINCE.add("capability")  # reached again by this case's code (a wrapper in utils.py)
+    assert stand_ins.note([package], own) == "interpreter stand-ins: capability (emulated sm_90 device)"
+    assert "libdevice.tanh" in stand_ins.note([package])  # without its own files: the whole package, as before

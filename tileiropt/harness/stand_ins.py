@@ -68,8 +68,19 @@ GUARDED_IMPORTS: set[str] = set()  # the scripts imported with their top-level c
 _SKIP = ("/triton/", "/torch/", str(Path(__file__).resolve().parents[1]))
 
 
+# What was reached since `begin()`, whatever earlier work of the worker reached before it: a record's note names
+# the stand-ins its own files reached (at import, kept for the module's life) and those reached during its case.
+_SINCE: set[str] = set()
+
+
+def begin() -> None:
+    """A new case starts in this worker: stand-ins reached by earlier cases' code no longer count for its notes."""
+    _SINCE.clear()
+
+
 def _reached(what: str) -> None:
     """Remember that the first frame outside triton, torch and this package reached `what`."""
+    _SINCE.add(what)
     frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
@@ -120,16 +131,22 @@ def failed_calls(file: str) -> list[str]:
     return [described(what, where) for what, where in _failed(file)]
 
 
-def note(scopes: list[str]) -> str:
+def note(scopes: list[str], own: list[str] | None = None) -> str:
     """One line for a record's reason: what code in `scopes` (files, or folders holding them) had skipped or
-    emulated in this worker; "" when nothing."""
-    def mine(file: str) -> bool:
-        return any(file == scope or file.startswith(scope.rstrip("/") + "/") for scope in scopes)
+    emulated in this worker; "" when nothing. With `own` (the case's own files), a stand-in reached only elsewhere
+    in `scopes` counts when it was reached since `begin()`: another kernel of the package reached it otherwise."""
+    def inside(file: str, places: list[str]) -> bool:
+        return any(file == place or file.startswith(place.rstrip("/") + "/") for place in places)
 
-    benchmarks = sorted(f"{Path(f).name}:{line}" for f, line in REACHED.get("benchmark", ()) if mine(f))
-    used = sorted(what for what, where in REACHED.items() if what != "benchmark" and any(mine(f) for f, _ in where))
+    def counts(what: str, where: set[tuple[str, int]]) -> bool:
+        if own is not None and not any(inside(f, own) for f, _ in where) and what not in _SINCE:
+            return False
+        return any(inside(f, scopes) for f, _ in where)
+
+    benchmarks = sorted(f"{Path(f).name}:{line}" for f, line in REACHED.get("benchmark", ()) if inside(f, scopes))
+    used = sorted(what for what, where in REACHED.items() if what != "benchmark" and counts(what, where))
     parts = [f"the module's own call at {Path(f).name}:{line} raised {described(*failure)} (its definitions were "
-             "used)" for (f, line), failure in sorted(FAILED_CALLS.items()) if mine(f)]
+             "used)" for (f, line), failure in sorted(FAILED_CALLS.items()) if inside(f, scopes)]
     if benchmarks:
         parts.append("module-level benchmark not run (" + ", ".join(benchmarks) + ")")
     if used:

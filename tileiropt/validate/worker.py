@@ -176,7 +176,8 @@ class CaseRunner:
                              "the next; not counted as a failure)"
                 else:
                     status, reason = FAIL, raised
-        note = "; ".join(filter(None, [stand_ins.note(self.scopes()), self.noise_note]))
+        own = [str(Path(p).resolve()) for p in (self.case.path, self.case.original_path) if p]
+        note = "; ".join(filter(None, [stand_ins.note(self.scopes(), own), self.noise_note]))
         launched = provenance.kernels if provenance is not None else {}
         missing = {name: why for name, why in self.not_attached.items() if name in launched}
         if missing:  # only for kernels this record launched
@@ -191,6 +192,7 @@ class CaseRunner:
     def run(self) -> bool:
         """Run the case; False when the worker must exit (the CUDA context is unusable)."""
         case, emit = self.case, self.emit
+        stand_ins.begin()  # its records name the stand-ins its own code reached, not an earlier case's
         try:  # the reference first: with reference "original", a package's original is imported, then replaced
             with self.part("prepare"):
                 prepared = self.prepare()
