@@ -177,7 +177,7 @@ class CaseRunner:
                 else:
                     status, reason = FAIL, raised
         own = [str(Path(p).resolve()) for p in (self.case.path, self.case.original_path) if p]
-        note = "; ".join(filter(None, [stand_ins.note(self.scopes(), own), self.noise_note]))
+        note = "; ".join(filter(None, [stand_ins.note(self.scopes(), own), self.noise_note, self.arithmetic_note()]))
         launched = provenance.kernels if provenance is not None else {}
         missing = {name: why for name, why in self.not_attached.items() if name in launched}
         if missing:  # only for kernels this record launched
@@ -188,6 +188,14 @@ class CaseRunner:
             reason = f"{reason}; {note}" if reason else note
         return asdict(record_for(self.case, self.backend.name, config, status, reason,
                                  provenance or Provenance(**asdict(self.base)), **measures))
+
+    def arithmetic_note(self) -> str:
+        """What the interpreter computes wrongly for this case's inputs (bf16 products), or ""."""
+        if not self.backend.interpreted or "bfloat16" not in self.case.dtypes.values():
+            return ""
+        from tileiropt.harness.interpreter_probe import BF16_NOTE, bf16_products_wrong  # imports Triton
+
+        return BF16_NOTE if bf16_products_wrong() else ""
 
     def run(self) -> bool:
         """Run the case; False when the worker must exit (the CUDA context is unusable)."""
