@@ -65,15 +65,13 @@ def judged(context: RunContext, result: CaptureResult, specs: list[KernelSpec], 
         if failure is not None:
             return outcome(ERROR, f"the program failed before launching a kernel of {files}: {failure.summary()}",
                            result, program, fails_run=True)
-        detail = f"no launch of a kernel in {files} was captured; {result.ended}"
-        if result.last_output:  # what the program said last: "4 skipped", "19 deselected", "no tests ran"
-            detail += f" (its last output line: {result.last_output})"
+        said = f"its last output line: {result.last_output}" if result.last_output else ""  # "4 skipped in 0.2s"
+        detail = f"no launch of a kernel in {files} was captured; {result.ended}" + (f" ({said})" if said else "")
         if request.command is None:
             detail += ("; module-level benchmarks are not run during a capture: give a command that launches "
                        f"the kernels after `--`: tileiropt run {request.files[0].name} -- <command>")
         program = {"command": result.command, "launched_none": True,
-                   "summary": f"it launched no kernel of {files}; {result.ended}" + (
-                       f", its last output line: {result.last_output}" if result.last_output else "")}
+                   "summary": f"it launched no kernel of {files}; {result.ended}" + (f", {said}" if said else "")}
         return outcome(ERROR, detail, result, program, fails_run=True)
     if failure is not None and needs_gpu_here:  # the machine's, not the code's
         return outcome(PASS, f"{detail}; the rest of the program did not run here: it needs a GPU and this machine "

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 _current = threading.local()  # .check: the lowering in progress on this thread (None: no guard)
-_refused: dict[str, tuple[int, int]] = {}  # compile hash -> (shared memory required, the limit it exceeded)
+_refused: dict[str, int] = {}  # compile hash -> the shared memory it requires
 MARKERS = "tileiropt-refused"  # the folder of refusals in Triton's cache folder: one file per compile hash
 
 
@@ -54,15 +54,15 @@ def _marker(digest: str) -> Path | None:
     return Path(folder) / MARKERS / digest if folder and digest else None
 
 
-def _remember(digest: str, required: int, limit: int) -> None:
-    _refused[digest] = (required, limit)
+def _remember(digest: str, required: int) -> None:
+    _refused[digest] = required
     marker = _marker(digest)
     if marker is None:
         return
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
         temporary = marker.with_name(f"{marker.name}.{os.getpid()}")
-        temporary.write_text(f"{required} {limit}", encoding="utf-8")
+        temporary.write_text(str(required), encoding="utf-8")
         temporary.replace(marker)
     except OSError:
         pass  # remembered in this process only
@@ -71,11 +71,11 @@ def _remember(digest: str, required: int, limit: int) -> None:
 def _known(digest: str) -> int | None:
     """The shared memory an earlier compile of this hash was refused for needing, or None."""
     if digest in _refused:
-        return _refused[digest][0]
+        return _refused[digest]
     marker = _marker(digest)
     try:
-        return int(marker.read_text(encoding="utf-8").split()[0]) if marker is not None else None
-    except (OSError, ValueError, IndexError):
+        return int(marker.read_text(encoding="utf-8")) if marker is not None else None
+    except (OSError, ValueError):
         return None
 
 
@@ -102,7 +102,7 @@ class Guard:
             shared = src.get_int_attr("ttg.shared")
             available = self.limit()
             if shared and available and shared > available:
-                _remember(str(metadata.get("hash") or ""), shared, available)
+                _remember(str(metadata.get("hash") or ""), shared)
                 raise self.error(shared, available, "shared memory")
 
         return check

@@ -440,10 +440,10 @@ def _patch_autotuner(autotuner_class: type[Autotuner]) -> None:
     def run(self: Autotuner, *args: object, **kwargs: object) -> Any:
         if len(self.configs) > 1:  # not pinned by validation: the interpreter cannot benchmark the others
             _reached("first config")
-            named = {**dict(zip(self.arg_names, args)), **kwargs}
+            positional = dict(zip(self.arg_names, args))
             prune = getattr(self, "early_config_prune", None)
-            kept = prune(list(self.configs), dict(zip(self.arg_names, args)), **kwargs) if prune else self.configs
-            _reset_as_after_tuning(self, named)
+            kept = prune(list(self.configs), positional, **kwargs) if prune else self.configs
+            _reset_as_after_tuning(self, {**positional, **kwargs})
             with pinned(self, (kept or self.configs)[0]):
                 return original(self, *args, **kwargs)
         return original(self, *args, **kwargs)

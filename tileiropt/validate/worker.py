@@ -176,8 +176,8 @@ class CaseRunner:
                              "the next; not counted as a failure)"
                 else:
                     status, reason = FAIL, raised
-        own = [str(Path(p).resolve()) for p in (self.case.path, self.case.original_path) if p]
-        note = "; ".join(filter(None, [stand_ins.note(self.scopes(), own), self.noise_note, self.arithmetic_note()]))
+        note = "; ".join(filter(None, [stand_ins.note(self.scopes(), self.own_files()), self.noise_note,
+                                       self.arithmetic_note()]))
         launched = provenance.kernels if provenance is not None else {}
         missing = {name: why for name, why in self.not_attached.items() if name in launched}
         if missing:  # only for kernels this record launched
@@ -299,12 +299,15 @@ class CaseRunner:
         self.emit("record", id=self.case.id, item=None, record=self.record(PREPARE, status, reason))
         self.emit("job_done", id=self.case.id, parts=self.parts)
 
+    def own_files(self) -> list[str]:
+        """The case's kernel files: the validated one and its original."""
+        return [str(Path(p).resolve()) for p in (self.case.path, self.case.original_path) if p]
+
     def scopes(self) -> list[str]:
         """The files (and, for a package, its folder) whose skipped and emulated calls this case's records name."""
         case = self.case
-        files = [str(Path(p).resolve()) for p in (case.path, case.original_path) if p]
         folder = package_folder(Path(case.original_path or case.path), case.module)
-        return files + ([str(folder)] if folder else [])
+        return self.own_files() + ([str(folder)] if folder else [])
 
     def entry(self, module: ModuleType) -> EntryCall:
         """The call of (inputs, args, dims): the project's entry, or the captured launch's replay."""
