@@ -24,14 +24,14 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
-from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import suite_time  # noqa: E402 - the sibling benchmark script, run from this folder
 
 
 def ops_folder() -> Path:
@@ -58,43 +58,16 @@ def mirrored_package(folder: Path, mirrors: int) -> Path:
     return ops
 
 
-def report_lines(artifacts: Path) -> dict:
-    return {name: len((artifacts / name).read_text(encoding="utf-8").splitlines())
-            for name in ("report.md", "report-kernels.md") if (artifacts / name).is_file()}
-
-
 def run_once(folder: Path, command: list[str], extra: list[str], library: Path | None = None) -> dict:
     """One `tileiropt run` in `folder`; what it found, ran and decided, and what it cost."""
     library = library or ops_folder()
     env = {**os.environ, "TILEIROPT_CACHE_DIR": str(folder / "tool-cache")}  # cold at the first run: see main
     if library != ops_folder():  # the program imports the copy
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(library.parents[1]), env.get("PYTHONPATH")]))
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "tileiropt", "run", str(library), "--json", *extra, "--",
-                           *command], cwd=folder, capture_output=True, text=True, env=env)
-    seconds = time.monotonic() - started
-    try:
-        result = json.loads(done.stdout)
-    except json.JSONDecodeError:
-        print(done.stderr[-3000:], file=sys.stderr)
-        raise SystemExit(f"tileiropt run failed (exit {done.returncode})") from None
-    artifacts = folder / ".tileiropt"
-    capture = json.loads((artifacts / "capture.json").read_text()) if (artifacts / "capture.json").exists() else {}
-    validate_file = artifacts / "validate.json"
-    records = json.loads(validate_file.read_text())["records"] if validate_file.exists() else []
-    return {
-        "exit_code": done.returncode, "seconds": round(seconds, 1),
-        "kernels_in_library": len(capture.get("expected", [])),
-        "kernels_launched": len(capture.get("counts", {})),
-        "captured_launches": len(capture.get("launches", [])),
-        "records": dict(Counter(r["status"] for r in records)),
-        "verdicts": dict(Counter(v["bucket"] for v in result.get("verdicts", {}).values())),
-        "stopped": len(result.get("stopped", {})),
-        "phases": {p["phase"]: [p["status"], p["seconds"], p.get("workers", 0), p.get("worker_start_s", 0.0)]
-                   for p in result["phases"]},
-        "classify": next((p.get("detail") for p in result["phases"] if p["phase"] == "classify"), None),
-        "report_lines": report_lines(artifacts),
-    }
+    result = suite_time.run_tool(library, command, folder, extra, env)
+    if "phases" not in result:
+        raise SystemExit(f"tileiropt run failed (exit {result['exit_code']}): {result.get('error', '')}")
+    return result
 
 
 def main() -> int:

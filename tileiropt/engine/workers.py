@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
+import importlib.util
 import json
 import os
 import queue
@@ -190,14 +192,27 @@ def take_worker_starts() -> list[float]:
 
 
 def keep_bytecode(env: dict[str, str]) -> None:
-    """Let a worker keep the bytecode of what it imports in the tool's cache folder (`PYTHONPYCACHEPREFIX`,
-    unless the user set one): every worker imports torch and the user's package anew, and where the installed
-    packages have no bytecode (read-only installs, images built with PYTHONDONTWRITEBYTECODE=1) each worker
-    would otherwise compile them all again, seconds per worker. Nothing is written next to anyone's sources."""
-    if env.get("PYTHONPYCACHEPREFIX"):
+    """Where the installed packages carry no bytecode (read-only installs, images built with
+    PYTHONDONTWRITEBYTECODE=1), let a worker keep the bytecode of what it imports in the tool's cache folder
+    (`PYTHONPYCACHEPREFIX`, unless the user set one): every worker imports torch and the user's package anew, and
+    each would otherwise compile them all again, seconds per worker. Where they carry it (pip compiles it at
+    install), the environment is left as it is: a prefix would make Python pass over that bytecode and compile
+    torch again into an empty cache, 3 s of each worker's first start."""
+    if env.get("PYTHONPYCACHEPREFIX") or installed_bytecode():
         return
     env["PYTHONPYCACHEPREFIX"] = str(cache_dir() / "bytecode")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+@functools.cache
+def installed_bytecode(package: str = "torch") -> bool:
+    """Whether the installed sources carry their bytecode beside them (`package`'s `__init__`'s, as a sample of the
+    install); True when it is not found (nothing to judge: Python is left as it is)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.origin:
+        return True
+    source = Path(spec.origin)
+    return (source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc").is_file()
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
