@@ -26,8 +26,8 @@ def test_items_of_their_own_are_dealt_round_robin_and_a_repeat_goes_with_what_it
 
 
 def test_a_case_is_split_only_where_the_cases_leave_slots_idle() -> None:
-    assert shard_count(candidates=1, slots=8, cases=3) == 16  # one autotuned case, 3 cases, 8 slots: 2 a slot
-    assert shard_count(candidates=2, slots=8, cases=3) == 8
+    assert shard_count(candidates=1, slots=8, cases=3) == 32  # one autotuned case, 3 cases, 8 slots: 4 a slot
+    assert shard_count(candidates=2, slots=8, cases=3) == 16
     assert shard_count(candidates=1, slots=64, cases=1) == MAX_SHARDS
     assert shard_count(candidates=1, slots=8, cases=8) == 1  # the cases fill the slots already
     assert shard_count(candidates=0, slots=8, cases=1) == 1
@@ -91,13 +91,13 @@ def test_the_plan_spreads_autotuned_cases_on_gpu_backends_only(tmp_path: Path) -
     ptx, interpret = BACKENDS["ptx"], BACKENDS["interpret"]
     plan = Plan(cases={"ptx": [case(0, tuned), case(1, plain)], "interpret": [case(2, tuned)]},
                 timeouts={0: 5.0, 1: 5.0, 2: 5.0}, keys={0: (0,), 1: (1,), 2: (2,)}, inputs={0: "a", 1: "b", 2: "c"})
-    count = spread_cases(plan, [ptx, interpret], slots=4, has_gpu=True)  # 3 cases on 4 slots: 2 jobs a slot
+    count = spread_cases(plan, [ptx, interpret], slots=4, has_gpu=True)  # 3 cases on 4 slots: 4 jobs a slot
     assert [(c.kernel, c.shard, c.shards) for c in plan.cases["ptx"]] == [
-        *(("tuned", shard, 8) for shard in range(8)), ("plain", 0, 1)]
+        *(("tuned", shard, 16) for shard in range(16)), ("plain", 0, 1)]
     assert [c.shards for c in plan.cases["interpret"]] == [1]  # the interpreter's case stays whole
-    new = [c.id for c in plan.cases["ptx"][1:8]]
+    new = [c.id for c in plan.cases["ptx"][1:16]]
     assert all(plan.inputs[i] == "a" and plan.keys[i] == (0,) and plan.timeouts[i] == 5.0 for i in new)
-    assert [count.ended("a", True) for _ in range(8)] == [False] * 7 + [True]
+    assert [count.ended("a", True) for _ in range(16)] == [False] * 15 + [True]
     assert count.ended("b", True)
     unsplit = Plan(cases={"ptx": [case(0, tuned)]}, timeouts={0: 5.0}, keys={0: (0,)}, inputs={0: "a"})
     spread_cases(unsplit, [ptx], slots=6, has_gpu=False)  # no GPU: nothing runs it here anyway

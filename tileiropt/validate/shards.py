@@ -19,8 +19,8 @@ from pathlib import Path
 
 from tileiropt.validate.cases import Case
 
-MAX_SHARDS = 16  # more jobs than this per case cost more imports than their items save
-JOBS_PER_SLOT = 2
+MAX_SHARDS = 64  # a worker's later jobs of a case find its file imported and its reference's kernels compiled
+JOBS_PER_SLOT = 4  # small shares: a worker that drew cheap configs takes more, and no job holds several costly ones
 
 
 def owners(count: int, repeats: dict[int, int], shards: int) -> list[int]:
@@ -39,9 +39,9 @@ def owners(count: int, repeats: dict[int, int], shards: int) -> list[int]:
 
 
 def shard_count(candidates: int, slots: int, cases: int) -> int:
-    """Jobs per candidate case: two for each of the `slots` the phase's `cases` leave idle (workers that finish
-    early take the rest: items differ in cost), at most `MAX_SHARDS`; 1 when the cases fill the slots already (or
-    there is one slot)."""
+    """Jobs per candidate case: four for each of the `slots` the phase's `cases` leave idle (workers that finish
+    early take the rest: items differ in cost, one config's compile up to 4 s where most take 1), at most
+    `MAX_SHARDS`; 1 when the cases fill the slots already (or there is one slot)."""
     if candidates == 0 or slots <= 1 or cases >= slots:
         return 1
     return max(1, min(MAX_SHARDS, math.ceil(JOBS_PER_SLOT * slots / candidates)))
