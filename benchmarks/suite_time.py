@@ -8,8 +8,9 @@ Runs, from `--cwd`, the test command given after `--` twice, each from a cold Tr
 2. **under the tool**: `tileiropt run <library> --json --fresh [--spread-gpus] -- <command>` on the same GPUs, with
    a cold tool cache.
 
-Prints one JSON line per step (wall seconds, exit code, the command's last output line; for the tool's run every
-phase's seconds, the launches it captured and the verdicts) and a last line with the ratio of the two. Made for
+Prints one JSON line per step as it ends (wall seconds, exit code, the command's last output line, where its whole
+output was kept; for the tool's run every phase's seconds, the launches it captured and the verdicts) and a last
+line with the ratio of the two. Made for
 the issue's measure "a library through every phase in <= 1.3x the suite's own time on one GPU, and in less than
 the suite's own time alone when spread over 4":
 
@@ -59,15 +60,18 @@ def alone(command: list[str], cwd: Path, gpus: str, spread: bool, work: Path, ti
         env["PYTEST_PLUGINS"] = ",".join(filter(None, [env.get("PYTEST_PLUGINS"), "tileiropt.capture.worker_gpus"]))
         env["TILEIROPT_WORKER_GPUS"] = gpus
         env["TILEIROPT_GPUS_BEFORE"] = gpus
+    log = work / "alone" / "output.txt"  # the whole output, for its failures and durations
+    log.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    try:
-        done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-        code, output = done.returncode, done.stdout + done.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, output = "timeout", (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) \
-            else (exc.stdout or "")
+    with open(log, "w", encoding="utf-8") as output:
+        try:
+            code: int | str = subprocess.run(command, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT,
+                                             timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            code = "timeout"
     return {"step": "alone", "gpus": gpus, "spread": spread, "seconds": round(time.monotonic() - started, 1),
-            "exit_code": code, "last_line": last_line(output)}
+            "exit_code": code, "last_line": last_line(log.read_text(encoding="utf-8", errors="replace")),
+            "output": str(log)}
 
 
 def run_tool(library: Path, command: list[str], cwd: Path, extra: list[str], env: dict[str, str],
