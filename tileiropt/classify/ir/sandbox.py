@@ -288,10 +288,11 @@ def _constants(tree: ast.Module, aliases: dict[str, str]) -> dict[str, Any]:
 
 def _rebuild(node: ast.FunctionDef, path: str, namespace: dict[str, Any], aliases: dict[str, str]) -> Any:
     """The bare function of a JIT `def`: decorators dropped, defaults read from the tree (never evaluated)."""
-    bare = copy.deepcopy(node)
+    bare = copy.copy(node)  # the body is shared, never changed: only the def's own fields are replaced
     bare.decorator_list = []
-    positional = bare.args.defaults
-    keyword_only = bare.args.kw_defaults
+    bare.args = copy.copy(node.args)
+    positional = node.args.defaults
+    keyword_only = node.args.kw_defaults
     values = []
     for default in positional:
         values.append(_default(default, aliases))
