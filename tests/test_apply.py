@@ -100,7 +100,7 @@ def test_autotuned_kernel_gets_its_rewrite_in_place_and_configs_in_its_own_list(
     assert "tl.exp2(acc * LOG2E) if TILEIR else tl.exp(acc)" in out
     assert "TILEIR = triton.language.constexpr(is_tileir())" in out
     assert "LOG2E = triton.language.constexpr(1.4426950408889634)" in out
-    block = out[out.index("\n    dot_kernel.configs += ["):]
+    block = out[out.index("\n    dot_kernel.configs = dot_kernel.configs + ["):]
     assert "for c in dot_kernel.configs\n" in block and "pre_hook=c.pre_hook)" in block
     assert block.count("), (") + block.count("),\n") + 1 >= 8  # 8 lever combinations: 1 own config x 8
     (report,) = result.kernels
@@ -428,3 +428,45 @@ def test_kernels_crossed_with_one_lever_list_share_it_by_name() -> None:
     assert all(len(row) == 4 for row in namespace["TILEIR_LEVERS"])  # (occupancy, num_ctas, num_stages, tiles)
     alone = transform_source(AUTOTUNED, "one.py", classify=_classes("dot")).new_source
     assert "TILEIR_LEVERS" not in alone and "for o, n, s, t in [" in alone  # one kernel: its list stays inline
+
+
+_SHARED_LIST = '''
+import triton
+import triton.language as tl
+
+CONFIGS = [triton.Config({"BLOCK": 32}, num_warps=4), triton.Config({"BLOCK": 64}, num_warps=4)]
+SAME = CONFIGS  # a second name for the one list
+
+
+@triton.autotune(configs=CONFIGS, key=["n"])
+@triton.jit
+def double_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+@triton.autotune(configs=SAME, key=["n"])
+@triton.jit
+def shift_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+'''
+
+
+def test_autotuners_sharing_one_config_list_each_get_their_own_crossing(tmp_path: Path,
+                                                                         tileir_code_forced: None) -> None:
+    """The author's list is never extended in place: a second autotuner holding it would cross the first's
+    TileIR configs again (a list shared by six kernels grew to 3 * 6**6 configs each)."""
+    from tileiropt.harness.loading import load_kernel_module
+
+    source = tmp_path / "shared.py"
+    source.write_text(_SHARED_LIST)
+    result = transform_source(_SHARED_LIST, str(source))
+    added = {k.kernel: k.configs_added for k in result.kernels}["double_kernel"]  # the literal list: counted
+    optimized = tmp_path / "shared_tileir.py"
+    optimized.write_text(result.new_source)
+    module = load_kernel_module(str(optimized), str(source), None, "double_kernel")
+    assert len(module.CONFIGS) == 2 and module.SAME is module.CONFIGS  # the author's list as written
+    assert len(module.double_kernel.configs) == 2 + added
+    crossed = len(module.shift_kernel.configs) - 2  # its 2 own configs, each with the covering combinations
+    assert crossed % 2 == 0 and 0 < crossed <= added  # not the first kernel's 2 + added configs crossed again

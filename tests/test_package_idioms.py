@@ -191,7 +191,8 @@ def test_an_autotuner_under_a_package_s_wrapper_gets_its_tileir_configs(
     assert kernel["configs_added"] > 0 and not kernel["skipped"]
     assert any("reached at import" in c["what"] for c in kernel["changes"])
     optimized = next(Path(f["output"]) for f in applied["files"] if f["file"].endswith("entrytuned.py"))
-    assert "_tileiropt_autotuner(offset_kernel).configs += [" in optimized.read_text()
+    assert "_tileiropt_autotuner(offset_kernel).configs = _tileiropt_autotuner(offset_kernel).configs + [" \
+        in optimized.read_text()
     monkeypatch.syspath_prepend(str(idioms))  # `from entrywrap import entry`, as the program imports it
     module = import_kernel_module(optimized)
     tuner = find_autotuner(module.offset_kernel)

@@ -126,13 +126,15 @@ def share_lever_lists(plans: dict[str, KernelPlan], name: str) -> str:
 
 
 def _extend(owner: str, paths: list[str], configs: str, fixed_list_possible: bool) -> list[str]:
-    """Statements adding `configs` (an expression) to the autotuner at each of `paths`; a package's autotuner may
-    keep its list fixed, and then runs its own configs rather than fail the import."""
+    """Statements giving the autotuner at each of `paths` its own configs and `configs` (an expression) as a new
+    list: the author's list object stays as it is, since other autotuners may hold it too (one list named in
+    several decorators, or imported from another file), and extending it in place would cross their configs again.
+    A package's autotuner may keep its list fixed, and then runs its own configs rather than fail the import."""
     if len(paths) == 1:
-        lines = [f"{paths[0]}.configs += {configs}"]
+        lines = [f"{paths[0]}.configs = {paths[0]}.configs + {configs}"]
     else:
         variable = f"{owner}_tileir_configs"
-        lines = [f"{variable} = {configs}", *(f"{path}.configs += {variable}" for path in paths)]
+        lines = [f"{variable} = {configs}", *(f"{path}.configs = {path}.configs + {variable}" for path in paths)]
     if not fixed_list_possible:
         return lines
     body = "\n".join(lines).replace("\n", "\n    ")

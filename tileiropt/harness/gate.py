@@ -72,16 +72,25 @@ def gate_source(name: str = GATE_NAME) -> str:
 
 def extended_autotuners(source: str) -> set[str]:
     """The module-level kernel names whose autotuner a transformed file's TileIR blocks give configs
-    (`name.configs += [...]`, `name.fn.configs += ...`, inside `if <gate>():`): where validation checks they took."""
+    (`name.configs = name.configs + [...]`, `name.fn.configs = ...`, or `+=` as earlier releases of the tool wrote,
+    inside `if <gate>():`): where validation checks they took."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return set()
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute) and \
-                node.target.attr == "configs":
-            base = node.target.value
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.AugAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.BinOp) and \
+                isinstance(node.value.op, ast.Add) and isinstance(node.value.left, ast.Attribute) and \
+                node.value.left.attr == "configs":  # `x.configs = x.configs + [...]`, not an author's own list
+            targets = node.targets
+        for target in targets:
+            if not (isinstance(target, ast.Attribute) and target.attr == "configs"):
+                continue
+            base = target.value
             while isinstance(base, ast.Attribute) and base.attr == "fn":
                 base = base.value
             if isinstance(base, ast.Name):
