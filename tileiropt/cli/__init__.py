@@ -302,7 +302,10 @@ def apply(
     spaces: Annotated[
         Path | None, typer.Option("--spaces", help="TOML file of TileIR config spaces (see templates/spaces.toml).")
     ] = None,
-    max_configs: Annotated[int, typer.Option("--max-configs", help="Cap on TileIR configs added per kernel.")
+    max_configs: Annotated[int, typer.Option(
+        "--max-configs", help="TileIR configs added to a kernel whose own config list is literal: at least this "
+                              "many (its own configs crossed with more lever combinations). Every lever value is "
+                              "covered whatever it is, so a long own list gets more.")
                            ] = DEFAULT_MAX_CONFIGS,
     hint_autotune: Annotated[
         list[str] | None, typer.Option(
