@@ -204,6 +204,44 @@ def test_reduction_by_a_zeroed_accumulator_over_a_loop() -> None:
     assert kernels["scale_rows"].kernel_class == "elementwise"
 
 
+def test_reduction_by_a_running_maximum_over_a_loop() -> None:
+    """A loop that keeps a running maximum (or sum) of loaded values in an assignment reduces as `+=` does; a
+    clamp of loaded data, or a loop that only advances an offset, stays elementwise."""
+    kernels = _one(
+        """
+        @triton.jit
+        def reduce_partials(partial_ptr, scale_ptr, n_chunks):
+            row = tl.program_id(0)
+            x_max = 0.0
+            for c in range(n_chunks):
+                x_max = tl.maximum(x_max, tl.load(partial_ptr + row * n_chunks + c))
+            tl.store(scale_ptr + row, 448.0 / x_max)
+
+        @triton.jit
+        def sum_blocks(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            total = tl.zeros((BLOCK,), tl.float32)
+            for start in range(0, n, BLOCK):
+                offs = start + tl.arange(0, BLOCK)
+                total = total + tl.load(x_ptr + offs, mask=offs < n)
+            tl.store(out_ptr + tl.arange(0, BLOCK), total)
+
+        @triton.jit
+        def clamp_rows(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            offs = tl.arange(0, BLOCK)
+            for start in range(0, n_cols, BLOCK):
+                x = tl.load(x_ptr + row * n_cols + start + offs, mask=start + offs < n_cols)
+                x = tl.maximum(x, 0.0)
+                tl.store(y_ptr + row * n_cols + start + offs, x, mask=start + offs < n_cols)
+                offs = offs + 0
+        """
+    )
+    assert kernels["reduce_partials"].kernel_class == "reduction"
+    assert "keeps a running maximum of loaded data across the loop" in kernels["reduce_partials"].evidence[0].text
+    assert kernels["sum_blocks"].kernel_class == "reduction"
+    assert kernels["clamp_rows"].kernel_class == "elementwise"
+
+
 def test_elementwise_and_math_helper() -> None:
     kernels = _one(
         """

@@ -42,6 +42,7 @@ BLOCK_POINTER = frozenset({TL + "make_block_ptr", TL + "advance"})
 POINTER_PRESERVING = frozenset({TL + "multiple_of", TL + "max_contiguous", TL + "max_constancy", TL + "advance"})
 TILE_MAKERS = frozenset(TL + n for n in ("arange", "rand", "randn", "randint"))
 ACCUMULATOR_MAKERS = frozenset(TL + n for n in ("zeros", "full", "zeros_like", "full_like"))
+RUNNING = frozenset({TL + "maximum", TL + "minimum"})  # `m = tl.maximum(m, x)` in a loop: a running reduction
 RANGES = frozenset({"range", TL + "range", TL + "static_range"})
 INT64 = frozenset({TL + "int64", TL + "uint64"})
 _PERSISTENT_STEP_WORDS = ("NUM_SM", "NUM_PROGRAM", "NUM_CTAS_TOTAL", "GRID_SIZE", "N_PROGRAMS")
@@ -175,6 +176,32 @@ class _FunctionPass:
         seen.add(id(node))
         getattr(self.facts, kind).append(item)
 
+    def _running_accumulation(self, node: ast.Assign) -> None:
+        """`m = tl.maximum(m, x)` or `s = s + x` in a loop, `m` a zero-initialised block or a number and `x` loaded
+        data (not a statistic): an accumulation written as an assignment (a loop that reduces its input to a running
+        maximum is a reduction, whatever it calls)."""
+        if not self._loop_depth or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            return
+        name, value = node.targets[0].id, node.value
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+            operands, what = [value.left, value.right], "sums"
+        elif isinstance(value, ast.Call) and call_name(value, self.aliases) in RUNNING and not value.keywords:
+            maximum = (call_name(value, self.aliases) or "").endswith("maximum")
+            operands, what = list(value.args), "keeps a running " + ("maximum" if maximum else "minimum")
+        else:
+            return
+        own = [o for o in operands if isinstance(o, ast.Name) and o.id == name]
+        others = [o for o in operands if not (isinstance(o, ast.Name) and o.id == name)]
+        current = self.env.get(name)
+        if len(own) != 1 or len(others) != 1 or current is None or current.bases \
+                or current.flags - {"acc", "tile"}:  # a zeroed block or a number, nothing loaded or indexed yet
+            return
+        added = self.expr(others[0])
+        if added.has("data") and not added.has("stat"):
+            text = self.builder.text.segment(node)
+            text = text if len(text) <= 60 else text[:57] + "..."
+            self._record("accumulations", node, (node.lineno, f"`{text}` {what} of loaded data across the loop"))
+
     # statements ----------------------------------------------------------------
     def block(self, statements: list[ast.stmt]) -> None:
         for statement in statements:
@@ -182,6 +209,7 @@ class _FunctionPass:
 
     def statement(self, node: ast.stmt) -> None:
         if isinstance(node, ast.Assign):
+            self._running_accumulation(node)
             value = self.expr(node.value)
             for target in node.targets:
                 self.assign(target, node.value, value)
