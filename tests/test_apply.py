@@ -470,3 +470,35 @@ def test_autotuners_sharing_one_config_list_each_get_their_own_crossing(tmp_path
     assert len(module.double_kernel.configs) == 2 + added
     crossed = len(module.shift_kernel.configs) - 2  # its 2 own configs, each with the covering combinations
     assert crossed % 2 == 0 and 0 < crossed <= added  # not the first kernel's 2 + added configs crossed again
+
+
+_ASM_HELPER = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _pack(x):
+    return tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.int32, is_pure=True, pack=1)
+
+
+@triton.jit
+def _through(x):
+    return _pack(x) + 1
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64})], key=["n"])
+@triton.jit
+def pack_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, _through(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+'''
+
+
+def test_a_kernel_whose_helper_tileir_rejects_gets_no_tileir_code() -> None:
+    """A helper is linted on its own; the kernel that calls it (here through another helper) is rejected with it."""
+    result = transform_source(_ASM_HELPER, "pack.py")
+    report = {k.kernel: k for k in result.kernels}["pack_kernel"]
+    assert not report.changes and not result.changed
+    assert len(report.skipped) == 1
+    assert report.skipped[0].startswith("no TileIR code added: it calls _pack, which has TIR001 (error) at L")

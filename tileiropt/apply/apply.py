@@ -120,12 +120,13 @@ def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, Kernel
             plan.report.skipped.append("not a module-level function: left alone")
             continue
         plan.node = node
-        rejected = [f for f in record.findings if f.severity == "error"]
+        helper, rejected = rejected_code(kernel.name, records)
         if rejected:  # TileIR configs or twins would only hide it: the TileIR compiler rejects the kernel
             first = rejected[0]
-            plan.report.skipped.append(f"no TileIR code added: {first.code} (error) at L{first.line}: {first.message} "
-                                       f"-- the TileIR compiler would reject this kernel (fix: {first.hint}; then "
-                                       "apply again)")
+            where = f"it calls {helper}, which has " if helper else ""
+            plan.report.skipped.append(f"no TileIR code added: {where}{first.code} (error) at L{first.line}: "
+                                       f"{first.message} -- the TileIR compiler would reject this kernel (fix: "
+                                       f"{first.hint}; then apply again)")
             continue
         step = KernelStep(model, kernel, record, kernel_class, node, spaces[kernel_class], cap, release, names, plan,
                           twin=node, target=kernel.name, paths=[kernel.name],
@@ -134,6 +135,26 @@ def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, Kernel
             transform(step)
         _note_block(kernel, info, plan)
     return plans
+
+
+def rejected_code(name: str, records: dict[str, KernelRecord]) -> tuple[str | None, list[Finding]]:
+    """The errors that make the TileIR compiler reject kernel `name`: its own, else those of the first JIT helper of
+    the file it calls, directly or through others (a helper is linted on its own, and lowering the kernel lowers
+    it too), with that helper's name (None: the kernel's own)."""
+    own = [f for f in records[name].findings if f.severity == "error"]
+    if own:
+        return None, own
+    seen, waiting = {name}, list(records[name].calls)
+    while waiting:
+        callee = waiting.pop(0)
+        if callee in seen or callee not in records:
+            continue
+        seen.add(callee)
+        errors = [f for f in records[callee].findings if f.severity == "error"]
+        if errors:
+            return callee, errors
+        waiting += records[callee].calls
+    return None, []
 
 
 def _note_block(kernel: KernelInfo, info: ModuleInfo, plan: KernelPlan) -> None:
