@@ -502,3 +502,48 @@ def test_a_kernel_whose_helper_tileir_rejects_gets_no_tileir_code() -> None:
     assert not report.changes and not result.changed
     assert len(report.skipped) == 1
     assert report.skipped[0].startswith("no TileIR code added: it calls _pack, which has TIR001 (error) at L")
+
+
+_CALL_FORM = '''
+import triton
+import triton.language as tl
+
+
+def own_configs():
+    return [triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})]
+
+
+@triton.jit
+def _scale_kernel(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+_scale = triton.heuristics({"EVEN": lambda args: args["n"] % 64 == 0})(_scale_kernel)
+scale_tuned = triton.autotune(configs=own_configs(), key=["n"])(_scale)
+scale_small = triton.autotune(configs=own_configs()[:1], key=["n"])(_scale)
+after = 1
+'''
+
+
+def test_autotuners_made_by_a_call_get_the_tileir_configs_after_they_are_bound(tmp_path: Path,
+                                                                              tileir_code_forced: None) -> None:
+    from tileiropt.harness.loading import load_kernel_module
+
+    result = transform_source(_CALL_FORM, str(tmp_path / "call_form.py"))
+    report = {k.kernel: k for k in result.kernels}["_scale_kernel"]
+    assert [c.what.split(" = ")[0] for c in report.changes if "crossed at import" in c.what] == [
+        "TileIR configs crossed at import from the own config list of scale_tuned",
+        "TileIR configs crossed at import from the own config list of scale_small"]
+    out = result.new_source
+    block = out.index("# TileIR code for _scale_kernel")
+    assert out.index("scale_small = triton.autotune(") < block < out.index("\n\n\nafter = 1\n")
+    assert "    scale_tuned.configs = scale_tuned.configs + [" in out
+    source, optimized = tmp_path / "call_form.py", tmp_path / "call_form_tileir.py"
+    source.write_text(_CALL_FORM)
+    optimized.write_text(out)
+    module = load_kernel_module(str(optimized), str(source), None, "scale_tuned")
+    own = len(module.own_configs())
+    crossed = (len(module.scale_tuned.configs) - own) // own
+    assert crossed > 0 and len(module.scale_tuned.configs) == own * (1 + crossed)
+    assert len(module.scale_small.configs) == 1 + crossed  # each autotuner crosses its own list

@@ -204,7 +204,7 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
     levers = share_lever_lists(plans, names.levers)
     if levers:
         gate_statements += _gate_statements(cst.parse_module(levers))
-    blocks = {id(plan.node): _with_twins(_block_statement(name, plan.block, names.gate), plan)
+    blocks = {id(_anchor(module, plan)): _with_twins(_block_statement(name, plan.block, names.gate), plan)
               for name, plan in plans.items() if plan.block and plan.node is not None}
     before, after = list(module.body[:gate_index]), list(module.body[gate_index:])  # no def precedes the gate
     module = module.with_changes(body=[*before, *gate_statements, *insert_after(after, blocks)])
@@ -213,6 +213,19 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
         if plan.rewritten is not None and plan.node is not None}
     rewritten.update(launches)
     return module.visit(_Replaced(rewritten)) if rewritten else module
+
+
+def _anchor(module: cst.Module, plan: KernelPlan) -> cst.CSTNode:
+    """The statement a kernel's TileIR block follows: its def, or the last module-level binding of the name the
+    block reads (an autotuner made by a call after the def, `plan.after_binding`)."""
+    if plan.after_binding is None:
+        assert plan.node is not None
+        return plan.node
+    binds = [statement for statement in module.body if isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == plan.after_binding
+                                              for t in small.targets) for small in statement.body)]
+    assert binds, plan.after_binding  # found at module level by `call_form_autotuners`
+    return binds[-1]
 
 
 def _replacement(node: cst.CSTNode, _: cst.CSTNode) -> cst.CSTNode:

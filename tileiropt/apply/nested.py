@@ -86,13 +86,19 @@ def placement_note(kernel: KernelInfo) -> str | None:
 
 def insert_after(statements: Sequence[cst.BaseStatement], blocks: dict[int, cst.BaseStatement]
                  ) -> list[cst.BaseStatement]:
-    """`statements` with `blocks[id(def)]` after each def it names, inside module-level blocks too."""
+    """`statements` with `blocks[id(def)]` after each def it names, inside module-level blocks too; a statement
+    that followed a block directly (a binding after a binding) is set apart from it by blank lines."""
     result: list[cst.BaseStatement] = []
+    follows_block = False
     for statement in statements:
+        block = blocks.get(id(statement))
         if isinstance(statement, _BLOCKS):
             statement = _rewrite_block(statement, blocks)
+        if follows_block and isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) \
+                and not statement.leading_lines:
+            statement = statement.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
         result.append(statement)
-        block = blocks.get(id(statement))
+        follows_block = block is not None
         if block is not None:
             result.append(block)
     return result

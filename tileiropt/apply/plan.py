@@ -155,6 +155,7 @@ class KernelPlan:
     node: cst.FunctionDef | None = None  # the kernel's def, at the top level or inside a module-level block
     rewritten: cst.FunctionDef | None = None  # the kernel's def with in-place rewrites behind the gate's constexpr
     launch_hints: dict[int, dict[str, int]] = field(default_factory=dict)  # launch line -> hints it passes gated
+    after_binding: str | None = None  # the module-level name whose binding the block follows (default: the def)
 
 
 def _config_names(values: list[ConfigValue]) -> list[str]:
@@ -177,6 +178,49 @@ def _autotuner_path(model: FileModel, kernel: KernelInfo) -> str | None:
         else:
             return None
     return None
+
+
+def call_form_autotuners(tree: ast.Module, kernel: str, aliases: dict[str, str]) -> list[tuple[str, int]]:
+    """(name, line) of each module-level `name = triton.autotune(...)(x)` whose `x` is the kernel, or a name bound
+    at module level to `triton.heuristics(...)(kernel)` (an autotuner made by a call, not a decorator)."""
+    bound: dict[str, ast.expr] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            bound[node.targets[0].id] = node.value
+
+    def wraps_kernel(value: ast.expr, depth: int = 0) -> bool:
+        if isinstance(value, ast.Name):
+            return value.id == kernel or (depth < 4 and value.id in bound and
+                                          wraps_kernel(bound[value.id], depth + 1))
+        return isinstance(value, ast.Call) and isinstance(value.func, ast.Call) and len(value.args) == 1 and \
+            call_name(value.func, aliases) in HEURISTICS and wraps_kernel(value.args[0], depth + 1)
+
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Call) and len(value.args) == 1 and \
+                    call_name(value.func, aliases) in AUTOTUNE and wraps_kernel(value.args[0]):
+                found.append((node.targets[0].id, node.lineno))
+    return found
+
+
+def plan_call_form_autotuned(tuners: list[tuple[str, int]], kernel: KernelInfo, space: Space, plan: KernelPlan,
+                             names: FileNames) -> None:
+    """TileIR configs for each autotuner made by a call over the kernel (`call_form_autotuners`): its own list,
+    built where the tool does not read it, crossed at import with the lever combinations that cover every value
+    (no larger tiles: the names its configs set are not read), as a new list."""
+    combos = covering_combinations(space, space.num_ctas, {})
+    plan.after_binding = max(tuners, key=lambda found: found[1])[0]  # the block reads them: after the last one
+    for tuner, line in tuners:
+        plan.block.extend(_extend(tuner, [tuner], _crossed_list(f"{tuner}.configs", combos, False, names), False))
+        plan.report.changes.append(Change(
+            line,
+            f"TileIR configs crossed at import from the own config list of {tuner} = triton.autotune(...)(...) "
+            f"({len(combos)} combinations per own config: occupancy {space.occupancy}, num_ctas {space.num_ctas}, "
+            f"num_stages {space.num_stages})",
+            f"{tuner} autotunes {kernel.name} through a call rather than a decorator; its configs go into that "
+            "autotuner, read at import, so the tool never runs the code that builds them"))
 
 
 def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int, paths: list[str], plan: KernelPlan,

@@ -13,6 +13,7 @@ configs that name it, the configs before the dispatch that binds the name), with
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -23,9 +24,11 @@ from tileiropt.apply.math_rewrites import Gated, rewrite_math
 from tileiropt.apply.plan import (
     FileNames,
     KernelPlan,
+    call_form_autotuners,
     hint_autotune_asked,
     in_place_note,
     plan_autotuned,
+    plan_call_form_autotuned,
     plan_hint_only,
     plan_launch_hints,
     plan_tma_twin,
@@ -64,7 +67,14 @@ class KernelStep:
     @property
     def without_autotuner(self) -> bool:
         """An entry kernel its author launches without autotuner: its launch keeps the author's options."""
-        return self.kernel.autotune is None and self.kernel.is_entry
+        return self.kernel.autotune is None and self.kernel.is_entry and not self.call_autotuners
+
+    @functools.cached_property
+    def call_autotuners(self) -> list[tuple[str, int]]:
+        """The autotuners the file makes over the kernel by a call (`name = triton.autotune(...)(kernel)`)."""
+        if self.kernel.autotune is not None:
+            return []
+        return call_form_autotuners(self.model.scan.tree, self.kernel.name, self.model.module.aliases)
 
     @property
     def autotune_asked(self) -> bool:
@@ -182,6 +192,8 @@ class AutotunerConfigs(Transform):
     def __call__(self, step: KernelStep) -> None:
         if step.kernel.autotune is not None:
             plan_autotuned(step.kernel, step.model, step.space, step.cap, step.paths, step.plan, step.names)
+        elif step.call_autotuners and step.tma is None and step.plan.twin is None:
+            plan_call_form_autotuned(step.call_autotuners, step.kernel, step.space, step.plan, step.names)
 
 
 # an elementwise kernel its author launches without autotuner, up to its launch line (the examples add their own)
