@@ -547,3 +547,15 @@ def test_autotuners_made_by_a_call_get_the_tileir_configs_after_they_are_bound(t
     crossed = (len(module.scale_tuned.configs) - own) // own
     assert crossed > 0 and len(module.scale_tuned.configs) == own * (1 + crossed)
     assert len(module.scale_small.configs) == 1 + crossed  # each autotuner crosses its own list
+
+
+def test_apply_says_written_only_where_it_wrote(tmp_path: Path) -> None:
+    source = tmp_path / "k.py"
+    source.write_text(AUTOTUNED)
+    dry = CliRunner().invoke(app, ["apply", str(source), "--dry-run"])
+    assert dry.exit_code == 0 and "(dry run: nothing written)" in dry.output
+    assert "written for" not in dry.output and not (tmp_path / "k_tileir.py").exists()
+    broken = tmp_path / "broken.py"
+    broken.write_text("x = (\n")
+    failed = CliRunner().invoke(app, ["apply", str(broken)])
+    assert failed.exit_code == 2 and "written for" not in failed.output and "┏" not in failed.output  # no table

@@ -121,7 +121,8 @@ def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_ru
                           str(len(k.skipped)))
             details += [f"{result.path} {k.kernel} L{c.line}: {c.what}" for c in k.changes]
             details += [f"{result.path} {k.kernel} left alone: {why}" for why in k.skipped]
-    console.print(table)
+    if results:  # no empty table above the errors
+        console.print(table)
     for line in details:
         console.print(line, markup=False, soft_wrap=True)
     for result in results:
@@ -152,7 +153,11 @@ def apply_command(paths: list[Path], *, output: Path | None, in_place: bool, dry
             err_console.print(f"[bold red]error[/]: {escape(error.error)}", soft_wrap=True)
     else:
         print_results(results, errors, dry_run=dry_run)
-        console.print(f"TileIR code written for {choice.describe()}", markup=False, soft_wrap=True)
+        if any(result.written for result in results):  # not said where nothing was written (a dry run, errors)
+            console.print(f"TileIR code written for {choice.describe()}", markup=False, soft_wrap=True)
+        elif dry_run and results:
+            console.print(f"TileIR code for {choice.describe()} (dry run: nothing written)", markup=False,
+                          soft_wrap=True)
     if in_place and not dry_run:
         for result in results:
             if result.changed and len(result.written) > 1:  # the rewrite and its backup
