@@ -375,6 +375,18 @@ def test_cli_json_schema(tmp_path: Path) -> None:
     assert data["summary"]["findings"] == {"error": 1, "warning": 1, "perf": 0}
 
 
+def test_a_lowering_that_fails_in_a_helper_says_the_helper_and_why(tmp_path: Path) -> None:
+    """Triton prints only the kernel's calling line, the helper's error chained as its cause: the reason names both."""
+    path = _write(tmp_path, "nested.py", "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+                  "def helper(x):\n    return tl.no_such_function(x)\n\n\n@triton.jit\n"
+                  "def kern(x_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
+                  "    tl.store(x_ptr + offs, helper(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)\n")
+    result = runner.invoke(app, ["classify", str(path), "--json"])
+    kern = next(k for k in json.loads(result.stdout)["kernels"] if k["kernel"] == "kern")
+    assert kern["ir"]["status"] == "not-run"
+    assert "(in helper, at 2:11): AttributeError" in kern["ir"]["reason"] and "no_such_function" in kern["ir"]["reason"]
+
+
 def test_cli_strict_select_ignore(tmp_path: Path) -> None:
     path = _write(tmp_path, "k.py", KERNEL)
     assert runner.invoke(app, ["classify", str(path)]).exit_code == 0

@@ -10,6 +10,7 @@ of a POSIX process).
 from __future__ import annotations
 
 import functools
+import re
 import signal
 import threading
 from collections.abc import Iterator
@@ -98,12 +99,30 @@ def _caused_by_timeout(exc: BaseException) -> bool:
 
 
 def _one_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    lines = [line.strip() for line in text.splitlines() if line.strip().strip("^~ ")]
-    # Triton's CompilationError prints the source around the error, then the message last.
-    message = lines[-1] if lines else type(exc).__name__
-    where = lines[0] if lines and lines[0].startswith("at ") else ""
+    """`CompilationError at 4:27: <message>`; where the error is in a JIT helper the kernel calls (Triton then
+    prints only the kernel's calling line, the helper's error chained as its cause), the helper's name, place and
+    message: `CompilationError at 4:27 (in helper, at 2:11): AttributeError(...)`."""
+    where, message = _where_and_message(exc)
+    inner: BaseException = exc
+    for _ in range(16):  # down the chain of errors in helpers, to the one that says what went wrong
+        if getattr(inner, "error_message", None) is not None or inner.__cause__ is None:
+            break
+        inner = inner.__cause__
+    if inner is not exc:
+        inner_where, message = _where_and_message(inner)
+        helper = re.search(r"^\s*def (\w+)\(", str(inner), re.M)
+        where += f" (in {helper.group(1) if helper else 'a helper'}" + (f", {inner_where})" if inner_where else ")")
     return f"{type(exc).__name__} {where}: {message}".replace("  ", " ")[:300]
+
+
+def _where_and_message(exc: BaseException) -> tuple[str, str]:
+    """Triton's CompilationError prints `at L:C:`, the source around the error, then its message last (none when
+    the error is a helper's, chained as the cause)."""
+    explicit = getattr(exc, "error_message", None)
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip().strip("^~ ")]
+    where = lines[0].rstrip(":") if lines and lines[0].startswith("at ") else ""
+    message = str(explicit) if explicit is not None else lines[-1] if lines else type(exc).__name__
+    return where, message
 
 
 class _Timeout(Exception):
