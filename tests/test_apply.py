@@ -559,3 +559,34 @@ def test_apply_says_written_only_where_it_wrote(tmp_path: Path) -> None:
     broken.write_text("x = (\n")
     failed = CliRunner().invoke(app, ["apply", str(broken)])
     assert failed.exit_code == 2 and "written for" not in failed.output and "┏" not in failed.output  # no table
+
+
+_LARGE_OWN = '''
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 256}), triton.Config({"BLOCK": 8192})], key=["n"])
+@triton.jit
+def wide_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+'''
+
+
+def test_a_larger_tile_never_shrinks_the_authors_own(tmp_path: Path, tileir_code_forced: None) -> None:
+    from tileiropt.harness.loading import load_kernel_module
+
+    source = tmp_path / "wide.py"
+    source.write_text(_LARGE_OWN)
+    result = transform_source(_LARGE_OWN, str(source))
+    (report,) = result.kernels
+    assert "left out: their tile would be smaller than the config's own" in report.changes[-1].what
+    optimized = tmp_path / "wide_tileir.py"
+    optimized.write_text(result.new_source)
+    configs = load_kernel_module(str(optimized), str(source), None, "wide_kernel").wide_kernel.configs
+    assert len(configs) == 2 + report.configs_added  # the count apply reports is the count at import
+    from_small = [c.kwargs["BLOCK"] for c in configs[2:]][:report.configs_added - 1]  # the 256 config's, in order
+    from_wide = [c.kwargs["BLOCK"] for c in configs[2:]][report.configs_added - 1:]
+    assert min(from_small) == 256 and max(from_small) > 256  # its own size, and larger ones
+    assert from_wide == [8192]  # only the row without a tile: every larger tile of the list would shrink it

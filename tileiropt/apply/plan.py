@@ -80,7 +80,15 @@ def _crossed_list(source: str, combos: list[TileIRConfig], tiles: bool, names: F
     listed = _wrapped_list(f"for {', '.join(targets)} in [", rows, 4)
     call = (f"{names.triton}.Config({kwargs}, num_warps=c.num_warps, num_stages=s, occupancy=o, num_ctas=n, "
             "pre_hook=c.pre_hook)")
-    return f"[\n    {call}\n    for c in {source}\n    {listed}\n]"
+    larger = "\n    if all(v >= c.kwargs.get(k, 0) for k, v in t.items())" if tiles else ""  # a tile never shrinks
+    return f"[\n    {call}\n    for c in {source}\n    {listed}{larger}\n]"
+
+
+def crossed_count(values: list[ConfigValue], combos: list[TileIRConfig]) -> int:
+    """How many configs `_crossed_list` makes of the literal `values`: a combination's larger tile only where no
+    size of it is smaller than the config's own."""
+    return sum(1 for value in values for combo in combos
+               if all(size >= value.kwargs.get(name, 0) for name, size in combo.kwargs if size is not None))
 
 
 def _wrapped_list(head: str, rows: list[str], indent: int) -> str:
@@ -275,16 +283,18 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
     combos = covering_combinations(space, ctas, tiles, at_least=cap // max(len(values), 1))
     plan.block.extend(_extend(kernel.name, attributes, _crossed_list(
         f"{attributes[0]}.configs", combos, bool(tiles), names), reached))
-    plan.report.configs_added = len(values) * len(combos)
+    plan.report.configs_added = added = crossed_count(values, combos)
     # the combinations of int lever values (`ctas`, `space.num_stages`): neither hint is None here
     used_ctas = sorted({c.num_ctas for c in combos if c.num_ctas is not None})
     used_stages = sorted({c.num_stages for c in combos if c.num_stages is not None})
     plan.report.changes.append(Change(
         autotune.line,
-        f"{len(values) * len(combos)} TileIR configs added to the autotune space of {target}: its {len(values)} "
+        f"{added} TileIR configs added to the autotune space of {target}: its {len(values)} "
         f"own configs crossed with {len(combos)} combinations of occupancy {sorted({c.occupancy for c in combos})}, "
         f"num_ctas {used_ctas}, num_stages {used_stages}"
-        + (f", larger {', '.join(tiles)}" if tiles else ""),
+        + (f", larger {', '.join(tiles)}" if tiles else "")
+        + (f" ({len(values) * len(combos) - added} left out: their tile would be smaller than the config's own)"
+           if added < len(values) * len(combos) else ""),
         "TileIR tunes occupancy and 2-CTA mode; num_stages is a cost hint; larger tiles suit CGA-level tiles; "
         f"the kernel's own {len(values)} configs are kept first; every lever value is tried at least once"))
     _note_persistent(kernel, model, used_ctas, plan)
