@@ -207,6 +207,8 @@ def test_cli_diff_dry_run_and_json(tmp_path: Path) -> None:
     assert "+def is_tileir():" in diff.output
     assert all(line[:1] in " +-@" for line in diff.output.splitlines()), "diff lines must not be wrapped"
     assert not (tmp_path / "scale_tileir.py").exists()
+    alone = runner.invoke(app, ["apply", str(src), "--diff"])  # a diff writes nothing, as ruff's --diff
+    assert alone.exit_code == 0 and alone.output == diff.output and not (tmp_path / "scale_tileir.py").exists()
     as_json = runner.invoke(app, ["apply", str(src), "--json"])
     assert as_json.exit_code == 0
     import json

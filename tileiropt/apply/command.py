@@ -140,6 +140,7 @@ def apply_command(paths: list[Path], *, output: Path | None, in_place: bool, dry
     if max_configs < 1:
         raise UserError("--max-configs must be at least 1")
     choice = choose_release(tileir_version)
+    dry_run = dry_run or diff  # a diff shows what would change, as ruff's does: nothing is written
     results, errors = apply_paths(paths, output=output, in_place=in_place, dry_run=dry_run,
                                   spaces_file=spaces_file, max_configs=max_configs, release=choice.release,
                                   hint_autotune=hint_autotune)

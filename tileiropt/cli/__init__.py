@@ -298,7 +298,8 @@ def apply(
         bool, typer.Option("--in-place", help="Rewrite the input itself; the original is kept as <file>.orig.")
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
-    diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff of each rewrite.")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff of each rewrite and write nothing "
+                                                      "(as ruff's --diff).")] = False,
     spaces: Annotated[
         Path | None, typer.Option("--spaces", help="TOML file of TileIR config spaces (see templates/spaces.toml).")
     ] = None,
