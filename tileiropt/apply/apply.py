@@ -141,19 +141,16 @@ def rejected_code(name: str, records: dict[str, KernelRecord]) -> tuple[str | No
     """The errors that make the TileIR compiler reject kernel `name`: its own, else those of the first JIT helper of
     the file it calls, directly or through others (a helper is linted on its own, and lowering the kernel lowers
     it too), with that helper's name (None: the kernel's own)."""
-    own = [f for f in records[name].findings if f.severity == "error"]
-    if own:
-        return None, own
-    seen, waiting = {name}, list(records[name].calls)
+    seen, waiting = set(), [name]
     while waiting:
-        callee = waiting.pop(0)
-        if callee in seen or callee not in records:
+        current = waiting.pop(0)
+        if current in seen or current not in records:
             continue
-        seen.add(callee)
-        errors = [f for f in records[callee].findings if f.severity == "error"]
+        seen.add(current)
+        errors = [f for f in records[current].findings if f.severity == "error"]
         if errors:
-            return callee, errors
-        waiting += records[callee].calls
+            return (None if current == name else current), errors
+        waiting += records[current].calls
     return None, []
 
 

@@ -191,26 +191,23 @@ def _autotuner_path(model: FileModel, kernel: KernelInfo) -> str | None:
 def call_form_autotuners(tree: ast.Module, kernel: str, aliases: dict[str, str]) -> list[tuple[str, int]]:
     """(name, line) of each module-level `name = triton.autotune(...)(x)` whose `x` is the kernel, or a name bound
     at module level to `triton.heuristics(...)(kernel)` (an autotuner made by a call, not a decorator)."""
-    bound: dict[str, ast.expr] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            bound[node.targets[0].id] = node.value
+    bindings = [(node.targets[0].id, node) for node in tree.body
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)]
+    bound = {name: node.value for name, node in bindings}
 
-    def wraps_kernel(value: ast.expr, depth: int = 0) -> bool:
+    def made_by(value: ast.expr, maker: frozenset[str]) -> ast.expr | None:
+        """The one argument `x` of `<maker>(...)(x)`, else None."""
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Call) and len(value.args) == 1 and \
+                call_name(value.func, aliases) in maker:
+            return value.args[0]
+        return None
+
+    def wraps_kernel(value: ast.expr | None, depth: int = 0) -> bool:
         if isinstance(value, ast.Name):
-            return value.id == kernel or (depth < 4 and value.id in bound and
-                                          wraps_kernel(bound[value.id], depth + 1))
-        return isinstance(value, ast.Call) and isinstance(value.func, ast.Call) and len(value.args) == 1 and \
-            call_name(value.func, aliases) in HEURISTICS and wraps_kernel(value.args[0], depth + 1)
+            return value.id == kernel or (depth < 4 and value.id in bound and wraps_kernel(bound[value.id], depth + 1))
+        return value is not None and wraps_kernel(made_by(value, HEURISTICS), depth + 1)
 
-    found = []
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            value = node.value
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Call) and len(value.args) == 1 and \
-                    call_name(value.func, aliases) in AUTOTUNE and wraps_kernel(value.args[0]):
-                found.append((node.targets[0].id, node.lineno))
-    return found
+    return [(name, node.lineno) for name, node in bindings if wraps_kernel(made_by(node.value, AUTOTUNE))]
 
 
 def plan_call_form_autotuned(tuners: list[tuple[str, int]], kernel: KernelInfo, space: Space, plan: KernelPlan,

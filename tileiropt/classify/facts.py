@@ -176,28 +176,27 @@ class _FunctionPass:
         seen.add(id(node))
         getattr(self.facts, kind).append(item)
 
-    def _running_accumulation(self, node: ast.Assign) -> None:
+    def _running_accumulation(self, node: ast.Assign, value: Value) -> None:
         """`m = tl.maximum(m, x)` or `s = s + x` in a loop, `m` a zero-initialised block or a number and `x` loaded
         data (not a statistic): an accumulation written as an assignment (a loop that reduces its input to a running
-        maximum is a reduction, whatever it calls)."""
+        maximum is a reduction, whatever it calls). `value`: the right side's, evaluated once by the caller; `m`
+        adds nothing to its flags but `acc`/`tile`, so its `data` and `stat` are `x`'s."""
         if not self._loop_depth or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
             return
-        name, value = node.targets[0].id, node.value
-        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
-            operands, what = [value.left, value.right], "sums"
-        elif isinstance(value, ast.Call) and call_name(value, self.aliases) in RUNNING and not value.keywords:
-            maximum = (call_name(value, self.aliases) or "").endswith("maximum")
-            operands, what = list(value.args), "keeps a running " + ("maximum" if maximum else "minimum")
+        name, right = node.targets[0].id, node.value
+        called = call_name(right, self.aliases) if isinstance(right, ast.Call) else None
+        if isinstance(right, ast.BinOp) and isinstance(right.op, ast.Add):
+            operands, what = [right.left, right.right], "sums"
+        elif called in RUNNING and isinstance(right, ast.Call) and not right.keywords:
+            operands, what = list(right.args), "keeps a running " + called.rsplit(".", 1)[-1]
         else:
             return
-        own = [o for o in operands if isinstance(o, ast.Name) and o.id == name]
-        others = [o for o in operands if not (isinstance(o, ast.Name) and o.id == name)]
-        current = self.env.get(name)
-        if len(own) != 1 or len(others) != 1 or current is None or current.bases \
+        own = sum(isinstance(o, ast.Name) and o.id == name for o in operands)
+        current = self.env.get(name)  # before this assignment binds it
+        if own != 1 or len(operands) != 2 or current is None or current.bases \
                 or current.flags - {"acc", "tile"}:  # a zeroed block or a number, nothing loaded or indexed yet
             return
-        added = self.expr(others[0])
-        if added.has("data") and not added.has("stat"):
+        if value.has("data") and not value.has("stat"):
             text = self.builder.text.segment(node)
             text = text if len(text) <= 60 else text[:57] + "..."
             self._record("accumulations", node, (node.lineno, f"`{text}` {what} of loaded data across the loop"))
@@ -209,8 +208,8 @@ class _FunctionPass:
 
     def statement(self, node: ast.stmt) -> None:
         if isinstance(node, ast.Assign):
-            self._running_accumulation(node)
             value = self.expr(node.value)
+            self._running_accumulation(node, value)
             for target in node.targets:
                 self.assign(target, node.value, value)
         elif isinstance(node, ast.AnnAssign):
