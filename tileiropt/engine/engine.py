@@ -36,6 +36,7 @@ from tileiropt.engine.workers import (
     WorkerEvents,
     WorkerProcess,
     run_in_slots,
+    stop_all,
 )
 from tileiropt.harness.backends import BACKENDS, Backend
 from tileiropt.harness.provenance import Provenance
@@ -470,7 +471,8 @@ def run_jobs(slots: Slots[J], launchers: list[Launcher]) -> bool:
     """Serve the pool from every launcher; False when interrupted (the records that finished are kept)."""
     try:
         run_in_slots([slots.serve] * min(len(launchers), slots.pool.count()), launchers)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # wherever it reached the main thread (starting the slots' threads, too)
+        stop_all()
         return False
     slots.leftovers()
     return True

@@ -239,25 +239,60 @@ def stop_all() -> None:
         worker.forget()
 
 
+STOP_GRACE_S = 30.0  # from the first Ctrl-C or SIGTERM to the tool's exit, whatever its clean-up is doing
+INTERRUPTED_EXIT = 130  # ExitCode.INTERRUPTED
+_SIGNALLED = threading.Event()
+
+
+def _end_now(reason: str) -> None:
+    """Say why on stderr with every thread's stack (for a bug report), end every worker's group (without the
+    lock: its holder may be the thread that is stuck) and exit at once."""
+    import faulthandler
+
+    sys.stderr.write(f"tileiropt: {reason}: every worker is ended and the tool exits now (the threads' stacks "
+                     "follow, for a bug report)\n")
+    sys.stderr.flush()
+    with contextlib.suppress(Exception):
+        faulthandler.dump_traceback(all_threads=True)
+    for worker in list(_LIVE):
+        _kill_group(worker.proc)
+    os._exit(INTERRUPTED_EXIT)
+
+
+def _deadline(seconds: float) -> None:
+    """Give the clean-up after a signal `seconds`; past them, end everything (the process exiting ends this)."""
+    time.sleep(seconds)
+    _end_now(f"still stopping {seconds:g} s after the signal")
+
+
 @contextlib.contextmanager
 def stopping_on_signals() -> Iterator[None]:
-    """While inside: SIGTERM raises KeyboardInterrupt like Ctrl-C does; either ends every worker before it
-    propagates (finished records are kept by the caller). Outside the main thread: only the cleanup."""
+    """While inside: Ctrl-C and SIGTERM raise KeyboardInterrupt, which ends every worker before it propagates
+    (finished records are kept by the caller). The handlers are the tool's own, so a SIGINT that the shell or a
+    parent set to be ignored still stops it. The clean-up that follows gets `STOP_GRACE_S`; a second signal, or
+    the grace running out, ends the tool and its workers at once. Outside the main thread: only the clean-up."""
     STOPPING.clear()
-    previous = None
+    _SIGNALLED.clear()
+    previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
-        def terminate(signum: int, frame: FrameType | None) -> None:
+        def interrupt(signum: int, frame: FrameType | None) -> None:
+            if _SIGNALLED.is_set():
+                _end_now(f"signal {signum} again while stopping")
+            _SIGNALLED.set()
+            threading.Thread(target=_deadline, args=(STOP_GRACE_S,), name="tileiropt-stop-deadline",
+                             daemon=True).start()
             raise KeyboardInterrupt(f"signal {signum}")
 
-        previous = signal.signal(signal.SIGTERM, terminate)
+        for each in (signal.SIGINT, signal.SIGTERM):
+            previous[each] = signal.signal(each, interrupt)
     try:
         yield
     except KeyboardInterrupt:
         stop_all()
         raise
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class WorkerEvents:

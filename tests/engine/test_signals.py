@@ -1,0 +1,79 @@
+"""The tool's own Ctrl-C and SIGTERM handling (`engine.workers.stopping_on_signals`): a signal raises
+KeyboardInterrupt even where the parent set SIGINT to be ignored; the clean-up after it has a deadline, and a second
+signal ends the tool at once. Each case runs in a child process with its own short limits."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tileiropt.errors import ExitCode
+
+GUARD_S = 60  # no case needs more than seconds; a hang fails the test instead of the suite
+
+CHILD = textwrap.dedent("""\
+    import sys, time
+    from tileiropt.engine import workers
+    workers.STOP_GRACE_S = float(sys.argv[1])
+    with workers.stopping_on_signals():
+        try:
+            print("ready", flush=True)
+            time.sleep(GUARD)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            if sys.argv[2] == "stuck":
+                time.sleep(GUARD)  # a clean-up that never ends
+            sys.exit(0)
+    """).replace("GUARD", str(GUARD_S))
+
+
+def _child(grace: float, cleanup: str, ignore_sigint: bool = False) -> subprocess.Popen:
+    def ignore() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    process = subprocess.Popen([sys.executable, "-c", CHILD, str(grace), cleanup], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, preexec_fn=ignore if ignore_sigint else None)
+    assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    return process
+
+
+def _finish(process: subprocess.Popen) -> tuple[str, str]:
+    try:
+        out, err = process.communicate(timeout=GUARD_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return out, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_interrupts_even_where_the_parent_ignored_sigint(sig) -> None:
+    process = _child(grace=GUARD_S * 10, cleanup="quick", ignore_sigint=True)
+    process.send_signal(sig)
+    out, err = _finish(process)
+    assert process.returncode == 0, err
+    assert "interrupted" in out
+
+
+def test_a_clean_up_that_never_ends_is_cut_at_the_deadline_with_every_threads_stack() -> None:
+    process = _child(grace=1.0, cleanup="stuck")
+    process.send_signal(signal.SIGINT)
+    out, err = _finish(process)
+    assert process.returncode == ExitCode.INTERRUPTED, err
+    assert "interrupted" in out
+    assert "still stopping 1 s after the signal" in err
+    assert "most recent call first" in err  # the stacks, for a bug report
+
+
+def test_a_second_signal_ends_the_tool_at_once() -> None:
+    process = _child(grace=GUARD_S * 10, cleanup="stuck")
+    process.send_signal(signal.SIGINT)
+    assert process.stdout is not None and process.stdout.readline().strip() == "interrupted"
+    process.send_signal(signal.SIGINT)
+    _, err = _finish(process)
+    assert process.returncode == ExitCode.INTERRUPTED, err
+    assert "signal 2 again while stopping" in err
