@@ -26,7 +26,8 @@ def _result(**overrides: object) -> SimpleNamespace:
                          changes=[Change(20, "TileIR configs added", "dot kernel")],
                          skipped=["TMA left alone: masked loads"])
     fields = {"path": "/p/k.py", "output": "/p/k_tileir.py", "changed": True, "already_prepared": False,
-              "written": ["/p/k_tileir.py"], "kernels": [kernel]}
+              "written": ["/p/k_tileir.py"], "kernels": [kernel],
+              "host": [Change(4, '`target.backend in ("cuda", "tileir")`', "nvtriton's backend is tileir")]}
     return SimpleNamespace(**{**fields, **overrides})
 
 
@@ -40,11 +41,14 @@ def test_apply_record_is_written_as_documented() -> None:
     document = _document()
     assert list(document) == ["schema_version", "dry_run", "release", "files", "errors"]
     (written,) = document["files"]
-    assert list(written) == ["file", "status", "output", "changed", "already_prepared", "written", "kernels"]
+    assert list(written) == ["file", "status", "output", "changed", "already_prepared", "written", "kernels",
+                            "host_changes"]
     assert written["kernels"][0] == {"kernel": "k", "line": 12, "class": "dot", "twin": "k_tileir",
                                      "configs_added": 8,
                                      "changes": [{"line": 20, "what": "TileIR configs added", "why": "dot kernel"}],
                                      "skipped": ["TMA left alone: masked loads"]}
+    assert written["host_changes"] == [{"line": 4, "what": '`target.backend in ("cuda", "tileir")`',
+                                        "why": "nvtriton's backend is tileir"}]
     assert document["errors"] == [{"file": "/p/bad.py", "status": "error", "error": "cannot parse"}]
     prepared = record_dict(apply_record([_result(already_prepared=True, changed=False)], [], dry_run=True,
                                         release=None))

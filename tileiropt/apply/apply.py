@@ -22,6 +22,7 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from tileiropt.apply.backend_checks import cuda_checks, widen
 from tileiropt.apply.math_rewrites import LOG2E
 from tileiropt.apply.nested import (
     GUARDED_TRITON,
@@ -77,6 +78,7 @@ class ApplyResult:
     source: str
     new_source: str
     written: list[str] = field(default_factory=list)  # files written, backups included
+    host: list[Change] = field(default_factory=list)  # changes outside the kernels (backend checks widened)
 
     @property
     def changed(self) -> bool:
@@ -477,11 +479,14 @@ def transform_model(model: FileModel, *, spaces: dict[str, Space] | None = None,
         module = cst.parse_module(source)
         plans = plan_kernels(model, module, records, spaces or load_spaces(), max_configs, classify, release,
                              transforms, hint_autotune)
+        host = cuda_checks(model.scan.tree, source)
         changed = any(p.block or p.twin or p.rewritten or p.launch_hints for p in plans.values())
-        new_source = rewrite_module(module, plans, file_names(info), helper_level).code if changed else source
+        if changed:
+            module = rewrite_module(module, plans, file_names(info), helper_level)
+        new_source = widen(module).code if host else module.code if changed else source
     except RecursionError:
         raise TOO_DEEP(path) from None
-    return ApplyResult(path, None, False, [p.report for p in plans.values()], source, new_source)
+    return ApplyResult(path, None, False, [p.report for p in plans.values()], source, new_source, host=host)
 
 
 def output_path_for(path: Path, output: Path | None, in_place: bool) -> Path:

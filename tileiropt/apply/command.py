@@ -121,6 +121,7 @@ def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_ru
                           str(len(k.skipped)))
             details += [f"{result.path} {k.kernel} L{c.line}: {c.what}" for c in k.changes]
             details += [f"{result.path} {k.kernel} left alone: {why}" for why in k.skipped]
+        details += [f"{result.path} L{c.line}: backend test widened to {c.what} ({c.why})" for c in result.host]
     if results:  # no empty table above the errors
         console.print(table)
     for line in details:

@@ -62,6 +62,7 @@ class ApplyFile:
     already_prepared: bool
     written: list[str]
     kernels: list[ApplyKernel]
+    host: list[Change] = field(default_factory=list, metadata={JSON_KEY: "host_changes"})  # outside any kernel
 
 
 @dataclass
@@ -138,7 +139,7 @@ def apply_record(results: list[Any], errors: list[Any], *, dry_run: bool, releas
     and of the files it could not rewrite (`transform.command.FileError`)."""
     files = [ApplyFile(file=r.path, status=NOT_RUN if r.already_prepared else PASS, output=r.output,
                        changed=r.changed, already_prepared=r.already_prepared, written=list(r.written),
-                       kernels=list(r.kernels))
+                       kernels=list(r.kernels), host=list(r.host))
              for r in results]
     return ApplyRecord(schema_version=SCHEMA_VERSION, dry_run=dry_run, release=release, files=files,
                        errors=[ApplyError(file=e.path, status=ERROR, error=e.error) for e in errors])
