@@ -433,3 +433,20 @@ def test_a_tolerance_names_the_dtype_it_is_for() -> None:
                ValidationRecord("k", "optimized", "interpret", "c", "pass", atol=1e-5, rtol=1e-5,
                                 dtypes={"x": "float32"}, max_abs=1e-6)]
     assert verdict(records).tolerance == "atol 0.01, rtol 0.01 for bfloat16; atol 1e-05, rtol 1e-05 for float32"
+
+
+def test_a_widened_backend_test_is_listed_with_the_kernels_changes_and_counted() -> None:
+    from types import SimpleNamespace
+
+    from tileiropt.bench.records import BenchKernel
+    from tileiropt.contract.phase_records import ApplyFile, ApplyKernel, ApplyRecord, Change
+    from tileiropt.report.sections import transformations_for
+
+    kernel = ApplyKernel("k", 9, "dot", changes=[Change(12, "TileIR configs added", "dot")])
+    host = [Change(4, '`target.backend in ("cuda", "tileir")`', "nvtriton's backend is tileir")]
+    changed = ApplyFile("/x/k.py", "pass", "/x/k_tileir.py", True, False, [], [kernel], host)
+    artifacts = SimpleNamespace(apply=ApplyRecord(1, False, None, [changed], []), classify=None)
+    section = transformations_for(BenchKernel("k", "/x/k.py", "/x/k_tileir.py", "k"), artifacts, None)
+    assert section.count == 2
+    assert section.lines[-1] == ('L4, outside the kernels: backend test widened to `target.backend in ("cuda", '
+                                 '"tileir")` (nvtriton\'s backend is tileir)')

@@ -254,7 +254,9 @@ def transformations_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict
                          f"({change.why})")
         for skipped in k.skipped:
             lines.append(f"`{k.kernel}` left alone: {skipped}")
-    changes = sum(len(k.changes) for k in kernels) if record.changed else 0
+    lines += [f"L{change.line}, outside the kernels: backend test widened to {change.what} ({change.why})"
+              for change in record.host]
+    changes = sum(len(k.changes) for k in kernels) + len(record.host) if record.changed else 0
     if not record.changed:
         lines.insert(0, "none: nothing to change for TileIR (the optimized file equals the original)")
     return Section(True, lines=lines, count=changes, left_alone=[why for k in kernels for why in k.skipped])
