@@ -33,9 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tileiropt.apply.apply import NoKernelFound, transform_source  # noqa: E402
+from tileiropt.apply.apply import NoKernelFound, helper_source, transform_source  # noqa: E402
 from tileiropt.errors import UserError  # noqa: E402
-from tileiropt.harness.gate import GATE_NAME, HELPER_MODULE, OTHER_NAME  # noqa: E402
+from tileiropt.harness.gate import GATE_NAME, HELPER_MODULE, OTHER_NAME, helper_import_level  # noqa: E402
 from tileiropt.releases import get_release  # noqa: E402
 
 DOT_TUTORIALS = ("03", "09")  # at most DOT_FILE_GOAL added lines outside their descriptor forms
@@ -127,7 +127,7 @@ def measure_file(original: Path, fork: Path | None, release: str) -> dict:
     seconds = time.perf_counter() - started
     nvidia = len(added_lines(before, fork.read_text(encoding="utf-8"))) if fork and fork.is_file() else None
     return {"file": original.name, "nvidia": nvidia, **shape(result, _dot_kernels(result)),
-            "apply_s": round(seconds, 3)}
+            "apply_s": round(seconds, 3), "imports_helper": helper_import_level(result.new_source) == 0}
 
 
 def goal(row: dict, tutorial: bool) -> str:
@@ -184,6 +184,10 @@ def markdown(tutorials: list[dict], libraries: list[dict]) -> str:
     out = []
     if tutorials:
         out += HEADER + [_row(row, True) for row in tutorials]
+        importing = [r["file"] for r in tutorials if r.get("imports_helper")]
+        if importing:
+            out.append(f"\nPlus the helper module written beside them, `_tileir.py` (the TMA dispatch, once for the "
+                       f"folder): {len(code_lines(helper_source()))} lines, imported by {', '.join(importing)}.")
         out.append(f"\napply: {sum(r.get('apply_s', 0) for r in tutorials):.2f} s for {len(tutorials)} files")
     for library in libraries:
         rows = library["rows"]

@@ -26,7 +26,7 @@ from tileiropt.harness.autotuners import autotuners, config_label, function_name
 from tileiropt.harness.gate import GATE_MARKER
 from tileiropt.releases import get_release
 
-from shared import EXAMPLES
+from shared import EXAMPLES, write_rewrite
 
 EXAMPLE_FILES = sorted(p for p in EXAMPLES.glob("*.py") if not p.stem.endswith("_tileir"))
 
@@ -279,7 +279,7 @@ def test_ptx_path_unchanged_on_import(path: Path, tmp_path: Path, monkeypatch: p
         raise
     out = tmp_path / f"{path.stem}_tileir.py"
     new_source = transform_source(path.read_text(encoding="utf-8"), str(path)).new_source
-    out.write_text(new_source)
+    write_rewrite(out, new_source)
     optimized = _import_path(out, f"_opt_{path.stem}")
     if GATE_MARKER in new_source:
         assert gate_of(optimized) is False  # the gate is off on standard Triton without the harness
@@ -466,7 +466,7 @@ def test_autotuners_sharing_one_config_list_each_get_their_own_crossing(tmp_path
     result = transform_source(_SHARED_LIST, str(source))
     added = {k.kernel: k.configs_added for k in result.kernels}["double_kernel"]  # the literal list: counted
     optimized = tmp_path / "shared_tileir.py"
-    optimized.write_text(result.new_source)
+    write_rewrite(optimized, result.new_source)
     module = load_kernel_module(str(optimized), str(source), None, "double_kernel")
     assert len(module.CONFIGS) == 2 and module.SAME is module.CONFIGS  # the author's list as written
     assert len(module.double_kernel.configs) == 2 + added
@@ -585,7 +585,7 @@ def test_a_larger_tile_never_shrinks_the_authors_own(tmp_path: Path, tileir_code
     (report,) = result.kernels
     assert "left out: their tile would be smaller than the config's own" in report.changes[-1].what
     optimized = tmp_path / "wide_tileir.py"
-    optimized.write_text(result.new_source)
+    write_rewrite(optimized, result.new_source)
     configs = load_kernel_module(str(optimized), str(source), None, "wide_kernel").wide_kernel.configs
     assert len(configs) == 2 + report.configs_added  # the count apply reports is the count at import
     from_small = [c.kwargs["BLOCK"] for c in configs[2:]][:report.configs_added - 1]  # the 256 config's, in order

@@ -15,7 +15,7 @@ from tileiropt.apply.audit import bad_keys, hint_autotunes, import_check
 from tileiropt.classify.modules import package_name_for
 from tileiropt.errors import UserError
 
-from shared import ROOT, TEST_FIXTURES
+from shared import ROOT, TEST_FIXTURES, write_rewrite
 
 FIXTURE_PACKAGES = TEST_FIXTURES / "real" / "pkgs"
 
@@ -44,7 +44,7 @@ def generated(tmp_path_factory) -> list[dict]:
             continue
         dotted, _ = package_name_for(path)
         target = out / f"{len(items)}_{path.stem}_tileir.py"
-        target.write_text(result.new_source, encoding="utf-8")
+        write_rewrite(target, result.new_source)
         items.append({"generated": str(target), "original": str(path), "module": dotted,
                       "source": source, "new_source": result.new_source})
     assert len(items) > 20

@@ -26,7 +26,7 @@ from tileiropt.apply.tma_runtime import RUNTIME_SOURCE
 from tileiropt.harness.autotuners import autotuners, config_label, pinned, tma_dispatches
 from tileiropt.harness.gate import gate_source
 
-from shared import ROOT, TEST_FIXTURES
+from shared import ROOT, TEST_FIXTURES, write_rewrite
 
 FIXTURES = TEST_FIXTURES / "tma"
 NAMES = ["gemm", "persistent_gemm", "batched_gemm", "linear_nt", "attention_fwd"]
@@ -355,8 +355,8 @@ def test_dispatch_leaves_a_program_allocator_alone(monkeypatch) -> None:
 def test_gate_off_module_is_the_original(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ENABLE_TILE", raising=False)
     out = tmp_path / f"{name}_off.py"
-    out.write_text(_fixture(name)[2])
-    namespace: dict = {"__name__": f"_tma_off_{name}"}
+    write_rewrite(out, _fixture(name)[2])
+    namespace: dict = {"__name__": f"_tma_off_{name}", "__file__": str(out)}
     exec(compile(out.read_text(), str(out), "exec"), namespace)  # noqa: S102
     module = types.SimpleNamespace(**namespace)
     assert namespace["is_tileir"]() is False and not tma_dispatches(module)
@@ -393,8 +393,8 @@ def test_persistent_twins_run_in_two_cta_mode(interpreter_records: list[dict]) -
 
 def test_pinning_reaches_both_paths(tmp_path: Path, tileir_code_forced: None) -> None:
     out = tmp_path / "gemm_pinned.py"
-    out.write_text(_fixture("gemm")[2])
-    namespace: dict = {"__name__": "_tma_pinned"}
+    write_rewrite(out, _fixture("gemm")[2])
+    namespace: dict = {"__name__": "_tma_pinned", "__file__": str(out)}
     exec(compile(out.read_text(), str(out), "exec"), namespace)  # noqa: S102
     module = types.SimpleNamespace(**namespace)
     tuners = autotuners(module)

@@ -193,9 +193,10 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
         if not names.imports_triton:
             gate_text = f"import {names.triton}\n\n\n{gate_text}"
         gate_statements = _gate_statements(cst.parse_module(gate_text))
-        if needs_runtime:
-            runtime = _gate_statements(cst.parse_module(runtime_source(_runtime_called(plans))))
-            gate_statements += guarded(runtime) if optional_triton else runtime
+        if needs_runtime and optional_triton:  # the file imports without Triton: the runtime stays in it, guarded
+            gate_statements += guarded(_gate_statements(cst.parse_module(runtime_source(_runtime_called(plans)))))
+        elif _runtime_called(plans):  # one module beside the file holds it, as NVIDIA's port keeps its TMA code apart
+            gate_statements += _gate_statements(cst.parse_module(runtime_import(plans, names.gate)))
     if any(plan.rewritten is not None for plan in plans.values()):
         triton = GUARDED_TRITON if optional_triton else names.triton
         constants = _gate_statements(cst.parse_module(gate_constants(names, triton)))
@@ -334,6 +335,16 @@ def helper_import(names: FileNames, plans: dict[str, KernelPlan], level: int) ->
     return f"{gate_comment()}\nfrom {'.' * level}{HELPER_MODULE} import {', '.join(imported)}\n"
 
 
+def runtime_import(plans: dict[str, KernelPlan], gate: str = GATE_NAME) -> str:
+    """A single file's import of the TMA runtime its blocks call, from the helper module written beside it."""
+    names = [name for name in RUNTIME_NAMES if name in _runtime_called(plans)]
+    return (f"if {gate}():  # the TMA dispatch the TileIR blocks below call, from the module beside this file\n"
+            f"    import os\n"
+            f"    import sys\n\n"
+            f"    sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # importable however this file is\n"
+            f"    from {HELPER_MODULE} import {', '.join(names)}\n")
+
+
 def _runtime_called(plans: dict[str, KernelPlan]) -> set[str]:
     """The TMA runtime helpers the TileIR blocks call."""
     used = "\n".join(line for plan in plans.values() for line in plan.block)
@@ -348,12 +359,14 @@ def helper_source() -> str:
     return f"{docstring}\n\n\n{gate_source()}\n{runtime}"
 
 
-def write_helper(result: ApplyResult, level: int | None) -> Path | None:
-    """Write the library's helper module where `result`'s optimized file imports it from (`level` folders up);
-    None when the file imports none."""
-    if level is None or result.output is None or f"{HELPER_MODULE} import {GATE_NAME}" not in result.new_source:
+def write_helper(result: ApplyResult) -> Path | None:
+    """Write the helper module where `result`'s optimized file imports it from: a library's package (its
+    relative import's folders up), or a single file's own folder; None when the file imports none."""
+    level = helper_import_level(result.new_source) if HELPER_MODULE in result.new_source else None
+    if level is None or result.output is None:
         return None
-    helper = Path(result.output).parents[level - 1] / f"{HELPER_MODULE}.py"
+    output = Path(result.output)
+    helper = (output.parents[level - 1] if level else output.parent) / f"{HELPER_MODULE}.py"
     if not helper.is_file() or helper.read_text(encoding="utf-8", errors="replace") != helper_source():
         write_atomic(helper, helper_source(), "utf-8", replaces=lambda text: GATE_MARKER in text, what="file")
     return helper
@@ -365,8 +378,8 @@ def copy_helper(optimized: Path, user_file: Path) -> Path | None:
     level = helper_import_level(Path(user_file).read_bytes())
     if level is None:
         return None
-    helper = Path(optimized).parents[level - 1] / f"{HELPER_MODULE}.py"
-    target = Path(user_file).parents[level - 1] / helper.name
+    helper = (Path(optimized).parents[level - 1] if level else Path(optimized).parent) / f"{HELPER_MODULE}.py"
+    target = (Path(user_file).parents[level - 1] if level else Path(user_file).parent) / helper.name
     write_atomic(target, helper.read_text(encoding="utf-8"), "utf-8", replaces=lambda text: GATE_MARKER in text,
                  what="file")
     return target
@@ -402,7 +415,7 @@ def apply_library(library: Path, out: Path, *, files: list[Path] | None = None, 
         except NoKernelFound:
             continue
         results.append(result)
-        helper = write_helper(result, level) or helper
+        helper = write_helper(result) or helper
     return results, helper
 
 
@@ -540,6 +553,9 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
         write_atomic(target, result.new_source, model.encoding, what="file",
                      replaces=lambda text: GATE_MARKER in text or text == result.new_source)  # or nothing to lose
         result.written.append(str(target))
+    helper = write_helper(result)  # the module it imports (a library's package's, or its own folder's)
+    if helper is not None and str(helper) not in result.written:
+        result.written.append(str(helper))
     return result
 
 

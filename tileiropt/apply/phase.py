@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from tileiropt.apply.apply import ApplyResult, helper_level, write_helper
+from tileiropt.apply.apply import ApplyResult, helper_level
 from tileiropt.apply.command import FileError, apply_paths
 from tileiropt.check.machine import versions
 from tileiropt.classify.rules.base import KernelFinding
@@ -113,8 +113,6 @@ class ApplyPhase:
                                             release=context.release.release, models=context.models,
                                             helper_level=level, hint_autotune=project.hint_autotune,
                                             decided=findings)
-            for result in written:
-                write_helper(result, level)
             results += written
             errors += problems
         return results, errors

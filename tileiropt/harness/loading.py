@@ -154,7 +154,7 @@ def redirect_helper(path: Path, name: str) -> None:
         level = helper_import_level(path.read_bytes())
     except OSError:
         return
-    if level is None or name.count(".") < level:
+    if not level or name.count(".") < level:  # none, or a single file's beside it (its folder is importable)
         return
     helper = path.parents[level - 1] / f"{HELPER_MODULE}.py"
     if helper.is_file():
