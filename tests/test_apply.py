@@ -592,3 +592,25 @@ def test_a_larger_tile_never_shrinks_the_authors_own(tmp_path: Path, tileir_code
     from_wide = [c.kwargs["BLOCK"] for c in configs[2:]][report.configs_added - 1:]
     assert min(from_small) == 256 and max(from_small) > 256  # its own size, and larger ones
     assert from_wide == [8192]  # only the row without a tile: every larger tile of the list would shrink it
+
+
+def test_a_single_files_tma_dispatch_is_written_once_beside_it_and_goes_with_it(tmp_path: Path) -> None:
+    """The dispatch its descriptor twin needs lives in `_tileir.py` beside the optimized file (imported under the
+    gate), written with it, and copied beside the user's file when the optimized one replaces it."""
+    from tileiropt.apply.apply import copy_helper, helper_copy, helper_source
+
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "matmul.py").write_text((EXAMPLES / "matmul.py").read_text())
+    out = tmp_path / "out" / "matmul_tileir.py"
+    out.parent.mkdir()
+    result = apply_file(user / "matmul.py", output=out)
+    assert result.written == [str(out), str(out.parent / "_tileir.py")]
+    assert "from _tileir import _tileiropt_tma_dispatch" in result.new_source
+    assert "class _tileiropt_tma_dispatch" not in result.new_source  # not a copy per file
+    assert (out.parent / "_tileir.py").read_text() == helper_source()
+    assert helper_copy(out, user / "matmul.py") == (out.parent / "_tileir.py", user / "_tileir.py")
+    assert copy_helper(out, user / "matmul.py") == user / "_tileir.py"
+    (user / "_tileir.py").write_text("# the user's own module\n")
+    with pytest.raises(UserError):  # never over a module of the user's own
+        copy_helper(out, user / "matmul.py")

@@ -372,14 +372,27 @@ def write_helper(result: ApplyResult) -> Path | None:
     return helper
 
 
-def copy_helper(optimized: Path, user_file: Path) -> Path | None:
-    """After `--in-place` wrote `optimized` over `user_file`: the helper module it imports, copied into the user's
-    package beside it (never over a module of the user's own). None when it imports none."""
-    level = helper_import_level(Path(user_file).read_bytes())
+def helper_copy(optimized: Path, user_file: Path) -> tuple[Path, Path] | None:
+    """Where the helper module `optimized` imports lies, and where it goes when `optimized` replaces `user_file`
+    (a library's package, or the single file's own folder); None when it imports none."""
+    try:
+        level = helper_import_level(Path(optimized).read_bytes())
+    except OSError:
+        return None
     if level is None:
         return None
-    helper = (Path(optimized).parents[level - 1] if level else Path(optimized).parent) / f"{HELPER_MODULE}.py"
-    target = (Path(user_file).parents[level - 1] if level else Path(user_file).parent) / helper.name
+    name = f"{HELPER_MODULE}.py"
+    return ((Path(optimized).parents[level - 1] if level else Path(optimized).parent) / name,
+            (Path(user_file).parents[level - 1] if level else Path(user_file).parent) / name)
+
+
+def copy_helper(optimized: Path, user_file: Path) -> Path | None:
+    """After `optimized` was written over `user_file`: the helper module it imports, copied beside the user's file
+    or into its package (never over a module of the user's own). None when it imports none."""
+    paths = helper_copy(optimized, user_file)
+    if paths is None:
+        return None
+    helper, target = paths
     write_atomic(target, helper.read_text(encoding="utf-8"), "utf-8", replaces=lambda text: GATE_MARKER in text,
                  what="file")
     return target

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tileiropt.apply.apply import copy_helper, free_backup
+from tileiropt.apply.apply import copy_helper, free_backup, helper_copy
 from tileiropt.bench.records import BenchRun
 from tileiropt.classify.source import read_source_file
 from tileiropt.contract.context import RunContext, record_of
@@ -73,9 +73,11 @@ def write_in_place(live: list[KernelSpec], records: Sequence[Any], bench_rows: S
             continue  # only a validated, not-slower optimized file replaces the user's
         unproven = not_proven_not_slower(list(bench_rows), spec.name)
         if unproven:
+            helper = helper_copy(source, spec.path)  # the module it imports goes with it
+            also = f" && cp {shlex.quote(str(helper[0]))} {shlex.quote(str(helper[1]))}" if helper else ""
             result.in_place_refused[str(spec.path)] = (
                 f"'not slower on PTX' was never measured ({unproven}); to use the validated file anyway: "
-                f"cp {shlex.quote(str(source))} {shlex.quote(str(spec.path))}")
+                f"cp {shlex.quote(str(source))} {shlex.quote(str(spec.path))}{also}")
             continue
         text = spec.path.read_text(encoding="utf-8", errors="replace")
         kept = spec.path.with_name(spec.path.name + ".orig")
