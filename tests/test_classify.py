@@ -419,3 +419,26 @@ def test_cli_bad_paths(tmp_path: Path) -> None:
     plain = _write(tmp_path, "plain.py", "x = 1\n")
     result = runner.invoke(app, ["classify", str(plain)])
     assert result.exit_code == 0 and "no Triton kernel" in result.output
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_table_never_cuts_a_name_on_a_narrow_terminal(tmp_path: Path, width: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the table is wider than the terminal, a line per kernel under its file replaces it: no file or
+    kernel name is folded into fragments."""
+    from tileiropt.output import console
+
+    folder = tmp_path / "backends" / "a_vendor_with_a_long_name" / "ops"
+    folder.mkdir(parents=True)
+    name = "fused_add_rms_norm_backward_kernel_without_tiling"
+    (folder / "fused_add_rms_norm.py").write_text(HEADER + "@triton.jit\n" + f"def {name}(x_ptr, n):\n"
+                                                  "    tl.store(x_ptr, tl.load(x_ptr) * 2)\n")
+    (tmp_path / "other.py").write_text(HEADER + "@triton.jit\ndef k(x_ptr):\n    tl.store(x_ptr, 1.0)\n")
+    monkeypatch.setattr(console, "width", width)
+    output = CliRunner().invoke(app, ["classify", str(tmp_path)]).output
+    assert name in output and "backends/a_vendor_with_a_long_name/ops/fused_add_rms_norm.py" in output
+    if width == 80:
+        assert "file / kernel" not in output
+        assert f"  {name} L5: elementwise" in output
+    else:
+        assert "file / kernel" in output  # wide enough: the table

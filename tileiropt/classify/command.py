@@ -159,8 +159,11 @@ def _print_human(results: list[FileResult], explicit: set[Path], verbose: bool =
             counts = Counter(f.severity for f in kernel.findings)
             table.add_row(Text("  " + kernel.kernel), str(kernel.line), kernel.kernel_class,
                           f"{kernel.confidence:.2f}", "yes" if kernel.is_entry else "helper", _findings_cell(counts))
-    if table.row_count:
+    natural = console.measure(table, options=console.options.update_width(100_000)).maximum if table.row_count else 0
+    if table.row_count and natural <= console.width:
         console.print(table)
+    elif table.row_count:  # narrower than the table: a line per kernel under its file, names never cut
+        _print_kernel_lines(results, root, short)
 
     if verbose:
         _print_evidence(results)
@@ -172,6 +175,21 @@ def _print_human(results: list[FileResult], explicit: set[Path], verbose: bool =
     extra = f"; {skipped} files without Triton kernels" if skipped else ""
     console.print(f"{len(kernels)} kernels in {sum(r.status == PASS for r in results)} files ({summary}){extra}",
                   markup=False)
+
+
+def _print_kernel_lines(results: list[FileResult], root: str, short: dict[str, str]) -> None:
+    """The table's content where the terminal is too narrow for it: each file, then a line per kernel."""
+    console.print(f"Triton kernels in {root}", markup=False)
+    for result in results:
+        if not result.kernels:
+            continue
+        console.print(Text(short[result.file], style="bold"))
+        for kernel in result.kernels:
+            counts = Counter(f.severity for f in kernel.findings)
+            findings = _findings_cell(counts)
+            console.print(f"  {_escape(kernel.kernel)} L{kernel.line}: {kernel.kernel_class} {kernel.confidence:.2f}, "
+                          f"{'entry' if kernel.is_entry else 'helper'}" + (f", {findings}" if counts else ""),
+                          soft_wrap=False)
 
 
 def _print_findings(results: list[FileResult], plain: bool) -> None:
