@@ -242,6 +242,44 @@ def test_reduction_by_a_running_maximum_over_a_loop() -> None:
     assert kernels["clamp_rows"].kernel_class == "elementwise"
 
 
+def test_a_sum_that_only_places_data_leaves_a_data_movement_kernel_elementwise() -> None:
+    """A prefix sum of group offsets that decides where a block goes (torchao's scale swizzles) reduces no data:
+    every store writes loaded data as is. A sum that is stored, or values a helper stores, keep the reduction."""
+    kernels = _one(
+        """
+        @triton.jit
+        def _group_start(offsets_ptr, group, N_GROUPS: tl.constexpr):
+            sizes = tl.load(offsets_ptr + tl.arange(0, N_GROUPS))
+            return tl.sum(tl.where(tl.arange(0, N_GROUPS) < group, sizes, 0))
+
+        @triton.jit
+        def place_groups(x_ptr, offsets_ptr, out_ptr, N_GROUPS: tl.constexpr, BLOCK: tl.constexpr):
+            group = tl.program_id(0)
+            start = _group_start(offsets_ptr, group, N_GROUPS)
+            offs = tl.arange(0, BLOCK)
+            tl.store(out_ptr + start + offs, tl.load(x_ptr + group * BLOCK + offs))
+
+        @triton.jit
+        def store_group_starts(offsets_ptr, out_ptr, N_GROUPS: tl.constexpr):
+            group = tl.program_id(0)
+            tl.store(out_ptr + group, _group_start(offsets_ptr, group, N_GROUPS))
+
+        @triton.jit
+        def _write(ptr, value):
+            tl.store(ptr, value)
+
+        @triton.jit
+        def row_sums_through_a_helper(x_ptr, out_ptr, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            _write(out_ptr + row, tl.sum(tl.load(x_ptr + row * BLOCK + tl.arange(0, BLOCK))))
+        """
+    )
+    assert kernels["place_groups"].kernel_class == "elementwise"
+    assert "its result only places data" in kernels["place_groups"].evidence[0].text
+    assert kernels["store_group_starts"].kernel_class == "reduction"
+    assert kernels["row_sums_through_a_helper"].kernel_class == "reduction"
+
+
 def test_elementwise_and_math_helper() -> None:
     kernels = _one(
         """

@@ -468,8 +468,15 @@ def _classify(kernel: KernelInfo, own: FunctionFacts, everything: list[tuple[Fun
                for facts, helper in everything for a in facts.accesses
                if a.kind == "atomic" and a.name in _ACCUMULATING_ATOMICS]
     accesses = [a for facts, _ in everything for a in facts.accesses]
+    stored = [value for facts, _ in everything for value in facts.stored]
+    index_only = bool(reductions) and not (scans or atomics or accumulations or norms) and bool(stored) and all(
+        value.has("data") and not value.has("stat") for value in stored)  # every store writes loaded data as is
 
     evidence: list[Evidence] = []
+    if index_only and not dots:  # a prefix sum of offsets placing the data: the data itself is moved, not reduced
+        evidence += [Evidence(e.line, f"{e.text} reduction, its result only places data (addresses, masks, bounds)")
+                     for e in reductions]
+        reductions = []
     if dots:
         kernel_class = "dot"
         direct = any(facts is own for facts, _ in everything if facts.dots)
@@ -490,7 +497,8 @@ def _classify(kernel: KernelInfo, own: FunctionFacts, everything: list[tuple[Fun
         confidence = 0.9 if accesses else 0.6
         if accesses:
             lines = sorted({a.line for a in accesses})
-            evidence.append(Evidence(lines[0], f"{len(accesses)} loads/stores, no reduction and no dot"))
+            what = "what is stored is not reduced" if index_only else "no reduction"
+            evidence.append(Evidence(lines[0], f"{len(accesses)} loads/stores, {what} and no dot"))
         else:
             evidence.append(Evidence(kernel.line, "no memory access, no reduction and no dot (a math helper)"))
     if kernel_class == "dot" and (reductions or norms):

@@ -114,6 +114,7 @@ class FunctionFacts:
     block_pointers: list[tuple[int, str]] = field(default_factory=list)
     returns: Value = EMPTY
     helper_calls: list[tuple[int, str]] = field(default_factory=list)
+    stored: list[Value] = field(default_factory=list)  # the value each store or atomic writes
 
 
 class FactsBuilder:
@@ -157,6 +158,7 @@ class _FunctionPass:
         self._while_depth = 0
         self._loop_depth = 0
         self._unused_calls: set[int] = set()
+        self._stored: dict[int, Value] = {}  # by store: its value as the last walk saw it (loops are walked twice)
 
     def run(self) -> FunctionFacts:
         args = self.node.args
@@ -166,6 +168,7 @@ class _FunctionPass:
                 self.env[arg.arg] = Value(bases=frozenset({arg.arg}))
         self.block(self.node.body)
         self.facts.calls = sorted(self._calls.values(), key=lambda c: (c.line, c.node.col_offset))
+        self.facts.stored = list(self._stored.values())
         return self.facts
 
     # recording (loops are walked twice: keep one record per node) -------------
@@ -409,6 +412,7 @@ class _FunctionPass:
                 return Value(frozenset({"data", "tile"} if tile else {"data"}))
             if name in STORES:
                 pointer = _argument(node, args, keywords, 0, "pointer")
+                self._stored[id(node)] = _argument(node, args, keywords, 1, "value")
                 self._record("accesses", node, Access(line, pointer.bases, _tensor_of_pointers(pointer), "store", short,
                                                       pointer))
                 if name != TL + "store":
@@ -416,6 +420,7 @@ class _FunctionPass:
                 return EMPTY
             if name in ATOMICS:
                 pointer = _argument(node, args, keywords, 0, "pointer")
+                self._stored[id(node)] = _argument(node, args, keywords, 1, "val")
                 self._record("accesses", node, Access(line, pointer.bases, pointer.has("tile"), "atomic", short,
                                                       pointer))
                 return Value(frozenset({"data"}))
@@ -452,6 +457,8 @@ class _FunctionPass:
                 self._record("descriptors", node, (line, short))
                 bases = receiver_value.bases
                 self._record("accesses", node, Access(line, bases, True, method, short, receiver_value | args[0]))
+                if method == "store":
+                    self._stored[id(node)] = _argument(node, args, keywords, 1, "value")
                 return Value(frozenset({"data", "tile"})) if method == "load" else EMPTY
             return Value(everything.flags)
 
