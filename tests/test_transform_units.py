@@ -295,3 +295,31 @@ def test_norm_whose_row_statistic_comes_from_a_jit_helper() -> None:
             tl.store(Y + row * n + cols, (x - mean) * rstd, mask=cols < n)
     ''', "ln_kernel")
     assert record.kernel_class == "norm"
+
+
+def test_the_flags_follow_the_authors_last_parameter_and_its_comment_stays_at_the_end() -> None:
+    """Triton's matmul tutorial ends its signature `ACTIVATION: tl.constexpr  #` with `):` on a line of its own:
+    the twin's flags go on lines of their own, in the author's style, and the comment ends the new last one."""
+    from tileiropt.apply.tma_code import add_flags
+
+    function = _function('''
+        def matmul_kernel(
+                a_ptr, b_ptr,  #
+                GROUP_SIZE_M: tl.constexpr,  #
+                ACTIVATION: tl.constexpr  #
+        ):
+            pass
+        ''')
+    assert _render(add_flags(function, ["TMA_T_A_PTR", "TMA_T_B_PTR"], "tl")) == textwrap.dedent('''\
+        def matmul_kernel(
+                a_ptr, b_ptr,  #
+                GROUP_SIZE_M: tl.constexpr,  #
+                ACTIVATION: tl.constexpr,  #
+                TMA_T_A_PTR: tl.constexpr = False,  #
+                TMA_T_B_PTR: tl.constexpr = False  #
+        ):
+            pass
+        ''')
+    one_line = _function("def k(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n")
+    assert _render(add_flags(one_line, ["F"], "tl")).splitlines()[0] == (
+        "def k(x_ptr, n, BLOCK: tl.constexpr, F: tl.constexpr = False):")

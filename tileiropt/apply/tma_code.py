@@ -140,9 +140,11 @@ def add_flags(function: cst.FunctionDef, flags: list[str], tl: str) -> cst.Funct
     closing = params[-1].comma if params else cst.MaybeSentinel.DEFAULT
     new = [cst.Param(cst.Name(flag), annotation=annotation, default=cst.Name("False"),
                      equal=cst.AssignEqual(), comma=between) for flag in flags]
+    if params:  # what followed the last parameter (a comment, the line break before `)`) follows the new last one
+        new[-1] = new[-1].with_changes(whitespace_after_param=params[-1].whitespace_after_param)
+        inner = params[-2].whitespace_after_param if len(params) >= 2 else cst.SimpleWhitespace("")
+        params[-1] = params[-1].with_changes(comma=between, whitespace_after_param=inner)
     new[-1] = new[-1].with_changes(comma=closing)
-    if params:
-        params[-1] = params[-1].with_changes(comma=between)
     return function.with_changes(params=function.params.with_changes(params=params + new))
 
 
