@@ -62,17 +62,12 @@ class Settling:
 
 
 def write_rewrite(path: Path, new_source: str, encoding: str = "utf-8") -> Path:
-    """Write an optimized file as apply writes it: the file and, where it imports one (a single file's TMA
-    dispatch: `from _tileir import ...`), the helper module beside it, that folder importable for code run with
-    `exec`."""
-    import sys
-
+    """Write an optimized file as apply writes it: the file and, where it runs one (a single file's TMA dispatch,
+    `runpy.run_path(... "_tileir.py")` under the gate), the helper module beside it."""
     from tileiropt.apply.apply import helper_source
     from tileiropt.harness.gate import HELPER_MODULE, helper_import_level
 
     path.write_text(new_source, encoding=encoding)
     if helper_import_level(new_source) == 0:
         (path.parent / f"{HELPER_MODULE}.py").write_text(helper_source(), encoding="utf-8")
-        if str(path.parent) not in sys.path:
-            sys.path.append(str(path.parent))
     return path

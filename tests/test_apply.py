@@ -606,7 +606,8 @@ def test_a_single_files_tma_dispatch_is_written_once_beside_it_and_goes_with_it(
     out.parent.mkdir()
     result = apply_file(user / "matmul.py", output=out)
     assert result.written == [str(out), str(out.parent / "_tileir.py")]
-    assert "from _tileir import _tileiropt_tma_dispatch" in result.new_source
+    assert 'runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_tileir.py"))' in \
+        result.new_source  # run from its path: no `_tileir` elsewhere on sys.path can stand in for it
     assert "class _tileiropt_tma_dispatch" not in result.new_source  # not a copy per file
     assert (out.parent / "_tileir.py").read_text() == helper_source()
     assert helper_copy(out, user / "matmul.py") == (out.parent / "_tileir.py", user / "_tileir.py")
@@ -614,3 +615,25 @@ def test_a_single_files_tma_dispatch_is_written_once_beside_it_and_goes_with_it(
     (user / "_tileir.py").write_text("# the user's own module\n")
     with pytest.raises(UserError):  # never over a module of the user's own
         copy_helper(out, user / "matmul.py")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "_tileir.py").write_text("# theirs\n")
+    with pytest.raises(UserError, match="not a file tileiropt wrote"):  # neither file, where the helper cannot go
+        apply_file(user / "matmul.py", output=elsewhere / "matmul_tileir.py")
+    assert not (elsewhere / "matmul_tileir.py").exists()
+
+
+def test_the_dispatch_module_runs_from_the_files_own_folder_whatever_else_is_named_tileir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tileir_code_forced: None) -> None:
+    """With the gate on, the optimized file runs the `_tileir.py` beside it, even where another `_tileir` module
+    comes first on sys.path or was imported already."""
+    out = tmp_path / "out" / "matmul_tileir.py"
+    out.parent.mkdir()
+    apply_file(EXAMPLES / "matmul.py", output=out)
+    decoy = tmp_path / "decoy"
+    decoy.mkdir()
+    (decoy / "_tileir.py").write_text("DECOY = True\n")
+    monkeypatch.syspath_prepend(str(decoy))
+    monkeypatch.setitem(sys.modules, "_tileir", types.ModuleType("_tileir"))
+    module = _import_path(out, "_opt_matmul_beside")
+    assert type(module.matmul_kernel).__name__ == "_tileiropt_tma_dispatch"

@@ -336,13 +336,15 @@ def helper_import(names: FileNames, plans: dict[str, KernelPlan], level: int) ->
 
 
 def runtime_import(plans: dict[str, KernelPlan], gate: str = GATE_NAME) -> str:
-    """A single file's import of the TMA runtime its blocks call, from the helper module written beside it."""
+    """A single file's TMA runtime, from the helper module written beside it: run from its path (`runpy`), so no
+    other `_tileir` module on `sys.path` or already imported can stand in for it."""
     names = [name for name in RUNTIME_NAMES if name in _runtime_called(plans)]
-    return (f"if {gate}():  # the TMA dispatch the TileIR blocks below call, from the module beside this file\n"
-            f"    import os\n"
-            f"    import sys\n\n"
-            f"    sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # importable however this file is\n"
-            f"    from {HELPER_MODULE} import {', '.join(names)}\n")
+    lines = [f"if {gate}():  # the TMA dispatch the TileIR blocks below call, from tileiropt's module beside this file",
+             "    import os", "    import runpy", "",
+             f'    _tileiropt_runtime = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), '
+             f'"{HELPER_MODULE}.py"))']
+    lines += [f'    {name} = _tileiropt_runtime["{name}"]' for name in names]
+    return "\n".join(lines) + "\n"
 
 
 def _runtime_called(plans: dict[str, KernelPlan]) -> set[str]:
@@ -550,6 +552,7 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
     result.output = str(target)
     if dry_run or result.already_prepared:  # a prepared file is its own output: nothing to write
         return result
+    helper = write_helper(result)  # first: where it cannot be written, the file that imports it is not either
     if in_place:
         if result.changed:
             writable(path)  # a link or a device is refused before anything is copied
@@ -566,8 +569,7 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
         write_atomic(target, result.new_source, model.encoding, what="file",
                      replaces=lambda text: GATE_MARKER in text or text == result.new_source)  # or nothing to lose
         result.written.append(str(target))
-    helper = write_helper(result)  # the module it imports (a library's package's, or its own folder's)
-    if helper is not None and str(helper) not in result.written:
+    if helper is not None:
         result.written.append(str(helper))
     return result
 

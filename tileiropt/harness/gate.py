@@ -100,12 +100,17 @@ def extended_autotuners(source: str) -> set[str]:
 
 def helper_import_level(source: str | bytes) -> int | None:
     """The dots of a transformed file's import of the helper module: a library file's relative import of its
-    package's (`from .._tileir import is_tileir`: 2), 0 for a single file's import of the one beside it (`from
-    _tileir import ...` under the gate, its TMA runtime); None when it imports none."""
+    package's (`from .._tileir import is_tileir`: 2), 0 for a single file's run of the one beside it (its TMA
+    runtime, `runpy.run_path(... "_tileir.py")` under the gate); None when it imports none."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    statements = [inner for node in tree.body for inner in (node.body if isinstance(node, ast.If) else [node])]
-    return next((node.level for node in statements  # a single file imports it under the gate
-                 if isinstance(node, ast.ImportFrom) and node.module == HELPER_MODULE), None)
+    level = next((node.level for node in tree.body
+                  if isinstance(node, ast.ImportFrom) and node.level and node.module == HELPER_MODULE), None)
+    if level is not None:
+        return level
+    beside = f"{HELPER_MODULE}.py"  # a single file runs it from its path, under the gate
+    gated = [node for node in tree.body if isinstance(node, ast.If)]
+    return 0 if any(isinstance(inner, ast.Constant) and inner.value == beside
+                    for node in gated for inner in ast.walk(node)) else None
