@@ -477,6 +477,6 @@ def test_the_table_never_cuts_a_name_on_a_narrow_terminal(tmp_path: Path, width:
     assert name in output and "backends/a_vendor_with_a_long_name/ops/fused_add_rms_norm.py" in output
     if width == 80:
         assert "file / kernel" not in output
-        assert f"  {name} L5: elementwise" in output
+        assert f"  {name} L5: elementwise, entry" in output
     else:
         assert "file / kernel" in output  # wide enough: the table

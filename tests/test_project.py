@@ -64,6 +64,7 @@ BAD_CASES = [
     (GOOD.replace("dims = { M = 256 }", "dims = { N = 256 }"), "kernel[0].dims", "'M' is used in inputs"),
     (GOOD.replace("sizes = [128, 1024]", 'sizes = "x"'), "defaults.sizes", "positive integers"),
     (GOOD.replace("seed = 3", 'seed = "abc"'), "defaults.seed", "must be an integer"),
+    (GOOD.replace("seed = 3", 'seed = 3\ndtypes = "float61"'), "defaults.dtypes[0]", "unknown dtype"),
     (GOOD.replace("ranges = { idx = [0, 10] }", "ranges = 5"), "kernel[0].ranges", "must be a table"),
     (GOOD.replace("ranges = { idx = [0, 10] }", "ranges = { idx = [10, 0] }"), "kernel[0].ranges.idx", "[low, high)"),
     (GOOD.replace('flops = "M * 64"', "timeout = 0"), "kernel[0].timeout", "in (0, "),

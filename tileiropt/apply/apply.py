@@ -357,8 +357,8 @@ def _runtime_called(plans: dict[str, KernelPlan]) -> set[str]:
 def helper_source() -> str:
     """A library's helper module (`<package>/_tileir.py`): the gate and the TMA runtime, once for all its files."""
     runtime = cst.Module(body=guarded(_gate_statements(cst.parse_module(RUNTIME_SOURCE)))).code
-    docstring = '"""CUDA Tile IR helpers shared by this package\'s kernel files (tileiropt)."""'
-    return f"{docstring}\n\n\n{gate_source()}\n{runtime}"
+    docstring = '"""CUDA Tile IR helpers of the optimized kernel files beside or below this module (tileiropt)."""'
+    return f"{docstring}\n\n\n{gate_source()}\n\n{runtime.lstrip()}"
 
 
 def write_helper(result: ApplyResult) -> Path | None:
@@ -541,7 +541,7 @@ def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False
     path = Path(path)
     if model is None:
         if not path.exists():
-            raise UserError("kernel file not found", file=str(path))
+            raise UserError("kernel file not found", file=str(path), hint="check the path")
         model = FileModel.read(path)  # a folder, pipe or device is refused here, in one line
     target = output_path_for(path, output, in_place)
     if target.resolve() == path.resolve() and not in_place:

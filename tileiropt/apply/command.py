@@ -33,7 +33,7 @@ def kernel_files(paths: list[Path]) -> tuple[list[Path], set[Path]]:
     __pycache__ skipped, our own outputs skipped); and which of them were found rather than named."""
     for path in paths:
         if not path.exists():
-            raise UserError("no such file or folder", file=str(path))
+            raise UserError("no such file or folder", file=str(path), hint="check the path")
     found = {p.resolve() for path in paths if path.is_dir() for p in collect_files([path])}
     return collect_files(paths), found
 
@@ -126,11 +126,14 @@ def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_ru
         console.print(table)
     for line in details:
         console.print(line, markup=False, soft_wrap=True)
+    said: set[str] = set()
     for result in results:
         if dry_run and result.output and not result.already_prepared:
             console.print(f"would write {result.output}", markup=False)
         for written in result.written:
-            console.print(f"wrote {written}" + ("" if result.changed else " (unchanged copy)"), markup=False)
+            if written not in said:  # a helper module shared by several files: once
+                said.add(written)
+                console.print(f"wrote {written}" + ("" if result.changed else " (unchanged copy)"), markup=False)
     for error in errors:
         err_console.print(f"[bold red]error[/]: {escape(error.error)}", soft_wrap=True)
 
@@ -151,12 +154,19 @@ def apply_command(paths: list[Path], *, output: Path | None, in_place: bool, dry
         for result in results:  # raw text: a diff must not be wrapped to the terminal's width
             sys.stdout.write(result.diff())
         sys.stdout.flush()
+        for result in results:  # said where a user would otherwise see nothing at all
+            if not result.changed:
+                err_console.print(f"{result.path}: no TileIR change"
+                                  + (" (already prepared)" if result.already_prepared else ""), markup=False)
         for error in errors:
             err_console.print(f"[bold red]error[/]: {escape(error.error)}", soft_wrap=True)
     else:
         print_results(results, errors, dry_run=dry_run)
-        if any(result.written for result in results):  # not said where nothing was written (a dry run, errors)
+        if any(result.written and result.changed for result in results):  # not where nothing or copies were written
             console.print(f"TileIR code written for {choice.describe()}", markup=False, soft_wrap=True)
+        elif any(result.written for result in results):
+            console.print(f"no TileIR change for {choice.describe()}: the optimized files are copies of their "
+                          "originals (what `run` validates as the optimized file)", markup=False, soft_wrap=True)
         elif dry_run and results:
             console.print(f"TileIR code for {choice.describe()} (dry run: nothing written)", markup=False,
                           soft_wrap=True)

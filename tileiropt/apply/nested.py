@@ -202,7 +202,9 @@ def guarded(statements: list[Statement]) -> list[Statement]:
         "except ImportError:  # Triton is optional in this module: no TileIR code without it\n"
         "    pass\nelse:\n    pass\n")
     assert isinstance(template, cst.Try) and template.orelse is not None
-    body = [_unindented_blank_lines(statement) for statement in (first, *rest)]
+    own_import = cst.parse_statement(f"import triton as {GUARDED_TRITON}\n")  # the `try` binds it already
+    body = [_unindented_blank_lines(statement) for statement in (first, *rest)
+            if not statement.deep_equals(own_import.with_changes(leading_lines=statement.leading_lines))]
     orelse = template.orelse.with_changes(body=template.orelse.body.with_changes(body=body))
     return [template.with_changes(orelse=orelse, leading_lines=header)]
 

@@ -13,7 +13,7 @@ from tileiropt.apply.copied_source import copied_source
 
 RUNTIME_MARKER = "# --- tileiropt: TMA dispatch"
 
-RUNTIME_SOURCE = (f"\n{RUNTIME_MARKER} (standalone; acts only where the TileIR block below calls it) ---\n"
+RUNTIME_SOURCE = (f"\n{RUNTIME_MARKER} (standalone; acts only where a TileIR block calls it) ---\n"
                   + copied_source(launch_runtime))
 RUNTIME_NAMES = ("_tileiropt_tma_dispatch", "_tileiropt_autotuner")  # the blocks call
 # the definitions each called helper needs, in the order of `launch_runtime`
@@ -36,5 +36,5 @@ def runtime_source(called: set[str]) -> str:
             kept.append("".join(lines[node.lineno - 1:node.end_lineno]))
     imports = [k for k in kept if k.startswith(("import", "from"))]
     definitions = [k for k in kept if not k.startswith(("import", "from"))]
-    return (f"\n{RUNTIME_MARKER} (standalone; acts only where the TileIR block below calls it) ---\n"
+    return (f"\n{RUNTIME_MARKER} (standalone; acts only where a TileIR block calls it) ---\n"
             + "".join(imports) + "\n\n" + "\n\n".join(definitions))

@@ -226,7 +226,7 @@ def run_capture(targets: list[Path], command: list[str] | None = None, *, interp
     each pytest-xdist worker of the program gets one of these GPUs (`worker_gpus.py`)."""
     for target in targets:
         if not target.is_file():
-            raise UserError("kernel file not found", file=str(target))
+            raise UserError("kernel file not found", file=str(target), hint="check the path")
     argv = program_command(targets, command)
     expected, atomics = target_kernels(targets)
     with tempfile.TemporaryDirectory(prefix="tileiropt-capture-") as folder:

@@ -187,7 +187,7 @@ def _print_kernel_lines(results: list[FileResult], root: str, short: dict[str, s
         for kernel in result.kernels:
             counts = Counter(f.severity for f in kernel.findings)
             findings = _findings_cell(counts)
-            console.print(f"  {_escape(kernel.kernel)} L{kernel.line}: {kernel.kernel_class} {kernel.confidence:.2f}, "
+            console.print(f"  {_escape(kernel.kernel)} L{kernel.line}: {kernel.kernel_class}, "  # confidence: -v
                           f"{'entry' if kernel.is_entry else 'helper'}" + (f", {findings}" if counts else ""),
                           soft_wrap=False)
 

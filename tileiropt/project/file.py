@@ -358,6 +358,10 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
     if (not isinstance(sizes, list) or not sizes
             or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes)):
         raise where.error("defaults.sizes", f"must be a list of positive integers, got {sizes!r}")
+    if "dtypes" in defaults:  # checked even where every kernel names its own: a typo there is still a typo
+        given = defaults["dtypes"]
+        _dtype_variants(given, {name: [] for name in given} if isinstance(given, dict) else {"x": []}, where,
+                        "defaults.dtypes")
     kernels_raw = data.get("kernel", [])
     capture = _capture_request(project, root, where)
     if not isinstance(kernels_raw, list) or (not kernels_raw and capture is None):

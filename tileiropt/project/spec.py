@@ -61,7 +61,7 @@ def project_from_flags(
     """The seed's flags (--entry, --shapes, --dtypes, --reference, --args) as a one-kernel project."""
     kernel = Path(kernel)
     if not kernel.is_file():
-        raise UserError("kernel file not found", file=str(kernel))
+        raise UserError("kernel file not found", file=str(kernel), hint="check the path")
     if not entry:
         raise UserError("--entry is required with a kernel file", file=str(kernel),
                         hint="name the Python wrapper that launches the kernel, e.g. --entry softmax; or let "
@@ -143,7 +143,7 @@ def check_capture_target(kernel: Path) -> None:
     kernel (else exit 2: running the program could only find that out), as a library's files are sorted
     (`library.defines_kernel`: at module level or under a module-level `if`/`try`/`with`)."""
     if not kernel.is_file():
-        raise UserError("kernel file not found", file=str(kernel))
+        raise UserError("kernel file not found", file=str(kernel), hint="check the path")
     scanned = scan_file(kernel)
     if scanned.module.kernels or defines_kernel(scanned.tree, str(kernel)):
         return
@@ -178,4 +178,7 @@ def resolve_target(target: Path | str | None, **flags: Any) -> Project:
     if given:
         raise UserError(f"{'/'.join(given)} apply to a kernel .py file, not to a project", file=str(target),
                         hint="set these in the project file's [[kernel]] table, or pass the kernel file")
+    if target.is_file() and target.suffix != ".toml":
+        raise UserError("not a kernel file (.py), a project file (.toml) or a folder", file=str(target),
+                        hint="give a .py file of Triton kernels, a tileiropt.toml, or the folder that holds them")
     return load_project(target)

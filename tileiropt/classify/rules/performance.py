@@ -16,7 +16,7 @@ class TensorOfPointerDot(Rule):
     code = "TIR201"
     name = "tensor-of-pointer-dot"
     severity = "perf"
-    message = "tensor-of-pointer load in a dot kernel: slow on TileIR, which prefers TMA"
+    message = "tensor-of-pointer loads and stores in a dot kernel: slow on TileIR, which prefers TMA"
     hint = "load the tiles through a tensor descriptor (tl.make_tensor_descriptor or a host TensorDescriptor)"
     detects = ("tensor-of-pointer `tl.load` / `tl.store` in a dot kernel (block-pointer loads are not tensors of "
         "pointers)")
@@ -44,7 +44,7 @@ class TensorOfPointerDot(Rule):
             return
         for access in ctx.facts.accesses:
             if access.tile and access.name in ("tl.load", "tl.store"):
-                yield self.finding(access.line, f"tensor-of-pointer {access.kind} in a dot kernel: slow on "
+                yield self.finding(access.line, "tensor-of-pointer loads and stores in a dot kernel: slow on "
                                                  f"{ctx.release.label()}, which prefers TMA descriptors")
 
 
@@ -53,8 +53,8 @@ class WideReductionBlock(Rule):
     name = "wide-reduction-block"
     severity = "perf"
     message = f"a norm kernel holds a whole row of more than {WIDE_REDUCTION} elements in one block"
-    hint = (f"cap the block at {WIDE_REDUCTION} and loop over the row (TileIR has no num_warps control yet, "
-            "so wide rows spill registers)")
+    hint = (f"cap the block at {WIDE_REDUCTION} and loop over the row (a wide row in one block spills registers "
+            "on TileIR, which ignores num_warps or takes it only as a hint)")
     detects = ("a norm kernel whose block constexpr can exceed 8192: a default, an autotune config or a launch value "
         "> 8192, or `triton.next_power_of_2(...)` of the row length without a cap <= 8192")
     why = ("TileIR has no warp-count control for the reduction (num_warps is ignored or only a hint), so a norm "
