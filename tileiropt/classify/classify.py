@@ -468,7 +468,7 @@ def _classify(kernel: KernelInfo, own: FunctionFacts, everything: list[tuple[Fun
                for facts, helper in everything for a in facts.accesses
                if a.kind == "atomic" and a.name in _ACCUMULATING_ATOMICS]
     accesses = [a for facts, _ in everything for a in facts.accesses]
-    stored = [value for facts, _ in everything for value in facts.stored]
+    stored = [value for facts, _ in everything for _, _, value in facts.stored]
     index_only = bool(reductions) and not (scans or atomics or accumulations or norms) and bool(stored) and all(
         value.has("data") and not value.has("stat") for value in stored)  # every store writes loaded data as is
 

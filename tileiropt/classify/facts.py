@@ -114,7 +114,7 @@ class FunctionFacts:
     block_pointers: list[tuple[int, str]] = field(default_factory=list)
     returns: Value = EMPTY
     helper_calls: list[tuple[int, str]] = field(default_factory=list)
-    stored: list[Value] = field(default_factory=list)  # the value each store or atomic writes
+    stored: list[tuple[int, frozenset, Value]] = field(default_factory=list)  # each store or atomic: line, bases, value
 
 
 class FactsBuilder:
@@ -158,7 +158,7 @@ class _FunctionPass:
         self._while_depth = 0
         self._loop_depth = 0
         self._unused_calls: set[int] = set()
-        self._stored: dict[int, Value] = {}  # by store: its value as the last walk saw it (loops are walked twice)
+        self._stored: dict[int, tuple[int, frozenset, Value]] = {}  # by store, as the last walk saw it (loops: twice)
 
     def run(self) -> FunctionFacts:
         args = self.node.args
@@ -409,10 +409,10 @@ class _FunctionPass:
                 if name != TL + "load":
                     self._record("descriptors", node, (line, short))
                     tile = True
-                return Value(frozenset({"data", "tile"} if tile else {"data"}))
+                return Value(frozenset({"data", "tile"} if tile else {"data"}) | _loaded(pointer, line))
             if name in STORES:
                 pointer = _argument(node, args, keywords, 0, "pointer")
-                self._stored[id(node)] = _argument(node, args, keywords, 1, "value")
+                self._stored[id(node)] = (line, pointer.bases, _argument(node, args, keywords, 1, "value"))
                 self._record("accesses", node, Access(line, pointer.bases, _tensor_of_pointers(pointer), "store", short,
                                                       pointer))
                 if name != TL + "store":
@@ -420,7 +420,7 @@ class _FunctionPass:
                 return EMPTY
             if name in ATOMICS:
                 pointer = _argument(node, args, keywords, 0, "pointer")
-                self._stored[id(node)] = _argument(node, args, keywords, 1, "val")
+                self._stored[id(node)] = (line, pointer.bases, _argument(node, args, keywords, 1, "val"))
                 self._record("accesses", node, Access(line, pointer.bases, pointer.has("tile"), "atomic", short,
                                                       pointer))
                 return Value(frozenset({"data"}))
@@ -458,8 +458,8 @@ class _FunctionPass:
                 bases = receiver_value.bases
                 self._record("accesses", node, Access(line, bases, True, method, short, receiver_value | args[0]))
                 if method == "store":
-                    self._stored[id(node)] = _argument(node, args, keywords, 1, "value")
-                return Value(frozenset({"data", "tile"})) if method == "load" else EMPTY
+                    self._stored[id(node)] = (line, bases, _argument(node, args, keywords, 1, "value"))
+                return Value(frozenset({"data", "tile"}) | _loaded(receiver_value, line)) if method == "load" else EMPTY
             return Value(everything.flags)
 
         if isinstance(func, ast.Name):
@@ -472,6 +472,11 @@ class _FunctionPass:
             if func.id in ("range", "min", "max", "abs", "int", "float"):
                 return Value(everything.flags)
         return Value(everything.flags)
+
+
+def _loaded(pointer: Value, line: int) -> frozenset:
+    """The flags a loaded value carries of where it was loaded: ("loaded", pointer parameter, line)."""
+    return frozenset(("loaded", base, line) for base in pointer.bases)
 
 
 def _tensor_of_pointers(pointer: Value) -> bool:
