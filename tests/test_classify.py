@@ -480,3 +480,22 @@ def test_the_table_never_cuts_a_name_on_a_narrow_terminal(tmp_path: Path, width:
         assert f"  {name} L5: elementwise, entry" in output
     else:
         assert "file / kernel" in output  # wide enough: the table
+
+
+def test_the_ir_summary_counts_the_entry_kernels_and_gives_a_reason_as_its_message() -> None:
+    """The summary's counts add up to the entry kernels it names, and the most common reason is the exception's
+    own message, without its class, location or specialization."""
+    from types import SimpleNamespace
+
+    from tileiropt.classify.command import ir_summary
+
+    def kernel(status: str, reason: str | None = None, needed: bool = True) -> SimpleNamespace:
+        return SimpleNamespace(ir={"status": status, "reason": reason, "needed": needed})
+
+    failed = "fp32: CompilationError at 63:31 (in _helper, at 5:33): IncompatibleTypeErrorImpl('invalid operands')"
+    results = [SimpleNamespace(kernels=[kernel("pass"), kernel("not-run", needed=False), kernel("not-run", failed),
+                                        kernel("not-run", failed), SimpleNamespace(ir=None)])]
+    text = ir_summary(results)  # type: ignore[arg-type]
+    assert text.startswith("IR check of the 4 entry kernels")
+    assert "1 lowered to TTIR; 1 not lowered, as they use only operations every release supports; 2 could not" in text
+    assert text.endswith("most often: invalid operands")

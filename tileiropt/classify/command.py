@@ -4,6 +4,7 @@ from the files around the code (lint_config), exit codes all can trust."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -94,14 +95,24 @@ def ir_counts(results: list[FileResult]) -> dict[str, int]:
     return {what: counts.get(what, 0) for what in ("checked", "not-needed", "not-run")}
 
 
+def _reason_text(reason: str, limit: int = 80) -> str:
+    """A lowering's reason for a summary: the exception's own message (not its class's repr), cut at a word."""
+    located = re.search(r"CompilationError at [\d:]+(?: \([^)]*\))?: (.*)$", reason)  # its line differs per kernel
+    text = (located.group(1) if located else reason).strip()
+    inner = re.fullmatch(r"\w+\((['\"])(.*)\1\)", text)
+    text = inner.group(2) if inner else text
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
 def ir_summary(results: list[FileResult]) -> str:
     counts = ir_counts(results)
-    reasons = Counter(k.ir["reason"].split(":")[-1].strip()[:60] for r in results for k in r.kernels
+    reasons = Counter(_reason_text(k.ir["reason"]) for r in results for k in r.kernels
                       if k.ir is not None and k.ir["status"] == NOT_RUN and k.ir.get("needed", True))
-    why = f" (most often: {reasons.most_common(1)[0][0]})" if reasons else ""
-    return (f"IR check (tileiropt's own, not findings): {counts['checked']} kernels lowered to TTIR, "
-            f"{counts['not-needed']} use only operations every release supports, {counts['not-run']} could not be "
-            f"lowered with the inputs tileiropt guessed{why}; their syntax findings stand")
+    why = f"; most often: {reasons.most_common(1)[0][0]}" if reasons else ""
+    return (f"IR check of the {sum(counts.values())} entry kernels (tileiropt's own, not findings): "
+            f"{counts['checked']} lowered to TTIR; {counts['not-needed']} not lowered, as they use only operations "
+            f"every release supports; {counts['not-run']} could not be lowered with the inputs tileiropt guessed, "
+            f"so their syntax findings stand{why}")
 
 
 def classify_json(results: list[FileResult], choice: Choice | None = None) -> dict[str, Any]:
