@@ -116,11 +116,16 @@ def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_ru
             table.add_row(escape(result.path), "-", "-", "0", "-")
             details.append(f"{result.path}: already prepared (gate present): unchanged")
             continue
+        quiet = [k.kernel for k in result.kernels if not k.changes and not k.skipped]
         for k in result.kernels:
+            if k.kernel in quiet and len(quiet) < len(result.kernels):  # a JIT helper with nothing to say: below
+                continue
             table.add_row(escape(result.path), escape(k.kernel), k.kernel_class, str(len(k.changes)),
                           str(len(k.skipped)))
             details += [f"{result.path} {k.kernel} L{c.line}: {c.what}" for c in k.changes]
             details += [f"{result.path} {k.kernel} left alone: {why}" for why in k.skipped]
+        if quiet and len(quiet) < len(result.kernels):
+            details.append(f"{result.path}: no change needed in {', '.join(quiet)}")
         details += [f"{result.path} L{c.line}: backend test widened to {c.what} ({c.why})" for c in result.host]
     if results:  # no empty table above the errors
         console.print(table)
