@@ -637,3 +637,11 @@ def test_the_dispatch_module_runs_from_the_files_own_folder_whatever_else_is_nam
     monkeypatch.setitem(sys.modules, "_tileir", types.ModuleType("_tileir"))
     module = _import_path(out, "_opt_matmul_beside")
     assert type(module.matmul_kernel).__name__ == "_tileiropt_tma_dispatch"
+
+
+def test_the_gate_is_followed_by_two_blank_lines_whatever_spacing_the_file_had() -> None:
+    source = ("import triton\nimport triton.language as tl\n\n# the kernel\n@triton.jit\ndef k(x_ptr):\n"
+              "    tl.store(x_ptr, tl.load(x_ptr) * 2)\n\n\ndef run(x):\n    k[(1,)](x)\n")
+    new = transform_source(source, "k.py").new_source
+    gate_end = 'find_spec("triton.backends.tileir") is not None\n'
+    assert gate_end + "\n\n# the kernel\n@triton.jit" in new

@@ -207,12 +207,24 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
     blocks = {id(_anchor(module, plan)): _with_twins(_block_statement(name, plan.block, names.gate), plan)
               for name, plan in plans.items() if plan.block and plan.node is not None}
     before, after = list(module.body[:gate_index]), list(module.body[gate_index:])  # no def precedes the gate
+    if after:  # two blank lines after the gate's definitions, as after any top-level def (PEP 8)
+        after[0] = _two_blank_lines_before(after[0])
     module = module.with_changes(body=[*before, *gate_statements, *insert_after(after, blocks)])
     rewritten: dict[int, Callable[[Any], cst.CSTNode]] = {
         id(plan.node): functools.partial(_replacement, plan.rewritten) for plan in plans.values()
         if plan.rewritten is not None and plan.node is not None}
     rewritten.update(launches)
     return module.visit(_Replaced(rewritten)) if rewritten else module
+
+
+def _two_blank_lines_before(statement: Statement) -> Statement:
+    """`statement` with at least two blank lines before its comments (its own blank lines kept)."""
+    lines = list(statement.leading_lines)
+    blank = next((i for i, line in enumerate(lines) if line.comment is not None), len(lines))
+    missing = 2 - blank
+    if missing <= 0:
+        return statement
+    return statement.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * missing + lines)
 
 
 def _anchor(module: cst.Module, plan: KernelPlan) -> cst.CSTNode:
