@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import libcst as cst
+import libcst.matchers as matchers
 from libcst.metadata import PositionProvider
 
 from tileiropt.apply.backend_checks import cuda_checks, widen
@@ -207,14 +208,20 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
     blocks = {id(_anchor(module, plan)): _with_twins(_block_statement(name, plan.block, names.gate), plan)
               for name, plan in plans.items() if plan.block and plan.node is not None}
     before, after = list(module.body[:gate_index]), list(module.body[gate_index:])  # no def precedes the gate
-    if after:  # two blank lines after the gate's definitions, as after any top-level def (PEP 8)
-        after[0] = _two_blank_lines_before(after[0])
     module = module.with_changes(body=[*before, *gate_statements, *insert_after(after, blocks)])
     rewritten: dict[int, Callable[[Any], cst.CSTNode]] = {
         id(plan.node): functools.partial(_replacement, plan.rewritten) for plan in plans.values()
         if plan.rewritten is not None and plan.node is not None}
     rewritten.update(launches)
-    return module.visit(_Replaced(rewritten)) if rewritten else module
+    module = module.visit(_Replaced(rewritten)) if rewritten else module
+    following = len(before) + len(gate_statements)  # last: the nodes found by identity above are all placed
+    if following < len(module.body) and gate_statements and matchers.findall(
+            gate_statements[-1], matchers.FunctionDef() | matchers.ClassDef()):
+        # two blank lines after the gate's definitions (its own, or the guarded runtime's), as PEP 8 asks
+        body = list(module.body)
+        body[following] = _two_blank_lines_before(body[following])
+        module = module.with_changes(body=body)
+    return module
 
 
 def _two_blank_lines_before(statement: Statement) -> Statement:
