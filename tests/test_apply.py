@@ -606,8 +606,8 @@ def test_a_single_files_tma_dispatch_is_written_once_beside_it_and_goes_with_it(
     out.parent.mkdir()
     result = apply_file(user / "matmul.py", output=out)
     assert result.written == [str(out), str(out.parent / "_tileir.py")]
-    assert 'runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_tileir.py"))' in \
-        result.new_source  # run from its path: no `_tileir` elsewhere on sys.path can stand in for it
+    assert 'runpy.run_path(os.path.join(_tileiropt_folder, "_tileir.py"))' in result.new_source  # from its path:
+    assert "os.path.dirname(os.path.abspath(__file__))" in result.new_source  # no other `_tileir` stands in
     assert "class _tileiropt_tma_dispatch" not in result.new_source  # not a copy per file
     assert (out.parent / "_tileir.py").read_text() == helper_source()
     assert helper_copy(out, user / "matmul.py") == (out.parent / "_tileir.py", user / "_tileir.py")
@@ -645,3 +645,14 @@ def test_the_gate_is_followed_by_two_blank_lines_whatever_spacing_the_file_had()
     new = transform_source(source, "k.py").new_source
     gate_end = 'find_spec("triton.backends.tileir") is not None\n'
     assert gate_end + "\n\n# the kernel\n@triton.jit" in new
+
+
+def test_an_optimized_file_run_without_a_path_takes_the_dispatch_module_from_the_working_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tileir_code_forced: None) -> None:
+    """Code run without a module's `__file__` (a notebook cell pasted from the optimized file, `exec`)."""
+    out = tmp_path / "matmul_tileir.py"
+    apply_file(EXAMPLES / "matmul.py", output=out)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "_pasted_matmul"}  # no __file__; Triton reads the kernel's source by its name
+    exec(compile(out.read_text(), str(out), "exec"), namespace)  # noqa: S102 - the generated code under test
+    assert type(namespace["matmul_kernel"]).__name__ == "_tileiropt_tma_dispatch"

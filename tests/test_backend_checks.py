@@ -93,3 +93,24 @@ def test_a_second_apply_of_a_file_with_only_host_changes_changes_nothing():
     twice = transform_source(once, "k.py")
     assert twice.new_source == once and twice.host == []
 
+
+
+def test_a_kernels_own_comparison_and_a_concatenated_literal_are_handled_as_they_are_reported() -> None:
+    """Triton's front end has no `in`: a comparison inside a JIT function is never widened (nor reported); a test
+    against `"cu" "da"` is reported and rewritten alike."""
+    source = KERNEL + textwrap.dedent('''\
+
+
+        @triton.jit
+        def odd(x_ptr, TARGET: tl.constexpr):
+            if TARGET.backend == "cuda":
+                tl.store(x_ptr, 1.0)
+
+
+        def is_cuda():
+            return triton.runtime.driver.active.get_current_target().backend == ("cu" "da")
+        ''')
+    result = transform_source(source, "k.py")
+    assert [c.line for c in result.host] == [18]
+    assert 'TARGET.backend == "cuda"' in result.new_source
+    assert 'get_current_target().backend in ("cuda", "tileir")' in result.new_source

@@ -244,7 +244,8 @@ def test_reduction_by_a_running_maximum_over_a_loop() -> None:
 
 def test_a_sum_that_only_places_data_leaves_a_data_movement_kernel_elementwise() -> None:
     """A prefix sum of group offsets that decides where a block goes (torchao's scale swizzles) reduces no data:
-    every store writes loaded data as is. A sum that is stored, or values a helper stores, keep the reduction."""
+    every store writes loaded data as is, where the sum says. A sum that is stored, values a helper stores, a
+    reduction that picks what is loaded (argmax routing) or which elements are stored keep the reduction."""
     kernels = _one(
         """
         @triton.jit
@@ -272,12 +273,24 @@ def test_a_sum_that_only_places_data_leaves_a_data_movement_kernel_elementwise()
         def row_sums_through_a_helper(x_ptr, out_ptr, BLOCK: tl.constexpr):
             row = tl.program_id(0)
             _write(out_ptr + row, tl.sum(tl.load(x_ptr + row * BLOCK + tl.arange(0, BLOCK))))
+
+        @triton.jit
+        def route(logits_ptr, table_ptr, out_ptr, E: tl.constexpr, D: tl.constexpr):
+            best = tl.argmax(tl.load(logits_ptr + tl.arange(0, E)), 0)
+            tl.store(out_ptr + tl.arange(0, D), tl.load(table_ptr + best * D + tl.arange(0, D)))
+
+        @triton.jit
+        def keep_row_maxima(x_ptr, out_ptr, BLOCK: tl.constexpr):
+            x = tl.load(x_ptr + tl.arange(0, BLOCK))
+            tl.store(out_ptr + tl.arange(0, BLOCK), x, mask=x == tl.max(x, 0))
         """
     )
     assert kernels["place_groups"].kernel_class == "elementwise"
     assert "its result only places data" in kernels["place_groups"].evidence[0].text
     assert kernels["store_group_starts"].kernel_class == "reduction"
     assert kernels["row_sums_through_a_helper"].kernel_class == "reduction"
+    assert kernels["route"].kernel_class == "reduction"  # the reduction picks what is loaded
+    assert kernels["keep_row_maxima"].kernel_class == "reduction"  # ... or which elements are stored
 
 
 def test_elementwise_and_math_helper() -> None:
@@ -374,7 +387,7 @@ KERNEL = HEADER + textwrap.dedent(
     def k(x_ptr, n, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
         x = tl.load(x_ptr + offs, mask=offs < n)
-        tl.store(x_ptr + offs, tl.erf(offs * 1.0), mask=offs < n)
+        tl.store(x_ptr + offs, tl.erf(x), mask=offs < n)
     """
 )
 

@@ -56,7 +56,7 @@ KERNEL = textwrap.dedent("""\
     def k(x_ptr, n, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
         x = tl.load(x_ptr + offs, mask=offs < n)
-        tl.store(x_ptr + offs, tl.erf(offs * 1.0), mask=offs < n)
+        tl.store(x_ptr + offs, tl.erf(x), mask=offs < n)
     """)
 
 

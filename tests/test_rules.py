@@ -90,7 +90,7 @@ INPLACE = textwrap.dedent(
     def k(x_ptr, n, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
         x = tl.load(x_ptr + offs, mask=offs < n)
-        tl.store(x_ptr + offs, offs * 2.0, mask=offs < n){comment}
+        tl.store(x_ptr + offs, x * 2, mask=offs < n){comment}
     """
 )
 

@@ -27,7 +27,8 @@ CHILD = textwrap.dedent("""\
             print("interrupted", flush=True)
             if sys.argv[2] == "stuck":
                 time.sleep(GUARD)  # a clean-up that never ends
-            sys.exit(0)
+    time.sleep(2 * workers.STOP_GRACE_S if workers.STOP_GRACE_S < 5 else 0)  # after it: no deadline fires
+    sys.exit(0)
     """).replace("GUARD", str(GUARD_S))
 
 
@@ -51,12 +52,22 @@ def _finish(process: subprocess.Popen) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_signal_interrupts_even_where_the_parent_ignored_sigint(sig) -> None:
-    process = _child(grace=GUARD_S * 10, cleanup="quick", ignore_sigint=True)
+def test_a_signal_interrupts_and_the_clean_up_ends_in_peace(sig) -> None:
+    process = _child(grace=1.0, cleanup="quick")  # the deadline ends with the context: no late exit
     process.send_signal(sig)
     out, err = _finish(process)
     assert process.returncode == 0, err
-    assert "interrupted" in out
+    assert "interrupted" in out and "still stopping" not in err
+
+
+def test_a_sigint_the_parent_ignored_stays_ignored_and_sigterm_still_stops() -> None:
+    """A background job's SIGINT is ignored by its shell: the tool keeps that convention."""
+    process = _child(grace=GUARD_S * 10, cleanup="quick", ignore_sigint=True)
+    process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGTERM)
+    out, err = _finish(process)
+    assert process.returncode == 0, err
+    assert out.strip().splitlines() == ["interrupted"]
 
 
 def test_a_clean_up_that_never_ends_is_cut_at_the_deadline_with_every_threads_stack() -> None:

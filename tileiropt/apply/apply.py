@@ -360,8 +360,9 @@ def runtime_import(plans: dict[str, KernelPlan], gate: str = GATE_NAME) -> str:
     names = [name for name in RUNTIME_NAMES if name in _runtime_called(plans)]
     lines = [f"if {gate}():  # the TMA dispatch the TileIR blocks below call, from tileiropt's module beside this file",
              "    import os", "    import runpy", "",
-             f'    _tileiropt_runtime = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), '
-             f'"{HELPER_MODULE}.py"))']
+             '    _tileiropt_folder = os.path.dirname(os.path.abspath(__file__)) if "__file__" in globals() else '
+             'os.getcwd()',
+             f'    _tileiropt_runtime = runpy.run_path(os.path.join(_tileiropt_folder, "{HELPER_MODULE}.py"))']
     lines += [f'    {name} = _tileiropt_runtime["{name}"]' for name in names]
     return "\n".join(lines) + "\n"
 

@@ -36,13 +36,32 @@ def _names_tileir(tree: ast.Module) -> bool:
                and any(_is_backend(n) for n in (node.left, *node.comparators)) for node in ast.walk(tree))
 
 
+def _jit(decorators: list) -> bool:
+    """A `@triton.jit` (or `@jit`, `@triton.jit(...)`) among a function's decorators: its body is Triton's."""
+    return any("jit" in text for text in decorators)
+
+
+def _host_nodes(tree: ast.Module) -> list[ast.AST]:
+    """The file's nodes outside JIT functions (a kernel's comparisons are Triton's, which has no `in`)."""
+    found: list[ast.AST] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _jit(
+                [ast.unparse(d) for d in node.decorator_list]):
+            continue
+        found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def cuda_checks(tree: ast.Module, source: str) -> list[Change]:
-    """Each `<target>.backend == "cuda"` (or `!=`, either way round) of the file, as the change apply makes to it;
-    none where the file never asks for the current target or names the "tileir" backend itself."""
+    """Each `<target>.backend == "cuda"` (or `!=`, either way round) of the file's host code, as the change apply
+    makes to it; none where the file never asks for the current target or names the "tileir" backend itself."""
     if "get_current_target" not in source or _names_tileir(tree):
         return []
     changes = []
-    for node in ast.walk(tree):
+    for node in _host_nodes(tree):
         if not (isinstance(node, ast.Compare) and len(node.ops) == 1
                 and isinstance(node.ops[0], (ast.Eq, ast.NotEq))):
             continue
@@ -55,7 +74,7 @@ def cuda_checks(tree: ast.Module, source: str) -> list[Change]:
 
 
 def _cst_string(node: cst.BaseExpression, value: str) -> bool:
-    return isinstance(node, cst.SimpleString) and node.evaluated_value == value
+    return isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) and node.evaluated_value == value
 
 
 def _cst_backend(node: cst.BaseExpression) -> bool:
@@ -65,6 +84,9 @@ def _cst_backend(node: cst.BaseExpression) -> bool:
 class WidenCudaChecks(cst.CSTTransformer):
     """`x.backend == "cuda"` -> `x.backend in ("cuda", "tileir")`; `!=` -> `not in`. Run only on a file
     `cuda_checks` found checks in (the same test, on the concrete tree)."""
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return not _jit([cst.Module(body=[]).code_for_node(d.decorator) for d in node.decorators])
 
     def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
         if len(updated.comparisons) != 1:
@@ -77,7 +99,7 @@ class WidenCudaChecks(cst.CSTTransformer):
             left, right = right, left
         elif not (_cst_backend(left) and _cst_string(right, CUDA)):
             return updated
-        quote = '"' if right.value.startswith('"') else "'"  # type: ignore[attr-defined]
+        quote = "'" if isinstance(right, cst.SimpleString) and right.value.startswith("'") else '"'
         widened = cst.parse_expression(f"({quote}{CUDA}{quote}, {quote}{TILEIR}{quote})")
         operator = cst.In() if isinstance(target.operator, cst.Equal) else cst.NotIn()
         return updated.with_changes(left=left, comparisons=[target.with_changes(operator=operator,

@@ -469,12 +469,14 @@ def _classify(kernel: KernelInfo, own: FunctionFacts, everything: list[tuple[Fun
                if a.kind == "atomic" and a.name in _ACCUMULATING_ATOMICS]
     accesses = [a for facts, _ in everything for a in facts.accesses]
     stored = [value for facts, _ in everything for _, _, value in facts.stored]
+    guides = [value for facts, _ in everything for value in facts.guides]
     index_only = bool(reductions) and not (scans or atomics or accumulations or norms) and bool(stored) and all(
-        value.has("data") and not value.has("stat") for value in stored)  # every store writes loaded data as is
+        value.has("data") and not value.has("stat") for value in stored) and not any(
+        value.has("stat") for value in guides)  # stores write loaded data as is, placed (not picked) by the reduction
 
     evidence: list[Evidence] = []
     if index_only and not dots:  # a prefix sum of offsets placing the data: the data itself is moved, not reduced
-        evidence += [Evidence(e.line, f"{e.text} reduction, its result only places data (addresses, masks, bounds)")
+        evidence += [Evidence(e.line, f"{e.text} reduction, its result only places data (where stores write)")
                      for e in reductions]
         reductions = []
     if dots:

@@ -115,6 +115,7 @@ class FunctionFacts:
     returns: Value = EMPTY
     helper_calls: list[tuple[int, str]] = field(default_factory=list)
     stored: list[tuple[int, frozenset, Value]] = field(default_factory=list)  # each store or atomic: line, bases, value
+    guides: list[Value] = field(default_factory=list)  # what picks the data: load addresses and masks, store masks
 
 
 class FactsBuilder:
@@ -159,6 +160,7 @@ class _FunctionPass:
         self._loop_depth = 0
         self._unused_calls: set[int] = set()
         self._stored: dict[int, tuple[int, frozenset, Value]] = {}  # by store, as the last walk saw it (loops: twice)
+        self._guides: dict[int, Value] = {}  # by access, likewise
 
     def run(self) -> FunctionFacts:
         args = self.node.args
@@ -169,6 +171,7 @@ class _FunctionPass:
         self.block(self.node.body)
         self.facts.calls = sorted(self._calls.values(), key=lambda c: (c.line, c.node.col_offset))
         self.facts.stored = list(self._stored.values())
+        self.facts.guides = list(self._guides.values())
         return self.facts
 
     # recording (loops are walked twice: keep one record per node) -------------
@@ -404,15 +407,17 @@ class _FunctionPass:
                 return Value(everything.flags)
             if name in LOADS:
                 pointer = _argument(node, args, keywords, 0, "pointer")
+                self._guides[id(node)] = pointer | _argument(node, args, keywords, 1, "mask")
                 tile = _tensor_of_pointers(pointer)
                 self._record("accesses", node, Access(line, pointer.bases, tile, "load", short, pointer))
                 if name != TL + "load":
                     self._record("descriptors", node, (line, short))
                     tile = True
-                return Value(frozenset({"data", "tile"} if tile else {"data"}) | _loaded(pointer, line))
+                return Value(frozenset({"data", "tile"} if tile else {"data"}))
             if name in STORES:
                 pointer = _argument(node, args, keywords, 0, "pointer")
                 self._stored[id(node)] = (line, pointer.bases, _argument(node, args, keywords, 1, "value"))
+                self._guides[id(node)] = _argument(node, args, keywords, 2, "mask")
                 self._record("accesses", node, Access(line, pointer.bases, _tensor_of_pointers(pointer), "store", short,
                                                       pointer))
                 if name != TL + "store":
@@ -421,6 +426,7 @@ class _FunctionPass:
             if name in ATOMICS:
                 pointer = _argument(node, args, keywords, 0, "pointer")
                 self._stored[id(node)] = (line, pointer.bases, _argument(node, args, keywords, 1, "val"))
+                self._guides[id(node)] = _argument(node, args, keywords, 2, "mask")
                 self._record("accesses", node, Access(line, pointer.bases, pointer.has("tile"), "atomic", short,
                                                       pointer))
                 return Value(frozenset({"data"}))
@@ -459,7 +465,9 @@ class _FunctionPass:
                 self._record("accesses", node, Access(line, bases, True, method, short, receiver_value | args[0]))
                 if method == "store":
                     self._stored[id(node)] = (line, bases, _argument(node, args, keywords, 1, "value"))
-                return Value(frozenset({"data", "tile"}) | _loaded(receiver_value, line)) if method == "load" else EMPTY
+                else:
+                    self._guides[id(node)] = args[0]  # the tile's coordinates
+                return Value(frozenset({"data", "tile"})) if method == "load" else EMPTY
             return Value(everything.flags)
 
         if isinstance(func, ast.Name):
@@ -472,11 +480,6 @@ class _FunctionPass:
             if func.id in ("range", "min", "max", "abs", "int", "float"):
                 return Value(everything.flags)
         return Value(everything.flags)
-
-
-def _loaded(pointer: Value, line: int) -> frozenset:
-    """The flags a loaded value carries of where it was loaded: ("loaded", pointer parameter, line)."""
-    return frozenset(("loaded", base, line) for base in pointer.bases)
 
 
 def _tensor_of_pointers(pointer: Value) -> bool:

@@ -259,20 +259,25 @@ def _end_now(reason: str) -> None:
     os._exit(INTERRUPTED_EXIT)
 
 
+_STOPPED = threading.Event()  # set when the signal's clean-up is over (`stopping_on_signals` exited)
+
+
 def _deadline(seconds: float) -> None:
-    """Give the clean-up after a signal `seconds`; past them, end everything (the process exiting ends this)."""
-    time.sleep(seconds)
-    _end_now(f"still stopping {seconds:g} s after the signal")
+    """Give the clean-up after a signal `seconds`; past them, end everything. A clean-up that ends in time (the
+    context exits) ends this."""
+    if not _STOPPED.wait(seconds):
+        _end_now(f"still stopping {seconds:g} s after the signal")
 
 
 @contextlib.contextmanager
 def stopping_on_signals() -> Iterator[None]:
     """While inside: Ctrl-C and SIGTERM raise KeyboardInterrupt, which ends every worker before it propagates
-    (finished records are kept by the caller). The handlers are the tool's own, so a SIGINT that the shell or a
-    parent set to be ignored still stops it. The clean-up that follows gets `STOP_GRACE_S`; a second signal, or
+    (finished records are kept by the caller). A SIGINT the shell or a parent set to be ignored (a background job)
+    stays ignored. The clean-up that follows, until this context exits, gets `STOP_GRACE_S`; a second signal, or
     the grace running out, ends the tool and its workers at once. Outside the main thread: only the clean-up."""
     STOPPING.clear()
     _SIGNALLED.clear()
+    _STOPPED.clear()
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
         def interrupt(signum: int, frame: FrameType | None) -> None:
@@ -284,13 +289,15 @@ def stopping_on_signals() -> Iterator[None]:
             raise KeyboardInterrupt(f"signal {signum}")
 
         for each in (signal.SIGINT, signal.SIGTERM):
-            previous[each] = signal.signal(each, interrupt)
+            if signal.getsignal(each) is not signal.SIG_IGN:  # ignored by the parent: the convention holds
+                previous[each] = signal.signal(each, interrupt)
     try:
         yield
     except KeyboardInterrupt:
         stop_all()
         raise
     finally:
+        _STOPPED.set()  # a deadline started by a signal ends here: the clean-up is over
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 

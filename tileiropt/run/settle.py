@@ -74,7 +74,7 @@ def write_in_place(live: list[KernelSpec], records: Sequence[Any], bench_rows: S
         unproven = not_proven_not_slower(list(bench_rows), spec.name)
         if unproven:
             helper = helper_copy(source, spec.path)  # the module it imports goes with it
-            also = f" && cp {shlex.quote(str(helper[0]))} {shlex.quote(str(helper[1]))}" if helper else ""
+            also = f" && cp -n {shlex.quote(str(helper[0]))} {shlex.quote(str(helper[1]))}" if helper else ""
             result.in_place_refused[str(spec.path)] = (
                 f"'not slower on PTX' was never measured ({unproven}); to use the validated file anyway: "
                 f"cp {shlex.quote(str(source))} {shlex.quote(str(spec.path))}{also}")

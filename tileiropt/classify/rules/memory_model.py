@@ -34,48 +34,27 @@ class InPlaceAliasing(Rule):
     message = "a pointer argument is both loaded and stored (in-place update)"
     hint = ("make sure every load that must see a store depends on it through data, or write to a separate "
             "output buffer")
-    detects = ("a pointer argument both loaded and stored in one kernel (the message says when a load follows a "
-               "store); not where every store to it writes a value computed from every load of it, outside loops")
-    why = unordered_memory("A load meant to see an earlier store to the same buffer may read the old value, and a "
-        "store may overtake a load of the old value that it does not depend on; 13.4 adds memory tokens for accesses "
-        "it can prove alias, not for every case. A store whose value is computed from the load comes after it.")
+    detects = "a pointer argument both loaded and stored in one kernel (the message says when a load follows a store)"
+    why = unordered_memory("A load meant to see an earlier store to the same buffer may read the old value; 13.4 "
+        "adds memory tokens for accesses it can prove alias, not for every case.")
     VALID = ["@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
-             "    x = tl.load(x_ptr + offs, mask=offs < n)\n    tl.store(y_ptr + offs, x * 2, mask=offs < n)\n",
-             "@triton.jit\ndef k(x_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
-             "    x = tl.load(x_ptr + offs, mask=offs < n)\n    tl.store(x_ptr + offs, x * 2, mask=offs < n)\n"]
-    INVALID = ["@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
-               "    x = tl.load(x_ptr + offs, mask=offs < n)\n    tl.store(y_ptr + offs, x, mask=offs < n)\n"
-               "    tl.store(x_ptr + offs, tl.load(y_ptr + offs + 1), mask=offs < n)\n",
+             "    x = tl.load(x_ptr + offs, mask=offs < n)\n    tl.store(y_ptr + offs, x * 2, mask=offs < n)\n"]
+    INVALID = ["@triton.jit\ndef k(x_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
+               "    x = tl.load(x_ptr + offs, mask=offs < n)\n    tl.store(x_ptr + offs, x * 2, mask=offs < n)\n",
                "@triton.jit\ndef k(X, stride):\n    row = X + tl.program_id(0) * stride\n"
-               "    tl.store(row, 0.0)\n    y = tl.load(row + 1)\n    tl.store(row + 2, y)\n",
-               "@triton.jit\ndef k(acc_ptr, x_ptr, n):\n    for i in range(n):\n"
-               "        tl.store(acc_ptr, tl.load(acc_ptr) + tl.load(x_ptr + i))\n"]
+               "    tl.store(row, 0.0)\n    y = tl.load(row + 1)\n    tl.store(row + 2, y)\n"]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
         loads = _by_base(ctx, "load")
         stores = _by_base(ctx, "store")
-        loops = [(node.lineno, node.end_lineno or node.lineno) for node in ast.walk(ctx.node)
-                 if isinstance(node, (ast.For, ast.AsyncFor, ast.While))]
         for base in sorted(set(loads) & set(stores), key=lambda b: min(stores[b])):
             first_store = min(stores[base])
             after = [line for line in loads[base] if line > first_store]
-            if not after and _ordered_by_data(ctx, base, loads[base], stores[base], loops):
-                continue
             order = (f"; the load at line {after[0]} comes after a store in the source, and TileIR orders them "
                      "only through data dependencies"
                      if after else "")
             yield self.finding(first_store, f"`{base}` is both loaded (line {_lines(loads[base])}) and stored "
                                             f"(line {_lines(stores[base])}): in-place update{order}")
-
-
-def _ordered_by_data(ctx: KernelContext, base: str, loads: list[int], stores: list[int],
-                     loops: list[tuple[int, int]]) -> bool:
-    """Every store to `base` writes a value computed from every load of it (so TileIR keeps each store after those
-    loads), and none of them is in a loop (where the next iteration's load would follow this one's store)."""
-    if any(start <= line <= end for line in (*loads, *stores) for start, end in loops):
-        return False
-    values = [value for _, bases, value in ctx.facts.stored if base in bases]
-    return bool(values) and all(("loaded", base, line) in value.flags for value in values for line in set(loads))
 
 
 class AtomicResultUsed(Rule):
