@@ -71,3 +71,14 @@ def write_rewrite(path: Path, new_source: str, encoding: str = "utf-8") -> Path:
     if helper_import_level(new_source) == 0:
         (path.parent / f"{HELPER_MODULE}.py").write_text(helper_source(), encoding="utf-8")
     return path
+
+
+def with_sigint(command: list[str], ignored: bool = False) -> list[str]:
+    """`command` (a Python one: `[python, ...]`) started with SIGINT at its default disposition (or ignored): a test
+    that sends SIGINT must not depend on how its own runner was started (a background job's SIGINT is ignored, and
+    Python then installs no KeyboardInterrupt handler). An exec keeps the disposition; no preexec_fn is needed."""
+    import sys
+
+    disposition = "SIG_IGN" if ignored else "SIG_DFL"
+    return [sys.executable, "-c", f"import os, signal, sys; signal.signal(signal.SIGINT, signal.{disposition}); "
+            "os.execv(sys.argv[1], sys.argv[1:])", *command]

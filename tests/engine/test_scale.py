@@ -34,7 +34,7 @@ from tileiropt.schema import PASS
 from tileiropt.validate.cases import Case
 from tileiropt.validate.run import validate_project
 
-from shared import EXAMPLES, TEST_FIXTURES, gpu_machine
+from shared import EXAMPLES, TEST_FIXTURES, gpu_machine, with_sigint
 
 BENCH_FIXTURES = TEST_FIXTURES / "bench"
 VALIDATE_FIXTURES = TEST_FIXTURES / "validate"
@@ -319,9 +319,9 @@ def test_a_signal_ends_every_worker_and_keeps_finished_records(tmp_path, sig) ->
     project = _hanging_project(tmp_path)
     tag = f"TILEIROPT_TEST_TAG={uuid.uuid4().hex}"
     env = {**os.environ, tag.split("=")[0]: tag.split("=")[1]}
-    process = subprocess.Popen([sys.executable, "-m", "tileiropt", "validate", str(project), "--backend",
-                                "interpret", "--fresh"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+    process = subprocess.Popen(with_sigint([sys.executable, "-m", "tileiropt", "validate", str(project), "--backend",
+                                            "interpret", "--fresh"]), env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
     journal = journal_path(tmp_path / ".tileiropt", "validate")
     deadline = time.monotonic() + GUARD_S
     try:

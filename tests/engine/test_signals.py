@@ -13,6 +13,8 @@ import pytest
 
 from tileiropt.errors import ExitCode
 
+from shared import with_sigint
+
 GUARD_S = 60  # no case needs more than seconds; a hang fails the test instead of the suite
 
 CHILD = textwrap.dedent("""\
@@ -33,11 +35,8 @@ CHILD = textwrap.dedent("""\
 
 
 def _child(grace: float, cleanup: str, ignore_sigint: bool = False) -> subprocess.Popen:
-    def ignore() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    process = subprocess.Popen([sys.executable, "-c", CHILD, str(grace), cleanup], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, preexec_fn=ignore if ignore_sigint else None)
+    process = subprocess.Popen(with_sigint([sys.executable, "-c", CHILD, str(grace), cleanup], ignored=ignore_sigint),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout is not None and process.stdout.readline().strip() == "ready"
     return process
 
