@@ -381,14 +381,18 @@ def helper_source() -> str:
     return f"{docstring}\n\n\n{gate_source()}\n\n{runtime.lstrip()}"
 
 
+def _helper_beside(file: Path, level: int) -> Path:
+    """The helper module a file at `file` imports with `level` dots (0: the one beside it, a single file's)."""
+    return (file.parents[level - 1] if level else file.parent) / f"{HELPER_MODULE}.py"
+
+
 def write_helper(result: ApplyResult) -> Path | None:
     """Write the helper module where `result`'s optimized file imports it from: a library's package (its
     relative import's folders up), or a single file's own folder; None when the file imports none."""
     level = helper_import_level(result.new_source) if HELPER_MODULE in result.new_source else None
     if level is None or result.output is None:
         return None
-    output = Path(result.output)
-    helper = (output.parents[level - 1] if level else output.parent) / f"{HELPER_MODULE}.py"
+    helper = _helper_beside(Path(result.output), level)
     if not helper.is_file() or helper.read_text(encoding="utf-8", errors="replace") != helper_source():
         write_atomic(helper, helper_source(), "utf-8", replaces=lambda text: GATE_MARKER in text, what="file")
     return helper
@@ -403,9 +407,7 @@ def helper_copy(optimized: Path, user_file: Path) -> tuple[Path, Path] | None:
         return None
     if level is None:
         return None
-    name = f"{HELPER_MODULE}.py"
-    return ((Path(optimized).parents[level - 1] if level else Path(optimized).parent) / name,
-            (Path(user_file).parents[level - 1] if level else Path(user_file).parent) / name)
+    return _helper_beside(Path(optimized), level), _helper_beside(Path(user_file), level)
 
 
 def copy_helper(optimized: Path, user_file: Path) -> Path | None:
@@ -527,11 +529,12 @@ def transform_model(model: FileModel, *, spaces: dict[str, Space] | None = None,
         module = cst.parse_module(source)
         plans = plan_kernels(model, module, records, spaces or load_spaces(), max_configs, classify, release,
                              transforms, hint_autotune)
-        host = cuda_checks(model.scan.tree, source)
+        jit = {kernel.name for kernel in info.kernels}  # as discovery found them, aliases included
+        host = cuda_checks(model.scan.tree, source, jit)
         changed = any(p.block or p.twin or p.rewritten or p.launch_hints for p in plans.values())
         if changed:
             module = rewrite_module(module, plans, file_names(info), helper_level)
-        new_source = widen(module).code if host else module.code if changed else source
+        new_source = widen(module, jit).code if host else module.code if changed else source
     except RecursionError:
         raise TOO_DEEP(path) from None
     return ApplyResult(path, None, False, [p.report for p in plans.values()], source, new_source, host=host)

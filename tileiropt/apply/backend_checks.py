@@ -36,32 +36,27 @@ def _names_tileir(tree: ast.Module) -> bool:
                and any(_is_backend(n) for n in (node.left, *node.comparators)) for node in ast.walk(tree))
 
 
-def _jit(decorators: list) -> bool:
-    """A `@triton.jit` (or `@jit`, `@triton.jit(...)`) among a function's decorators: its body is Triton's."""
-    return any("jit" in text for text in decorators)
-
-
-def _host_nodes(tree: ast.Module) -> list[ast.AST]:
-    """The file's nodes outside JIT functions (a kernel's comparisons are Triton's, which has no `in`)."""
+def _host_nodes(tree: ast.Module, kernels: set[str]) -> list[ast.AST]:
+    """The file's nodes outside its JIT functions (`kernels`, as discovery found them: a kernel's comparisons are
+    Triton's, which has no `in`)."""
     found: list[ast.AST] = []
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _jit(
-                [ast.unparse(d) for d in node.decorator_list]):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in kernels:
             continue
         found.append(node)
         stack.extend(ast.iter_child_nodes(node))
     return found
 
 
-def cuda_checks(tree: ast.Module, source: str) -> list[Change]:
+def cuda_checks(tree: ast.Module, source: str, kernels: set[str]) -> list[Change]:
     """Each `<target>.backend == "cuda"` (or `!=`, either way round) of the file's host code, as the change apply
     makes to it; none where the file never asks for the current target or names the "tileir" backend itself."""
     if "get_current_target" not in source or _names_tileir(tree):
         return []
     changes = []
-    for node in _host_nodes(tree):
+    for node in _host_nodes(tree, kernels):
         if not (isinstance(node, ast.Compare) and len(node.ops) == 1
                 and isinstance(node.ops[0], (ast.Eq, ast.NotEq))):
             continue
@@ -82,11 +77,15 @@ def _cst_backend(node: cst.BaseExpression) -> bool:
 
 
 class WidenCudaChecks(cst.CSTTransformer):
-    """`x.backend == "cuda"` -> `x.backend in ("cuda", "tileir")`; `!=` -> `not in`. Run only on a file
-    `cuda_checks` found checks in (the same test, on the concrete tree)."""
+    """`x.backend == "cuda"` -> `x.backend in ("cuda", "tileir")`; `!=` -> `not in`, outside the JIT functions
+    `kernels`. Run only on a file `cuda_checks` found checks in (the same test, on the concrete tree)."""
+
+    def __init__(self, kernels: set[str]):
+        super().__init__()
+        self.kernels = kernels
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return not _jit([cst.Module(body=[]).code_for_node(d.decorator) for d in node.decorators])
+        return node.name.value not in self.kernels
 
     def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
         if len(updated.comparisons) != 1:
@@ -106,6 +105,6 @@ class WidenCudaChecks(cst.CSTTransformer):
                                                                                 comparator=widened)])
 
 
-def widen(module: cst.Module) -> cst.Module:
-    """`module` with each backend test for "cuda" widened to take in "tileir"."""
-    return module.visit(WidenCudaChecks())
+def widen(module: cst.Module, kernels: set[str]) -> cst.Module:
+    """`module` with each backend test for "cuda" outside the JIT functions `kernels` widened to take in "tileir"."""
+    return module.visit(WidenCudaChecks(kernels))
