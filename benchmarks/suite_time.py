@@ -18,7 +18,8 @@ the suite's own time alone when spread over 4":
     python benchmarks/suite_time.py --library site-packages/torchao --cwd work --gpus 0,1,2,3 --spread \\
         -- pytest -q -n 16 test/...
 
-`--skip-alone` runs only the tool (the suite's own time known from an earlier call); `--timeout S` caps each step.
+`--skip-alone` runs only the tool (the suite's own time known from an earlier call), `--skip-tool` only the suite;
+`--timeout S` caps each step.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ def main() -> int:
     parser.add_argument("--gpus", default="0", help="CUDA_VISIBLE_DEVICES of both steps, e.g. 0,1,2,3")
     parser.add_argument("--spread", action="store_true", help="one GPU per xdist worker (--spread-gpus)")
     parser.add_argument("--skip-alone", action="store_true", help="run only the tool")
+    parser.add_argument("--skip-tool", action="store_true", help="run only the suite alone")
     parser.add_argument("--extra", default="", help="more `tileiropt run` options")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds each step may take")
     parser.add_argument("--work", type=Path, default=None, help="folder of the steps' caches (default: temporary)")
@@ -132,6 +134,8 @@ def main() -> int:
     if not args.skip_alone:
         results["alone"] = alone(command, cwd, args.gpus, args.spread, work, args.timeout)
         print(json.dumps(results["alone"]), flush=True)
+    if args.skip_tool:
+        return 0
     extra = ["--fresh", *(["--spread-gpus"] if args.spread else []), *args.extra.split()]
     env = base_env(args.gpus, work, "tool")
     results["tool"] = {"step": "tool", "gpus": args.gpus, "spread": args.spread,
