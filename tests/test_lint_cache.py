@@ -117,3 +117,22 @@ def test_a_module_imported_through_another_and_the_resolved_release_are_in_the_k
 
     assert lint_context(get_release("13.4"), True, None)["resolved"] != lint_context(get_release("13.5"), True,
                                                                                      None)["resolved"]
+
+
+def test_the_environment_variables_a_helper_module_branches_on_are_in_the_key(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "op.py").write_text("import os\nFAST = os.environ.get('PKG_FAST', '0') == '1'\n")
+    kernel = package / "ops.py"
+    kernel.write_text("import triton\nfrom .op import FAST\n")
+    cache = LintCache(tmp_path / "cache", {})
+    monkeypatch.delenv("PKG_FAST", raising=False)
+    unset = cache.key(kernel, kernel.read_bytes(), ["TIR004"])
+    monkeypatch.setenv("PKG_FAST", "1")
+    assert cache.key(kernel, kernel.read_bytes(), ["TIR004"]) != unset
+    monkeypatch.setenv("OTHER_VARIABLE", "1")  # a variable no module reads changes nothing
+    fast = cache.key(kernel, kernel.read_bytes(), ["TIR004"])
+    monkeypatch.delenv("OTHER_VARIABLE")
+    assert cache.key(kernel, kernel.read_bytes(), ["TIR004"]) == fast

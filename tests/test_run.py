@@ -227,3 +227,18 @@ def test_two_runs_at_once_do_not_disturb_each_other(tmp_path: Path) -> None:
         again = CliRunner().invoke(app, ["report", str(report.parent), "-o", str(folder / "again.md")])
         assert again.exit_code == ExitCode.OK, again.output
         assert (folder / "again.md").read_text() == report.read_text()
+
+
+def test_a_verdict_that_needs_attention_is_said_on_the_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    """The report's "needs attention" makes the run's answer no (exit 1): the terminal says which kernel and why,
+    not only the report."""
+    from tileiropt.records.run import RunResult
+    from tileiropt.run.command import print_outcome
+
+    reason = "the TileIR compiler would reject it: TIR004 at `loss_kernel` L9: libdevice fast_logf"
+    print_outcome(RunResult(phases=[], kernels=[], stopped={}, artifacts=".tileiropt", exit_code=1, verdicts={
+        "loss_kernel": {"bucket": "attention", "text": reason},
+        "other_kernel": {"bucket": "proven", "text": "ready to try on TileIR"}}))
+    err = capsys.readouterr().err
+    assert f"needs attention loss_kernel: {reason}" in " ".join(err.split())
+    assert "other_kernel" not in err

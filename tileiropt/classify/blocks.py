@@ -17,6 +17,7 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from tileiropt.classify.environment import decide
 from tileiropt.classify.source import SourceText
 from tileiropt.classify.syntax import TryStar
 
@@ -164,6 +165,17 @@ def alternatives(first: Branch, second: Branch) -> bool:
         if one.arm != other.arm:
             return _exclusive(one.arm, other.arm) if isinstance(one.node, (ast.Try, TryStar)) else (
                 isinstance(one.node, ast.If))
+    return False
+
+
+def decided_against(branch: Branch) -> bool:
+    """A statement on `branch` does not run here: an `if` it sits under reads only the environment, and this
+    environment takes the other arm (`environment.decide`)."""
+    for arm in branch:
+        if isinstance(arm.node, ast.If):
+            taken = decide(arm.node.test)
+            if taken is not None and taken != (arm.arm == "body"):
+                return True
     return False
 
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tileiropt.classify.blocks import Branch, Definition, alternatives, condition, module_definitions
+from tileiropt.classify.blocks import (Branch, Definition, alternatives, condition, decided_against,
+                                      module_definitions)
 from tileiropt.classify.names import AUTOTUNE, CONFIG, CONSTEXPR, HEURISTICS, JIT, call_name, collect_import
 from tileiropt.classify.reexports import collect_reexports
 from tileiropt.classify.source import SourceText, parse_source, read_source
@@ -276,6 +277,16 @@ def _is_none(node: ast.expr) -> bool:
 # --------------------------------------------------------------------------- building records
 
 
+def _not_here(defs: list[ast.FunctionDef], branches: dict[int, Branch]) -> set[int]:
+    """The ids of module-level defs that do not run in this environment while an alternative of the same name does:
+    `if os.environ.get("FAST") == "1": def log ... else: def log ...` analyses the `log` the module defines here
+    (`blocks.decided_against`). A def with no alternative that runs is kept, whatever the environment."""
+    against = {id(node) for node in defs if id(node) in branches and decided_against(branches[id(node)])}
+    return {id(node) for node in defs if id(node) in against and any(
+        other.name == node.name and id(other) in branches and id(other) not in against
+        and alternatives(branches[id(other)], branches[id(node)]) for other in defs)}
+
+
 class _Builder:
     def __init__(self, collector: _Collector, text: SourceText, path: str):
         self.c = collector
@@ -283,14 +294,17 @@ class _Builder:
         self.path = path
         self.aliases = collector.aliases
         self.configs_nodes: dict[str, ast.expr] = {}
+        self._not_here: set[int] = set()  # defs this environment does not run (`_not_here`)
 
     def build(self, tree: ast.Module) -> Scan:
         definitions, branches = module_definitions(tree, self.text, lambda node: self._jit_decorator(node) is not None)
         kernel_nodes: list[ast.FunctionDef] = []
         jit_decorators: list[ast.expr] = []
+        self._not_here = _not_here(self.c.defs, branches)
         for node in self.c.defs:
             decorator = self._jit_decorator(node)
-            if decorator is not None and not self._alternative_of_kernel(node, kernel_nodes, branches):
+            if decorator is not None and id(node) not in self._not_here \
+                    and not self._alternative_of_kernel(node, kernel_nodes, branches):
                 kernel_nodes.append(node)
                 jit_decorators.append(decorator)
         module_functions = self._module_functions(branches)
@@ -338,7 +352,7 @@ class _Builder:
         (the plain-Python fallback under `else:` never replaces the Triton branch's kernel or wrapper)."""
         functions: dict[str, ast.FunctionDef] = {}
         for node in self.c.defs:
-            if id(node) not in branches:
+            if id(node) not in branches or id(node) in self._not_here:
                 continue
             current = functions.get(node.name)
             if current is None or not alternatives(branches[id(current)], branches[id(node)]):

@@ -5,8 +5,10 @@ an unchanged library reads only what changed.
 The key of a file (`LintCache.key`) is the SHA-256 of: the file's path and bytes; the path and bytes of each module
 of the file's own tree that it imports, and those they import (the IR check rebuilds JIT helpers from them); the
 rule codes selected; whether the IR check runs and with which dtypes; the release as resolved (inherited tables
-too); the tool's own sources (`engine.resume.tool_digest`); Triton's and torch's versions. Entries live in the
-tool's cache folder (`cache.cache_dir()/classify`), one JSON file each; an unreadable entry is a miss.
+too); the tool's own sources (`engine.resume.tool_digest`); Triton's and torch's versions; the values of the
+environment variables the file and those modules read by name (an `if` on one picks the definition analysed).
+Entries live in the tool's cache folder (`cache.cache_dir()/classify`), one JSON file each; an unreadable entry is
+a miss.
 `TILEIROPT_NO_LINT_CACHE=1` turns the cache off.
 """
 
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tileiropt.cache import cache_dir
+from tileiropt.classify.environment import names_read
 from tileiropt.classify.modules import package_name_for
 from tileiropt.classify.rules.base import Finding
 from tileiropt.classify.source import read_regular_file
@@ -48,8 +51,13 @@ class LintCache:
     def key(self, path: Path, data: bytes, codes: list[str]) -> str:
         digest = hashlib.sha256(self.context.encode())
         digest.update(" ".join(sorted(codes)).encode() + b"\0" + str(path).encode() + b"\0" + data)
+        names = set(names_read(data.decode("utf-8", errors="replace")))
         for dependency in local_imports(path, data):
-            digest.update(b"\0" + str(dependency).encode() + b"\0" + _file_digest(dependency).encode())
+            file_digest, read = _file_digest(dependency)
+            digest.update(b"\0" + str(dependency).encode() + b"\0" + file_digest.encode())
+            names.update(read)
+        for name in sorted(names):  # an `if` on the environment picks which definition is analysed
+            digest.update(f"\0${name}={os.environ.get(name)!r}".encode())
         return digest.hexdigest()
 
     def _entry(self, key: str) -> Path:
@@ -105,21 +113,23 @@ def local_imports(path: Path, data: bytes) -> list[Path]:
     return found[:MAX_IMPORTED]
 
 
-def _file_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes, once per run while it is unchanged; what it is when it cannot be read."""
+def _file_digest(path: Path) -> tuple[str, tuple[str, ...]]:
+    """SHA-256 of a file's bytes and the environment variables it reads (`environment.names_read`), once per run
+    while it is unchanged; what it is when it cannot be read."""
     try:
         info = path.stat()
     except OSError as exc:
-        return f"unreadable: {exc.strerror}"
+        return f"unreadable: {exc.strerror}", ()
     return _digest_of(str(path), info.st_size, info.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=8192)
-def _digest_of(path: str, size: int, mtime_ns: int) -> str:
+def _digest_of(path: str, size: int, mtime_ns: int) -> tuple[str, tuple[str, ...]]:
     try:
-        return hashlib.sha256(read_regular_file(Path(path))).hexdigest()
+        data = read_regular_file(Path(path))
     except UserError as exc:  # a pipe, too large: what it is now is part of the key
-        return exc.message
+        return exc.message, ()
+    return hashlib.sha256(data).hexdigest(), tuple(names_read(data.decode("utf-8", errors="replace")))
 
 
 @functools.lru_cache(maxsize=8192)

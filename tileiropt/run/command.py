@@ -15,6 +15,7 @@ from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console, print_json
 from tileiropt.phases import PHASES
 from tileiropt.records.run import RunResult
+from tileiropt.report.verdict import ATTENTION
 from tileiropt.run.pipeline import run_pipeline
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, STATUSES
 
@@ -83,6 +84,13 @@ def run_command(
     with Progress(*columns, console=err_console, transient=True) as progress:
         result = run(on_event=PhaseProgress(progress), console=err_console)
     console.print(outcome_table(result))
+    print_outcome(result)
+    return ExitCode(result.exit_code)
+
+
+def print_outcome(result: RunResult) -> None:
+    """What made the run's answer what it is, below its table: the program's failure, the kernels stopped, those
+    whose verdict needs attention, the files set aside or not written in place; then where the artifacts are."""
     if result.program and result.program.get("cut"):
         err_console.print(f"[bold red]cut[/]: {escape(result.program['summary'])}", soft_wrap=True)
     elif result.program and result.program.get("launched_none"):
@@ -96,6 +104,10 @@ def run_command(
     for kernel, stop in result.stopped.items():
         err_console.print(f"[bold red]stopped[/] {escape(kernel)} at {stop['phase']}: {escape(stop['reason'])}",
                           soft_wrap=True)
+    for kernel, verdict in result.verdicts.items():  # the report's "needs attention", which made the answer no
+        if verdict.get("bucket") == ATTENTION and kernel not in result.stopped:
+            err_console.print(f"[bold red]needs attention[/] {escape(kernel)}: {escape(verdict.get('text') or '')}",
+                              soft_wrap=True)
     for path, rejected in result.rejected.items():
         err_console.print(f"[bold red]set aside[/] {escape(path)} -> {escape(rejected['moved_to'])}: "
                           f"{escape(rejected['reason'])}", soft_wrap=True)
@@ -111,4 +123,3 @@ def run_command(
     missing = [p.name for p in PHASES if p.name not in {r.phase for r in result.phases} and not p.optional]
     if missing:
         err_console.print(f"phases not reached: {', '.join(missing)}")
-    return ExitCode(result.exit_code)

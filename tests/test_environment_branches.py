@@ -1,0 +1,97 @@
+"""A helper defined twice under an `if` on an environment variable (`if os.environ.get("FAST") == "1": def log
+... else: def log ...`): classify analyses the definition the module makes in this environment, so a fast-math
+branch the user never turned on is not blamed on the kernels that call the helper."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tileiropt.classify.classify import classify_paths
+from tileiropt.classify.discovery import scan
+from tileiropt.classify.environment import decide, names_read
+
+HELPERS = '''\
+import os
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+if os.environ.get("PKG_FAST_OPS", "0") == "1":
+    @triton.jit
+    def log(x):
+        return libdevice.fast_logf(x.to(tl.float32))
+else:
+    @triton.jit
+    def log(x):
+        return tl.log(x.to(tl.float32))
+'''
+
+KERNEL = '''\
+import triton
+import triton.language as tl
+from .op import log
+
+
+@triton.jit
+def loss_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, log(tl.load(x_ptr + offs, mask=mask, other=1.0)), mask=mask)
+'''
+
+
+@pytest.mark.parametrize(("test", "environ", "expected"), [
+    ('os.environ.get("A", "0") == "1"', {}, False),
+    ('os.environ.get("A", "0") == "1"', {"A": "1"}, True),
+    ('os.getenv("A") is None', {}, None),  # `is`: not evaluated
+    ('"A" in os.environ', {"A": ""}, True),
+    ('"A" not in os.environ', {"A": ""}, False),
+    ('os.environ["A"] == "x"', {}, None),  # a KeyError at import: undecided
+    ('os.environ.get("A", "").lower() in ("1", "true")', {"A": "TRUE"}, True),
+    ('int(os.environ.get("A", "0")) > 0', {"A": "2"}, None),  # an order comparison: undecided
+    ('bool(int(os.environ.get("A", "0")))', {"A": "2"}, True),
+    ('not os.environ.get("A")', {}, True),
+    ('os.environ.get("A") and HAS_TRITON', {}, False),  # a falsy first operand decides without the rest
+    ('HAS_TRITON and os.environ.get("A")', {"A": "1"}, None),
+    ('os.environ.get("A") == "1" or os.environ.get("B") == "1"', {"B": "1"}, True),
+    ('torch.cuda.is_available()', {}, None),
+    ('environ.get("A", "1") != "0"', {}, True),
+])
+def test_environment_tests_are_decided_as_the_module_decides_them(test: str, environ: dict, expected) -> None:
+    node = ast.parse(test, mode="eval").body
+    assert decide(node, environ) is expected
+
+
+def test_the_variables_a_source_reads_are_named() -> None:
+    source = 'import os\nX = os.environ.get("PKG_A")\nif "PKG_B" in os.environ: pass\nos.getenv(\'PKG_C\', "1")\n'
+    assert names_read(source) == ["PKG_A", "PKG_B", "PKG_C"]
+
+
+def test_discovery_keeps_the_definition_this_environment_makes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PKG_FAST_OPS", raising=False)
+    kernels = scan(HELPERS, "op.py").module.kernels
+    assert [(k.name, k.line) for k in kernels] == [("log", 12)]
+    monkeypatch.setenv("PKG_FAST_OPS", "1")
+    assert [(k.name, k.line) for k in scan(HELPERS, "op.py").module.kernels] == [("log", 8)]
+
+
+def test_a_kernel_calling_the_helper_is_blamed_only_where_the_fast_branch_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILEIROPT_CACHE_DIR", str(tmp_path / "cache"))
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "op.py").write_text(HELPERS)
+    (package / "ops.py").write_text(KERNEL)
+
+    def findings() -> list[str]:
+        [result] = classify_paths([package / "ops.py"])
+        return [f.code for kernel in result.kernels for f in kernel.findings]
+
+    monkeypatch.delenv("PKG_FAST_OPS", raising=False)
+    assert "TIR004" not in findings()
+    monkeypatch.setenv("PKG_FAST_OPS", "1")
+    assert "TIR004" in findings()  # the lint cache keyed the variable: not the unset run's entry
