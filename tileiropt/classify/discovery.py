@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tileiropt.classify.blocks import (Branch, Definition, alternatives, condition, decided_against,
-                                      module_definitions)
+from tileiropt.classify.blocks import Branch, Definition, alternatives, condition, decided_against, module_definitions
 from tileiropt.classify.names import AUTOTUNE, CONFIG, CONSTEXPR, HEURISTICS, JIT, call_name, collect_import
 from tileiropt.classify.reexports import collect_reexports
 from tileiropt.classify.source import SourceText, parse_source, read_source
