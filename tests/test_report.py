@@ -450,3 +450,24 @@ def test_a_widened_backend_test_is_listed_with_the_kernels_changes_and_counted()
     assert section.count == 2
     assert section.lines[-1] == ('L4, outside the kernels: backend test widened to `target.backend in ("cuda", '
                                  '"tileir")` (nvtriton\'s backend is tileir)')
+
+
+def test_each_proven_kernel_is_named_once_with_its_launches_and_largest_difference() -> None:
+    """Launches of one kernel proven at different differences make one entry; the bit-exact ones are grouped,
+    every other kernel says the largest difference over its launches."""
+    from tileiropt.report.markdown import proven_kernels
+
+    text = proven_kernels({"_attn_fwd": [6.6e-39, 8.7e-39, 7.1e-39], "_dyt_fwd": [0.0, 0.0, 0.0], "_gelu": [0.0],
+                           "_jsd": [None]})
+    assert text == ("bit-exact: **_dyt_fwd** (3 launches), **_gelu**; within tolerance: **_attn_fwd** (3 launches, "
+                    "max difference 8.7e-39), **_jsd** (max difference n/a)")
+
+
+def test_a_long_program_command_is_folded_where_the_report_names_the_program() -> None:
+    from tileiropt.report.markdown import short_command
+
+    files = [f"test/transformers/test_op_{index}.py" for index in range(32)]
+    assert short_command(["pytest", "-q", "test/a.py"]) == "pytest -q test/a.py"
+    text = short_command(["python3", "-m", "pytest", "-q", "-n", "16", *files])
+    assert text.startswith("python3 -m pytest -q -n 16 test/transformers/test_op_0.py") and len(text) < 160
+    assert text.endswith("more arguments)")

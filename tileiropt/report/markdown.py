@@ -26,7 +26,6 @@ from tileiropt.report.markdown_blocks import (
     bullets,
     cell,
     grouped_lines,
-    launch_names,
     one_line,
     table,
 )
@@ -320,7 +319,7 @@ def next_steps_md(report: Report) -> str:
     program = run.program if run else None
     here = ""  # what this machine could not run: the environment's, not the code's
     if program is not None:
-        shown = f"**the program** (`{shlex.join(str(c) for c in program.get('command') or [])}`)"
+        shown = f"**the program** (`{short_command([str(c) for c in program.get('command') or []])}`)"
         if program.get("needs_gpu"):  # this machine's lack, not the program's fault
             here = (f"Not run to its end here: {shown} needs a GPU and this machine has none (its launches before "
                     f"that are validated): {one_line(program.get('summary'))}")
@@ -329,13 +328,12 @@ def next_steps_md(report: Report) -> str:
         else:
             attention.insert(0, f"{shown} failed: {one_line(program.get('summary'))}")
     ready = grouped_lines([(name, v.text) for name, v in by_bucket[READY]])
-    proven: dict[str, dict[str, list[str]]] = {}  # backend -> its max difference -> launches
+    proven: dict[str, dict[str, list[float | None]]] = {}  # backend -> kernel -> its launches' max differences
     for name, v in by_bucket[PROVEN]:
-        proven.setdefault(v.proven_on, {}).setdefault(v.text.rsplit("(", 1)[-1].rstrip(")"), []).append(name)
-    for backend, differences in proven.items():
-        names = ", ".join(f"{launch_names(launches, bold=True)} ({difference})"
-                          for difference, launches in differences.items())
-        ready.append(f"ready to try on TileIR (TileIR code proven correct with the {backend}): {names}")
+        proven.setdefault(v.proven_on, {}).setdefault(LAUNCH_NUMBER.sub("", name), []).append(v.max_difference)
+    for backend, kernels in proven.items():
+        ready.append(f"ready to try on TileIR (TileIR code proven correct with the {backend}): "
+                     f"{proven_kernels(kernels)}")
     ready += grouped_lines([(name, f"{BUCKET_LABELS[EMULATED]}: {v.text}") for name, v in by_bucket[EMULATED]])
     if proven or by_bucket[EMULATED]:
         ready.append(f"next, on a Blackwell GPU with nvtriton: `{rerun_command(run, report)}`")
@@ -369,6 +367,32 @@ def next_steps_md(report: Report) -> str:
     if run is not None and run.command:
         lines.append(f"Command: `{shlex.join(str(c) for c in run.command)}`")
     return "\n\n".join(lines)
+
+
+def short_command(argv: list[str], most: int = 120) -> str:
+    """A command as a shell reads it, its tail folded into a count where it is longer than `most` characters (the
+    whole command is in the report's "Command" line)."""
+    for keep in range(len(argv), 0, -1):
+        text = shlex.join(argv[:keep])
+        if len(text) <= most or keep == 1:
+            return text if keep == len(argv) else f"{text} … ({len(argv) - keep} more arguments)"
+    return ""
+
+
+def proven_kernels(kernels: dict[str, list[float | None]]) -> str:
+    """Each proven kernel once, with its launches: the bit-exact ones together, then each of the others with the
+    largest difference over its launches."""
+    def named(kernel: str, launches: int, extra: str = "") -> str:
+        said = [f"{launches} launches"] if launches > 1 else []
+        return f"**{cell(kernel)}**" + (f" ({', '.join([*said, extra] if extra else said)})" if said or extra else "")
+
+    exact = [named(k, len(d)) for k, d in kernels.items() if all(x == 0 for x in d)]
+    close = [named(k, len(d), "max difference " + (f"{max(x for x in d if x is not None):.1e}"
+                                                     if any(x is not None for x in d) else "n/a"))
+             for k, d in kernels.items() if not all(x == 0 for x in d)]
+    parts = ([f"bit-exact: {', '.join(exact)}"] if exact else []) + \
+        ([f"within tolerance: {', '.join(close)}"] if close else [])
+    return "; ".join(parts)
 
 
 def intro_md(report: Report) -> str:

@@ -41,6 +41,7 @@ class KernelVerdict:
     bucket: str  # one of BUCKETS
     text: str  # the one line that says it, without the kernel's name
     proven_on: str = ""  # PROVEN: the backend the TileIR code passed on
+    max_difference: float | None = None  # PROVEN: the largest difference from the original's output
 
 
 def error_findings(findings: list[KernelFinding]) -> list[KernelFinding]:
@@ -110,7 +111,7 @@ def kernel_verdict(k: KernelReport, rejected: dict[str, dict[str, Any]] | None =
     if code is not None and code.status == PASS:
         on = code.backend_description or code.backend
         return KernelVerdict(PROVEN, f"TileIR code proven correct with the {on} (max difference {_difference(code)})",
-                             proven_on=on)
+                             proven_on=on, max_difference=code.max_difference)
     if interrupted:
         return KernelVerdict(UNPROVEN, f"the run was interrupted during {interrupted} before its TileIR code passed "
                                        "(run the same command again to go on)")
