@@ -28,7 +28,9 @@ class CapturePhase:
         machine = context.the_machine()
         result, specs = add_captured_kernels(
             context.project, machine, context.request.timeout, fresh=context.request.fresh,
-            before_program=lambda: prestart(context.workers, context.request.executor, machine),
+            before_program=lambda: prestart(context.workers, context.request.executor, machine,
+                                            files=len(context.project.capture.files) if context.project.capture
+                                            else None),
             on_progress=progress_line(context))
         context.specs += specs
         return judged(context, result, specs, machine.has_gpu)

@@ -11,10 +11,15 @@ from tileiropt.engine.executors import Executor, validate_per_gpu
 from tileiropt.harness.backends import BACKENDS
 
 
-def prestart(workers: RunWorkers, executor: Executor | None, machine: Machine) -> None:
-    """One worker per slot of the compatibility phase's backend, then one per slot of the next backend validate
-    runs on this `machine`, up to half the host's cores (they import torch while the program runs). Not on SLURM
-    (a job step is not started ahead of its work)."""
+PER_FILE = 2  # workers a target file's launches keep busy at first, per backend
+
+
+def prestart(workers: RunWorkers, executor: Executor | None, machine: Machine, files: int | None = None) -> None:
+    """Workers for the compatibility phase's backend, then for the next backend validate runs on this `machine`:
+    one per slot, at most `PER_FILE` per target file (`files`; the launches of one tutorial keep two busy, a
+    library's fill every slot) and half the host's cores in all (they import torch while the program runs: more
+    than the work needs only slow the program and each other). Not on SLURM (a job step is not started ahead of
+    its work)."""
     executor = (executor or Executor()).check()
     if executor.kind != "local":
         return
@@ -23,6 +28,8 @@ def prestart(workers: RunWorkers, executor: Executor | None, machine: Machine) -
              and (name != "tileir" or not machine.tileir_blockers)]  # a TileIR that cannot run gets no worker
     per_gpu = validate_per_gpu(memory_gib=machine.device.memory_gib)
     launchers = executor.slots(gpu_work=machine.has_gpu, per_gpu=per_gpu, cpu_slots=1)
+    if files is not None:
+        launchers = launchers[:max(1, PER_FILE * files)]
     wanted = [(launcher, BACKENDS[name]) for name in [first, *later[:1]] for launcher in launchers]
     for launcher, backend in wanted[:max(2, (os.cpu_count() or 1) // 2)]:
         workers.prestart(launcher, [backend])
