@@ -62,7 +62,7 @@ def test_generated_files_import_with_the_gate_on_and_off(generated, gate: str) -
 
 def test_no_autotuner_is_added_where_the_author_chose_none_unless_asked(generated) -> None:
     assert sum(len(hint_autotunes(item["new_source"])) for item in generated) == 0
-    assert sum(item["new_source"].count("if is_tileir() else {})") for item in generated) > 20  # launch hints
+    assert sum(item["new_source"].count("if TILEIR else {})") for item in generated) > 20  # launch hints
 
 
 def test_an_asked_autotuner_is_never_keyed_on_a_pointer_or_wrapped_twice(generated) -> None:

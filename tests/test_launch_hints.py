@@ -56,7 +56,7 @@ def test_a_splat_of_another_shape_is_not_read_as_hints(tmp_path: Path) -> None:
 def test_a_release_without_a_class_start_value_writes_no_launch_hint() -> None:
     source = (EXAMPLES / "matmul.py").read_text()
     result = transform_source(source, "matmul.py", release=get_release("13.4"))
-    assert "if is_tileir() else {})" not in result.new_source  # a dot kernel: occupancy 1, TileIR's default
+    assert "if TILEIR else {})" not in result.new_source  # a dot kernel: occupancy 1, TileIR's default
 
 
 def test_the_surface_drops_a_launch_s_hints_unless_the_kernel_takes_a_parameter_of_that_name() -> None:
@@ -97,10 +97,10 @@ def test_a_kernel_compiled_ahead_through_warmup_gets_its_hint_there(tmp_path: Pa
     result = transform_source(source, "vector_add.py", release=get_release("13.4"))
     (kernel,) = result.kernels
     assert [c.what for c in kernel.changes] == [
-        'occupancy 4 at its launch under the gate (L35 (.warmup)): **({"occupancy": 4} if is_tileir() else {}); '
+        'occupancy 4 at its launch under the gate (L35 (.warmup)): **({"occupancy": 4} if TILEIR else {}); '
         "no autotuner added"]
     warmup = ("compiled = add_kernel.warmup(x, y, out, n_elements, BLOCK_SIZE=1024,\n"
-              "                               grid=(1,), **({\"occupancy\": 4} if is_tileir() else {}))")
+              "                               grid=(1,), **({\"occupancy\": 4} if TILEIR else {}))")
     assert warmup in result.new_source
     assert gate_off(result.new_source).count(source.split("def add(")[1]) == 1  # the gate off: the author's text
     written = tmp_path / "vector_add_tileir.py"
@@ -114,8 +114,8 @@ def test_every_launch_layout_reads_back_as_written_with_the_gate_off() -> None:
     body = result.new_source[result.new_source.index("def a("):]
     assert gate_off(result.new_source).endswith(source[source.index("def a("):])  # byte for byte
     assert transform_source(result.new_source, "layouts.py").new_source == result.new_source
-    assert "BLOCK=1024, **({\"occupancy\": 4} if is_tileir() else {}),)" in body  # the trailing comma stays last
+    assert "BLOCK=1024, **({\"occupancy\": 4} if TILEIR else {}),)" in body  # the trailing comma stays last
     assert "occupancy=2); add_kernel" in body and body.count("occupancy=2") == 1  # its own occupancy: left alone
     assert "add_kernel[(1,)](x, y, out, n, **opts)\n" in body  # its own options may hold it: left alone
     assert body.count("# the input") == 1 and body.count("# launch it") == 1  # comments never copied
-    assert body.count('**({"occupancy": 4} if is_tileir() else {})') == 4
+    assert body.count('**({"occupancy": 4} if TILEIR else {})') == 4

@@ -183,7 +183,7 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
     """The gate before the first definition (the TMA runtime after it, guarded when Triton is optional here), or,
     in a library (`helper_level`: the dots of a relative import), one import of both from the package's helper
     module; each kernel's TileIR block right after its def, inside the module-level block that defines it."""
-    launches = hinted_launches(module, plans, names.gate)  # by the lines of the file as read
+    launches = hinted_launches(module, plans, names.flag)  # by the lines of the file as read
     needs_runtime = any(plan.runtime for plan in plans.values())
     gate_index = gate_insert_index(module)
     optional_triton = triton_only_in_blocks(module, gate_index)
@@ -200,8 +200,12 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
             gate_statements += _gate_statements(cst.parse_module(runtime_import(plans, names.gate)))
     if any(plan.rewritten is not None for plan in plans.values()):
         triton = GUARDED_TRITON if optional_triton else names.triton
-        constants = _gate_statements(cst.parse_module(gate_constants(names, triton)))
+        constants = _gate_statements(cst.parse_module(gate_constants(names, triton, hints=bool(launches))))
         gate_statements += guarded(constants) if optional_triton else constants
+    elif launches:  # hints alone read a plain value: no Triton needed
+        gate_statements += _gate_statements(cst.parse_module(
+            f"# the gate, taken once at import for the launches' TileIR hints (a launch never calls it)\n"
+            f"{names.flag} = {names.gate}()\n"))
     levers = share_lever_lists(plans, names.levers)
     if levers:
         gate_statements += _gate_statements(cst.parse_module(levers))
@@ -215,9 +219,10 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
     rewritten.update(launches)
     module = module.visit(_Replaced(rewritten)) if rewritten else module
     following = len(before) + len(gate_statements)  # last: the nodes found by identity above are all placed
-    if following < len(module.body) and gate_statements and matchers.findall(
-            gate_statements[-1], matchers.FunctionDef() | matchers.ClassDef()):
-        # two blank lines after the gate's definitions (its own, or the guarded runtime's), as PEP 8 asks
+    definition = matchers.FunctionDef() | matchers.ClassDef()
+    if following < len(module.body) and gate_statements and (matchers.findall(gate_statements[-1], definition)
+                                                              or matchers.matches(module.body[following], definition)):
+        # two blank lines between the gate and what follows where either is a definition, as PEP 8 asks
         body = list(module.body)
         body[following] = _two_blank_lines_before(body[following])
         module = module.with_changes(body=body)
@@ -265,7 +270,7 @@ class _Replaced(cst.CSTTransformer):
         return replace(updated) if replace is not None else updated
 
 
-def hinted_launches(module: cst.Module, plans: dict[str, KernelPlan], gate: str
+def hinted_launches(module: cst.Module, plans: dict[str, KernelPlan], flag: str
                     ) -> dict[int, Callable[[Any], cst.CSTNode]]:
     """Per launch call (`kernel[grid](...)` or `kernel.warmup(...)`, by id) a plan gives hints to: its call with the
     gated splat appended (`launch_hints.hint_splat`). Calls are found by their kernel's name and line."""
@@ -285,7 +290,7 @@ def hinted_launches(module: cst.Module, plans: dict[str, KernelPlan], gate: str
         if hints is not None and node.args and not any(  # never a second occupancy, nor a launch without arguments
                 arg.star == "**" or (arg.keyword is not None and arg.keyword.value == "occupancy")
                 for arg in node.args):
-            splat = cst.Arg(value=cst.parse_expression(hint_splat(hints, gate)[2:]), star="**")
+            splat = cst.Arg(value=cst.parse_expression(hint_splat(hints, flag)[2:]), star="**")
             found[id(node)] = functools.partial(_with_splat, splat=splat, column=position.start.column + len(
                 module.code_for_node(node.func)) + 1)
     return found
@@ -339,11 +344,14 @@ def _without_comment(comma: cst.Comma) -> cst.Comma:
     return comma
 
 
-def gate_constants(names: FileNames, triton: str) -> str:
-    """The module-level constexprs in-place rewrites read: the gate, and log2(e) (`triton`: the module's name)."""
+def gate_constants(names: FileNames, triton: str, hints: bool = False) -> str:
+    """The module-level constexprs in-place rewrites read, and the launches' hints (`hints`) too: the gate, taken
+    once at import, and log2(e) (`triton`: the module's name)."""
     constexpr = f"{triton}.language.constexpr"
-    return (f"# the gate as kernels read it: a constexpr, so only the branch it takes is compiled\n"
-            f"{names.flag} = {constexpr}({names.gate}())\n"
+    comment = ("# the gate, taken once at import: a constexpr for kernels (only the branch it takes is compiled) "
+               "and\n# the launches' TileIR hints") if hints else \
+        "# the gate as kernels read it: a constexpr, so only the branch it takes is compiled"
+    return (f"{comment}\n{names.flag} = {constexpr}({names.gate}())\n"
             f"{names.log2e} = {constexpr}({LOG2E})  # log2(e): exp(x) == exp2(x * {names.log2e})\n")
 
 

@@ -131,7 +131,8 @@ class _GateOff(cst.CSTTransformer):
         self.flags = flags
 
     def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
-        if isinstance(updated.test, cst.Name) and updated.test.value in self.flags:
+        if isinstance(updated.test, cst.Name) and updated.test.value in self.flags and not (
+                isinstance(updated.body, cst.Dict) and isinstance(updated.orelse, cst.Dict)):  # a splat: the call's
             return updated.orelse
         return updated
 
@@ -147,11 +148,13 @@ class _GateOff(cst.CSTTransformer):
 
 
 def _hint_splat(arg: cst.Arg) -> bool:
-    """`**({"occupancy": 4} if is_tileir() else {})`: a dict of constants if a call of a name, else an empty dict."""
+    """`**({"occupancy": 4} if TILEIR else {})`: a dict of constants if the gate's value (a name, or a call of the
+    gate as earlier versions wrote it), else an empty dict."""
     value = arg.value
     return (arg.star == "**" and isinstance(value, cst.IfExp) and isinstance(value.body, cst.Dict)
             and isinstance(value.orelse, cst.Dict) and not value.orelse.elements
-            and isinstance(value.test, cst.Call) and isinstance(value.test.func, cst.Name) and not value.test.args
+            and (isinstance(value.test, cst.Name) or (isinstance(value.test, cst.Call) and isinstance(
+                value.test.func, cst.Name) and not value.test.args))
             and all(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
                     and isinstance(e.value, cst.Integer) for e in value.body.elements))
 
@@ -161,5 +164,5 @@ FLAGS = {"TILEIR", "TILEIR_ON", "_TILEIROPT_TILEIR"}  # the names `plan.file_nam
 
 def gate_off(source: str, flags: set[str] = FLAGS) -> str:
     """`source` as the gate off reads it: each in-place rewrite `(a if TILEIR else b)` as `b`, and each launch's
-    gated hint splat (`**({...} if is_tileir() else {})`, empty then) removed."""
+    gated hint splat (`**({...} if TILEIR else {})`, empty then) removed."""
     return cst.parse_module(source).visit(_GateOff(flags)).code

@@ -44,7 +44,7 @@ class FileNames:
     gate: str  # the gate function: `is_tileir`
     triton: str  # the triton module: `triton`
     imports_triton: bool = True  # the file binds `triton` itself (else the gate imports it)
-    flag: str = "TILEIR"  # the gate as a module-level constexpr, read by in-place rewrites
+    flag: str = "TILEIR"  # the gate as a module-level constexpr, read by in-place rewrites and launch hints
     log2e: str = "LOG2E"  # log2(e) as a module-level constexpr
     levers: str = "TILEIR_LEVERS"  # a list of lever combinations several kernels' configs are crossed with
 
@@ -375,9 +375,10 @@ def method_calls(tree: ast.Module, kernel: str, method: str) -> list[tuple[int, 
 
 
 def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | None, release_label: str,
-                      gate: str, plan: KernelPlan, tree: ast.Module) -> None:
-    """The TileIR hint each launch site of a kernel without autotuner passes under the gate, as a literal: the
-    author's launch (its num_warps, num_stages, block sizes) is kept, and no autotuner is added."""
+                      flag: str, plan: KernelPlan, tree: ast.Module) -> None:
+    """The TileIR hint each launch site of a kernel without autotuner passes under the gate, as a literal read
+    from the gate's module-level value (`flag`): the author's launch (its num_warps, num_stages, block sizes) is
+    kept, and no autotuner is added."""
     if occupancy is None:
         plan.report.skipped.append(f"no TileIR hint at its launch: {release_label} gives {kernel_class} kernels "
                                    "TileIR's default occupancy (1)")
@@ -409,7 +410,7 @@ def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | No
     plan.report.changes.append(Change(
         sites[0][0],
         f"occupancy {occupancy} at its launch{'es' if len(sites) > 1 else ''} under the gate ({lines}): "
-        f"{hint_splat(hints, gate)}; no autotuner added",
+        f"{hint_splat(hints, flag)}; no autotuner added",
         f"launched with fixed options{' (' + ', '.join(passed) + ')' if passed else ''} and no autotuner, so the "
         f"author's launch is kept; {occupancy} is {release_label}'s starting occupancy for {kernel_class} kernels "
         f"(TileIR's default is 1); `tileiropt apply --hint-autotune {kernel.name}` searches it instead"))

@@ -223,7 +223,7 @@ class LaunchHints(Transform):
         if "all" in step.hint_autotune:  # passed over: it writes its own inputs
             step.plan.report.skipped.append(in_place_note(step.kernel, step.record))
         plan_launch_hints(step.kernel, step.kernel_class, step.release.launch_hint(step.kernel_class),
-                          step.release.label(), step.names.gate, step.plan, step.model.scan.tree)
+                          step.release.label(), step.names.flag, step.plan, step.model.scan.tree)
 
 
 class HintOnlyConfigs(Transform):
