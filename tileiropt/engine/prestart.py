@@ -10,7 +10,6 @@ from tileiropt.engine.engine import RunWorkers
 from tileiropt.engine.executors import Executor, validate_per_gpu
 from tileiropt.harness.backends import BACKENDS
 
-
 PER_FILE = 2  # workers a target file's launches keep busy at first, per backend
 
 
