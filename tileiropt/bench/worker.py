@@ -59,6 +59,7 @@ from tileiropt.engine.worker_io import Emitter
 from tileiropt.harness import harness, loading
 from tileiropt.harness.autotuners import CONFIG_LIST, autotuners, config_label, mapped_cache, tuner_caches
 from tileiropt.harness.backends import Backend
+from tileiropt.harness.host_code import same_host_code
 from tileiropt.harness.launches import LaunchRecorder
 from tileiropt.harness.provenance import Provenance
 from tileiropt.schema import ERROR, NOT_RUN, PASS, REJECTED_BY_TILEIR
@@ -365,9 +366,10 @@ def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshol
         second = Measurement(b, base, tuned=first.tuned).prepare()
     else:
         first, second = prepared
-    # a captured launch is the kernel alone: the same code at the same config is the same work. (An entry's wrapper
-    # may do more around its kernels: it is timed.)
-    same = same_code(first.provenance, second.provenance) if a.launch and b.launch else None
+    # a captured launch is the kernel alone: the same code at the same config is the same work; an entry is too
+    # where its host code is the author's with the gate off (`same_host_code`), else its wrapper is timed
+    same = same_code(first.provenance, second.provenance) if (a.launch and b.launch) or (
+        not a.launch and not b.launch and same_host_code(b.path, a.path)) else None
     if same is not None:  # the compiler produced the same code at the same config: there is nothing to time
         return PairedTiming(rounds=0, a_ms=[], b_ms=[], ratio=1.0, ci_low=1.0, ci_high=1.0, threshold=threshold,
                             verdict=SAME_CODE, note=same, planned_rounds=rounds)
