@@ -29,7 +29,7 @@ from tileiropt.harness.gate import gate_source
 from shared import ROOT, TEST_FIXTURES, write_rewrite
 
 FIXTURES = TEST_FIXTURES / "tma"
-NAMES = ["gemm", "persistent_gemm", "batched_gemm", "linear_nt", "attention_fwd"]
+NAMES = ["gemm", "gemm_i64", "persistent_gemm", "batched_gemm", "linear_nt", "attention_fwd"]
 
 
 def _dot(info, kernel) -> str:
@@ -86,6 +86,23 @@ def test_gemm_twin_loads_and_stores_through_descriptors() -> None:
     assert report.twin == "gemm_kernel_tileir" and not report.skipped
     assert [c.line for c in report.changes if "tl.load of" in c.what] == [43, 44]
     assert transform_source(out, "k.py", classify=_dot).new_source == out  # idempotent
+
+
+def test_coordinates_from_64_bit_program_ids_are_cast_to_int32(tmp_path: Path) -> None:
+    """Tile IR takes descriptor coordinates as 32-bit (TIR012): a twin of a kernel computing its tile starts from
+    64-bit values casts them, and classify finds nothing to say of the twin it wrote."""
+    from tileiropt.classify.classify import classify_paths
+
+    _, result, out = _fixture("gemm_i64")
+    twin = _twin(out, "gemm_kernel_tileir")
+    assert "a_desc.load([(pid_m * BLOCK_M).to(tl.int32), k * BLOCK_K])" in twin  # k stays: a 32-bit loop index
+    assert "c_desc.store([(pid_m * BLOCK_M).to(tl.int32), (pid_n * BLOCK_N).to(tl.int32)], c)" in twin
+    written = tmp_path / "gemm_i64_tileir.py"
+    written.write_text(out)
+    [classified] = classify_paths([written])
+    assert not [f for k in classified.kernels for f in k.findings if f.code == "TIR012"]
+    _, _, plain = _fixture("gemm")
+    assert ".to(tl.int32)" not in plain  # 32-bit starts are written as they are
 
 
 def test_persistent_gemm_gets_descriptors_outside_the_tile_loop_and_two_cta_configs() -> None:

@@ -45,6 +45,7 @@ ACCUMULATOR_MAKERS = frozenset(TL + n for n in ("zeros", "full", "zeros_like", "
 RUNNING = frozenset({TL + "maximum", TL + "minimum"})  # `m = tl.maximum(m, x)` in a loop: a running reduction
 RANGES = frozenset({"range", TL + "range", TL + "static_range"})
 INT64 = frozenset({TL + "int64", TL + "uint64"})
+NARROW_INTS = frozenset(TL + name for name in ("int32", "uint32", "int16", "uint16", "int8", "uint8"))
 _PERSISTENT_STEP_WORDS = ("NUM_SM", "NUM_PROGRAM", "NUM_CTAS_TOTAL", "GRID_SIZE", "N_PROGRAMS")
 
 NORMALISING_OPS = (ast.Sub, ast.Div, ast.Mult)
@@ -499,8 +500,12 @@ def _argument(node: ast.Call, args: list[Value], keywords: dict[str, Value], ind
 
 
 def _cast(value: Value, dtype: ast.expr, aliases: dict[str, str], line: int) -> Value:
-    if call_name(dtype, aliases) in INT64:
+    """A cast's result: 64-bit where cast to a 64-bit integer, no longer where cast to a narrower one."""
+    name = call_name(dtype, aliases)
+    if name in INT64:
         return Value(value.flags | {("i64", line)}, value.bases)
+    if name in NARROW_INTS:
+        return Value(frozenset(f for f in value.flags if not (isinstance(f, tuple) and f[0] == "i64")), value.bases)
     return value
 
 
