@@ -512,3 +512,39 @@ def test_the_ir_summary_counts_the_entry_kernels_and_gives_a_reason_as_its_messa
     assert text.startswith("IR check of the 4 entry kernels")
     assert "1 lowered to TTIR; 1 not lowered, as they use only operations every release supports; 2 could not" in text
     assert text.endswith("most often: invalid operands")
+
+
+def test_a_dot_in_a_helper_imported_from_another_module_makes_a_dot_kernel(tmp_path: Path) -> None:
+    """`from .utils import safe_dot` (a package's shared helpers): the kernel's class follows what the helper does,
+    as for a helper of its own file; a name imported from outside the package (torch, Triton) is not followed."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "utils.py").write_text(textwrap.dedent('''\
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def safe_dot(a, b):
+            return tl.dot(a, b)
+        '''))
+    (package / "ops.py").write_text(textwrap.dedent('''\
+        import triton
+        import triton.language as tl
+        from math import floor
+        from .utils import safe_dot
+
+
+        @triton.jit
+        def state_kernel(k_ptr, v_ptr, h_ptr, BK: tl.constexpr, BV: tl.constexpr):
+            o_k = tl.arange(0, BK)
+            o_v = tl.arange(0, BV)
+            b_k = tl.load(k_ptr + o_k[:, None] * BK + o_k[None, :])
+            b_v = tl.load(v_ptr + o_k[:, None] * BV + o_v[None, :])
+            tl.store(h_ptr + o_k[:, None] * BV + o_v[None, :], safe_dot(b_k, b_v))
+        '''))
+    [result] = classify_paths([package / "ops.py"])
+    [kernel] = result.kernels
+    assert kernel.kernel_class == "dot"
+    assert any("in helper safe_dot" in e.text for e in kernel.evidence)

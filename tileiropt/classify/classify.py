@@ -348,11 +348,10 @@ def syntax_records(model: FileModel, release: Release) -> list[KernelRecord]:
 def _records(model: FileModel, release: Release) -> list[KernelRecord]:
     scanned = model.scan
     builder = model.facts
-    jit_functions = {node.name: node for node in scanned.kernel_nodes}
     records = []
     for kernel, node in zip(scanned.module.kernels, scanned.kernel_nodes, strict=True):
         own = builder.facts(node)
-        everything = _transitive(own, builder, jit_functions)
+        everything = _transitive(own, model)
         record = _classify(kernel, own, everything, scanned)
         use = model.params.use(node)
         record.pointer_params = [p.name for p in kernel.params if p.name in use.pointers]
@@ -430,22 +429,61 @@ def _call_start(spans: list[tuple[int, int]], line: int) -> int:
     return min(holding)[1] if holding else line
 
 
-def _transitive(own: FunctionFacts, builder: FactsBuilder,
-                jit_functions: dict[str, ast.FunctionDef]) -> list[tuple[FunctionFacts, str | None]]:
-    """The kernel's facts and those of every JIT helper it calls (with the helper's name)."""
+def _transitive(own: FunctionFacts, model: FileModel) -> list[tuple[FunctionFacts, str | None]]:
+    """The kernel's facts and those of every JIT helper it calls (with the helper's name): helpers of its own file,
+    and helpers it imports from the package's other modules (`from .utils import safe_dot`), found without
+    importing anything, and the helpers those call in their own files."""
     result: list[tuple[FunctionFacts, str | None]] = [(own, None)]
-    seen = {own.name}
-    queue = [own]
+    seen = {(model.path, own.name)}
+    queue = [(own, model)]
     while queue:
-        facts = queue.pop(0)
+        facts, where = queue.pop(0)
+        functions = {node.name: node for node in where.scan.kernel_nodes}
         for _, callee in facts.helper_calls:
-            if callee in seen or callee not in jit_functions:
+            found = (where, functions[callee]) if callee in functions else _imported_helper(where, callee)
+            if found is None or (found[0].path, found[1].name) in seen:
                 continue
-            seen.add(callee)
-            helper = builder.facts(jit_functions[callee])
+            seen.add((found[0].path, found[1].name))
+            helper = found[0].facts.facts(found[1])
             result.append((helper, callee))
-            queue.append(helper)
+            queue.append((helper, found[0]))
     return result
+
+
+def _imported_helper(model: FileModel, name: str) -> tuple[FileModel, ast.FunctionDef] | None:
+    """The JIT function `name` names in `model` through a module-level `from <module> import ...` of a module of
+    the package's own tree, with that module's model; None when it is not one."""
+    for node in model.scan.tree.body:
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        for alias in node.names:
+            if (alias.asname or alias.name) != name:
+                continue
+            path = Registry().module_file(model.path, node.module, node.level)
+            other = _helper_model(str(path)) if path is not None else None
+            if other is None:
+                return None
+            return next(((other, n) for n in other.scan.kernel_nodes if n.name == alias.name), None)
+    return None
+
+
+_HELPER_MODELS: dict[tuple[str, int, int], FileModel | None] = {}  # a package's helper modules, read once a process
+
+
+def _helper_model(path: str) -> FileModel | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    key = (path, info.st_size, info.st_mtime_ns)
+    if key not in _HELPER_MODELS:
+        try:
+            model = FileModel.read(path)
+            model.scan  # noqa: B018 - parsed now: a module that does not parse is not followed
+        except (UserError, SyntaxError, ValueError, RecursionError):
+            model = None
+        _HELPER_MODELS[key] = model
+    return _HELPER_MODELS[key]
 
 
 def _collect(everything: list[tuple[FunctionFacts, str | None]], attribute: str) -> list[Evidence]:

@@ -23,6 +23,7 @@ Loops are walked twice so that values carried around a loop (online softmax) are
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass, field
 
 from tileiropt.classify.names import TL, call_name, callee, short_name
@@ -480,6 +481,8 @@ class _FunctionPass:
                 return Value(everything.flags | summary.flags)
             if func.id in ("range", "min", "max", "abs", "int", "float"):
                 return Value(everything.flags)
+            if func.id not in dir(builtins):  # perhaps a JIT helper another module defines (`_transitive`)
+                self._record("helper_calls", node, (line, func.id))
         return Value(everything.flags)
 
 
