@@ -95,3 +95,25 @@ def test_a_kernel_calling_the_helper_is_blamed_only_where_the_fast_branch_runs(
     assert "TIR004" not in findings()
     monkeypatch.setenv("PKG_FAST_OPS", "1")
     assert "TIR004" in findings()  # the lint cache keyed the variable: not the unset run's entry
+
+
+def test_apply_gives_no_tileir_code_to_a_kernel_classify_finds_rejected_as_run_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The error is found only by the IR check (the helper is in another module): `apply` asks classify, as `run`
+    does, so both write the same code for the kernel."""
+    from tileiropt.apply.command import apply_paths
+
+    monkeypatch.setenv("TILEIROPT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PKG_FAST_OPS", "1")
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "op.py").write_text(HELPERS)
+    (package / "ops.py").write_text(KERNEL + "\n\ndef loss(x, out):\n    loss_kernel[(1,)](x, out, x.numel(), "
+                                             "BLOCK=1024)\n    return out\n")
+    syntax_only, _ = apply_paths([package / "ops.py"], dry_run=True)
+    linted, _ = apply_paths([package / "ops.py"], dry_run=True, lint=True)
+    [kernel] = linted[0].kernels
+    assert any("TIR004" in s and "would reject" in s for s in kernel.skipped), kernel.skipped
+    assert not linted[0].changed
+    assert syntax_only[0].changed  # the syntax rules alone do not see into the other module

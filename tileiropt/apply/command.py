@@ -13,13 +13,15 @@ from rich.table import Table
 from tileiropt.apply.apply import ApplyResult, NoKernelFound, apply_file
 from tileiropt.apply.spaces import DEFAULT_MAX_CONFIGS, load_spaces
 from tileiropt.check.environment import choose_release
-from tileiropt.classify.classify import collect_files
+from tileiropt.classify.classify import classify_files, collect_files
 from tileiropt.classify.model import FileModels
+from tileiropt.classify.rules import ALL_RULES
 from tileiropt.classify.rules.base import Finding
 from tileiropt.contract.phase_records import apply_record, record_dict
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
 from tileiropt.releases import Choice, Release
+from tileiropt.schema import PASS
 
 
 @dataclass
@@ -41,17 +43,24 @@ def kernel_files(paths: list[Path]) -> tuple[list[Path], set[Path]]:
 def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,
                 spaces_file: Path | None = None, max_configs: int = DEFAULT_MAX_CONFIGS,
                 release: Release | None = None, models: FileModels | None = None, helper_level: int | None = None,
-                hint_autotune: tuple[str, ...] = (), decided: Mapping[str, Sequence[Finding]] | None = None
-                ) -> tuple[list[ApplyResult], list[FileError]]:
+                hint_autotune: tuple[str, ...] = (), decided: Mapping[str, Sequence[Finding]] | None = None,
+                lint: bool = False) -> tuple[list[ApplyResult], list[FileError]]:
     """Transform every file; a file found in a folder that holds no kernel is passed over, not an error.
     `models`: the command's file models (under `run`, those classify read and classified). `helper_level`: a
-    library's file importing the package's helper module (`apply.write_helper` writes it)."""
+    library's file importing the package's helper module (`apply.write_helper` writes it). `decided`: each
+    kernel's error findings as classify decided them; else, with `lint`, classify decides them here (its IR check
+    and lint cache included, as `run` does), else the error rules at syntax level."""
     files, found = kernel_files(paths)
     if output is not None and len(files) != 1:
         raise UserError("-o/--output needs exactly one input file",
                         hint="drop -o to write <stem>_tileir.py beside each")
     spaces = load_spaces(spaces_file)
     models = models if models is not None else FileModels()
+    linted: dict[Path, dict[str, list[Finding]]] = {}
+    if decided is None and lint:  # the verdict `run` gives each kernel, from the same classify
+        linted = {Path(r.file).resolve(): {k.kernel: [f for f in k.findings if f.severity == "error"]
+                                           for k in r.kernels}
+                  for r in classify_files(files, lambda _: ALL_RULES, release, models=models) if r.status == PASS}
     results: list[ApplyResult] = []
     errors: list[FileError] = []
     for file in files:
@@ -68,7 +77,7 @@ def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool
             results.append(apply_file(file, output=output, in_place=in_place, dry_run=dry_run, spaces=spaces,
                                       max_configs=max_configs, release=release, model=model,
                                       helper_level=helper_level, hint_autotune=hint_autotune,
-                                      decided=decided))
+                                      decided=decided if decided is not None else linted.get(file.resolve())))
         except NoKernelFound as exc:
             if named:
                 errors.append(FileError(str(file), str(exc)))
@@ -152,7 +161,7 @@ def apply_command(paths: list[Path], *, output: Path | None, in_place: bool, dry
     dry_run = dry_run or diff  # a diff shows what would change, as ruff's does: nothing is written
     results, errors = apply_paths(paths, output=output, in_place=in_place, dry_run=dry_run,
                                   spaces_file=spaces_file, max_configs=max_configs, release=choice.release,
-                                  hint_autotune=hint_autotune)
+                                  hint_autotune=hint_autotune, lint=True)
     if json_output:
         print_json(apply_document(results, errors, dry_run=dry_run, choice=choice))
     elif diff:
