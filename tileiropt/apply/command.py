@@ -53,7 +53,9 @@ def apply_paths(paths: list[Path], *, output: Path | None = None, in_place: bool
     files, found = kernel_files(paths)
     if output is not None and len(files) != 1:
         raise UserError("-o/--output needs exactly one input file",
-                        hint="drop -o to write <stem>_tileir.py beside each")
+                        hint="drop -o to write <stem>_tileir.py beside each; for an installed package, `tileiropt run "
+                             "<package folder> -- <your tests>` writes its optimized files under .tileiropt/, never "
+                             "into site-packages")
     spaces = load_spaces(spaces_file)
     models = models if models is not None else FileModels()
     linted: dict[Path, dict[str, list[Finding]]] = {}
