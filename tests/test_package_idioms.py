@@ -166,8 +166,8 @@ def test_the_idioms_library_is_reported_by_file(idioms: Path) -> None:
     report = (idioms / ".tileiropt" / "report.md").read_text()
     assert "**Library `idioms/`**: 11 kernel(s) in 11 file(s); the command launched 11 of them in 11 distinct " \
            "launch(es) (100% of the library); 0 never launched." in report
-    assert "| file | kernels | launched | ready to try on TileIR | compatible with TileIR, not tuned | never " \
-           "launched |" in report  # a column for each verdict that occurs
+    assert "| file | kernels | launched | ready to try on TileIR (launches) | compatible with TileIR, not tuned " \
+           "(launches) | never launched |" in report  # a column for each verdict that occurs
     assert "| `regpkg/ops.py` | 1 | 1 | 1 | 0 | 0 |" in report
     assert "| `entrywrap.py` | 1 | 1 | 0 | 1 | 0 |" in report  # compatible, not tuned
 

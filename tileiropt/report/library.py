@@ -108,7 +108,8 @@ def library_md(summary: LibrarySummary, launches: int = 0) -> str:
     order = [b for b in (READY, EMULATED, PROVEN, UNTUNED, ATTENTION, UNPROVEN) if verdicts[b]]
     launched = [f for f in summary.files if f.launched]
     if launched:  # the files whose kernels the command launched, by verdict; the rest below, folded
-        rows = ["| file | kernels | launched | " + " | ".join(BUCKET_LABELS[b] for b in order)
+        # kernels, then the captured launches of them by verdict (a kernel launched at 3 shapes counts 3 there)
+        rows = ["| file | kernels | launched | " + " | ".join(f"{BUCKET_LABELS[b]} (launches)" for b in order)
                 + " | never launched |", "|" + "---|" * (len(order) + 4)]
         for f in launched:
             rows.append(f"| `{f.file}` | {len(f.defined)} | {len(f.launched)} | "
