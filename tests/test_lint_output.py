@@ -215,8 +215,22 @@ def test_one_rule_on_many_lines_of_a_kernel_with_one_fix_reads_as_one_finding() 
 
     items = [at("a", 12), at("a", 30), at("b", 14), at("a", 44), at("a", 50, hint="another fix"),
              at("a", 60, code="TIR102")]
-    assert [(first.kernel, first.line, lines) for first, lines in grouped(items)] == [
+    assert [(first.kernel, first.line, lines) for first, lines, _ in grouped(items)] == [
         ("a", 12, [12, 30, 44]), ("b", 14, [14]), ("a", 50, [50]), ("a", 60, [60])]
     assert lines_text([12]) == "L12"
     assert lines_text([30, 12, 44]) == "L12, L30 and L44"
     assert lines_text(list(range(1, 14))) == "L1, L2, L3, L4, L5, L6, L7, L8, L9, L10 and 3 more lines"
+
+
+def test_a_finding_in_a_helper_several_kernels_call_is_said_once_naming_them() -> None:
+    from tileiropt.classify.lint_output import Located, grouped
+    from tileiropt.classify.rules.base import Finding
+
+    def at(kernel: str, line: int) -> Located:
+        return Located("ops.py", kernel, 5, Finding(code="TIR004", severity="error", line=line,
+                                                       message="libdevice __nv_fast_cosf", hint="use tl.cos"))
+
+    groups = grouped([at("k1", 68), at("k1", 68), at("k2", 68), at("k3", 68), at("k3", 90)])
+    assert [(item.kernel, lines, kernels) for item, lines, kernels in groups] == [
+        ("k1", [68], ["k1", "k2"]),  # the same line twice in one kernel is one line, not "also L68"
+        ("k3", [68, 90], ["k3"])]

@@ -22,6 +22,7 @@ from tileiropt.classify.lint_output import (
     grouped,
     lines_text,
     located_findings,
+    names_text,
     sarif_document,
     text_line,
 )
@@ -211,9 +212,11 @@ def _print_findings(results: list[FileResult], plain: bool) -> None:
             sys.stdout.write(text_line(item) + "\n")
         sys.stdout.flush()
         return
-    for item, lines in grouped(located_findings(results)):
+    for item, lines, kernels in grouped(located_findings(results)):
         f = item.finding
-        also = f" [dim](also {lines_text(lines[1:])} of {_escape(item.kernel)})[/]" if len(lines) > 1 else ""
+        whose = _escape(item.kernel) if len(kernels) == 1 else f"{len(kernels)} kernels: {_escape(names_text(kernels))}"
+        also = f" [dim](also {lines_text(lines[1:])} of {whose})[/]" if len(lines) > 1 else \
+            f" [dim](for {whose})[/]" if len(kernels) > 1 else ""
         console.print(f"{_escape(item.file)}:{item.line}:{item.column}: [bold]{f.code}[/] "
                       f"[{_SEVERITY_STYLE[f.severity]}]{f.severity}[/] {_escape(f.message)}{also} "
                       f"[dim](fix: {_escape(f.hint)})[/]", soft_wrap=True)

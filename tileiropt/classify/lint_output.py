@@ -69,18 +69,27 @@ def located_findings(results: list[FileResult]) -> list[Located]:
     return sorted(found, key=lambda f: (f.file, f.line, f.column, f.finding.code))
 
 
-def grouped(items: list[Located]) -> list[tuple[Located, list[int]]]:
-    """One entry per kernel and rule with one fix: its first finding and the lines of all of them, in order. A
-    rule that fires on many lines of a kernel with the same fix reads as one finding with its lines listed (the
-    plain, SARIF and GitHub formats keep one line per finding, for editors and CI)."""
+def grouped(items: list[Located]) -> list[tuple[Located, list[int], list[str]]]:
+    """One entry per kernel and rule with one fix: its first finding, the lines of all of them (each once, in order)
+    and the kernels it holds for. A rule that fires on many lines of a kernel with the same fix reads as one finding
+    with its lines listed, and a finding in a helper several kernels call (the same lines, the same message) reads
+    once, naming them (the plain, SARIF and GitHub formats keep one line per finding, for editors and CI)."""
     found: dict[tuple[str, str, str, str], tuple[Located, list[int]]] = {}
     for item in items:
         key = (item.file, item.kernel, item.finding.code, item.finding.hint)
         if key in found:
-            found[key][1].append(item.line)
+            if item.line not in found[key][1]:
+                found[key][1].append(item.line)
         else:
             found[key] = (item, [item.line])
-    return list(found.values())
+    merged: dict[tuple, tuple[Located, list[int], list[str]]] = {}
+    for item, lines in found.values():
+        key = (item.file, item.finding.code, item.finding.hint, item.finding.message, tuple(lines))
+        if key in merged:
+            merged[key][2].append(item.kernel)
+        else:
+            merged[key] = (item, lines, [item.kernel])
+    return list(merged.values())
 
 
 def lines_text(lines: list[int]) -> str:
@@ -89,6 +98,13 @@ def lines_text(lines: list[int]) -> str:
     if len(shown) > 10:
         return ", ".join(shown[:10]) + f" and {len(shown) - 10} more lines"
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" and {shown[-1]}"
+
+
+def names_text(names: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c` (the first five, then how many more)."""
+    if len(names) > 5:
+        return ", ".join(names[:5]) + f" and {len(names) - 5} more"
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
 
 
 def _read_lines(path: str) -> list[str]:
