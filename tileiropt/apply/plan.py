@@ -426,7 +426,8 @@ def plan_tma_twin(model: FileModel, kernel: KernelInfo, kernel_class: str, funct
         plan.report.skipped.append("no TMA twin: a device helper (its tiles come from its caller's pointers)")
         return None
     tma = plan_tma(model, kernel, function)
-    plan.report.skipped.extend(tma.skipped)
+    # each reason once (two loads on one line give the same one)
+    plan.report.skipped.extend(s for s in dict.fromkeys(tma.skipped) if s not in plan.report.skipped)
     if tma.twin is None:
         return None
     name, pointer = twin_names(kernel.name)
