@@ -94,7 +94,8 @@ def test_run_on_a_library_folder_captures_every_kernel_file_and_never_writes_int
     assert "Never launched by the command: 1 kernel(s), 1 in 1 file(s) none of whose kernels was launched; by " \
            "folder: `ops/` 1." in first_screen
     assert "- `ops/`: `unused.py` `negate_kernel`" in first_screen
-    assert "| file | kernels | launched | ready to try on TileIR (launches) | never launched |" in first_screen  # verdicts seen
+    # a column per verdict seen, counting launches
+    assert "| file | kernels | launched | ready to try on TileIR (launches) | never launched |" in first_screen
     assert "| `ops/add.py` | 1 | 1 | 1 | 0 |" in first_screen
     assert "[`report-kernels.md`](report-kernels.md)" in report  # each launch's sections: in a second file
     assert "## TileIR Optimization" not in report
