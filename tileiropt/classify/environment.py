@@ -38,6 +38,8 @@ def decide(test: ast.expr, environ: Mapping[str, str] | None = None) -> bool | N
 
 def names_read(source: str) -> list[str]:
     """Environment variables `source` reads by a literal name (sorted, once each)."""
+    if "environ" not in source and "getenv" not in source:  # most files: no scan
+        return []
     return sorted({a or b for a, b in _READ.findall(source)})
 
 
