@@ -24,6 +24,7 @@ import argparse
 import ast
 import difflib
 import json
+import re
 import sys
 import tempfile
 import time
@@ -96,6 +97,8 @@ def shape(result, dot_kernels: set[str]) -> dict:
 
     added = added_lines(result.source, result.new_source)
     counted = groups(result.new_source, added, dot_kernels)
+    hints = len(re.findall(r"\*\*\(\{[^{}]*\} if \w+(?:\(\))? else \{\}\)", result.new_source)) - len(
+        re.findall(r"\*\*\(\{[^{}]*\} if \w+(?:\(\))? else \{\}\)", result.source))  # launch hints
     twins = [node.name for node in ast.walk(ast.parse(result.new_source)) if isinstance(node, ast.FunctionDef)
              and node.name.endswith(("_tileir", "_tileir_pointer")) and node.name not in (GATE_NAME, OTHER_NAME)
              and node.name not in
@@ -106,8 +109,9 @@ def shape(result, dot_kernels: set[str]) -> dict:
             "descriptor_forms": sum(1 for name in twins if name.endswith("_tileir")
                                     and name.removesuffix("_tileir") in dot_kernels),
             "autotuners_added": len(hint_autotunes(result.new_source)),
-            "rewrites_in_place": result.new_source.count(" if TILEIR else ") - result.source.count(" if TILEIR else "),
-            "launch_hints": result.new_source.count("if is_tileir() else {})"),
+            "rewrites_in_place": result.new_source.count(" if TILEIR else ") - result.source.count(" if TILEIR else ")
+            - hints,
+            "launch_hints": hints,
             "dot": bool(dot_kernels)}
 
 
