@@ -7,6 +7,8 @@ import ast
 import importlib.machinery
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 import textwrap
 import types
@@ -26,7 +28,7 @@ from tileiropt.harness.autotuners import autotuners, config_label, function_name
 from tileiropt.harness.gate import GATE_MARKER
 from tileiropt.releases import get_release
 
-from shared import EXAMPLES, write_rewrite
+from shared import EXAMPLES, ROOT, write_rewrite
 
 EXAMPLE_FILES = sorted(p for p in EXAMPLES.glob("*.py") if not p.stem.endswith("_tileir"))
 
@@ -656,3 +658,71 @@ def test_an_optimized_file_run_without_a_path_takes_the_dispatch_module_from_the
     namespace: dict = {"__name__": "_pasted_matmul"}  # no __file__; Triton reads the kernel's source by its name
     exec(compile(out.read_text(), str(out), "exec"), namespace)  # noqa: S102 - the generated code under test
     assert type(namespace["matmul_kernel"]).__name__ == "_tileiropt_tma_dispatch"
+
+
+SHADOWED = '''\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, n, BLOCK: tl.constexpr, TILEIR: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(in_ptr + offs, mask=offs < n, other=-float("inf"))
+    y = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + offs, y / tl.sum(y, axis=0), mask=offs < n)
+
+
+def softmax(x, TILEIR=True):
+    out = torch.empty_like(x)
+    softmax_kernel[(1,)](out, x, x.numel(), BLOCK=1024, TILEIR=TILEIR)
+    return out
+'''
+
+
+def test_the_gate_value_avoids_a_parameter_of_the_same_name() -> None:
+    """A kernel parameter or a wrapper's local named TILEIR would shadow the gate's value: the in-place rewrite
+    and the launch's hint would read the author's True on PTX."""
+    out = transform_source(SHADOWED, "shadowed.py", release=get_release("13.4")).new_source
+    assert "TILEIR_ON = triton.language.constexpr(is_tileir())" in out
+    assert "if TILEIR_ON else tl.exp(" in out and '**({"occupancy": 2} if TILEIR_ON else {})' in out
+    assert "TILEIR=TILEIR" in out  # the author's argument, as it was
+
+
+LATE_IMPORT = '''\
+import torch
+
+
+def cdiv(a, b):
+    return (a + b - 1) // b
+
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def exp_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.exp(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+
+
+def run(x):
+    exp_kernel[(cdiv(x.numel(), 128),)](x, x.numel(), BLOCK=128)
+    return x
+'''
+
+
+def test_the_gate_constants_import_triton_where_the_file_imports_it_below_a_def(tmp_path: Path) -> None:
+    original = tmp_path / "late.py"
+    original.write_text(LATE_IMPORT)
+    out = tmp_path / "late_tileir.py"
+    apply_file(original, output=out)
+    text = out.read_text()
+    assert text.index("import triton as _tileiropt_triton") < text.index("TILEIR = _tileiropt_triton.language")
+    code = f"import torch, runpy; m = runpy.run_path({str(out)!r}); print(float(m['run'](torch.zeros(300)).sum()))"
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    env.pop("ENABLE_TILE", None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "300.0", done.stderr[-2000:]

@@ -117,3 +117,15 @@ def test_apply_gives_no_tileir_code_to_a_kernel_classify_finds_rejected_as_run_d
     assert any("TIR004" in s and "would reject" in s for s in kernel.skipped), kernel.skipped
     assert not linted[0].changed
     assert syntax_only[0].changed  # the syntax rules alone do not see into the other module
+
+
+@pytest.mark.parametrize(("test", "expected"), [
+    ('os.environ.get("ENABLE_TILE", "0") == "1"', True),  # the lint is for what TileIR compiles
+    ('os.environ.get("TRITON_INTERPRET") == "1"', None),  # set by tileiropt per process
+    ('"TRITON_INTERPRET" in os.environ', None),
+])
+def test_variables_tileiropt_sets_are_read_as_the_tileir_backend_runs(test: str, expected,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ENABLE_TILE", raising=False)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert decide(ast.parse(test, mode="eval").body) is expected

@@ -33,6 +33,7 @@ from tileiropt.apply.nested import (
     insert_after,
     kernel_nodes,
     placement_note,
+    triton_imported_before,
     triton_only_in_blocks,
 )
 from tileiropt.apply.plan import FileNames, KernelPlan, file_names, share_lever_lists
@@ -110,7 +111,7 @@ def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, Kernel
     nodes = kernel_nodes(module, info)
     plans: dict[str, KernelPlan] = {}
     kernel_names = {k.name for k in info.kernels}
-    names = file_names(info)
+    names = file_names(info, model.scan.tree)
     for kernel in info.kernels:
         if twinned(kernel.name) != kernel.name and twinned(kernel.name) in kernel_names:
             continue
@@ -199,8 +200,12 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
         elif _runtime_called(plans):  # one module beside the file holds it, as NVIDIA's port keeps its TMA code apart
             gate_statements += _gate_statements(cst.parse_module(runtime_import(plans, names.gate)))
     if any(plan.rewritten is not None for plan in plans.values()):
-        triton = GUARDED_TRITON if optional_triton else names.triton
-        constants = _gate_statements(cst.parse_module(gate_constants(names, triton, hints=bool(launches))))
+        late = not optional_triton and names.imports_triton and not triton_imported_before(module, gate_index)
+        triton = GUARDED_TRITON if optional_triton or late else names.triton
+        constants_text = gate_constants(names, triton, hints=bool(launches))
+        if late:  # the file imports Triton after the gate's place (below a def): the constexprs import it themselves
+            constants_text = f"import triton as {GUARDED_TRITON}\n\n{constants_text}"
+        constants = _gate_statements(cst.parse_module(constants_text))
         gate_statements += guarded(constants) if optional_triton else constants
     elif launches:  # hints alone read a plain value: no Triton needed
         gate_statements += _gate_statements(cst.parse_module(
@@ -541,7 +546,7 @@ def transform_model(model: FileModel, *, spaces: dict[str, Space] | None = None,
         host = cuda_checks(model.scan.tree, source, jit)
         changed = any(p.block or p.twin or p.rewritten or p.launch_hints for p in plans.values())
         if changed:
-            module = rewrite_module(module, plans, file_names(info), helper_level)
+            module = rewrite_module(module, plans, file_names(info, model.scan.tree), helper_level)
         new_source = widen(module, jit).code if host else module.code if changed else source
     except RecursionError:
         raise TOO_DEEP(path) from None

@@ -160,10 +160,15 @@ def gate_insert_index(module: cst.Module) -> int:
     return index
 
 
+def triton_imported_before(module: cst.Module, before: int) -> bool:
+    """A top-level import of Triton among the first `before` statements (the gate's constexprs can use it)."""
+    return any(_imports_triton(statement) for statement in module.body[:before])
+
+
 def triton_only_in_blocks(module: cst.Module, before: int) -> bool:
     """Triton is imported inside a block (`try: import triton`, possibly the block holding the kernels) and not
     by a top-level import among the first `before` statements: the gate must not import it unguarded."""
-    top = any(_imports_triton(statement) for statement in module.body[:before])
+    top = triton_imported_before(module, before)
     inside = any(_imports_triton(inner) for statement in module.body if isinstance(statement, _BLOCKS)
                  for inner in module_statements([statement]))
     return inside and not top

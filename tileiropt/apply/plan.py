@@ -449,13 +449,19 @@ def plan_tma_twin(model: FileModel, kernel: KernelInfo, kernel_class: str, funct
     return tma
 
 
-def file_names(info: ModuleInfo) -> FileNames:
+def file_names(info: ModuleInfo, tree: ast.Module | None = None) -> FileNames:
     """The gate's name in this file (`is_tileir` unless the file has its own) and its name for the triton module
-    (`triton` when imported as such; "triton" with an import of its own when the file has none)."""
+    (`triton` when imported as such; "triton" with an import of its own when the file has none). The names of the
+    gate's values (`TILEIR`, `LOG2E`) are read inside kernels and at launches, so they avoid every name the file
+    uses anywhere (`tree`): a parameter or local `TILEIR` would shadow the module's."""
     defined = set(info.module_functions) | set(info.definitions)
+    used = set(defined)
+    if tree is not None:
+        used |= {node.id if isinstance(node, ast.Name) else node.arg for node in ast.walk(tree)
+                 if isinstance(node, (ast.Name, ast.arg))}
     triton_name = "triton" if "triton" in info.triton_names else min(info.triton_names, default="triton")
-    flag = next(name for name in sorted(FLAGS, key=len) if name not in defined)
-    log2e = next(name for name in ("LOG2E", "TILEIR_LOG2E", "_TILEIROPT_LOG2E") if name not in defined)
+    flag = next(name for name in sorted(FLAGS, key=len) if name not in used)
+    log2e = next(name for name in ("LOG2E", "TILEIR_LOG2E", "_TILEIROPT_LOG2E") if name not in used)
     levers = next(name for name in ("TILEIR_LEVERS", "_TILEIROPT_LEVERS") if not any(
         d == name or d.startswith(name + "_") for d in defined))
     return FileNames(gate_name(defined), triton_name, imports_triton=bool(info.triton_names), flag=flag, log2e=log2e,

@@ -310,6 +310,8 @@ def int64_names(function: ast.FunctionDef, aliases: dict[str, str]) -> set[str]:
                               if isinstance(t, ast.Name)]
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name) and node.value:
             pairs.append((node.target.id, node.value))
+        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            pairs.append((node.target.id, node.iter))  # `range(0, n)` over a 64-bit bound counts in 64 bits
     found: set[str] = set()
     changed = True
     while changed:

@@ -434,16 +434,17 @@ def _transitive(own: FunctionFacts, model: FileModel) -> list[tuple[FunctionFact
     and helpers it imports from the package's other modules (`from .utils import safe_dot`), found without
     importing anything, and the helpers those call in their own files."""
     result: list[tuple[FunctionFacts, str | None]] = [(own, None)]
-    seen = {(model.path, own.name)}
+    seen = {(str(Path(model.path).resolve()), own.name)}
     queue = [(own, model)]
     while queue:
         facts, where = queue.pop(0)
         functions = {node.name: node for node in where.scan.kernel_nodes}
         for _, callee in facts.helper_calls:
             found = (where, functions[callee]) if callee in functions else _imported_helper(where, callee)
-            if found is None or (found[0].path, found[1].name) in seen:
+            key = (str(Path(found[0].path).resolve()), found[1].name) if found is not None else None
+            if key is None or key in seen:
                 continue
-            seen.add((found[0].path, found[1].name))
+            seen.add(key)
             helper = found[0].facts.facts(found[1])
             result.append((helper, callee))
             queue.append((helper, found[0]))

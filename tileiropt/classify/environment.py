@@ -10,7 +10,10 @@ A package may choose between two definitions of one helper by an environment var
         def log(x): return tl.log(x)
 
 Which one runs is known without running the module: the test reads only the environment. `decide` evaluates
-such a test against this process's environment (the one the program runs in): `os.environ.get(NAME[, DEFAULT])`,
+such a test against this process's environment (the shell tileiropt runs from; a variable given to the program
+alone, or set by its own code, is not seen), with the variables tileiropt itself sets read as the TileIR backend
+runs: `ENABLE_TILE` as "1" (what the lint is for), `TRITON_INTERPRET` undecided (set per process, the interpreter
+on a machine without a GPU). It understands `os.environ.get(NAME[, DEFAULT])`,
 `os.getenv`, `os.environ[NAME]`, `NAME in os.environ`, string and integer constants, `==`, `!=`, `in`, `not in`,
 `not`, `and`, `or`, `.lower()`, `.upper()`, `.strip()`, `int()`, `bool()`. Any other test is undecided (None).
 `names_read` lists the variables a source names that way, for the lint cache's key.
@@ -25,6 +28,8 @@ from collections.abc import Mapping
 from typing import Any
 
 _UNDECIDED = object()
+AS_TILEIR_RUNS = {"ENABLE_TILE": "1"}  # variables tileiropt sets, as the TileIR backend runs
+SET_PER_PROCESS = frozenset({"TRITON_INTERPRET"})  # variables tileiropt sets differently in each of its processes
 _STRING_METHODS = ("lower", "upper", "strip")
 _READ = re.compile(r"""(?:environ\.get|getenv|environ)\s*[\(\[]\s*['"]([A-Za-z_]\w*)['"]"""
                    r"""|['"]([A-Za-z_]\w*)['"]\s+(?:not\s+)?in\s+(?:os\.)?environ\b""")
@@ -32,7 +37,8 @@ _READ = re.compile(r"""(?:environ\.get|getenv|environ)\s*[\(\[]\s*['"]([A-Za-z_]
 
 def decide(test: ast.expr, environ: Mapping[str, str] | None = None) -> bool | None:
     """The truth of a module-level `if` test that reads only the environment; None when it reads anything else."""
-    value = _value(test, os.environ if environ is None else environ)
+    view = {**(os.environ if environ is None else environ), **AS_TILEIR_RUNS}
+    value = _value(test, {k: v for k, v in view.items() if k not in SET_PER_PROCESS})
     return None if value is _UNDECIDED else bool(value)
 
 
@@ -65,6 +71,8 @@ def _value(node: ast.expr, environ: Mapping[str, str]) -> Any:
         return _UNDECIDED if any(item is _UNDECIDED for item in items) else tuple(items)
     if isinstance(node, ast.Subscript) and _is_environ(node.value):
         key = _value(node.slice, environ)
+        if key in SET_PER_PROCESS:
+            return _UNDECIDED
         return environ[key] if isinstance(key, str) and key in environ else _UNDECIDED  # KeyError: undecided
     if isinstance(node, ast.Call) and not any(k.arg is None for k in node.keywords):
         return _call(node, environ)
@@ -85,7 +93,7 @@ def _call(node: ast.Call, environ: Mapping[str, str]) -> Any:
     name = _dotted(node.func)
     if name in ("os.environ.get", "environ.get", "os.getenv", "getenv") and 1 <= len(args) <= 2 \
             and isinstance(args[0], str):
-        return environ.get(args[0], args[1] if len(args) == 2 else None)
+        return _UNDECIDED if args[0] in SET_PER_PROCESS else environ.get(args[0], args[1] if len(args) == 2 else None)
     if name in ("int", "bool") and len(args) == 1:
         try:
             return int(args[0]) if name == "int" else bool(args[0])
@@ -111,7 +119,7 @@ def _bool_op(node: ast.BoolOp, environ: Mapping[str, str]) -> Any:
 def _compare(node: ast.Compare, environ: Mapping[str, str]) -> Any:
     if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) and _is_environ(node.comparators[0]):
         key = _value(node.left, environ)
-        if not isinstance(key, str):
+        if not isinstance(key, str) or key in SET_PER_PROCESS:
             return _UNDECIDED
         return (key in environ) == isinstance(node.ops[0], ast.In)
     left = _value(node.left, environ)

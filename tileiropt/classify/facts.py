@@ -46,6 +46,7 @@ ACCUMULATOR_MAKERS = frozenset(TL + n for n in ("zeros", "full", "zeros_like", "
 RUNNING = frozenset({TL + "maximum", TL + "minimum"})  # `m = tl.maximum(m, x)` in a loop: a running reduction
 RANGES = frozenset({"range", TL + "range", TL + "static_range"})
 INT64 = frozenset({TL + "int64", TL + "uint64"})
+_BUILTINS = frozenset(dir(builtins))
 NARROW_INTS = frozenset(TL + name for name in ("int32", "uint32", "int16", "uint16", "int8", "uint8"))
 _PERSISTENT_STEP_WORDS = ("NUM_SM", "NUM_PROGRAM", "NUM_CTAS_TOTAL", "GRID_SIZE", "N_PROGRAMS")
 
@@ -481,8 +482,8 @@ class _FunctionPass:
                 return Value(everything.flags | summary.flags)
             if func.id in ("range", "min", "max", "abs", "int", "float"):
                 return Value(everything.flags)
-            if func.id not in dir(builtins):  # perhaps a JIT helper another module defines (`_transitive`)
-                self._record("helper_calls", node, (line, func.id))
+            if func.id not in _BUILTINS or func.id in self.aliases:  # perhaps a JIT helper another module defines
+                self._record("helper_calls", node, (line, func.id))  # (`classify._transitive` looks it up)
         return Value(everything.flags)
 
 

@@ -74,6 +74,8 @@ class _Added(ast.NodeTransformer):
     def visit_Import(self, node: ast.Import) -> ast.AST | None:
         if [(a.name, a.asname) for a in node.names] == [("triton", None)] and "triton" not in self.own:
             return None  # the gate's own import, in a file that had none
+        if [(a.name, a.asname) for a in node.names] == [("triton", _GUARDED_TRITON)]:
+            return None  # the gate's constexprs' own import, where the file imports Triton below them
         return node
 
     def visit_Try(self, node: ast.Try) -> ast.AST | None:
