@@ -21,11 +21,11 @@ from conftest import gate_of
 from typer.testing import CliRunner
 
 from tileiropt.apply.apply import apply_file, transform_source
-from tileiropt.apply.math_rewrites import gate_off
 from tileiropt.cli import app
 from tileiropt.errors import UserError
 from tileiropt.harness.autotuners import autotuners, config_label, function_name
 from tileiropt.harness.gate import GATE_MARKER
+from tileiropt.harness.gate_off import gate_off
 from tileiropt.releases import get_release
 
 from shared import EXAMPLES, ROOT, write_rewrite

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tileiropt.apply.apply import transform_source
-from tileiropt.apply.math_rewrites import gate_off
+from tileiropt.harness.gate_off import gate_off
 from tileiropt.harness.launch_hints import hint_splat, launch_hints
 from tileiropt.harness.tileir_surface import _launch_drops_hints
 from tileiropt.releases import get_release

@@ -309,7 +309,7 @@ def _with_splat(call: cst.Call, splat: cst.Arg, column: int) -> cst.Call:
     the splat); on a line of its own where the closing parenthesis is; else on the same line, or, where the line
     would grow past `LAUNCH_LINE` columns, on a line of its own (under the first argument, or as the other arguments
     are). What followed the last argument (the space before the closing parenthesis) follows the splat; comments are
-    never copied. `_GateOff` undoes exactly this."""
+    never copied. `harness.gate_off` undoes exactly this."""
     args = list(call.args)
     empty = cst.Module(body=[])
     last = args[-1]

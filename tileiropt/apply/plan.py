@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from tileiropt.apply.config_values import ConfigValue, Unresolvable, resolve_configs
-from tileiropt.apply.math_rewrites import FLAGS
 from tileiropt.apply.spaces import (
     Space,
     TileIRConfig,
@@ -29,6 +28,7 @@ from tileiropt.classify.model import FileModel
 from tileiropt.classify.names import AUTOTUNE, HEURISTICS, call_name
 from tileiropt.contract.phase_records import ApplyKernel, Change
 from tileiropt.harness.gate import gate_name, twin_names
+from tileiropt.harness.gate_off import FLAGS
 from tileiropt.harness.launch_hints import hint_splat
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")

@@ -441,13 +441,16 @@ def _transitive(own: FunctionFacts, model: FileModel) -> list[tuple[FunctionFact
         functions = {node.name: node for node in where.scan.kernel_nodes}
         for _, callee in facts.helper_calls:
             found = (where, functions[callee]) if callee in functions else _imported_helper(where, callee)
-            key = (str(Path(found[0].path).resolve()), found[1].name) if found is not None else None
-            if key is None or key in seen:
+            if found is None:
+                continue
+            owner, node = found
+            key = (str(Path(owner.path).resolve()), node.name)
+            if key in seen:
                 continue
             seen.add(key)
-            helper = found[0].facts.facts(found[1])
+            helper = owner.facts.facts(node)
             result.append((helper, callee))
-            queue.append((helper, found[0]))
+            queue.append((helper, owner))
     return result
 
 

@@ -82,13 +82,13 @@ def grouped(items: list[Located]) -> list[tuple[Located, list[int], list[str]]]:
                 found[key][1].append(item.line)
         else:
             found[key] = (item, [item.line])
-    merged: dict[tuple, tuple[Located, list[int], list[str]]] = {}
+    merged: dict[tuple[str, str, str, str, tuple[int, ...]], tuple[Located, list[int], list[str]]] = {}
     for item, lines in found.values():
-        key = (item.file, item.finding.code, item.finding.hint, item.finding.message, tuple(lines))
-        if key in merged:
-            merged[key][2].append(item.kernel)
+        same = (item.file, item.finding.code, item.finding.hint, item.finding.message, tuple(lines))
+        if same in merged:
+            merged[same][2].append(item.kernel)
         else:
-            merged[key] = (item, lines, [item.kernel])
+            merged[same] = (item, lines, [item.kernel])
     return list(merged.values())
 
 

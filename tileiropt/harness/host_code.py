@@ -1,7 +1,7 @@
 """Whether an optimized file runs the author's host code with the gate off: everything tileiropt adds is either
 skipped then (the gate's function, `if is_tileir():` blocks, the gate's value and constants, the helper module's
 import) or reads as the author's code (an in-place rewrite `a if TILEIR else b` as `b`, a launch's hint splat
-`**({...} if TILEIR else {})` as nothing: `apply.math_rewrites.gate_off`).
+`**({...} if TILEIR else {})` as nothing: `harness.gate_off`).
 
 The bench uses it to tell an entry's timing apart from its kernels': where the host code is the author's and each
 kernel launched compiled to the same code at the same config, the two files do the same work on PTX, and a paired
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import libcst as cst
 
-from tileiropt.apply.math_rewrites import FLAGS, gate_off
 from tileiropt.harness.gate import GATE_NAME, HELPER_MODULE, OTHER_NAME
+from tileiropt.harness.gate_off import FLAGS, gate_off
 
 _CONSTANTS = {*FLAGS, "LOG2E", "TILEIR_LOG2E", "_TILEIROPT_LOG2E"}  # `plan.file_names`' names for the gate's values
 _LEVER_LISTS = ("TILEIR_LEVERS", "_TILEIROPT_LEVERS")

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from tileiropt.apply.math_rewrites import gate_off
 from tileiropt.capture import replay
 from tileiropt.check.environment import (
     TILEIR_BACKEND,
@@ -42,6 +41,7 @@ from tileiropt.harness.backends import EMULATOR_SETUP, TILEIR_CODE_ON_PTX, Backe
 from tileiropt.harness.configs import ConfigItem, config_items, first_configs, label_after_run, pinned_item
 from tileiropt.harness.exception_sites import exception_location
 from tileiropt.harness.gate import extended_autotuners
+from tileiropt.harness.gate_off import gate_off
 from tileiropt.harness.launches import LaunchRecorder
 from tileiropt.harness.loading import EntryCall, package_folder
 from tileiropt.harness.provenance import Provenance, fallback_note
