@@ -26,11 +26,11 @@ class CapturePhase:
     def run(self, context: RunContext, earlier: Sequence[Outcome]) -> Outcome:
         """Run the program, keep the distinct launches of the target files' kernels as replay specs."""
         machine = context.the_machine()
+        request = context.project.capture
+        files = len(request.files) if request is not None else None  # the launches' files: the workers worth starting
         result, specs = add_captured_kernels(
             context.project, machine, context.request.timeout, fresh=context.request.fresh,
-            before_program=lambda: prestart(context.workers, context.request.executor, machine,
-                                            files=len(context.project.capture.files) if context.project.capture
-                                            else None),
+            before_program=lambda: prestart(context.workers, context.request.executor, machine, files=files),
             on_progress=progress_line(context))
         context.specs += specs
         return judged(context, result, specs, machine.has_gpu)
