@@ -548,3 +548,30 @@ def test_a_dot_in_a_helper_imported_from_another_module_makes_a_dot_kernel(tmp_p
     [kernel] = result.kernels
     assert kernel.kernel_class == "dot"
     assert any("in helper safe_dot" in e.text for e in kernel.evidence)
+
+
+PICK = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def conv_kernel(x_ptr, w_ptr, y_ptr, T, W: tl.constexpr, BT: tl.constexpr, BW: tl.constexpr):
+    o_t = tl.program_id(0) * BT + tl.arange(0, BT)
+    o_w = tl.arange(0, BW)
+    b_w = tl.load(w_ptr + o_w, mask=o_w < W, other=0.0)
+    i_w = tl.program_id(1)  # one tap of the filter a program
+    b_x = tl.load(x_ptr + o_t - i_w, mask=(o_t >= i_w) & (o_t < T), other=0.0)
+    tl.store(y_ptr + o_t, b_x * {pick}, mask=o_t < T)
+'''
+
+
+@pytest.mark.parametrize(("pick", "expected"), [
+    ("tl.sum(b_w * (o_w == i_w), 0)", "elementwise"),  # one weight picked (Triton has no indexing into a block)
+    ("tl.sum(tl.where(o_w == i_w, b_w, 0.0), 0)", "elementwise"),
+    ("tl.sum(b_w * b_w, 0)", "norm"),  # a statistic of the weights scales the data
+    ("tl.sum(b_w * (o_w == i_w) + b_w, 0)", "norm"),  # a sum that is more than the picked element
+])
+def test_a_sum_that_picks_one_element_is_not_a_statistic(pick: str, expected: str) -> None:
+    [kernel] = classify_source(PICK.replace("{pick}", pick), "conv.py").kernels
+    assert kernel.kernel_class == expected

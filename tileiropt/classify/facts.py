@@ -8,7 +8,9 @@ parameters it is based on.
   typically an accumulator; ``stat``: derived from a reduction (a row statistic; a reduction
   drops ``tile`` and keeps ``data``);
   ``pid`` / ``nprog``: derived from `tl.program_id` / `tl.num_programs`;
-  ``("i64", line)``: contains a cast to a 64-bit integer made at `line`.
+  ``("i64", line)``: contains a cast to a 64-bit integer made at `line`;
+  ``eq``: an equality test (`offs == k`); ``onehot``: a block multiplied by one, or `tl.where` on one: its sum picks
+  one element (Triton has no indexing into a block), which is a pick, not a reduction to a statistic.
 - ``bases``: the pointer parameters an address expression starts from (`x_ptr + offs`
   is based on `x_ptr`; offsets such as `row * stride` are not).
 
@@ -334,7 +336,9 @@ class _FunctionPass:
             flags: frozenset = frozenset()
             for part in parts:
                 flags |= self.expr(part).flags
-            return Value(flags)
+            if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+                flags |= {"eq"}  # `offs == k`: a one-hot mask where one side is a block of distinct indices
+            return Value(flags - {"onehot"})
         if isinstance(node, ast.IfExp):
             self.expr(node.test)
             return self.expr(node.body) | self.expr(node.orelse)
@@ -370,7 +374,10 @@ class _FunctionPass:
             bases = left.bases
         else:
             bases = frozenset()
-        return Value(left.flags | right.flags, bases)
+        flags = (left.flags | right.flags) - {"eq", "onehot"}
+        if isinstance(op, ast.Mult) and any(side.has("eq") or side.has("onehot") for side in (left, right)):
+            flags |= {"onehot"}  # a block times a one-hot mask: summed, it picks one element (a sum of it does not)
+        return Value(flags, bases)
 
     def call(self, node: ast.Call) -> Value:
         func = node.func
@@ -391,6 +398,7 @@ class _FunctionPass:
         everything = receiver_value
         for value in (*args, *keywords.values()):
             everything = everything | value
+        everything = Value(everything.flags - {"eq"}, everything.bases)  # a mask passed on is no longer one-hot
         line = node.lineno
         short = _short(name, method)
 
@@ -403,8 +411,12 @@ class _FunctionPass:
                 self._record("dots", node, (line, short))
                 return Value(frozenset({"data", "tile"}))
             if name in REDUCTIONS:
+                if name == TL + "sum" and everything.has("onehot"):
+                    return Value(everything.flags - {"onehot"})  # a pick (`tl.sum(w * (offs == k))`), not a statistic
                 self._record("reductions", node, (line, short))
                 return _reduced(everything)
+            if name == TL + "where" and len(node.args) == 3 and args[0].has("eq") and _is_zero(node.args[2]):
+                return Value((everything.flags - {"eq"}) | {"onehot"})  # one element kept, the others zero
             if name in SCANS:
                 self._record("scans", node, (line, short))
                 return Value(everything.flags)
@@ -454,6 +466,8 @@ class _FunctionPass:
 
         if method is not None:
             if method in REDUCTION_METHODS:
+                if method == "sum" and everything.has("onehot"):
+                    return Value(everything.flags - {"onehot"})
                 self._record("reductions", node, (line, short))
                 return _reduced(everything)
             if method in SCAN_METHODS:
@@ -490,6 +504,10 @@ class _FunctionPass:
 def _tensor_of_pointers(pointer: Value) -> bool:
     """A block-shaped address made of pointers (`x_ptr + offs[:, None]`), not a block pointer."""
     return pointer.has("tile") and not pointer.has("block_ptr")
+
+
+def _is_zero(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and not isinstance(node.value, bool) and node.value == 0
 
 
 def _reduced(argument: Value) -> Value:
