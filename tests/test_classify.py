@@ -575,3 +575,54 @@ def conv_kernel(x_ptr, w_ptr, y_ptr, T, W: tl.constexpr, BT: tl.constexpr, BW: t
 def test_a_sum_that_picks_one_element_is_not_a_statistic(pick: str, expected: str) -> None:
     [kernel] = classify_source(PICK.replace("{pick}", pick), "conv.py").kernels
     assert kernel.kernel_class == expected
+
+
+def test_an_error_in_a_helper_imported_from_another_module_is_the_kernels(tmp_path: Path) -> None:
+    """What the TileIR compiler rejects in an imported helper (here through the helper's own helper, inline
+    assembly) it rejects in the kernel: said at the call's line, and apply leaves the kernel alone."""
+    from tileiropt.apply.apply import apply_file
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "softplus.py").write_text(textwrap.dedent('''\
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def softplus_nv(x):
+            return tl.inline_asm_elementwise("ex2.approx.f32 $0, $1;", "=r,r", [x], dtype=tl.float32,
+                                             is_pure=True, pack=1)
+
+
+        @triton.jit
+        def softplus(x):
+            return softplus_nv(x)
+        '''))
+    (package / "gate.py").write_text(textwrap.dedent('''\
+        import triton
+        import triton.language as tl
+        from .softplus import softplus
+
+
+        @triton.jit
+        def gate_kernel(g_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            g = tl.load(g_ptr + offs, mask=offs < n)
+            tl.store(out_ptr + offs, -softplus(g), mask=offs < n)
+
+
+        def gate(g, out):
+            gate_kernel[(1,)](g, out, g.numel(), BLOCK=1024)
+            return out
+        '''))
+    [result] = classify_paths([package / "gate.py"])
+    [kernel] = result.kernels
+    [error] = [f for f in kernel.findings if f.severity == "error"]
+    assert error.code == "TIR001" and error.line == 10
+    assert "(in softplus.py:7" in error.message  # the IR check's own where it lowers the kernel
+    [syntax] = classify_paths([package / "gate.py"], ir=False)[0].kernels[0].findings
+    assert "(in softplus.py:7, in helper softplus, through softplus_nv)" in syntax.message  # where it cannot
+    applied = apply_file(package / "gate.py", dry_run=True)
+    assert not applied.changed and "would reject" in " ".join(applied.kernels[0].skipped)

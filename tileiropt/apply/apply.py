@@ -46,7 +46,7 @@ from tileiropt.apply.spaces import (
 from tileiropt.apply.tma_runtime import RUNTIME_NAMES, RUNTIME_SOURCE, runtime_source
 from tileiropt.apply.transforms import TRANSFORMS, KernelStep, Transform
 from tileiropt.classify.blocks import alternatives_of
-from tileiropt.classify.classify import TOO_DEEP, KernelRecord, kernel_records
+from tileiropt.classify.classify import TOO_DEEP, KernelRecord, kernel_records, rejected_code
 from tileiropt.classify.discovery import KernelInfo, ModuleInfo
 from tileiropt.classify.model import FileModel
 from tileiropt.classify.rules import ALL_RULES
@@ -139,23 +139,6 @@ def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, Kernel
             transform(step)
         _note_block(kernel, info, plan)
     return plans
-
-
-def rejected_code(name: str, records: dict[str, KernelRecord]) -> tuple[str | None, list[Finding]]:
-    """The errors that make the TileIR compiler reject kernel `name`: its own, else those of the first JIT helper of
-    the file it calls, directly or through others (a helper is linted on its own, and lowering the kernel lowers
-    it too), with that helper's name (None: the kernel's own)."""
-    seen, waiting = set(), [name]
-    while waiting:
-        current = waiting.pop(0)
-        if current in seen or current not in records:
-            continue
-        seen.add(current)
-        errors = [f for f in records[current].findings if f.severity == "error"]
-        if errors:
-            return (None if current == name else current), errors
-        waiting += records[current].calls
-    return None, []
 
 
 def _note_block(kernel: KernelInfo, info: ModuleInfo, plan: KernelPlan) -> None:

@@ -361,9 +361,56 @@ def _records(model: FileModel, release: Release) -> list[KernelRecord]:
         record.atomic_lines = use.atomic_lines
         context = KernelContext(kernel=kernel, node=node, facts=own, kernel_class=record.kernel_class,
                                 scan=scanned, release=release)
-        record.findings = _lint(context, ALL_RULES, scanned)
+        record.findings = _lint(context, ALL_RULES, scanned) + _imported_errors(own, model, release)
         records.append(record)
     return records
+
+
+def rejected_code(name: str, records: dict[str, KernelRecord]) -> tuple[str | None, list[Finding]]:
+    """The errors that make the TileIR compiler reject kernel `name`: its own, else those of the first JIT helper of
+    the file it calls, directly or through others (a helper is linted on its own, and lowering the kernel lowers
+    it too), with that helper's name (None: the kernel's own)."""
+    seen, waiting = set(), [name]
+    while waiting:
+        current = waiting.pop(0)
+        if current in seen or current not in records:
+            continue
+        seen.add(current)
+        errors = [f for f in records[current].findings if f.severity == "error"]
+        if errors:
+            return (None if current == name else current), errors
+        waiting += records[current].calls
+    return None, []
+
+
+_IN_PROGRESS: set[str] = set()  # modules whose records are being made (a cycle of imports ends there)
+
+
+def _imported_errors(own: FunctionFacts, model: FileModel, release: Release) -> list[Finding]:
+    """An error of a JIT helper the kernel imports from its package's other modules, at the call's line: what the
+    TileIR compiler rejects in the helper, it rejects in the kernel (a helper of the kernel's own file is linted
+    with the file, and apply follows it). The IR check, where it lowers the call's line, decides it as its own."""
+    functions = {node.name for node in model.scan.kernel_nodes}
+    found: list[Finding] = []
+    key = str(Path(model.path).resolve())
+    _IN_PROGRESS.add(key)
+    try:
+        for line, callee in own.helper_calls:
+            if callee in functions or any(f"in helper {callee}" in f.message for f in found):
+                continue
+            helper = _imported_helper(model, callee)
+            if helper is None or str(Path(helper[0].path).resolve()) in _IN_PROGRESS:
+                continue
+            owner, node = helper
+            inner, errors = rejected_code(node.name, {r.kernel: r for r in syntax_records(owner, release)})
+            if errors:
+                error = errors[0]
+                via = f"{callee}, through {inner}" if inner else callee
+                found.append(Finding(error.code, "error", line, f"{error.message} (in {Path(owner.path).name}:"
+                                     f"{error.line}, in helper {via})", error.hint))
+    finally:
+        _IN_PROGRESS.discard(key)
+    return found
 
 
 def _merge_ir(scanned: Scan, records: list[KernelRecord], rules: list[Rule], release: Release, ir: IROptions,
