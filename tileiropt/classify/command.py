@@ -112,8 +112,9 @@ def ir_summary(results: list[FileResult]) -> str:
     why = f"; most often: {reasons.most_common(1)[0][0]}" if reasons else ""
     return (f"IR check of the {sum(counts.values())} entry kernels (tileiropt's own, not findings): "
             f"{counts['checked']} lowered to TTIR; {counts['not-needed']} not lowered, as they use only operations "
-            f"every release supports; {counts['not-run']} could not be lowered with the inputs tileiropt guessed, "
-            f"so their syntax findings stand{why}")
+            f"every release supports; {counts['not-run']} tileiropt could not lower (a name its rebuild of the file "
+            f"lacks, or inputs it guessed that do not fit: its limit, not the kernel's), so their syntax findings "
+            f"stand{why}")
 
 
 def classify_json(results: list[FileResult], choice: Choice | None = None) -> dict[str, Any]:
