@@ -56,9 +56,8 @@ from tileiropt.apply.tma_code import (
 )
 from tileiropt.apply.tma_prune import dead_names, name_counts, prune
 from tileiropt.classify.discovery import KernelInfo
-from tileiropt.classify.facts import INT64, MAKE_DESCRIPTOR, NARROW_INTS, TL, CallFact
+from tileiropt.classify.facts import MAKE_DESCRIPTOR, TL, CallFact
 from tileiropt.classify.model import FileModel
-from tileiropt.classify.names import call_name
 from tileiropt.classify.tile_accesses import Access, TileAnalysis
 from tileiropt.classify.tile_flow import BlockPath, Position, Snapshot
 from tileiropt.classify.tile_values import LOCAL, Atom, Poly, format_poly
@@ -127,7 +126,7 @@ def plan_tma(model: FileModel, kernel: KernelInfo, function: cst.FunctionDef) ->
     replacements: dict[int, Replacement] = {}
     inserts: Inserts = {}
     operands: list[Operand] = []
-    wide = int64_names(model.node(kernel), info.aliases)
+    wide = model.kernel_facts(kernel).wide_names  # 64-bit values: cast where they are coordinates
     for group in groups:
         first = group.accesses[0]
         group.flag = flags.get(first.pointer) if first.orient == "nt" else None
@@ -293,58 +292,6 @@ def _coordinates(access: Access, analysis: TileAnalysis, wide: set[str] | None =
             atom.name for atom in start.atoms() if atom.name}
         texts.append(f"({text}).to({tl}.int32)" if wide and names & wide else text)
     return texts[0], texts[1]
-
-
-def int64_names(function: ast.FunctionDef, aliases: dict[str, str]) -> set[str]:
-    """The kernel's names bound to 64-bit integers: cast to (u)int64, or computed from such a name (a load's
-    value, or a cast to a narrower type, is not); found over its assignments until nothing changes."""
-    pairs: list[tuple[str, ast.expr]] = []
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    pairs.append((target.id, node.value))
-                elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) and \
-                        len(target.elts) == len(node.value.elts):
-                    pairs += [(t.id, v) for t, v in zip(target.elts, node.value.elts, strict=True)
-                              if isinstance(t, ast.Name)]
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name) and node.value:
-            pairs.append((node.target.id, node.value))
-        elif isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-            pairs.append((node.target.id, node.iter))  # `range(0, n)` over a 64-bit bound counts in 64 bits
-    found: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, value in pairs:
-            if name not in found and _is_int64(value, found, aliases):
-                found.add(name)
-                changed = True
-    return found
-
-
-def _is_int64(node: ast.expr, found: set[str], aliases: dict[str, str]) -> bool:
-    if isinstance(node, ast.Name):
-        return node.id in found
-    if isinstance(node, ast.Call):
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "to" and node.args:
-            dtype = call_name(node.args[0], aliases)
-            return dtype in INT64 or (dtype not in NARROW_INTS and _is_int64(node.func.value, found, aliases))
-        name = call_name(node.func, aliases) or ""
-        if name == f"{TL}cast" and len(node.args) >= 2:
-            return call_name(node.args[1], aliases) in INT64
-        if name in (f"{TL}load", f"{TL}atomic_add"):  # what is loaded is the tensor's type, not the address's
-            return False
-        return any(_is_int64(a, found, aliases) for a in node.args)
-    if isinstance(node, ast.BinOp):
-        return _is_int64(node.left, found, aliases) or _is_int64(node.right, found, aliases)
-    if isinstance(node, ast.UnaryOp):
-        return _is_int64(node.operand, found, aliases)
-    if isinstance(node, ast.IfExp):
-        return _is_int64(node.body, found, aliases) or _is_int64(node.orelse, found, aliases)
-    if isinstance(node, ast.Subscript):
-        return _is_int64(node.value, found, aliases)
-    return False
 
 
 def _descriptor(group: _Group, analysis: TileAnalysis) -> Descriptor | None:

@@ -121,6 +121,7 @@ class FunctionFacts:
     helper_calls: list[tuple[int, str]] = field(default_factory=list)
     stored: list[tuple[int, frozenset, Value]] = field(default_factory=list)  # each store or atomic: line, bases, value
     guides: list[Value] = field(default_factory=list)  # what picks the data: load addresses and masks, store masks
+    wide_names: set[str] = field(default_factory=set)  # names some assignment binds to a 64-bit integer
 
 
 class FactsBuilder:
@@ -235,8 +236,7 @@ class _FunctionPass:
                 text = text if len(text) <= 60 else text[:57] + "..."
                 self._record("accumulations", node, (node.lineno, f"`{text}` sums loaded data across the loop"))
             value = self.binop(node.op, current, added, node)
-            if isinstance(node.target, ast.Name):
-                self.env[node.target.id] = value
+            self.assign(node.target, None, value)
         elif isinstance(node, ast.Expr):
             if isinstance(node.value, ast.Call):
                 self._unused_calls.add(id(node.value))
@@ -244,7 +244,9 @@ class _FunctionPass:
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             iterator = self.expr(node.iter)
             self.range_loop(node)
-            self.assign(node.target, None, Value(iterator.flags & {"pid", "nprog"}))
+            # the index counts as the range does: from the program id, in 64 bits over a 64-bit bound
+            self.assign(node.target, None, Value(frozenset(f for f in iterator.flags if f in ("pid", "nprog")
+                                                           or isinstance(f, tuple) and f[0] == "i64")))
             self._loop_depth += 1
             self.block(node.body)
             self.block(node.body)  # values carried around the loop
@@ -283,6 +285,8 @@ class _FunctionPass:
     def assign(self, target: ast.expr, value_node: ast.expr | None, value: Value) -> None:
         if isinstance(target, ast.Name):
             self.env[target.id] = value
+            if value.i64_lines():
+                self.facts.wide_names.add(target.id)
         elif isinstance(target, (ast.Tuple, ast.List)):
             pairs = None
             if isinstance(value_node, (ast.Tuple, ast.List)) and len(value_node.elts) == len(target.elts):
