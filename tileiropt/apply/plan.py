@@ -28,7 +28,7 @@ from tileiropt.classify.model import FileModel
 from tileiropt.classify.names import AUTOTUNE, HEURISTICS, call_name
 from tileiropt.contract.phase_records import ApplyKernel, Change
 from tileiropt.harness.gate import gate_name, twin_names
-from tileiropt.harness.gate_off import FLAGS
+from tileiropt.harness.gate_off import FLAGS, LEVER_NAMES, LOG2E_NAMES
 from tileiropt.harness.launch_hints import hint_splat
 
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas")
@@ -461,8 +461,8 @@ def file_names(info: ModuleInfo, tree: ast.Module | None = None) -> FileNames:
                  if isinstance(node, (ast.Name, ast.arg))}
     triton_name = "triton" if "triton" in info.triton_names else min(info.triton_names, default="triton")
     flag = next(name for name in sorted(FLAGS, key=len) if name not in used)
-    log2e = next(name for name in ("LOG2E", "TILEIR_LOG2E", "_TILEIROPT_LOG2E") if name not in used)
-    levers = next(name for name in ("TILEIR_LEVERS", "_TILEIROPT_LEVERS") if not any(
+    log2e = next(name for name in LOG2E_NAMES if name not in used)
+    levers = next(name for name in LEVER_NAMES if not any(
         d == name or d.startswith(name + "_") for d in defined))
     return FileNames(gate_name(defined), triton_name, imports_triton=bool(info.triton_names), flag=flag, log2e=log2e,
                      levers=levers)

@@ -42,7 +42,11 @@ def _hint_splat(arg: cst.Arg) -> bool:
                     and isinstance(e.value, cst.Integer) for e in value.body.elements))
 
 
-FLAGS = {"TILEIR", "TILEIR_ON", "_TILEIROPT_TILEIR"}  # the names `plan.file_names` gives the gate's constexpr
+# The names `apply.plan.file_names` chooses from, the first the file does not use: the gate's value, log2(e), the
+# lever lists several kernels' configs are crossed with (each list's name a prefix)
+FLAGS = {"TILEIR", "TILEIR_ON", "_TILEIROPT_TILEIR"}
+LOG2E_NAMES = ("LOG2E", "TILEIR_LOG2E", "_TILEIROPT_LOG2E")
+LEVER_NAMES = ("TILEIR_LEVERS", "_TILEIROPT_LEVERS")
 
 
 def gate_off(source: str, flags: set[str] = FLAGS) -> str:

@@ -18,10 +18,9 @@ from pathlib import Path
 import libcst as cst
 
 from tileiropt.harness.gate import GATE_NAME, HELPER_MODULE, OTHER_NAME
-from tileiropt.harness.gate_off import FLAGS, gate_off
+from tileiropt.harness.gate_off import FLAGS, LEVER_NAMES, LOG2E_NAMES, gate_off
 
-_CONSTANTS = {*FLAGS, "LOG2E", "TILEIR_LOG2E", "_TILEIROPT_LOG2E"}  # `plan.file_names`' names for the gate's values
-_LEVER_LISTS = ("TILEIR_LEVERS", "_TILEIROPT_LEVERS")
+_CONSTANTS = {*FLAGS, *LOG2E_NAMES}  # `plan.file_names`' names for the gate's values
 _GUARDED_TRITON = "_tileiropt_triton"
 
 
@@ -87,4 +86,4 @@ class _Added(ast.NodeTransformer):
 
 
 def _added_name(name: str) -> bool:
-    return name in _CONSTANTS or any(name == lever or name.startswith(lever + "_") for lever in _LEVER_LISTS)
+    return name in _CONSTANTS or any(name == lever or name.startswith(lever + "_") for lever in LEVER_NAMES)
