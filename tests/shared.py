@@ -3,6 +3,7 @@ folders and the fake machines tests describe (a CPU, a Hopper GPU) without probi
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from tileiropt.check.device import Device
@@ -82,3 +83,13 @@ def with_sigint(command: list[str], ignored: bool = False) -> list[str]:
     disposition = "SIG_IGN" if ignored else "SIG_DFL"
     return [sys.executable, "-c", f"import os, signal, sys; signal.signal(signal.SIGINT, signal.{disposition}); "
             "os.execv(sys.argv[1], sys.argv[1:])", *command]
+
+
+def package(root: Path, **modules: str) -> Path:
+    """A package `pkg` under `root`: an empty `__init__.py` and each module (`name=source`, dedented), its folder."""
+    folder = root / "pkg"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    for name, source in modules.items():
+        (folder / f"{name}.py").write_text(textwrap.dedent(source))
+    return folder

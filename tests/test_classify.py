@@ -14,7 +14,7 @@ from tileiropt.cli import app
 from tileiropt.releases import get_release
 from tileiropt.schema import SCHEMA_VERSION
 
-from shared import EXAMPLES
+from shared import EXAMPLES, package
 
 HEADER = "import triton\nimport triton.language as tl\n\n"
 
@@ -518,10 +518,7 @@ def test_the_ir_summary_counts_the_entry_kernels_and_gives_a_reason_as_its_messa
 def test_a_dot_in_a_helper_imported_from_another_module_makes_a_dot_kernel(tmp_path: Path) -> None:
     """`from .utils import safe_dot` (a package's shared helpers): the kernel's class follows what the helper does,
     as for a helper of its own file; a name imported from outside the package (torch, Triton) is not followed."""
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "utils.py").write_text(textwrap.dedent('''\
+    folder = package(tmp_path, utils='''\
         import triton
         import triton.language as tl
 
@@ -529,8 +526,7 @@ def test_a_dot_in_a_helper_imported_from_another_module_makes_a_dot_kernel(tmp_p
         @triton.jit
         def safe_dot(a, b):
             return tl.dot(a, b)
-        '''))
-    (package / "ops.py").write_text(textwrap.dedent('''\
+        ''', ops='''\
         import triton
         import triton.language as tl
         from math import floor
@@ -544,8 +540,8 @@ def test_a_dot_in_a_helper_imported_from_another_module_makes_a_dot_kernel(tmp_p
             b_k = tl.load(k_ptr + o_k[:, None] * BK + o_k[None, :])
             b_v = tl.load(v_ptr + o_k[:, None] * BV + o_v[None, :])
             tl.store(h_ptr + o_k[:, None] * BV + o_v[None, :], safe_dot(b_k, b_v))
-        '''))
-    [result] = classify_paths([package / "ops.py"])
+        ''')
+    [result] = classify_paths([folder / "ops.py"])
     [kernel] = result.kernels
     assert kernel.kernel_class == "dot"
     assert any("in helper safe_dot" in e.text for e in kernel.evidence)
@@ -583,10 +579,7 @@ def test_an_error_in_a_helper_imported_from_another_module_is_the_kernels(tmp_pa
     assembly) it rejects in the kernel: said at the call's line, and apply leaves the kernel alone."""
     from tileiropt.apply.apply import apply_file
 
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "softplus.py").write_text(textwrap.dedent('''\
+    folder = package(tmp_path, softplus='''\
         import triton
         import triton.language as tl
 
@@ -600,8 +593,7 @@ def test_an_error_in_a_helper_imported_from_another_module_is_the_kernels(tmp_pa
         @triton.jit
         def softplus(x):
             return softplus_nv(x)
-        '''))
-    (package / "gate.py").write_text(textwrap.dedent('''\
+        ''', gate='''\
         import triton
         import triton.language as tl
         from .softplus import softplus
@@ -617,13 +609,13 @@ def test_an_error_in_a_helper_imported_from_another_module_is_the_kernels(tmp_pa
         def gate(g, out):
             gate_kernel[(1,)](g, out, g.numel(), BLOCK=1024)
             return out
-        '''))
-    [result] = classify_paths([package / "gate.py"])
+        ''')
+    [result] = classify_paths([folder / "gate.py"])
     [kernel] = result.kernels
     [error] = [f for f in kernel.findings if f.severity == "error"]
     assert error.code == "TIR001" and error.line == 10
     assert "(in softplus.py:7" in error.message  # the IR check's own where it lowers the kernel
-    [syntax] = classify_paths([package / "gate.py"], ir=False)[0].kernels[0].findings
+    [syntax] = classify_paths([folder / "gate.py"], ir=False)[0].kernels[0].findings
     assert "(in softplus.py:7, in helper softplus, through softplus_nv)" in syntax.message  # where it cannot
-    applied = apply_file(package / "gate.py", dry_run=True)
+    applied = apply_file(folder / "gate.py", dry_run=True)
     assert not applied.changed and "would reject" in " ".join(applied.kernels[0].skipped)

@@ -13,6 +13,8 @@ from tileiropt.classify.classify import classify_paths
 from tileiropt.classify.discovery import scan
 from tileiropt.classify.environment import decide, names_read
 
+from shared import package
+
 HELPERS = '''\
 import os
 import triton
@@ -81,14 +83,10 @@ def test_discovery_keeps_the_definition_this_environment_makes(monkeypatch: pyte
 def test_a_kernel_calling_the_helper_is_blamed_only_where_the_fast_branch_runs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TILEIROPT_CACHE_DIR", str(tmp_path / "cache"))
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "op.py").write_text(HELPERS)
-    (package / "ops.py").write_text(KERNEL)
+    folder = package(tmp_path, op=HELPERS, ops=KERNEL)
 
     def findings() -> list[str]:
-        [result] = classify_paths([package / "ops.py"])
+        [result] = classify_paths([folder / "ops.py"])
         return [f.code for kernel in result.kernels for f in kernel.findings]
 
     monkeypatch.delenv("PKG_FAST_OPS", raising=False)
@@ -105,14 +103,10 @@ def test_apply_gives_no_tileir_code_to_a_kernel_classify_finds_rejected_as_run_d
 
     monkeypatch.setenv("TILEIROPT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("PKG_FAST_OPS", "1")
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "op.py").write_text(HELPERS)
-    (package / "ops.py").write_text(KERNEL + "\n\ndef loss(x, out):\n    loss_kernel[(1,)](x, out, x.numel(), "
-                                             "BLOCK=1024)\n    return out\n")
-    syntax_only, _ = apply_paths([package / "ops.py"], dry_run=True)
-    linted, _ = apply_paths([package / "ops.py"], dry_run=True, lint=True)
+    folder = package(tmp_path, op=HELPERS, ops=KERNEL + "\n\ndef loss(x, out):\n    loss_kernel[(1,)](x, out, "
+                     "x.numel(), BLOCK=1024)\n    return out\n")
+    syntax_only, _ = apply_paths([folder / "ops.py"], dry_run=True)
+    linted, _ = apply_paths([folder / "ops.py"], dry_run=True, lint=True)
     [kernel] = linted[0].kernels
     assert any("TIR004" in s and "would reject" in s for s in kernel.skipped), kernel.skipped
     assert not linted[0].changed

@@ -15,7 +15,7 @@ from tileiropt.classify.classify import classify_files, classify_paths, collect_
 from tileiropt.classify.lint_cache import LintCache, file_result, local_imports
 from tileiropt.classify.rules import ALL_RULES
 
-from shared import EXAMPLES
+from shared import EXAMPLES, package
 
 
 @pytest.fixture
@@ -121,12 +121,8 @@ def test_a_module_imported_through_another_and_the_resolved_release_are_in_the_k
 
 def test_the_environment_variables_a_helper_module_branches_on_are_in_the_key(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "op.py").write_text("import os\nFAST = os.environ.get('PKG_FAST', '0') == '1'\n")
-    kernel = package / "ops.py"
-    kernel.write_text("import triton\nfrom .op import FAST\n")
+    kernel = package(tmp_path, op="import os\nFAST = os.environ.get('PKG_FAST', '0') == '1'\n",
+                     ops="import triton\nfrom .op import FAST\n") / "ops.py"
     cache = LintCache(tmp_path / "cache", {})
     monkeypatch.delenv("PKG_FAST", raising=False)
     unset = cache.key(kernel, kernel.read_bytes(), ["TIR004"])
