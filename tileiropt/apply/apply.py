@@ -182,18 +182,15 @@ def rewrite_module(module: cst.Module, plans: dict[str, KernelPlan], names: File
             gate_statements += guarded(_gate_statements(cst.parse_module(runtime_source(_runtime_called(plans)))))
         elif _runtime_called(plans):  # one module beside the file holds it, as NVIDIA's port keeps its TMA code apart
             gate_statements += _gate_statements(cst.parse_module(runtime_import(plans, names.gate)))
-    if any(plan.rewritten is not None for plan in plans.values()):
-        late = not optional_triton and names.imports_triton and not triton_imported_before(module, gate_index)
+    rewrites = any(plan.rewritten is not None for plan in plans.values())
+    if rewrites or launches:  # hints alone read a plain value, the constexprs in-place rewrites read need Triton
+        late = rewrites and not optional_triton and names.imports_triton and not triton_imported_before(
+            module, gate_index)  # the file imports Triton below the gate's place: the constexprs import it themselves
         triton = GUARDED_TRITON if optional_triton or late else names.triton
-        constants_text = gate_constants(names, triton, hints=bool(launches))
-        if late:  # the file imports Triton after the gate's place (below a def): the constexprs import it themselves
-            constants_text = f"import triton as {GUARDED_TRITON}\n\n{constants_text}"
-        constants = _gate_statements(cst.parse_module(constants_text))
-        gate_statements += guarded(constants) if optional_triton else constants
-    elif launches:  # hints alone read a plain value: no Triton needed
-        gate_statements += _gate_statements(cst.parse_module(
-            f"# the gate, taken once at import for the launches' TileIR hints (a launch never calls it)\n"
-            f"{names.flag} = {names.gate}()\n"))
+        text = (f"import triton as {GUARDED_TRITON}\n\n" if late else "") + gate_constants(
+            names, triton, rewrites=rewrites, hints=bool(launches))
+        constants = _gate_statements(cst.parse_module(text))
+        gate_statements += guarded(constants) if optional_triton and rewrites else constants
     levers = share_lever_lists(plans, names.levers)
     if levers:
         gate_statements += _gate_statements(cst.parse_module(levers))
@@ -332,9 +329,12 @@ def _without_comment(comma: cst.Comma) -> cst.Comma:
     return comma
 
 
-def gate_constants(names: FileNames, triton: str, hints: bool = False) -> str:
-    """The module-level constexprs in-place rewrites read, and the launches' hints (`hints`) too: the gate, taken
-    once at import, and log2(e) (`triton`: the module's name)."""
+def gate_constants(names: FileNames, triton: str, rewrites: bool = True, hints: bool = False) -> str:
+    """The gate taken once at import, as the file reads it: a constexpr where in-place rewrites read it in kernels
+    (with log2(e) beside it; `triton`: the module's name), else a plain value for the launches' hints."""
+    if not rewrites:
+        return (f"# the gate, taken once at import for the launches' TileIR hints (a launch never calls it)\n"
+                f"{names.flag} = {names.gate}()\n")
     constexpr = f"{triton}.language.constexpr"
     comment = ("# the gate, taken once at import: a constexpr for kernels (only the branch it takes is compiled) "
                "and\n# the launches' TileIR hints") if hints else \
