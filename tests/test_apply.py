@@ -8,10 +8,12 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
 import types
+from collections import Counter
 from pathlib import Path
 
 import libcst as cst
@@ -163,7 +165,8 @@ def test_atomics_and_unresolvable_configs_are_left_alone_with_reasons() -> None:
     result = transform_source(dynamic, "d.py", classify=_classes("dot"))
     (change,) = [c for c in result.kernels[0].changes if "crossed at import" in c.what]
     assert "only known at run time" in change.why or "built by code" in change.why
-    assert "for c in dot_kernel.configs\n        for o, n, s in [" in result.new_source
+    # a list built by code: its first configs, as many as keep the crossing within max_configs (16)
+    assert "for c in dot_kernel.configs[:3]\n        for o, n, s in [" in result.new_source
 
 
 def test_no_kernel_is_a_clear_error(tmp_path: Path) -> None:
@@ -537,8 +540,8 @@ def test_autotuners_made_by_a_call_get_the_tileir_configs_after_they_are_bound(t
     result = transform_source(_CALL_FORM, str(tmp_path / "call_form.py"))
     report = {k.kernel: k for k in result.kernels}["_scale_kernel"]
     assert [c.what.split(" = ")[0] for c in report.changes if "crossed at import" in c.what] == [
-        "TileIR configs crossed at import from the own config list of scale_tuned",
-        "TileIR configs crossed at import from the own config list of scale_small"]
+        "TileIR configs crossed at import from the first 3 of the own configs of scale_tuned",
+        "TileIR configs crossed at import from the first 3 of the own configs of scale_small"]
     out = result.new_source
     block = out.index("# TileIR code for _scale_kernel")
     assert out.index("scale_small = triton.autotune(") < block < out.index("\n\n\nafter = 1\n")
@@ -726,3 +729,58 @@ def test_the_gate_constants_import_triton_where_the_file_imports_it_below_a_def(
     env.pop("ENABLE_TILE", None)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "300.0", done.stderr[-2000:]
+
+
+_MANY_OWN = '''
+import triton
+import triton.language as tl
+
+
+@triton.autotune(
+    configs=[triton.Config({"BK": bk, "BV": bv}, num_warps=w, num_stages=s)
+             for bk in [32, 64] for bv in [32, 64, 128] for w in [2, 4, 8] for s in [2, 3, 4]],
+    key=["n"],
+)
+@triton.jit
+def state_kernel(x_ptr, n, BK: tl.constexpr, BV: tl.constexpr):
+    offs = tl.program_id(0) * BK * BV + tl.arange(0, BK * BV)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+'''
+
+
+def test_a_long_own_list_is_crossed_within_the_cap(tmp_path: Path, tileir_code_forced: None) -> None:
+    from tileiropt.harness.loading import load_kernel_module
+
+    source = tmp_path / "state.py"
+    source.write_text(_MANY_OWN)
+    result = transform_source(_MANY_OWN, str(source), max_configs=16)
+    (report,) = result.kernels
+    assert 0 < report.configs_added <= 16  # 54 own configs crossed whole would make over 200
+    (change,) = [c for c in report.changes if "added to the autotune space" in c.what]
+    assert "of its 54 own configs (those at " in change.what and "at most 16 added" in change.why
+    optimized = tmp_path / "state_tileir.py"
+    write_rewrite(optimized, result.new_source)
+    configs = load_kernel_module(str(optimized), str(source), None, "state_kernel").state_kernel.configs
+    added = configs[54:]
+    assert len(added) == report.configs_added  # the count apply reports is the count at import
+    per_row = Counter((tuple(sorted(c.kwargs.items())), c.num_warps) for c in added)
+    combinations = int(re.search(r"crossed with (\d+) combinations", change.what).group(1))
+    assert set(per_row.values()) == {combinations}  # own configs alike but for num_stages are crossed once each
+    assert {c.num_warps for c in added} == {2, 4, 8}  # every num_warps value of the own list
+    assert {c.kwargs["BK"] for c in added} >= {32, 64}
+
+
+def test_crossed_rows_keeps_the_whole_list_when_it_fits() -> None:
+    from tileiropt.apply.config_values import ConfigValue
+    from tileiropt.apply.plan import crossed_rows, crossed_source
+    from tileiropt.apply.spaces import TileIRConfig
+
+    values = [ConfigValue({"B": 64}, num_warps=4), ConfigValue({"B": 128}, num_warps=8)]
+    combos = [TileIRConfig((), occupancy, 1, 3, None) for occupancy in (1, 2)]
+    assert crossed_rows(values, combos, 16) == [0, 1]
+    assert crossed_source("k.configs", [0, 1], 2) == "k.configs"
+    assert crossed_rows(values, combos, 2) == [0]  # the author's first: one own config at least
+    assert crossed_source("k.configs", [0], 2) == "k.configs[:1]"
+    assert crossed_source("k.configs", [1], 2) == "[k.configs[i] for i in (1,)]"
+    alike = [ConfigValue({"B": 64}, num_stages=2), ConfigValue({"B": 64}, num_stages=3)]
+    assert crossed_rows(alike, combos, 16) == [0]  # the crossing sets num_stages: the second would repeat the first

@@ -87,8 +87,56 @@ def _crossed_list(source: str, combos: list[TileIRConfig], tiles: bool, names: F
 def crossed_count(values: list[ConfigValue], combos: list[TileIRConfig]) -> int:
     """How many configs `_crossed_list` makes of the literal `values`: a combination's larger tile only where no
     size of it is smaller than the config's own."""
-    return sum(1 for value in values for combo in combos
+    return sum(_made(value, combos) for value in values)
+
+
+def _made(value: ConfigValue, combos: list[TileIRConfig]) -> int:
+    return sum(1 for combo in combos
                if all(size >= value.kwargs.get(name, 0) for name, size in combo.kwargs if size is not None))
+
+
+def crossed_rows(values: list[ConfigValue], combos: list[TileIRConfig], cap: int) -> list[int]:
+    """The indices of the own configs (literal `values`) the lever combinations cross, at most `cap` TileIR configs
+    in all (one own config at least). Own configs the crossing would make alike (it sets num_stages and num_ctas
+    itself) count once: the first of them. Chosen to hold every meta-parameter value and num_warps the own configs
+    use, then in the author's order (first is the author's first choice)."""
+    distinct: dict[tuple, int] = {}
+    for index, value in enumerate(values):
+        key = (tuple(sorted((name, repr(v)) for name, v in value.kwargs.items())), value.num_warps,
+               repr(value.options.get("pre_hook")))
+        distinct.setdefault(key, index)
+    rows = list(distinct.values())
+
+    def held(index: int) -> set[tuple[str, str]]:
+        return {(name, repr(v)) for name, v in values[index].kwargs.items()} | {
+            ("num_warps", repr(values[index].num_warps))}
+
+    uncovered = set().union(*(held(index) for index in rows))
+    chosen: list[int] = []
+    total = 0
+    while rows:
+        best = max(rows, key=lambda index: len(held(index) & uncovered))  # the first of the best
+        rows.remove(best)
+        made = _made(values[best], combos)
+        if chosen and total + made > cap:
+            continue
+        chosen.append(best)
+        total += made
+        uncovered -= held(best)
+    return sorted(chosen)
+
+
+def crossed_source(configs: str, rows: list[int] | None = None, total: int = 0, first: int | None = None) -> str:
+    """The own configs a crossing reads at import from `configs`: those at `rows` of its `total` (literal), or its
+    `first` few (a list built by code, whose length the tool does not know)."""
+    if rows is not None:
+        if rows == list(range(total)):
+            return configs
+        if rows == list(range(len(rows))):
+            first = len(rows)
+        else:
+            return f"[{configs}[i] for i in {tuple(rows)!r}]"
+    return f"{configs}[:{first}]" if first is not None else configs
 
 
 def _wrapped_list(head: str, rows: list[str], indent: int) -> str:
@@ -210,20 +258,23 @@ def call_form_autotuners(tree: ast.Module, kernel: str, aliases: dict[str, str])
     return [(name, node.lineno) for name, node in bindings if wraps_kernel(made_by(node.value, AUTOTUNE))]
 
 
-def plan_call_form_autotuned(tuners: list[tuple[str, int]], kernel: KernelInfo, space: Space, plan: KernelPlan,
-                             names: FileNames) -> None:
-    """TileIR configs for each autotuner made by a call over the kernel (`call_form_autotuners`): its own list,
-    built where the tool does not read it, crossed at import with the lever combinations that cover every value
-    (no larger tiles: the names its configs set are not read), as a new list."""
+def plan_call_form_autotuned(tuners: list[tuple[str, int]], kernel: KernelInfo, space: Space, cap: int,
+                             plan: KernelPlan, names: FileNames) -> None:
+    """TileIR configs for each autotuner made by a call over the kernel (`call_form_autotuners`): the first of its
+    own configs (a list built where the tool does not read it), as many as keep within `cap`, crossed at import with
+    the lever combinations that cover every value (no larger tiles: the names its configs set are not read), as a
+    new list."""
     combos = covering_combinations(space, space.num_ctas, {})
+    first = max(1, cap // len(combos))
     plan.after_binding = max(tuners, key=lambda found: found[1])[0]  # the block reads them: after the last one
     for tuner, line in tuners:
-        plan.block.extend(_extend(tuner, [tuner], _crossed_list(f"{tuner}.configs", combos, False, names), False))
+        plan.block.extend(_extend(tuner, [tuner], _crossed_list(
+            crossed_source(f"{tuner}.configs", first=first), combos, False, names), False))
         plan.report.changes.append(Change(
             line,
-            f"TileIR configs crossed at import from the own config list of {tuner} = triton.autotune(...)(...) "
-            f"({len(combos)} combinations per own config: occupancy {space.occupancy}, num_ctas {space.num_ctas}, "
-            f"num_stages {space.num_stages})",
+            f"TileIR configs crossed at import from the first {first} of the own configs of {tuner} = "
+            f"triton.autotune(...)(...) ({len(combos)} combinations each: occupancy {space.occupancy}, num_ctas "
+            f"{space.num_ctas}, num_stages {space.num_stages})",
             f"{tuner} autotunes {kernel.name} through a call rather than a decorator; its configs go into that "
             "autotuner, read at import, so the tool never runs the code that builds them"))
 
@@ -261,12 +312,14 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
         values = resolve_configs(model.scan.tree, model.scan.configs_nodes.get(kernel.name), model.module.triton_names)
     except Unresolvable as exc:
         combos = covering_combinations(space, ctas, tiles)
+        first = max(1, cap // len(combos))
         plan.block.extend(_extend(kernel.name, attributes, _crossed_list(
-            f"{attributes[0]}.configs", combos, bool(tiles), names), autotune.package is not None or reached))
+            crossed_source(f"{attributes[0]}.configs", first=first), combos, bool(tiles), names),
+            autotune.package is not None or reached))
         plan.report.changes.append(Change(
             autotune.line,
-            f"TileIR configs crossed at import from the own config list of {owner} on {target} ({len(combos)} "
-            f"combinations per own config: occupancy {space.occupancy}, num_ctas {ctas}, num_stages "
+            f"TileIR configs crossed at import from the first {first} of the own configs of {owner} on {target} "
+            f"({len(combos)} combinations each: occupancy {space.occupancy}, num_ctas {ctas}, num_stages "
             f"{space.num_stages}" + (f", larger {', '.join(tiles)}" if tiles else "") + ")",
             f"its configs are built by code ({exc}); one comprehension crosses the autotuner's actual configs with "
             "literal lever values that cover every value, so the tool never runs the kernel file"))
@@ -278,22 +331,30 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
         plan.report.skipped.append(f"TileIR configs not added: configs set {unknown[0]!r}, not a kernel parameter")
         return
     combos = covering_combinations(space, ctas, tiles, at_least=cap // max(len(values), 1))
+    rows = crossed_rows(values, combos, cap)
     plan.block.extend(_extend(kernel.name, attributes, _crossed_list(
-        f"{attributes[0]}.configs", combos, bool(tiles), names), reached))
-    plan.report.configs_added = added = crossed_count(values, combos)
+        crossed_source(f"{attributes[0]}.configs", rows, len(values)), combos, bool(tiles), names), reached))
+    crossed = [values[index] for index in rows]
+    plan.report.configs_added = added = crossed_count(crossed, combos)
     # the combinations of int lever values (`ctas`, `space.num_stages`): neither hint is None here
     used_ctas = sorted({c.num_ctas for c in combos if c.num_ctas is not None})
     used_stages = sorted({c.num_stages for c in combos if c.num_stages is not None})
     plan.report.changes.append(Change(
         autotune.line,
-        f"{added} TileIR configs added to the autotune space of {target}: its {len(values)} "
-        f"own configs crossed with {len(combos)} combinations of occupancy {sorted({c.occupancy for c in combos})}, "
+        f"{added} TileIR configs added to the autotune space of {target}: "
+        + (f"its {len(values)} own configs" if len(rows) == len(values) else
+           f"{len(rows)} of its {len(values)} own configs (those at {', '.join(map(str, rows))})")
+        + f" crossed with {len(combos)} combinations of occupancy {sorted({c.occupancy for c in combos})}, "
         f"num_ctas {used_ctas}, num_stages {used_stages}"
         + (f", larger {', '.join(tiles)}" if tiles else "")
-        + (f" ({len(values) * len(combos) - added} left out: their tile would be smaller than the config's own)"
-           if added < len(values) * len(combos) else ""),
+        + (f" ({len(rows) * len(combos) - added} left out: their tile would be smaller than the config's own)"
+           if added < len(rows) * len(combos) else ""),
         "TileIR tunes occupancy and 2-CTA mode; num_stages is a cost hint; larger tiles suit CGA-level tiles; "
-        f"the kernel's own {len(values)} configs are kept first; every lever value is tried at least once"))
+        f"the kernel's own {len(values)} configs are kept first; every lever value is tried at least once"
+        + ("" if len(rows) == len(values) else
+           f"; at most {cap} added (max_configs): own configs the crossing makes alike (it sets num_stages and "
+           "num_ctas) count once, and those crossed hold every meta-parameter and num_warps value within the cap "
+           "where they can")))
     _note_persistent(kernel, model, used_ctas, plan)
 
 

@@ -193,7 +193,7 @@ class AutotunerConfigs(Transform):
         if step.kernel.autotune is not None:
             plan_autotuned(step.kernel, step.model, step.space, step.cap, step.paths, step.plan, step.names)
         elif step.call_autotuners and step.tma is None and step.plan.twin is None:
-            plan_call_form_autotuned(step.call_autotuners, step.kernel, step.space, step.plan, step.names)
+            plan_call_form_autotuned(step.call_autotuners, step.kernel, step.space, step.cap, step.plan, step.names)
 
 
 # an elementwise kernel its author launches without autotuner, up to its launch line (the examples add their own)

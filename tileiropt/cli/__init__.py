@@ -304,9 +304,10 @@ def apply(
         Path | None, typer.Option("--spaces", help="TOML file of TileIR config spaces (see templates/spaces.toml).")
     ] = None,
     max_configs: Annotated[int, typer.Option(
-        "--max-configs", help="TileIR configs added to a kernel whose own config list is literal: at least this "
-                              "many (its own configs crossed with more lever combinations). Every lever value is "
-                              "covered whatever it is, so a long own list gets more.")
+        "--max-configs", help="TileIR configs added to a kernel at most: where its own configs crossed with the "
+                              "lever combinations would make more, some of them are crossed (those that hold every "
+                              "meta-parameter value; a list built by code: its first). Every lever value is tried "
+                              "once whatever the cap.")
                            ] = DEFAULT_MAX_CONFIGS,
     hint_autotune: Annotated[
         list[str] | None, typer.Option(
