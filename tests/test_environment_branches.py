@@ -123,3 +123,43 @@ def test_variables_tileiropt_sets_are_read_as_the_tileir_backend_runs(test: str,
     monkeypatch.delenv("ENABLE_TILE", raising=False)
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert decide(ast.parse(test, mode="eval").body) is expected
+
+
+@pytest.mark.parametrize(("test", "expected"), [
+    ("IS_NVIDIA_BLACKWELL", True),  # TileIR is enabled on Blackwell GPUs
+    ("not utils.IS_BLACKWELL", False),
+    ("is_blackwell()", True),
+    ("IS_NVIDIA_BLACKWELL and os.environ.get('ENABLE_TILE') == '1'", True),
+    ("IS_HOPPER", None),  # another GPU's name decides nothing
+    ("check_shared_mem('blackwell')", None),  # a call with arguments asks something else of the device
+])
+def test_a_test_naming_the_gpu_tileir_runs_on_is_read_as_tileir_runs(test: str, expected) -> None:
+    assert decide(ast.parse(test, mode="eval").body) is expected
+
+
+_BY_DEVICE = '''
+import triton
+import triton.language as tl
+from pkg.utils import IS_NVIDIA_BLACKWELL
+
+if IS_NVIDIA_BLACKWELL:
+    @triton.jit
+    def k(x_ptr):
+        tl.store(x_ptr, 2.0)
+else:
+    @triton.jit
+    def k(x_ptr):
+        tl.store(x_ptr, 1.0)
+'''
+
+
+def test_a_kernel_chosen_by_the_device_is_the_blackwell_one_without_a_branch_finding(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the Blackwell definition runs where TileIR does: it is the one analysed, and no TIR203 says that the
+    tool took the first of two alternatives it could not tell apart."""
+    monkeypatch.setenv("TILEIROPT_CACHE_DIR", str(tmp_path / "cache"))
+    assert [(k.name, k.line) for k in scan(_BY_DEVICE, "by_device.py").module.kernels] == [("k", 8)]
+    path = tmp_path / "by_device.py"
+    path.write_text(_BY_DEVICE)
+    [result] = classify_paths([path])
+    assert [f.code for kernel in result.kernels for f in kernel.findings if f.code == "TIR203"] == []

@@ -119,3 +119,18 @@ def test_findings_carry_line_message_and_hint() -> None:
     findings = classify_source(source, "k.py", select=["TIR006"]).kernels[0].findings
     assert [(f.code, f.severity, f.line) for f in findings] == [("TIR006", "error", 7)]
     assert findings[0].hint
+
+
+def test_a_wide_block_capped_by_arithmetic_says_how_wide_it_can_be() -> None:
+    from tileiropt.classify.rules.performance import WideReductionBlock
+
+    kernel = ("@triton.jit\ndef k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
+              "    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)\n"
+              "    tl.store(y_ptr + offs, x / tl.sum(x, axis=0), mask=offs < n)\n\n")
+    capped = kernel + ("def run(x, y):\n    BLOCK = min(triton.next_power_of_2(x.shape[1]), 64 * 1024)\n"
+                       "    k[(x.shape[0],)](x, y, x.shape[1], BLOCK=BLOCK)\n")
+    result = classify_source(HEADER + capped, "example.py", rules=[WideReductionBlock()], release=OLDEST)
+    assert [f.message for k in result.kernels for f in k.findings] == [
+        "BLOCK can be 65536 (> 8192) in a norm kernel"]
+    assert _codes(kernel + ("def run(x, y):\n    BLOCK = min(triton.next_power_of_2(x.shape[1]), 4 << 10)\n"
+                            "    k[(x.shape[0],)](x, y, x.shape[1], BLOCK=BLOCK)\n"), WideReductionBlock()) == []

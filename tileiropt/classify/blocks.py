@@ -106,11 +106,14 @@ def module_definitions(tree: ast.Module, text: SourceText,
 
 
 def alternatives_of(definitions: dict[str, list[Definition]], name: str, line: int) -> list[Definition]:
-    """The bindings of `name` on branches alternative to the kernel defined at `line` (only one runs)."""
+    """The bindings of `name` on branches alternative to the kernel defined at `line` (only one runs); where this
+    environment takes the kernel's own arm, not those on an arm it does not take (`decided_against`)."""
     own = next((d for d in definitions.get(name, []) if d.line == line and d.kind == "kernel"), None)
     if own is None or not own.branch:
         return []
-    return [d for d in definitions[name] if d is not own and alternatives(own.branch, d.branch)]
+    taken = not decided_against(own.branch)
+    return [d for d in definitions[name] if d is not own and alternatives(own.branch, d.branch)
+            and not (taken and decided_against(d.branch))]
 
 
 def _bindings(statement: ast.stmt, is_kernel: Callable[[ast.FunctionDef | ast.AsyncFunctionDef], bool]

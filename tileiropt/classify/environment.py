@@ -17,6 +17,10 @@ on a machine without a GPU). It understands `os.environ.get(NAME[, DEFAULT])`,
 `os.getenv`, `os.environ[NAME]`, `NAME in os.environ`, string and integer constants, `==`, `!=`, `in`, `not in`,
 `not`, `and`, `or`, `.lower()`, `.upper()`, `.strip()`, `int()`, `bool()`. Any other test is undecided (None).
 `names_read` lists the variables a source names that way, for the lint cache's key.
+
+A test that names the GPU TileIR runs on is read as TileIR runs too: `IS_NVIDIA_BLACKWELL`, `utils.IS_BLACKWELL`,
+`is_blackwell()` (a name, attribute or argument-less call naming Blackwell) is true, as on the Blackwell GPUs the
+TileIR backend is enabled on. A call with arguments (`check_shared_mem("hopper")`) stays undecided.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ _UNDECIDED = object()
 AS_TILEIR_RUNS = {"ENABLE_TILE": "1"}  # variables tileiropt sets, as the TileIR backend runs
 SET_PER_PROCESS = frozenset({"TRITON_INTERPRET"})  # variables tileiropt sets differently in each of its processes
 _STRING_METHODS = ("lower", "upper", "strip")
+_TILEIR_GPU = re.compile(r"blackwell", re.IGNORECASE)  # a device test naming the GPUs TileIR runs on
 _READ = re.compile(r"""(?:environ\.get|getenv|environ)\s*[\(\[]\s*['"]([A-Za-z_]\w*)['"]"""
                    r"""|['"]([A-Za-z_]\w*)['"]\s+(?:not\s+)?in\s+(?:os\.)?environ\b""")
 
@@ -74,6 +79,10 @@ def _value(node: ast.expr, environ: Mapping[str, str]) -> Any:
         if key in SET_PER_PROCESS:
             return _UNDECIDED
         return environ[key] if isinstance(key, str) and key in environ else _UNDECIDED  # KeyError: undecided
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return True if _names_tileir_gpu(node) else _UNDECIDED
+    if isinstance(node, ast.Call) and not node.args and not node.keywords and _names_tileir_gpu(node.func):
+        return True
     if isinstance(node, ast.Call) and not any(k.arg is None for k in node.keywords):
         return _call(node, environ)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -84,6 +93,12 @@ def _value(node: ast.expr, environ: Mapping[str, str]) -> Any:
     if isinstance(node, ast.Compare):
         return _compare(node, environ)
     return _UNDECIDED
+
+
+def _names_tileir_gpu(node: ast.expr) -> bool:
+    """`IS_NVIDIA_BLACKWELL`, `utils.is_blackwell`: the last name of a dotted name mentions Blackwell."""
+    name = _dotted(node)
+    return name is not None and bool(_TILEIR_GPU.search(name.rsplit(".", 1)[-1]))
 
 
 def _call(node: ast.Call, environ: Mapping[str, str]) -> Any:

@@ -108,8 +108,9 @@ class WideReductionBlock(Rule):
                     cap = _guard(argument.id, wrapper, ctx.scan.constants)
                     width = cap if cap is not None else width
                 if width == UNBOUNDED:
-                    yield self.finding(launch.line, f"{name} = next_power_of_2 of the row length, uncapped: rows "
-                                                    f"wider than {WIDE_REDUCTION} live in one block")
+                    yield self.finding(launch.line, f"{name} = next_power_of_2 of a size, uncapped: where the size "
+                                                    f"passes {WIDE_REDUCTION}, the reduced row lives in one block "
+                                                    "that wide")
                 elif width is not None and width > WIDE_REDUCTION:
                     yield self.finding(launch.line, f"{name} can be {width} (> {WIDE_REDUCTION}) in a norm kernel")
 
@@ -152,6 +153,13 @@ def _width(node: ast.expr, wrapper: ast.FunctionDef | None, functions: dict[str,
         return None
     if isinstance(node, ast.Constant):
         return node.value if isinstance(node.value, int) and not isinstance(node.value, bool) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.LShift)):  # `64 * 1024`, `1 << 16`
+        left, right = (_width(side, None, functions, depth + 1) for side in (node.left, node.right))
+        if left is None or right is None or UNBOUNDED in (left, right):
+            return None
+        if isinstance(node.op, ast.Mult):
+            return left * right
+        return left << right if right <= 64 else None
     if isinstance(node, ast.Name) and wrapper is not None:
         widths = [_width(value, wrapper, functions, depth + 1) for value in _assigned(node.id, wrapper)]
         known = [w for w in widths if w is not None]
