@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tileiropt.validate.shards import MAX_SHARDS, ShardCount, owners, shard_count, split_cases
+from tileiropt.validate.shards import MAX_SHARDS, ShardCount, compile_cost, owners, shard_count, split_cases
 
 from shared import cpu_machine
 
@@ -23,6 +23,18 @@ def test_items_of_their_own_are_dealt_round_robin_and_a_repeat_goes_with_what_it
     assert sorted(owners(3, {}, 4)) == [0, 1, 2]  # more jobs than items: the last ones run none
     periodic = owners(60, {}, 3)  # a list with a period of 3: each job gets a share of every phase
     assert all(len({periodic[i] for i in range(phase, 60, 3)}) == 3 for phase in range(3))
+
+
+def test_the_costliest_configs_go_first_one_to_a_job() -> None:
+    costs = [compile_cost({"BLOCK_M": m, "BLOCK_N": 128, "GROUP": 8}, warps)
+             for m, warps in [(64, 4), (256, 2), (64, 8), (128, 4), (256, 8), (32, 4)]]
+    assert costs[1] == 256 * 128 / 2 and costs[5] == 32 * 128 / 4  # GROUP=8 is no block size
+    owner = owners(6, {}, 3, costs)
+    by_cost = sorted(range(6), key=lambda i: -costs[i])
+    assert [owner[i] for i in by_cost[:3]] == [0, 1, 2]  # the shards that start first take the costliest
+    assert [owner[i] for i in by_cost[3:]] == [2, 1, 0]  # the next round dealt the other way
+    assert owner == owners(6, {}, 3, costs)  # the same every time
+    assert owners(4, {2: 0}, 2, [1.0, 5.0, 9.0, 3.0])[2] == owners(4, {2: 0}, 2, [1.0, 5.0, 9.0, 3.0])[0]
 
 
 def test_a_case_is_split_only_where_the_cases_leave_slots_idle() -> None:

@@ -23,24 +23,41 @@ MAX_SHARDS = 64  # a worker's later jobs of a case find its file imported and it
 JOBS_PER_SLOT = 4  # small shares: a worker that drew cheap configs takes more, and no job holds several costly ones
 
 
-def owners(count: int, repeats: dict[int, int], shards: int) -> list[int]:
-    """Per item (of `count`), the shard that runs it: the items that compile code of their own dealt in turn, in
-    an order shuffled with a fixed seed (a config list crossed with lever combinations has a period, and its costly
-    configs would otherwise fall to one job), each repeat (`repeats`: item -> the earlier item it repeats) to the
-    shard of the item it repeats."""
+def owners(count: int, repeats: dict[int, int], shards: int, costs: list[float] | None = None) -> list[int]:
+    """Per item (of `count`), the shard that runs it: the items that compile code of their own dealt costliest first
+    (`costs`: an estimate per item, `compile_cost`), each round of the deal in the other direction (the shards that
+    start first get the costliest configs, and no shard gets all the next costliest), items of one cost in an order
+    shuffled with a fixed seed (a config list crossed with lever combinations has a period, and its costly configs
+    would otherwise fall to one job); each repeat (`repeats`: item -> the earlier item it repeats) to the shard of
+    the item it repeats."""
     own = [index for index in range(count) if index not in repeats]
     random.Random(count).shuffle(own)
+    if costs is not None:
+        own.sort(key=lambda index: -costs[index])  # stable: the shuffle orders items of one cost
     owner = [0] * count
+    width = max(1, shards)
     for dealt, index in enumerate(own):
-        owner[index] = dealt % max(1, shards)
+        turn, place = divmod(dealt, width)
+        owner[index] = place if turn % 2 == 0 else width - 1 - place
     for index in sorted(repeats):
         owner[index] = owner[repeats[index]]
     return owner
 
 
+def compile_cost(kwargs: dict[str, object], num_warps: int | None) -> float:
+    """How costly a config is to compile and run, for the deal's order only: the product of its block sizes (the
+    power-of-two meta-parameters of 16 and more) per warp. A large tile at few warps is the slowest to compile on
+    PTX, up to 20 s against 1 s for most."""
+    tile = 1
+    for value in kwargs.values():
+        if type(value) is int and value >= 16 and value & (value - 1) == 0:
+            tile *= value
+    return tile / max(1, num_warps or 4)
+
+
 def shard_count(candidates: int, slots: int, cases: int) -> int:
     """Jobs per candidate case: four for each of the `slots` the phase's `cases` leave idle (workers that finish
-    early take the rest: items differ in cost, one config's compile up to 4 s where most take 1), at most
+    early take the rest: items differ in cost, one config's compile up to 20 s where most take 1), at most
     `MAX_SHARDS`; 1 when the cases fill the slots already (or there is one slot)."""
     if candidates == 0 or slots <= 1 or cases >= slots:
         return 1

@@ -15,6 +15,7 @@ A failure before the first item (importing, the reference) is one "prepare" reco
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import time
@@ -59,7 +60,7 @@ from tileiropt.schema import (
 from tileiropt.validate import reference_cache
 from tileiropt.validate.cases import Case, record_for
 from tileiropt.validate.records import NONE, PREPARE, Measures
-from tileiropt.validate.shards import owners
+from tileiropt.validate.shards import compile_cost, owners
 
 if TYPE_CHECKING:
     from triton import Config
@@ -120,6 +121,21 @@ def dropped_hint_duplicates(module: ModuleType, items: list[ConfigItem]) -> dict
 def _compiled_with(name: str, config: Config) -> tuple[Any, ...]:
     options = tuple(getattr(config, option, None) for option in ("num_warps", "num_stages", "num_ctas", "maxnreg"))
     return (*_computed_with(name, config), options, getattr(config, "ir_override", None))
+
+
+def item_costs(module: ModuleType, items: list[ConfigItem]) -> list[float]:
+    """Per item, its config's `compile_cost` (the deal's order across a case's jobs); an item that pins no config
+    (the autotuner's own choice, a launch) counts as the costliest: it may compile any of them."""
+    tuners = autotuners(module)
+    costs = []
+    for item in items:
+        tuner = tuners.get(item.autotuner) if item.pin and item.autotuner is not None else None
+        if tuner is None or item.index >= len(tuner.configs):
+            costs.append(math.inf)
+            continue
+        config = tuner.configs[item.index]
+        costs.append(compile_cost(getattr(config, "kwargs", None) or {}, getattr(config, "num_warps", None)))
+    return costs
 
 
 def _duplicates(module: ModuleType, items: list[ConfigItem],
@@ -221,7 +237,7 @@ class CaseRunner:
         emit("plan", id=case.id, labels=[item.label for item in items])
         same_as = interpreted_duplicates(module, items) if self.backend.interpreted else \
             dropped_hint_duplicates(module, items) if self.backend.name == TILEIR_CODE_ON_PTX.name else {}
-        owner = owners(len(items), same_as, case.shards)
+        owner = owners(len(items), same_as, case.shards, item_costs(module, items) if case.shards > 1 else None)
         launched_known: set[str] | None = None
         for index in range(case.start_item, len(items)):
             if owner[index] != case.shard:  # another job of this case runs it (`validate.shards`)
