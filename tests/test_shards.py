@@ -26,9 +26,10 @@ def test_items_of_their_own_are_dealt_round_robin_and_a_repeat_goes_with_what_it
 
 
 def test_the_costliest_configs_go_first_one_to_a_job() -> None:
-    costs = [compile_cost({"BLOCK_M": m, "BLOCK_N": 128, "GROUP": 8}, warps)
-             for m, warps in [(64, 4), (256, 2), (64, 8), (128, 4), (256, 8), (32, 4)]]
-    assert costs[1] == 256 * 128 / 2 and costs[5] == 32 * 128 / 4  # GROUP=8 is no block size
+    costs = [compile_cost({"BLOCK_M": m, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP": 8}, warps)
+             for m, warps in [(64, 4), (256, 2), (64, 8), (128, 4), (256, 8), (16, 4)]]
+    assert costs[1] == 256 * 128 / 2  # the two largest block sizes per warp (GROUP=8 is no block size)
+    assert costs[5] == 128 * 32 / 4
     owner = owners(6, {}, 3, costs)
     by_cost = sorted(range(6), key=lambda i: -costs[i])
     assert [owner[i] for i in by_cost[:3]] == [0, 1, 2]  # the shards that start first take the costliest
