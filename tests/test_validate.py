@@ -8,6 +8,10 @@ One module-scoped run validates all of them (two backends, run side by side) to 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -414,3 +418,30 @@ def test_whose_difference_a_bit_exact_replay_shows(tmp_path: Path) -> None:
     assert not kept.ok and whose.startswith(f"{PINNING_ERROR} k alike on both sides")
     case.path = str(tmp_path / "other.py")  # its code changed: the optimized file's difference
     assert CaseRunner.second_look(runner, output, expected, {"inputs": {}}, "out", first)[1] == ""
+
+
+def test_the_command_starts_its_workers_without_importing_torch_itself(tmp_path):
+    """With the machine's facts kept (as `run` keeps them), `validate` neither imports torch nor asks CUDA in its
+    own process: its workers start at once, and only they import torch."""
+    project = tmp_path / "tileiropt.toml"
+    project.write_text(f"""
+[[kernel]]
+name = "scale"
+path = "{FIXTURES / 'scale.py'}"
+entry = "scale"
+reference = "x * alpha + 1"
+inputs = {{ x = [64] }}
+args = {{ alpha = 2.0 }}
+""")
+    script = ("import sys\nfrom tileiropt.cli import main\nsys.argv = ['tileiropt', *sys.argv[1:]]\n"
+              "try:\n    main()\nexcept SystemExit as exit:\n    code = exit.code\n"
+              "print('torch imported:', 'torch' in sys.modules, 'exit:', code)\n")
+    env = {**os.environ, "TILEIROPT_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-c", script, "validate", str(project), "--backend", "interpret", "--variant",
+               "original"]
+    first = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert "torch imported: True exit: 0" in first.stdout, first.stdout + first.stderr  # the facts probed
+    shutil.rmtree(tmp_path / ".tileiropt")  # no earlier record to reuse: the case runs again, in a worker
+    again = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert "torch imported: False exit: 0" in again.stdout, again.stdout + again.stderr
+    assert "scale done: 2 pass" in again.stderr  # run in workers, not reused

@@ -19,6 +19,7 @@ from tileiropt.bench.records import (
 )
 from tileiropt.bench.run import BenchSettings, bench_project, earlier_bench
 from tileiropt.capture.targets import TargetOptions, prepared
+from tileiropt.check.machine_facts import machine_facts
 from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console
@@ -91,7 +92,20 @@ def bench_command(
     settings: BenchSettings | None = None,
     remeasure_peaks: bool = False,
 ) -> ExitCode:
-    """Everything behind the command; returns the exit code."""
+    """Everything behind the command; returns the exit code. The machine's facts are those `run` keeps
+    (`check.machine_facts`: probed again when something they depend on changes, a day on, or with --fresh),
+    so the command neither imports torch nor asks CUDA for them itself."""
+    with machine_facts(options.fresh):
+        return _bench(options, settings=settings, remeasure_peaks=remeasure_peaks)
+
+
+def _bench(
+    options: TargetOptions,
+    *,
+    settings: BenchSettings | None = None,
+    remeasure_peaks: bool = False,
+) -> ExitCode:
+    """The command's body, the machine's facts adopted."""
     target = prepared(options)
     project = target.project
     with Progress("bench", "rows", err_console) as progress:

@@ -1,9 +1,27 @@
 """A kernel entry as a project names it: ``"name.attr"`` in the kernel's own module, or ``"pkg.mod:name.attr"``
-in another; the harness resolves it in the loaded module, the project file checks it before anything runs."""
+in another; the harness resolves it in the loaded module, the project file checks it before anything runs. And
+what kind of reference a project names, read without torch (`reference_kind`), so that the tool checks it before
+any worker starts."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+REFERENCE_ORIGINAL = "original"  # the untransformed file is the reference
+FUNCTION_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")  # "package.module:function"
+
+
+def reference_kind(text: str) -> str:
+    """"original", "function" (``"pkg.mod:function"``) or "expression" (a Python expression over the inputs); raises
+    SyntaxError, with its message, for text that is none of them."""
+    text = text.strip()
+    if text == REFERENCE_ORIGINAL:
+        return "original"
+    if FUNCTION_REF.match(text):
+        return "function"
+    compile(text, "<reference>", "eval")
+    return "expression"
 
 
 @dataclass(frozen=True)

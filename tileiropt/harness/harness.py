@@ -35,12 +35,11 @@ import torch
 import torch.nn.functional as F
 
 from tileiropt.harness import stand_ins
+from tileiropt.harness.entry_ref import reference_kind
 from tileiropt.harness.exception_sites import exception_chain
 from tileiropt.harness.script_definitions import definitions_only
 
 DEFAULT_INT_RANGE = (0, 16)
-REFERENCE_ORIGINAL = "original"
-_FUNCTION_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
 class HarnessError(Exception):
@@ -261,15 +260,10 @@ class Reference:
     @classmethod
     def parse(cls, text: str) -> Reference:
         text = text.strip()
-        if text == REFERENCE_ORIGINAL:
-            return cls(text, "original")
-        if _FUNCTION_REF.match(text):
-            return cls(text, "function")
         try:
-            compile(text, "<reference>", "eval")
+            return cls(text, reference_kind(text))
         except SyntaxError as exc:
             raise HarnessError(f"reference is not a Python expression: {exc.msg}: {text!r}") from None
-        return cls(text, "expression")
 
     def resolve(self, original: Callable[..., Any] | None = None) -> Callable[..., Any]:
         """A callable taking (inputs, args, dims) and returning the reference output; `original` is the

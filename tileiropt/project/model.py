@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.errors import UserError
+from tileiropt.harness.entry_ref import REFERENCE_ORIGINAL  # noqa: F401 - the project's word for it
 from tileiropt.harness.gate import optimized_name
 from tileiropt.project.launch import CapturedLaunch
 from tileiropt.project.tolerances import tolerances
@@ -19,7 +20,6 @@ PROJECT_FILE = "tileiropt.toml"
 DEFAULT_SIZES = (128, 1024, 8192)
 DEFAULT_ARTIFACTS = ".tileiropt"
 DEFAULT_TIMEOUT_S = 300.0
-REFERENCE_ORIGINAL = "original"
 
 
 @dataclass

@@ -30,6 +30,7 @@ from tileiropt.engine.progress import Progress
 from tileiropt.engine.resume import Earlier, Journal, input_key, read_journal, tool_digest
 from tileiropt.errors import UserError, check_seconds
 from tileiropt.harness.backends import BACKENDS, Backend
+from tileiropt.harness.entry_ref import reference_kind
 from tileiropt.harness.provenance import digest_memo, file_digest
 from tileiropt.harness.scaling import scale_for_interpreter
 from tileiropt.project.spec import REFERENCE_ORIGINAL, KernelSpec, Project
@@ -72,11 +73,11 @@ def _variants_for(spec: KernelSpec, variants: list[str] | None) -> list[str]:
 def _check_reference(spec: KernelSpec, project: Project) -> None:
     if spec.reference is None or spec.reference.strip() == REFERENCE_ORIGINAL:
         return  # nothing to parse
-    from tileiropt.harness.harness import HarnessError, Reference  # lazy: the harness imports torch (2-5 s)
-    try:
-        Reference.parse(spec.reference)
-    except HarnessError as exc:
-        raise UserError(str(exc), file=str(project.file) if project.file else None,
+    try:  # read without torch: the workers have not started yet
+        reference_kind(spec.reference)
+    except SyntaxError as exc:
+        raise UserError(f"reference is not a Python expression: {exc.msg}: {spec.reference.strip()!r}",
+                        file=str(project.file) if project.file else None,
                         hint=f"fix the reference of kernel {spec.name!r}") from None
 
 
