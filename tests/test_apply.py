@@ -166,7 +166,7 @@ def test_atomics_and_unresolvable_configs_are_left_alone_with_reasons() -> None:
     (change,) = [c for c in result.kernels[0].changes if "crossed at import" in c.what]
     assert "only known at run time" in change.why or "built by code" in change.why
     # a list built by code: its first configs, as many as keep the crossing within max_configs (16)
-    assert "for c in dot_kernel.configs[:3]\n        for o, n, s in [" in result.new_source
+    assert "for d in dot_kernel.configs[:i])][:3]\n        for o, n, s in [" in result.new_source
 
 
 def test_no_kernel_is_a_clear_error(tmp_path: Path) -> None:
@@ -780,7 +780,44 @@ def test_crossed_rows_keeps_the_whole_list_when_it_fits() -> None:
     assert crossed_rows(values, combos, 16) == [0, 1]
     assert crossed_source("k.configs", [0, 1], 2) == "k.configs"
     assert crossed_rows(values, combos, 2) == [0]  # the author's first: one own config at least
+    wider = [values[0], ConfigValue({"B": 128, "G": 8}, num_warps=8)]
+    assert crossed_rows(wider, combos, 2) == [0]  # the first, though the second holds more values
     assert crossed_source("k.configs", [0], 2) == "k.configs[:1]"
-    assert crossed_source("k.configs", [1], 2) == "[k.configs[i] for i in (1,)]"
+    assert crossed_source("k.configs", [1], 2) == "[c for i, c in enumerate(k.configs) if i in (1,)]"
     alike = [ConfigValue({"B": 64}, num_stages=2), ConfigValue({"B": 64}, num_stages=3)]
     assert crossed_rows(alike, combos, 16) == [0]  # the crossing sets num_stages: the second would repeat the first
+
+
+_BUILT_BY_CODE = '''
+import triton
+import triton.language as tl
+
+STAGES = [2, 3, 4]
+
+
+def configs():
+    return [triton.Config({"BLOCK_M": m}, num_warps=w, num_stages=s) for m in [32, 64] for w in [4, 8] for s in STAGES]
+
+
+@triton.autotune(configs=configs(), key=["n"])
+@triton.jit
+def rows_kernel(x_ptr, n, BLOCK_M: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+'''
+
+
+def test_a_list_built_by_code_is_crossed_in_its_first_distinct_configs(tmp_path: Path,
+                                                                        tileir_code_forced: None) -> None:
+    """Its first configs differ only in num_stages, which the crossing sets itself: each is crossed once."""
+    from tileiropt.harness.loading import load_kernel_module
+
+    source = tmp_path / "rows.py"
+    source.write_text(_BUILT_BY_CODE)
+    result = transform_source(_BUILT_BY_CODE, str(source), max_configs=16)
+    optimized = tmp_path / "rows_tileir.py"
+    write_rewrite(optimized, result.new_source)
+    added = load_kernel_module(str(optimized), str(source), None, "rows_kernel").rows_kernel.configs[12:]
+    per_row = Counter((c.kwargs["BLOCK_M"], c.num_warps) for c in added)
+    assert len(per_row) == len(added) // max(per_row.values()) and len(per_row) > 1, per_row
+    assert set(per_row) <= {(32, 4), (32, 8), (64, 4), (64, 8)} and (32, 8) in per_row

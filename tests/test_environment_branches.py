@@ -132,6 +132,13 @@ def test_variables_tileiropt_sets_are_read_as_the_tileir_backend_runs(test: str,
     ("IS_NVIDIA_BLACKWELL and os.environ.get('ENABLE_TILE') == '1'", True),
     ("IS_HOPPER", None),  # another GPU's name decides nothing
     ("check_shared_mem('blackwell')", None),  # a call with arguments asks something else of the device
+    ("NOT_BLACKWELL", None),  # names that only mention Blackwell ask something else
+    ("BLACKWELL_UNSUPPORTED", None),
+    ("IS_PRE_BLACKWELL", None),
+    ("not HAS_BLACKWELL_FIX", None),
+    ("is_blackwell_unsupported()", None),
+    ("os.environ.get('ARCH') == IS_BLACKWELL", None),  # a comparison's operand is no truth test
+    ("int(IS_BLACKWELL) > 0", None),
 ])
 def test_a_test_naming_the_gpu_tileir_runs_on_is_read_as_tileir_runs(test: str, expected) -> None:
     assert decide(ast.parse(test, mode="eval").body) is expected

@@ -100,7 +100,7 @@ def test_non_finite_config_values_are_derived_at_import_not_written(tmp_path: Pa
     written = (tmp_path / "k_tileir.py").read_text()
     assert "inf" not in written.replace("info", "")
     compile(written, "k_tileir.py", "exec")
-    assert "for c in k.configs[:3]\n        for o, n, s in [" in written  # read at import, its first configs
+    assert "for d in k.configs[:i])][:3]\n        for o, n, s in [" in written  # read at import, its first configs
 
 
 @pytest.mark.parametrize("args", [

@@ -44,8 +44,8 @@ def test_apply_adds_to_package_autotuners_and_keys_on_sizes() -> None:
     result = transform_source((FIXTURES / "ops.py").read_text(), str(FIXTURES / "ops.py"))
     out = result.new_source
     by_name = {k.kernel: k for k in result.kernels}
-    assert "for c in scale_kernel.configs[:3] for o, n, s, t in TILEIR_LEVERS\n" in out  # a package's Autotuner
-    assert "for c in softmax_kernel.configs[:4]\n            for o, n, s in [" in out  # entry(...) forwards run()
+    assert "for d in scale_kernel.configs[:i])][:3]\n            for o, n, s, t in TILEIR_LEVERS" in out  # a package's
+    assert "for d in softmax_kernel.configs[:i])][:4]\n            for o, n, s in [" in out  # entry(...) forwards run()
     assert "except (AttributeError, TypeError):  # its autotuner keeps its config list fixed" in out
     # heuristics above autotune: its autotuner is .fn
     assert "    add_bias_kernel.fn.configs = add_bias_kernel.fn.configs + [" in out
@@ -55,7 +55,7 @@ def test_apply_adds_to_package_autotuners_and_keys_on_sizes() -> None:
         assert f"{kernel} = triton.autotune(" not in out, kernel
     assert any("disk_autotune(...)" in c.what for c in by_name["scale_kernel"].changes)
     matmul = transform_source((FIXTURES / "matmul.py").read_text(), str(FIXTURES / "matmul.py"))
-    assert "for c in matmul_kernel_tileir.configs[:3]\n        for o, n, s, t in [" in matmul.new_source
+    assert "for d in matmul_kernel_tileir.configs[:i])][:3]\n        for o, n, s, t in [" in matmul.new_source
     assert "'BLOCK_M': 128" in matmul.new_source  # the config function's names are read, its values never run
 
 

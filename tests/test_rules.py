@@ -134,3 +134,7 @@ def test_a_wide_block_capped_by_arithmetic_says_how_wide_it_can_be() -> None:
         "BLOCK can be 65536 (> 8192) in a norm kernel"]
     assert _codes(kernel + ("def run(x, y):\n    BLOCK = min(triton.next_power_of_2(x.shape[1]), 4 << 10)\n"
                             "    k[(x.shape[0],)](x, y, x.shape[1], BLOCK=BLOCK)\n"), WideReductionBlock()) == []
+    guarded = kernel + ("def run(x, y):\n    BLOCK = triton.next_power_of_2(x.shape[1])\n"
+                        "    if BLOCK > 4 * 1024:\n        raise ValueError('row too wide')\n"
+                        "    k[(x.shape[0],)](x, y, x.shape[1], BLOCK=BLOCK)\n")
+    assert _codes(guarded, WideReductionBlock()) == []  # the guard's bound, written as arithmetic

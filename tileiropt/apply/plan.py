@@ -95,48 +95,57 @@ def _made(value: ConfigValue, combos: list[TileIRConfig]) -> int:
                if all(size >= value.kwargs.get(name, 0) for name, size in combo.kwargs if size is not None))
 
 
-def crossed_rows(values: list[ConfigValue], combos: list[TileIRConfig], cap: int) -> list[int]:
-    """The indices of the own configs (literal `values`) the lever combinations cross, at most `cap` TileIR configs
-    in all (one own config at least). Own configs the crossing would make alike (it sets num_stages and num_ctas
-    itself) count once: the first of them. Chosen to hold every meta-parameter value and num_warps the own configs
-    use, then in the author's order (first is the author's first choice)."""
+def distinct_rows(values: list[ConfigValue]) -> list[int]:
+    """The indices of the own configs (literal `values`) the crossing makes differently: the first of each set alike
+    but for num_stages and num_ctas, which the crossing sets itself."""
     distinct: dict[tuple, int] = {}
     for index, value in enumerate(values):
         key = (tuple(sorted((name, repr(v)) for name, v in value.kwargs.items())), value.num_warps,
                repr(value.options.get("pre_hook")))
         distinct.setdefault(key, index)
-    rows = list(distinct.values())
+    return list(distinct.values())
 
-    def held(index: int) -> set[tuple[str, str]]:
-        return {(name, repr(v)) for name, v in values[index].kwargs.items()} | {
-            ("num_warps", repr(values[index].num_warps))}
 
-    uncovered = set().union(*(held(index) for index in rows))
-    chosen: list[int] = []
-    total = 0
-    while rows:
-        best = max(rows, key=lambda index: len(held(index) & uncovered))  # the first of the best
-        rows.remove(best)
-        made = _made(values[best], combos)
-        if chosen and total + made > cap:
-            continue
+def crossed_rows(values: list[ConfigValue], combos: list[TileIRConfig], cap: int) -> list[int]:
+    """The indices of the own configs (literal `values`) the lever combinations cross, at most `cap` TileIR configs
+    in all: of the `distinct_rows`, the author's first, then those that hold the meta-parameter and num_warps values
+    not held yet, then the author's order."""
+    rows = distinct_rows(values)
+    made = {index: _made(values[index], combos) for index in rows}
+    held = {index: {(name, repr(v)) for name, v in values[index].kwargs.items()} | {
+        ("num_warps", repr(values[index].num_warps))} for index in rows}
+    chosen = [rows[0]]  # the author's first choice, whatever it makes
+    total = made[rows[0]]
+    uncovered = set().union(*held.values()) - held[rows[0]]
+    remaining = rows[1:]
+    while remaining:
+        remaining = [index for index in remaining if total + made[index] <= cap]  # the room only shrinks
+        if not remaining:
+            break
+        best = max(remaining, key=lambda index: len(held[index] & uncovered))  # the first of the best
+        remaining.remove(best)
         chosen.append(best)
-        total += made
-        uncovered -= held(best)
+        total += made[best]
+        uncovered -= held[best]
     return sorted(chosen)
 
 
 def crossed_source(configs: str, rows: list[int] | None = None, total: int = 0, first: int | None = None) -> str:
-    """The own configs a crossing reads at import from `configs`: those at `rows` of its `total` (literal), or its
-    `first` few (a list built by code, whose length the tool does not know)."""
+    """The own configs a crossing reads at import from `configs`: those at `rows` of its `total` (literal; read by
+    index where the file could change the list after it is written, so a shorter list never fails the import),
+    or the first `first` of those the crossing makes differently (a list built by code, which the tool does not
+    read: one of each set alike but for num_stages and num_ctas, which the crossing sets itself)."""
     if rows is not None:
         if rows == list(range(total)):
             return configs
         if rows == list(range(len(rows))):
-            first = len(rows)
-        else:
-            return f"[{configs}[i] for i in {tuple(rows)!r}]"
-    return f"{configs}[:{first}]" if first is not None else configs
+            return f"{configs}[:{len(rows)}]"
+        return f"[c for i, c in enumerate({configs}) if i in {tuple(rows)!r}]"
+    if first is None:
+        return configs
+    return (f"[c for i, c in enumerate({configs})  # each unlike those before it (num_stages aside)\n"
+            f"              if all((c.kwargs, c.num_warps) != (d.kwargs, d.num_warps) for d in {configs}[:i])]"
+            f"[:{first}]")
 
 
 def _wrapped_list(head: str, rows: list[str], indent: int) -> str:
@@ -281,12 +290,14 @@ def plan_call_form_autotuned(tuners: list[tuple[str, int]], kernel: KernelInfo, 
 
 def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int, paths: list[str], plan: KernelPlan,
                     names: FileNames) -> None:
-    """Add the TileIR configs to the autotuner of each kernel in `paths`; True when some use num_ctas > 1.
+    """Add the TileIR configs to the autotuner of each kernel in `paths`.
 
     One comprehension crosses the autotuner's own list, read at import, with literal lever combinations: the tool
-    never runs the kernel file. When the file states its configs literally they are read here (at least `cap`
-    configs in all, names checked against the kernel's parameters); configs built by code (a function that branches
-    on the backend, a package's autotuner reading tuned configs from disk) get the covering combinations only.
+    never runs the kernel file. When the file states its configs literally they are read here (names checked
+    against the kernel's parameters) and at most `cap` configs are made (`crossed_rows`; more only where trying
+    every lever value once takes more); configs built by code (a function that branches on the backend, a
+    package's autotuner reading tuned configs from disk) get the covering combinations, crossed with their first
+    few distinct configs.
     A persistent kernel gets 2-CTA configs as any other (as NVIDIA's port of tutorial 09 does): its programs
     then take two SMs each, and the autotuner times that like every other config."""
     autotune = kernel.autotune
@@ -330,7 +341,7 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
     if unknown:
         plan.report.skipped.append(f"TileIR configs not added: configs set {unknown[0]!r}, not a kernel parameter")
         return
-    combos = covering_combinations(space, ctas, tiles, at_least=cap // max(len(values), 1))
+    combos = covering_combinations(space, ctas, tiles, at_least=cap // max(len(distinct_rows(values)), 1))
     rows = crossed_rows(values, combos, cap)
     plan.block.extend(_extend(kernel.name, attributes, _crossed_list(
         crossed_source(f"{attributes[0]}.configs", rows, len(values)), combos, bool(tiles), names), reached))

@@ -18,9 +18,11 @@ on a machine without a GPU). It understands `os.environ.get(NAME[, DEFAULT])`,
 `not`, `and`, `or`, `.lower()`, `.upper()`, `.strip()`, `int()`, `bool()`. Any other test is undecided (None).
 `names_read` lists the variables a source names that way, for the lint cache's key.
 
-A test that names the GPU TileIR runs on is read as TileIR runs too: `IS_NVIDIA_BLACKWELL`, `utils.IS_BLACKWELL`,
-`is_blackwell()` (a name, attribute or argument-less call naming Blackwell) is true, as on the Blackwell GPUs the
-TileIR backend is enabled on. A call with arguments (`check_shared_mem("hopper")`) stays undecided.
+A test that asks whether the GPU is a Blackwell one is read as TileIR runs too, true (the Triton-to-tile-IR
+backend is enabled on Blackwell GPUs): a name, attribute or argument-less call named `blackwell`, `is_blackwell`,
+`has_blackwell`, `IS_NVIDIA_BLACKWELL` and the like (any case) standing as the test itself, under `not`, `and` or
+`or`; never inside a comparison or as an argument. Other names (`IS_PRE_BLACKWELL`, `BLACKWELL_UNSUPPORTED`) and
+calls with arguments (`check_shared_mem("hopper")`) stay undecided.
 """
 
 from __future__ import annotations
@@ -28,14 +30,14 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 _UNDECIDED = object()
 AS_TILEIR_RUNS = {"ENABLE_TILE": "1"}  # variables tileiropt sets, as the TileIR backend runs
 SET_PER_PROCESS = frozenset({"TRITON_INTERPRET"})  # variables tileiropt sets differently in each of its processes
 _STRING_METHODS = ("lower", "upper", "strip")
-_TILEIR_GPU = re.compile(r"blackwell", re.IGNORECASE)  # a device test naming the GPUs TileIR runs on
+_TILEIR_GPU = re.compile(r"(is_|has_)?(nvidia_|cuda_|gpu_)?blackwell(_gpu|_device)?", re.IGNORECASE)  # TileIR's GPUs
 _READ = re.compile(r"""(?:environ\.get|getenv|environ)\s*[\(\[]\s*['"]([A-Za-z_]\w*)['"]"""
                    r"""|['"]([A-Za-z_]\w*)['"]\s+(?:not\s+)?in\s+(?:os\.)?environ\b""")
 
@@ -43,8 +45,20 @@ _READ = re.compile(r"""(?:environ\.get|getenv|environ)\s*[\(\[]\s*['"]([A-Za-z_]
 def decide(test: ast.expr, environ: Mapping[str, str] | None = None) -> bool | None:
     """The truth of a module-level `if` test that reads only the environment; None when it reads anything else."""
     view = {**(os.environ if environ is None else environ), **AS_TILEIR_RUNS}
-    value = _value(test, {k: v for k, v in view.items() if k not in SET_PER_PROCESS})
+    value = _truth(test, {k: v for k, v in view.items() if k not in SET_PER_PROCESS})
     return None if value is _UNDECIDED else bool(value)
+
+
+def _truth(node: ast.expr, environ: Mapping[str, str]) -> Any:
+    """A test's value where it stands as a truth test: a device test naming Blackwell is true here alone."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        operand = _truth(node.operand, environ)
+        return _UNDECIDED if operand is _UNDECIDED else not operand
+    if isinstance(node, ast.BoolOp):
+        return _bool_op(node, environ, _truth)
+    if _names_tileir_gpu(node):
+        return True
+    return _value(node, environ)
 
 
 def names_read(source: str) -> list[str]:
@@ -79,10 +93,6 @@ def _value(node: ast.expr, environ: Mapping[str, str]) -> Any:
         if key in SET_PER_PROCESS:
             return _UNDECIDED
         return environ[key] if isinstance(key, str) and key in environ else _UNDECIDED  # KeyError: undecided
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        return True if _names_tileir_gpu(node) else _UNDECIDED
-    if isinstance(node, ast.Call) and not node.args and not node.keywords and _names_tileir_gpu(node.func):
-        return True
     if isinstance(node, ast.Call) and not any(k.arg is None for k in node.keywords):
         return _call(node, environ)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -96,9 +106,14 @@ def _value(node: ast.expr, environ: Mapping[str, str]) -> Any:
 
 
 def _names_tileir_gpu(node: ast.expr) -> bool:
-    """`IS_NVIDIA_BLACKWELL`, `utils.is_blackwell`: the last name of a dotted name mentions Blackwell."""
+    """`IS_NVIDIA_BLACKWELL`, `utils.is_blackwell`, `is_blackwell()`: the last name of a dotted name (or of an
+    argument-less call's function) asks whether the GPU is a Blackwell one."""
+    if isinstance(node, ast.Call):
+        if node.args or node.keywords:
+            return False
+        node = node.func
     name = _dotted(node)
-    return name is not None and bool(_TILEIR_GPU.search(name.rsplit(".", 1)[-1]))
+    return name is not None and bool(_TILEIR_GPU.fullmatch(name.rsplit(".", 1)[-1]))
 
 
 def _call(node: ast.Call, environ: Mapping[str, str]) -> Any:
@@ -120,10 +135,10 @@ def _call(node: ast.Call, environ: Mapping[str, str]) -> Any:
     return _UNDECIDED
 
 
-def _bool_op(node: ast.BoolOp, environ: Mapping[str, str]) -> Any:
+def _bool_op(node: ast.BoolOp, environ: Mapping[str, str], value: Callable[..., Any] | None = None) -> Any:
     result: Any = None
     for operand in node.values:  # Python's short-circuit: an undecided operand decides nothing
-        result = _value(operand, environ)
+        result = (value or _value)(operand, environ)
         if result is _UNDECIDED:
             return _UNDECIDED
         if isinstance(node.op, ast.And) and not result or isinstance(node.op, ast.Or) and result:

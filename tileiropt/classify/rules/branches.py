@@ -28,7 +28,9 @@ class BranchAlternative(Rule):
         "another branch binds too: a plain-Python fallback under `else:`, or a second Triton kernel")
     why = ("Only one branch of the block runs at import, and which one is not known from the source: the analysis "
         "and `apply` take the (first) Triton kernel, so whatever the other branch binds runs without TileIR code, and "
-        "a second Triton kernel of the same name is neither classified nor rewritten.")
+        "a second Triton kernel of the same name is neither classified nor rewritten. Where the test reads only the "
+        "environment (`os.environ.get(...)`), or asks whether the GPU is a Blackwell one (`IS_NVIDIA_BLACKWELL`: "
+        "true where TileIR runs), the branch taken is known: it is the one analysed, and the other is not reported.")
     VALID = ["try:\n    import numpy\nexcept ImportError:\n    numpy = None\n\n"
              "if True:\n    @triton.jit\n    def k(x_ptr):\n        tl.store(x_ptr, 1.0)\n\n"
              "    def run(x):\n        k[(1,)](x)\n",

@@ -131,10 +131,11 @@ def _guard(name: str, wrapper: ast.FunctionDef, constants: dict[str, int]) -> in
             bound = right
         else:
             continue
-        if isinstance(bound, ast.Constant) and type(bound.value) is int:
-            return bound.value
         if isinstance(bound, ast.Name) and bound.id in constants:
             return constants[bound.id]
+        width = _width(bound, None, {})  # `4096`, `4 * 1024`, `1 << 12`
+        if width is not None and width != UNBOUNDED:
+            return width
     return None
 
 
