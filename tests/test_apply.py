@@ -540,8 +540,8 @@ def test_autotuners_made_by_a_call_get_the_tileir_configs_after_they_are_bound(t
     result = transform_source(_CALL_FORM, str(tmp_path / "call_form.py"))
     report = {k.kernel: k for k in result.kernels}["_scale_kernel"]
     assert [c.what.split(" = ")[0] for c in report.changes if "crossed at import" in c.what] == [
-        "TileIR configs crossed at import from the first 3 of the own configs of scale_tuned",
-        "TileIR configs crossed at import from the first 3 of the own configs of scale_small"]
+        "TileIR configs crossed at import from at most 3 distinct own configs (the first) of scale_tuned",
+        "TileIR configs crossed at import from at most 3 distinct own configs (the first) of scale_small"]
     out = result.new_source
     block = out.index("# TileIR code for _scale_kernel")
     assert out.index("scale_small = triton.autotune(") < block < out.index("\n\n\nafter = 1\n")

@@ -281,7 +281,7 @@ def plan_call_form_autotuned(tuners: list[tuple[str, int]], kernel: KernelInfo, 
             crossed_source(f"{tuner}.configs", first=first), combos, False, names), False))
         plan.report.changes.append(Change(
             line,
-            f"TileIR configs crossed at import from the first {first} of the own configs of {tuner} = "
+            f"TileIR configs crossed at import from at most {first} distinct own configs (the first) of {tuner} = "
             f"triton.autotune(...)(...) ({len(combos)} combinations each: occupancy {space.occupancy}, num_ctas "
             f"{space.num_ctas}, num_stages {space.num_stages})",
             f"{tuner} autotunes {kernel.name} through a call rather than a decorator; its configs go into that "
@@ -329,8 +329,8 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
             autotune.package is not None or reached))
         plan.report.changes.append(Change(
             autotune.line,
-            f"TileIR configs crossed at import from the first {first} of the own configs of {owner} on {target} "
-            f"({len(combos)} combinations each: occupancy {space.occupancy}, num_ctas {ctas}, num_stages "
+            f"TileIR configs crossed at import from at most {first} distinct own configs (the first) of {owner} on "
+            f"{target} ({len(combos)} combinations each: occupancy {space.occupancy}, num_ctas {ctas}, num_stages "
             f"{space.num_stages}" + (f", larger {', '.join(tiles)}" if tiles else "") + ")",
             f"its configs are built by code ({exc}); one comprehension crosses the autotuner's actual configs with "
             "literal lever values that cover every value, so the tool never runs the kernel file"))
