@@ -263,19 +263,25 @@ def test_cli_json_exit_codes_and_saved_records(tmp_path, monkeypatch):
     assert bad.exit_code == ExitCode.BAD_INPUT and "not a Python expression" in bad.output
 
 
-def test_cli_passes_with_exit_zero(tmp_path):
-    runner = CliRunner()
-    project = tmp_path / "tileiropt.toml"
+def _scale_project(folder: Path, size: int) -> Path:
+    """A project of the scale fixture (float32 and float16), its reference an expression."""
+    project = folder / "tileiropt.toml"
     project.write_text(f"""
 [[kernel]]
 name = "scale"
 path = "{FIXTURES / 'scale.py'}"
 entry = "scale"
 reference = "x * alpha + 1"
-inputs = {{ x = [500] }}
+inputs = {{ x = [{size}] }}
 args = {{ alpha = 2.0 }}
 dtypes = ["float32", "float16"]
 """)
+    return project
+
+
+def test_cli_passes_with_exit_zero(tmp_path):
+    runner = CliRunner()
+    project = _scale_project(tmp_path, 500)
     result = runner.invoke(app, ["validate", str(project), "--backend", "interpret", "--variant", "original"])
     assert result.exit_code == ExitCode.OK, result.output
     assert "4 pass" in result.stdout
@@ -423,16 +429,7 @@ def test_whose_difference_a_bit_exact_replay_shows(tmp_path: Path) -> None:
 def test_the_command_starts_its_workers_without_importing_torch_itself(tmp_path):
     """With the machine's facts kept (as `run` keeps them), `validate` neither imports torch nor asks CUDA in its
     own process: its workers start at once, and only they import torch."""
-    project = tmp_path / "tileiropt.toml"
-    project.write_text(f"""
-[[kernel]]
-name = "scale"
-path = "{FIXTURES / 'scale.py'}"
-entry = "scale"
-reference = "x * alpha + 1"
-inputs = {{ x = [64] }}
-args = {{ alpha = 2.0 }}
-""")
+    project = _scale_project(tmp_path, 64)
     script = ("import sys\nfrom tileiropt.cli import main\nsys.argv = ['tileiropt', *sys.argv[1:]]\n"
               "try:\n    main()\nexcept SystemExit as exit:\n    code = exit.code\n"
               "print('torch imported:', 'torch' in sys.modules, 'exit:', code)\n")
@@ -444,4 +441,4 @@ args = {{ alpha = 2.0 }}
     shutil.rmtree(tmp_path / ".tileiropt")  # no earlier record to reuse: the case runs again, in a worker
     again = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert "torch imported: False exit: 0" in again.stdout, again.stdout + again.stderr
-    assert "scale done: 2 pass" in again.stderr  # run in workers, not reused
+    assert "scale done: 4 pass" in again.stderr  # run in workers, not reused

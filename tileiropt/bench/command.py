@@ -18,8 +18,7 @@ from tileiropt.bench.records import (
     save_bench_run,
 )
 from tileiropt.bench.run import BenchSettings, bench_project, earlier_bench
-from tileiropt.capture.targets import TargetOptions, prepared
-from tileiropt.check.machine_facts import machine_facts
+from tileiropt.capture.targets import TargetOptions, adopting_machine_facts, prepared
 from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode
 from tileiropt.output import console, err_console
@@ -86,26 +85,14 @@ def not_run_lines(run: BenchRun) -> list[str]:
     return [f"{count} row{'s' if count > 1 else ''}: {reason}" for reason, count in reasons.items()]
 
 
+@adopting_machine_facts
 def bench_command(
     options: TargetOptions,
     *,
     settings: BenchSettings | None = None,
     remeasure_peaks: bool = False,
 ) -> ExitCode:
-    """Everything behind the command; returns the exit code. The machine's facts are those `run` keeps
-    (`check.machine_facts`: probed again when something they depend on changes, a day on, or with --fresh),
-    so the command neither imports torch nor asks CUDA for them itself."""
-    with machine_facts(options.fresh):
-        return _bench(options, settings=settings, remeasure_peaks=remeasure_peaks)
-
-
-def _bench(
-    options: TargetOptions,
-    *,
-    settings: BenchSettings | None = None,
-    remeasure_peaks: bool = False,
-) -> ExitCode:
-    """The command's body, the machine's facts adopted."""
+    """Everything behind the command; returns the exit code."""
     target = prepared(options)
     project = target.project
     with Progress("bench", "rows", err_console) as progress:

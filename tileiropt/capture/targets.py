@@ -9,12 +9,15 @@ in both (probe the machine, capture first where the project asks for it, resolve
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tileiropt.capture.capture import with_captured_kernels
 from tileiropt.check.machine import Machine
+from tileiropt.check.machine_facts import machine_facts
 from tileiropt.engine.executors import Executor, resolve_executor
 from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode
@@ -82,6 +85,18 @@ class PreparedTarget:
             print_json(run)
             return code
         return None
+
+
+def adopting_machine_facts(command: Callable[..., ExitCode]) -> Callable[..., ExitCode]:
+    """A phase command (`command(options, ...)`) run with the machine's facts those `run` keeps
+    (`check.machine_facts`: probed again when something they depend on changes, a day on, or with --fresh), so its
+    own process neither imports torch nor asks CUDA for them, and its workers start at once."""
+    @functools.wraps(command)
+    def adopting(options: TargetOptions, **kwargs: Any) -> ExitCode:
+        with machine_facts(options.fresh):
+            return command(options, **kwargs)
+
+    return adopting
 
 
 def prepared(options: TargetOptions) -> PreparedTarget:

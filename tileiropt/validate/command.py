@@ -9,8 +9,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from tileiropt.capture.targets import TargetOptions, prepared
-from tileiropt.check.machine_facts import machine_facts
+from tileiropt.capture.targets import TargetOptions, adopting_machine_facts, prepared
 from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.harness.scaling import describe_scaling
@@ -78,6 +77,7 @@ def detail_lines(run: ValidateRun) -> list[str]:
     return lines
 
 
+@adopting_machine_facts
 def validate_command(
     options: TargetOptions,
     *,
@@ -86,22 +86,7 @@ def validate_command(
     all_configs: bool = True,
     timeout: float | None = None,
 ) -> ExitCode:
-    """Everything behind the command; returns the exit code. The machine's facts are those `run` keeps
-    (`check.machine_facts`: probed again when something they depend on changes, a day on, or with --fresh),
-    so the command neither imports torch nor asks CUDA for them itself."""
-    with machine_facts(options.fresh):
-        return _validate(options, backends=backends, variant=variant, all_configs=all_configs, timeout=timeout)
-
-
-def _validate(
-    options: TargetOptions,
-    *,
-    backends: list[str] | None = None,
-    variant: str | None = None,
-    all_configs: bool = True,
-    timeout: float | None = None,
-) -> ExitCode:
-    """The command's body, the machine's facts adopted."""
+    """Everything behind the command; returns the exit code."""
     if variant not in (None, "original", "optimized", "both"):
         raise UserError(f"--variant: unknown value {variant!r}", hint="use original, optimized or both")
     variants = None if variant is None else ["original", "optimized"] if variant == "both" else [variant]
