@@ -476,7 +476,7 @@ def test_autotuners_sharing_one_config_list_each_get_their_own_crossing(tmp_path
     assert len(module.CONFIGS) == 2 and module.SAME is module.CONFIGS  # the author's list as written
     assert len(module.double_kernel.configs) == 2 + added
     crossed = len(module.shift_kernel.configs) - 2  # its 2 own configs, each with the covering combinations
-    assert crossed % 2 == 0 and 0 < crossed <= added  # not the first kernel's 2 + added configs crossed again
+    assert crossed % 2 == 0 and 0 < crossed <= 16  # within the cap: not the first kernel's 2 + added crossed again
 
 
 _ASM_HELPER = '''
@@ -821,3 +821,18 @@ def test_a_list_built_by_code_is_crossed_in_its_first_distinct_configs(tmp_path:
     per_row = Counter((c.kwargs["BLOCK_M"], c.num_warps) for c in added)
     assert len(per_row) == len(added) // max(per_row.values()) and len(per_row) > 1, per_row
     assert set(per_row) <= {(32, 4), (32, 8), (64, 4), (64, 8)} and (32, 8) in per_row
+
+
+def test_own_configs_a_larger_tile_would_make_alike_are_not_both_crossed() -> None:
+    """BLOCK 32 and 64 at one num_warps both become BLOCK 128 under a larger tile: crossing both would add the same
+    config twice, which the autotuner would compile and time twice."""
+    from tileiropt.apply.config_values import ConfigValue
+    from tileiropt.apply.plan import crossed_rows
+    from tileiropt.apply.spaces import TileIRConfig
+
+    values = [ConfigValue({"BLOCK": 32}), ConfigValue({"BLOCK": 64}), ConfigValue({"BLOCK": 64}, num_warps=8)]
+    combos = [TileIRConfig((("BLOCK", None),), 1, 1, 3), TileIRConfig((("BLOCK", 128),), 2, 1, 3)]
+    assert crossed_rows(values, combos, 16) == [0, 2]  # the second would repeat the first's BLOCK=128 config
+    result = transform_source(_SHARED_LIST, "shared.py")
+    (report,) = [k for k in result.kernels if k.kernel == "double_kernel"]
+    assert any("1 of its 2 own configs (those at 0)" in change.what for change in report.changes), report.changes

@@ -109,25 +109,40 @@ def distinct_rows(values: list[ConfigValue]) -> list[int]:
 def crossed_rows(values: list[ConfigValue], combos: list[TileIRConfig], cap: int) -> list[int]:
     """The indices of the own configs (literal `values`) the lever combinations cross, at most `cap` TileIR configs
     in all: of the `distinct_rows`, the author's first, then those that hold the meta-parameter and num_warps values
-    not held yet, then the author's order."""
+    not held yet, then the author's order; never one that would make a config another crossed row makes (a larger
+    tile replaces the sizes in which two own configs differ)."""
     rows = distinct_rows(values)
-    made = {index: _made(values[index], combos) for index in rows}
+    made = {index: _made_configs(values[index], combos) for index in rows}
     held = {index: {(name, repr(v)) for name, v in values[index].kwargs.items()} | {
         ("num_warps", repr(values[index].num_warps))} for index in rows}
     chosen = [rows[0]]  # the author's first choice, whatever it makes
-    total = made[rows[0]]
+    total, making = len(made[rows[0]]), set(made[rows[0]])
     uncovered = set().union(*held.values()) - held[rows[0]]
     remaining = rows[1:]
-    while remaining:
-        remaining = [index for index in remaining if total + made[index] <= cap]  # the room only shrinks
+    while remaining:  # the room only shrinks, and what is made only grows
+        remaining = [index for index in remaining if total + len(made[index]) <= cap and not made[index] & making]
         if not remaining:
             break
         best = max(remaining, key=lambda index: len(held[index] & uncovered))  # the first of the best
         remaining.remove(best)
         chosen.append(best)
-        total += made[best]
+        total += len(made[best])
+        making |= made[best]
         uncovered -= held[best]
     return sorted(chosen)
+
+
+def _made_configs(value: ConfigValue, combos: list[TileIRConfig]) -> set[tuple]:
+    """The configs `_crossed_list` makes of one own config: its meta-parameters with a combination's larger tile,
+    its num_warps, the combination's levers."""
+    made = set()
+    for combo in combos:
+        tile = {name: size for name, size in combo.kwargs if size is not None}
+        if all(size >= value.kwargs.get(name, 0) for name, size in tile.items()):
+            kwargs = {**value.kwargs, **tile}
+            made.add((tuple(sorted((name, repr(v)) for name, v in kwargs.items())), value.num_warps,
+                      combo.occupancy, combo.num_ctas, combo.num_stages))
+    return made
 
 
 def crossed_source(configs: str, rows: list[int] | None = None, total: int = 0, first: int | None = None) -> str:
