@@ -470,6 +470,15 @@ def test_cli_bad_paths(tmp_path: Path) -> None:
     plain = _write(tmp_path, "plain.py", "x = 1\n")
     result = runner.invoke(app, ["classify", str(plain)])
     assert result.exit_code == 0 and "no Triton kernel" in result.output
+    for name, text in (("notes.txt", "this is not python (\n"), ("typo.py", "def f(:\n    pass\n")):
+        named = _write(tmp_path, name, text)  # no `triton` in it: a folder's scan skips such files unread
+        result = runner.invoke(app, ["classify", str(named)])
+        assert result.exit_code == 2 and "cannot parse" in result.output, result.output
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    _write(folder, "typo.py", "def f(:\n    pass\n")
+    _write(folder, "plain.py", "x = 1\n")
+    assert runner.invoke(app, ["classify", str(folder)]).exit_code == 0  # in a folder: not read, not an error
 
 
 @pytest.mark.parametrize("width", [80, 200])

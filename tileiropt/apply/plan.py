@@ -374,7 +374,9 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
         f"num_ctas {used_ctas}, num_stages {used_stages}"
         + (f", larger {', '.join(tiles)}" if tiles else "")
         + (f" ({len(rows) * len(combos) - added} left out: their tile would be smaller than the config's own)"
-           if added < len(rows) * len(combos) else ""),
+           if added < len(rows) * len(combos) else "")
+        + (f"; more than max_configs ({cap}): trying every lever value once takes {len(combos)} combinations"
+           if added > cap else ""),
         "TileIR tunes occupancy and 2-CTA mode; num_stages is a cost hint; larger tiles suit CGA-level tiles; "
         f"the kernel's own {len(values)} configs are kept first; every lever value is tried at least once"
         + ("" if len(rows) == len(values) else

@@ -271,6 +271,9 @@ def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith(".") or part == "__pycache__" for part in parts)
 
 
+NO_TRITON_IMPORT = "no Triton kernel (no triton import)"  # a file without `triton` and `jit`: not even parsed
+
+
 def classify_file(path: Path | str, select: list[str] | None = None, ignore: list[str] | None = None,
                   rules: list[Rule] | None = None, release: Release | None = None,
                   ir: IROptions | None = None, models: FileModels | None = None) -> FileResult:
@@ -297,7 +300,7 @@ def classify_model(model: FileModel, select: list[str] | None = None, ignore: li
         rules = select_rules(ALL_RULES, select, ignore)
     # A file without both words cannot define a Triton JIT function: skip the parse (speed only).
     if "triton" not in model.source or "jit" not in model.source:
-        return FileResult(file=path, status=NOT_RUN, kernels=[], message="no Triton kernel (no triton import)")
+        return FileResult(file=path, status=NOT_RUN, kernels=[], message=NO_TRITON_IMPORT)
     try:
         if not model.module.kernels:
             return FileResult(file=path, status=NOT_RUN, kernels=[], message="no @triton.jit function")

@@ -15,7 +15,14 @@ from rich.table import Table
 from rich.text import Text
 
 from tileiropt.check.environment import choose_release
-from tileiropt.classify.classify import CLASSES, FileResult, classify_files, collect_files, has_errors
+from tileiropt.classify.classify import (
+    CLASSES,
+    NO_TRITON_IMPORT,
+    FileResult,
+    classify_files,
+    collect_files,
+    has_errors,
+)
 from tileiropt.classify.lint_config import LintSettings, forget_cached_files
 from tileiropt.classify.lint_output import (
     github_annotation,
@@ -26,6 +33,8 @@ from tileiropt.classify.lint_output import (
     sarif_document,
     text_line,
 )
+from tileiropt.classify.model import FileModel
+from tileiropt.classify.source import parse_source
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
 from tileiropt.releases import Choice, get_release
@@ -49,7 +58,9 @@ def classify_command(paths: list[Path], select: list[str] | None = None, ignore:
     if not results:
         raise UserError("no Python files found", file=", ".join(str(p) for p in paths),
                         hint="pass .py files or folders that contain them")
-    _print(results, choice, fmt, ir, explicit={Path(p).resolve() for p in paths if Path(p).is_file()})
+    explicit = {Path(p).resolve() for p in paths if Path(p).is_file()}
+    results = [_parsed_if_named(result, explicit) for result in results]
+    _print(results, choice, fmt, ir, explicit=explicit)
     if all(r.status == ERROR for r in results):
         if fmt != "json":
             err_console.print("[bold red]error[/]: no file could be parsed", soft_wrap=True)
@@ -57,6 +68,18 @@ def classify_command(paths: list[Path], select: list[str] | None = None, ignore:
     if strict and has_errors(results):
         return ExitCode.FAILED
     return ExitCode.OK
+
+
+def _parsed_if_named(result: FileResult, explicit: set[Path]) -> FileResult:
+    """A file named on the command line is Python or an error, whatever words it holds: the quick pass over files
+    without `triton` and `jit` (no parse) is for the files a folder holds."""
+    if result.status != NOT_RUN or result.message != NO_TRITON_IMPORT or Path(result.file).resolve() not in explicit:
+        return result
+    try:
+        parse_source(FileModel.read(result.file).source, result.file)
+    except UserError as exc:
+        return FileResult(file=result.file, status=ERROR, kernels=[], message=str(exc))
+    return result
 
 
 def _release_choice(settings: LintSettings, files: list[Path]) -> Choice:
