@@ -474,6 +474,7 @@ def test_cli_bad_paths(tmp_path: Path) -> None:
         named = _write(tmp_path, name, text)  # no `triton` in it: a folder's scan skips such files unread
         result = runner.invoke(app, ["classify", str(named)])
         assert result.exit_code == 2 and "cannot parse" in result.output, result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output  # one line: no summary of nothing
     folder = tmp_path / "mixed"
     folder.mkdir()
     _write(folder, "typo.py", "def f(:\n    pass\n")

@@ -310,6 +310,11 @@ def test_examples_after_apply_pass_on_both_interpreter_backends(tmp_path):
     assert not failures, failures
     repeats = [r for r in result.records if r.hint_only_repeat]
     assert all(r.reason.startswith(SAME_ON_INTERPRETER) for r in repeats)  # the same meta-parameters ran before
+    from tileiropt.validate.run import REPEATED, tally
+
+    shown = tally(result)  # the closing line: repeats apart from the records no one ran
+    assert shown[REPEATED] == len(repeats) > 0
+    assert shown.get(NOT_RUN, 0) == sum(r.status == NOT_RUN for r in result.records) - len(repeats)
     originals = {r.kernel for r in result.records if r.variant == "original" and r.backend == "interpret"}
     assert originals == {k.name for k in project.kernels}
     forced = [r for r in result.records if r.backend == "tileir-code-on-interpret"]

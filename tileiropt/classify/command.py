@@ -62,7 +62,7 @@ def classify_command(paths: list[Path], select: list[str] | None = None, ignore:
     results = [_parsed_if_named(result, explicit) for result in results]
     _print(results, choice, fmt, ir, explicit=explicit)
     if all(r.status == ERROR for r in results):
-        if fmt != "json":
+        if fmt != "json" and len(results) > 1:  # one file: its own line said it
             err_console.print("[bold red]error[/]: no file could be parsed", soft_wrap=True)
         return ExitCode.BAD_INPUT
     if strict and has_errors(results):
@@ -106,6 +106,8 @@ def _print(results: list[FileResult], choice: Choice, fmt: str, ir: bool, explic
     elif verbosity() == QUIET:  # the findings, and files that could not be parsed
         _print_findings(results, plain=True)
         _print_problems(results, explicit=set())
+    elif all(r.status == ERROR for r in results):  # nothing to sum up: the errors alone
+        _print_problems(results, explicit=explicit)
     else:
         _print_human(results, explicit=explicit, verbose=verbosity() == VERBOSE)
         console.print(f"lint for {choice.describe()}; {ir_summary(results) if ir else 'IR check off (--no-ir)'}",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from rich import box
 from rich.markup import escape
@@ -16,7 +15,7 @@ from tileiropt.harness.scaling import describe_scaling
 from tileiropt.output import console, err_console
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
-from tileiropt.validate.run import earlier_validation, validate_project
+from tileiropt.validate.run import earlier_validation, tally, validate_project
 
 _STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
 
@@ -109,9 +108,8 @@ def validate_command(
     console.print(summary_table(run))
     for line in detail_lines(run):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
-    counts = run.counts()
-    tally: list[Any] = [f"{counts[s]} {s}" for s in (PASS, FAIL, ERROR, NOT_RUN) if counts[s]]
     for note in run.notes:
         err_console.print(f"note: {note}")
-    console.print(f"{', '.join(tally)} in {run.seconds:.1f}s; records saved to {saved}")
+    shown = ", ".join(f"{n} {status}" for status, n in tally(run).items())
+    console.print(f"{shown} in {run.seconds:.1f}s; records saved to {saved}")
     return code

@@ -15,7 +15,7 @@ from tileiropt.phases import BY_NAME
 from tileiropt.project.spec import KernelSpec
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import ValidateRun, ValidationRecord
-from tileiropt.validate.run import REPEATED, validate_project
+from tileiropt.validate.run import tally, validate_project
 
 
 def failures(run: ValidateRun, phase: str, what: str) -> list[Stop]:
@@ -109,14 +109,11 @@ class ValidatePhase:
         stops = failures(run, "validate", "the optimized file")
         failed = {s.kernel for s in stops}
         stops += never_validated([s for s in going if s.name not in failed], run.records)
-        counts = run.counts()
-        repeats = sum(r.hint_only_repeat for r in run.records)
-        shown = {**counts, NOT_RUN: counts[NOT_RUN] - repeats, REPEATED: repeats}
-        detail = ", ".join(f"{n} {status}" for status, n in shown.items() if n)
+        detail = ", ".join(f"{n} {status}" for status, n in tally(run).items())
         if stops:
             status, detail = FAIL, f"{len(stops)} kernel(s) failed: {detail}"
         else:
-            status = PASS if counts[PASS] else NOT_RUN
+            status = PASS if run.counts()[PASS] else NOT_RUN
         done = Outcome.of("validate", status, detail, record=merged, stops=stops)
         done.result.jobs = list(run.jobs)
         return done

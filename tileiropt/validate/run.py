@@ -49,6 +49,15 @@ from tileiropt.validate.shards import ShardCount, autotuned, shard_count, split_
 
 REPEATED = "hint-only repeats"  # the progress line's word for such records (run once: the schema says why)
 
+
+def tally(run: ValidateRun) -> dict[str, int]:
+    """The records by status, the hint-only repeats apart from the other records not run (no one need look into
+    them), as the progress line and the closing lines count them; statuses without a record left out."""
+    counts = run.counts()
+    repeats = sum(r.hint_only_repeat for r in run.records)
+    shown = {**counts, NOT_RUN: counts[NOT_RUN] - repeats, REPEATED: repeats}
+    return {status: n for status, n in shown.items() if n}
+
 # --------------------------------------------------------------------------- planning
 
 
