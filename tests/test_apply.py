@@ -748,19 +748,25 @@ def state_kernel(x_ptr, n, BK: tl.constexpr, BV: tl.constexpr):
 '''
 
 
-def test_a_long_own_list_is_crossed_within_the_cap(tmp_path: Path, tileir_code_forced: None) -> None:
+def _configs_at_import(folder: Path, source: str, kernel: str, max_configs: int = 16):
+    """`apply` of `source` (as `<kernel>.py`), and the configs its kernel's autotuner holds when the written file is
+    imported with the TileIR code forced on."""
     from tileiropt.harness.loading import load_kernel_module
 
-    source = tmp_path / "state.py"
-    source.write_text(_MANY_OWN)
-    result = transform_source(_MANY_OWN, str(source), max_configs=16)
+    original = folder / f"{kernel}.py"
+    original.write_text(source)
+    result = transform_source(source, str(original), max_configs=max_configs)
+    optimized = folder / f"{kernel}_tileir.py"
+    write_rewrite(optimized, result.new_source)
+    return result, getattr(load_kernel_module(str(optimized), str(original), None, kernel), kernel).configs
+
+
+def test_a_long_own_list_is_crossed_within_the_cap(tmp_path: Path, tileir_code_forced: None) -> None:
+    result, configs = _configs_at_import(tmp_path, _MANY_OWN, "state_kernel")
     (report,) = result.kernels
     assert 0 < report.configs_added <= 16  # 54 own configs crossed whole would make over 200
     (change,) = [c for c in report.changes if "added to the autotune space" in c.what]
     assert "of its 54 own configs (those at " in change.what and "at most 16 added" in change.why
-    optimized = tmp_path / "state_tileir.py"
-    write_rewrite(optimized, result.new_source)
-    configs = load_kernel_module(str(optimized), str(source), None, "state_kernel").state_kernel.configs
     added = configs[54:]
     assert len(added) == report.configs_added  # the count apply reports is the count at import
     per_row = Counter((tuple(sorted(c.kwargs.items())), c.num_warps) for c in added)
@@ -810,14 +816,7 @@ def rows_kernel(x_ptr, n, BLOCK_M: tl.constexpr):
 def test_a_list_built_by_code_is_crossed_in_its_first_distinct_configs(tmp_path: Path,
                                                                         tileir_code_forced: None) -> None:
     """Its first configs differ only in num_stages, which the crossing sets itself: each is crossed once."""
-    from tileiropt.harness.loading import load_kernel_module
-
-    source = tmp_path / "rows.py"
-    source.write_text(_BUILT_BY_CODE)
-    result = transform_source(_BUILT_BY_CODE, str(source), max_configs=16)
-    optimized = tmp_path / "rows_tileir.py"
-    write_rewrite(optimized, result.new_source)
-    added = load_kernel_module(str(optimized), str(source), None, "rows_kernel").rows_kernel.configs[12:]
+    added = _configs_at_import(tmp_path, _BUILT_BY_CODE, "rows_kernel")[1][12:]
     per_row = Counter((c.kwargs["BLOCK_M"], c.num_warps) for c in added)
     assert len(per_row) == len(added) // max(per_row.values()) and len(per_row) > 1, per_row
     assert set(per_row) <= {(32, 4), (32, 8), (64, 4), (64, 8)} and (32, 8) in per_row

@@ -91,8 +91,17 @@ def crossed_count(values: list[ConfigValue], combos: list[TileIRConfig]) -> int:
 
 
 def _made(value: ConfigValue, combos: list[TileIRConfig]) -> int:
-    return sum(1 for combo in combos
-               if all(size >= value.kwargs.get(name, 0) for name, size in combo.kwargs if size is not None))
+    return sum(1 for combo in combos if _grows(value, _tile(combo)))
+
+
+def _tile(combo: TileIRConfig) -> dict[str, int]:
+    """The larger tile sizes a combination sets (None in its kwargs: the own config's size)."""
+    return {name: size for name, size in combo.kwargs if size is not None}
+
+
+def _grows(value: ConfigValue, tile: dict[str, int]) -> bool:
+    """`_crossed_list`'s filter: a larger tile never shrinks the config's own."""
+    return all(size >= value.kwargs.get(name, 0) for name, size in tile.items())
 
 
 def distinct_rows(values: list[ConfigValue]) -> list[int]:
@@ -137,8 +146,8 @@ def _made_configs(value: ConfigValue, combos: list[TileIRConfig]) -> set[tuple]:
     its num_warps, the combination's levers."""
     made = set()
     for combo in combos:
-        tile = {name: size for name, size in combo.kwargs if size is not None}
-        if all(size >= value.kwargs.get(name, 0) for name, size in tile.items()):
+        tile = _tile(combo)
+        if _grows(value, tile):
             kwargs = {**value.kwargs, **tile}
             made.add((tuple(sorted((name, repr(v)) for name, v in kwargs.items())), value.num_warps,
                       combo.occupancy, combo.num_ctas, combo.num_stages))

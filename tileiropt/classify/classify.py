@@ -395,11 +395,12 @@ def _imported_errors(own: FunctionFacts, model: FileModel, release: Release) -> 
     with the file, and apply follows it). The IR check, where it lowers the call's line, decides it as its own."""
     functions = {node.name for node in model.scan.kernel_nodes}
     found: list[Finding] = []
+    reported: set[str] = set()  # one finding a helper, at its first call
     key = str(Path(model.path).resolve())
     _IN_PROGRESS.add(key)
     try:
         for line, callee in own.helper_calls:
-            if callee in functions or any(f"in helper {callee}" in f.message for f in found):
+            if callee in functions or callee in reported:
                 continue
             helper = _imported_helper(model, callee)
             if helper is None or str(Path(helper[0].path).resolve()) in _IN_PROGRESS:
@@ -407,6 +408,7 @@ def _imported_errors(own: FunctionFacts, model: FileModel, release: Release) -> 
             owner, node = helper
             inner, errors = rejected_code(node.name, {r.kernel: r for r in syntax_records(owner, release)})
             if errors:
+                reported.add(callee)
                 error = errors[0]
                 via = f"{callee}, through {inner}" if inner else callee
                 found.append(Finding(error.code, "error", line, f"{error.message} (in {Path(owner.path).name}:"

@@ -14,13 +14,16 @@ FUNCTION_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")  # "package.modu
 
 def reference_kind(text: str) -> str:
     """"original", "function" (``"pkg.mod:function"``) or "expression" (a Python expression over the inputs); raises
-    SyntaxError, with its message, for text that is none of them."""
+    ValueError, saying why, for text that is none of them."""
     text = text.strip()
     if text == REFERENCE_ORIGINAL:
         return "original"
     if FUNCTION_REF.match(text):
         return "function"
-    compile(text, "<reference>", "eval")
+    try:
+        compile(text, "<reference>", "eval")
+    except SyntaxError as exc:
+        raise ValueError(f"reference is not a Python expression: {exc.msg}: {text!r}") from None
     return "expression"
 
 

@@ -262,8 +262,8 @@ class Reference:
         text = text.strip()
         try:
             return cls(text, reference_kind(text))
-        except SyntaxError as exc:
-            raise HarnessError(f"reference is not a Python expression: {exc.msg}: {text!r}") from None
+        except ValueError as exc:
+            raise HarnessError(str(exc)) from None
 
     def resolve(self, original: Callable[..., Any] | None = None) -> Callable[..., Any]:
         """A callable taking (inputs, args, dims) and returning the reference output; `original` is the

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from tileiropt.errors import UserError
-from tileiropt.harness.entry_ref import REFERENCE_ORIGINAL  # noqa: F401 - the project's word for it
 from tileiropt.harness.gate import optimized_name
 from tileiropt.project.launch import CapturedLaunch
 from tileiropt.project.tolerances import tolerances

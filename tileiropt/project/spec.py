@@ -13,13 +13,13 @@ from typing import Any
 
 from tileiropt.classify.discovery import scan_file
 from tileiropt.errors import UserError
+from tileiropt.harness.entry_ref import REFERENCE_ORIGINAL
 from tileiropt.project.file import load_project, parse_project
 from tileiropt.project.library import check_library, defines_kernel, library_files
 from tileiropt.project.model import (
     DEFAULT_ARTIFACTS,
     DEFAULT_TIMEOUT_S,
     PROJECT_FILE,
-    REFERENCE_ORIGINAL,
     CaptureRequest,
     KernelSpec,
     Project,

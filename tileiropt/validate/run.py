@@ -84,9 +84,8 @@ def _check_reference(spec: KernelSpec, project: Project) -> None:
         return  # nothing to parse
     try:  # read without torch: the workers have not started yet
         reference_kind(spec.reference)
-    except SyntaxError as exc:
-        raise UserError(f"reference is not a Python expression: {exc.msg}: {spec.reference.strip()!r}",
-                        file=str(project.file) if project.file else None,
+    except ValueError as exc:
+        raise UserError(str(exc), file=str(project.file) if project.file else None,
                         hint=f"fix the reference of kernel {spec.name!r}") from None
 
 
