@@ -94,6 +94,27 @@ def test_quiet_and_verbose_together_are_bad_input(tmp_path: Path) -> None:
     assert result.output.strip() == "error: -q/--quiet and -v/--verbose exclude each other (fix: give one of them)"
 
 
+@pytest.mark.parametrize(("argv", "command", "said"), [
+    (["apply", "k.py", "--max-configs", "abc"], "tileiropt apply", "Invalid value for '--max-configs'"),
+    (["classify", "--nope"], "tileiropt classify", "No such option: --nope"),
+    (["bogus"], "tileiropt", "No such command 'bogus'"),
+])
+def test_a_usage_error_is_one_line_naming_the_command_and_its_fix(argv: list[str], command: str, said: str) -> None:
+    import json
+    import subprocess
+    import sys
+
+    executable = Path(sys.executable).parent / "tileiropt"  # the installed command, as a user runs it
+    done = subprocess.run([str(executable), *argv, "--json"], capture_output=True, text=True,
+                          timeout=120, env={**__import__("os").environ, "COLUMNS": "80"})
+    assert done.returncode == 2
+    line, = done.stderr.strip().splitlines()  # one line, no usage block
+    assert line.startswith(f"error: {command}: {said}") and line.endswith(f"(fix: see `{command} -h`)")
+    error = json.loads(done.stdout)["error"]
+    assert error["fix"] == f"see `{command} -h`" and error["exit_code"] == 2 and error["message"].startswith(said)
+    assert {"file", "line"} <= set(error)
+
+
 def test_rule_command_pages_and_list() -> None:
     page = runner.invoke(app, ["rule", "TIR006"])
     assert page.exit_code == 0 and page.stdout.startswith("## TIR006 erf\n\nSeverity: **error**")

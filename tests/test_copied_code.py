@@ -80,6 +80,35 @@ def test_the_surface_turns_the_gate_on_and_drops_only_the_tileir_hints(tileir_co
     assert tileir_surface.tileir_configs([own, config]) == [config]
 
 
+def test_the_surface_compiles_a_tileir_config_with_the_warps_its_tile_needs(tileir_code_forced: None) -> None:
+    from tileiropt.harness.autotuners import config_label
+
+    big = triton.Config({"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64}, num_warps=2, num_stages=3, occupancy=2)
+    assert big.num_warps == 8 and big.tileir_hints == {"occupancy": 2, "num_warps": 2}
+    assert big.tileir_dropped == {"occupancy": 2, "num_warps": 2} and big.all_kwargs()["num_warps"] == 8
+    assert config_label(big) == "BLOCK_K=64, BLOCK_M=256, BLOCK_N=128, num_warps=2, num_stages=3, num_ctas=1, " \
+        "occupancy=2"  # the config as the file gives it
+    small = triton.Config({"BLOCK_M": 64, "BLOCK_N": 64}, num_warps=2, occupancy=1)
+    assert small.num_warps == 2 and "num_warps" not in small.tileir_hints  # two warps hold a 64x64 tile
+    own = triton.Config({"BLOCK_M": 256, "BLOCK_N": 128}, num_warps=2)  # the user's own config: untouched
+    assert own.num_warps == 2 and config_label(own).startswith("BLOCK_M=256, BLOCK_N=128, num_warps=2")
+
+
+@pytest.mark.parametrize(("kwargs", "given", "warps"), [
+    ({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, 2, 2),  # 4,096 elements a warp at most: as given
+    ({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}, 2, 4),
+    ({"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64}, 2, 8),
+    ({"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64}, 4, 8),  # never past eight
+    ({"BLOCK_M": 256, "BLOCK_N": 128}, 16, 16),  # never fewer than given
+    ({"BLOCK_SIZE": 65536}, 4, 8),  # a row's block: the tile of one size
+    ({"GROUP": 8, "N": 3}, 1, 1),  # no block size
+    ({"BLOCK_M": 256, "BLOCK_N": 256}, None, None),  # the launch's default: left to it
+])
+def test_stand_in_warps_raise_the_given_warps_to_what_the_tile_needs(kwargs: dict, given: int | None,
+                                                                     warps: int | None) -> None:
+    assert tileir_surface.stand_in_warps(kwargs, given) == warps
+
+
 def test_the_surface_is_gone_after_the_test() -> None:
     assert not tileir_surface.is_stand_in()
     with pytest.raises(TypeError):

@@ -28,9 +28,10 @@ REJECTED_BY_TILEIR = "rejected by the TileIR compiler"
 # The start of a not-run record's reason where the interpreter would compute what an earlier config computed (the
 # same meta-parameters and pre-hook, other hints): counted apart from what could not run.
 SAME_ON_INTERPRETER = "not run on the interpreter: the same meta-parameters and pre-hook as"
-# Likewise on PTX with the TileIR code forced on: a config whose TileIR hints PTX drops (occupancy, 2-CTA mode) is,
-# once they are dropped, the very config an earlier item ran, and compiles to the same code.
-SAME_ON_PTX = "not run on PTX: once the TileIR hints PTX drops are dropped, the same config as"
+# Likewise on PTX with the TileIR code forced on: a config whose TileIR hints PTX drops (occupancy, 2-CTA mode) or
+# sets as it compiles them (num_warps, at least what the tile needs) is, so compiled, the very config an earlier item
+# ran, and compiles to the same code.
+SAME_ON_PTX = "not run on PTX: with its TileIR hints as PTX compiles them, the same config as"
 
 # What schema-1 records said, read as today's status (so an earlier run's records still render).
 _EARLIER = {"ok": PASS, "failed": FAIL, "skipped": NOT_RUN, "no_kernels": NOT_RUN}

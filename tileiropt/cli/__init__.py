@@ -170,10 +170,15 @@ def user_errors(func: F) -> F:
 
 def fail(text: str, code: ExitCode, as_json: bool, fields: dict[str, Any] | None = None) -> None:
     """One line on stderr and, with --json, an error document on stdout; then exit with `code`."""
+    say_error(text, int(code), as_json, fields)
+    raise typer.Exit(int(code)) from None
+
+
+def say_error(text: str, code: int, as_json: bool, fields: dict[str, Any] | None = None) -> None:
+    """An error as one line on stderr and, with --json, as a document on stdout."""
     err_console.print(f"[bold red]error[/]: {escape(text)}", soft_wrap=True)
     if as_json:
-        print_json({"error": {"text": text, "exit_code": int(code), **(fields or {})}})
-    raise typer.Exit(int(code)) from None
+        print_json({"error": {"text": text, "exit_code": code, **(fields or {})}})
 
 
 def _version(value: bool) -> None:
@@ -511,11 +516,13 @@ def main() -> None:
     except typer.Abort:
         err_console.print("[bold red]error[/]: interrupted")
         code = int(ExitCode.INTERRUPTED)
-    except _CLICK_ERROR as exc:  # bad flags or arguments: click's message, and with --json a document on stdout
-        exc.show()
+    except _CLICK_ERROR as exc:  # bad flags or arguments: one line, as every error, and with --json a document
         code = exc.exit_code
-        if _wants_json(sys.argv[1:]):
-            print_json({"error": {"text": exc.format_message(), "exit_code": code}})
+        context = getattr(exc, "ctx", None)
+        command = context.command_path if context is not None else "tileiropt"
+        fix = f"see `{command} -h`"
+        say_error(f"{command}: {exc.format_message()} (fix: {fix})", code, _wants_json(sys.argv[1:]),
+                  {"file": None, "line": None, "fix": fix, "message": exc.format_message()})
     sys.exit(code if isinstance(code, int) else 0)
 
 

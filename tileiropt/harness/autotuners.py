@@ -97,10 +97,12 @@ def tma_dispatches(module: ModuleType) -> dict[str, Any]:
 
 
 def config_label(config: Config) -> str:
-    """A stable, readable label for a triton.Config: its kwargs, then its launch options."""
+    """A stable, readable label for a triton.Config: its kwargs, then its launch options, as the file gives them
+    (where the TileIR code is forced on, the hints the stand-in drops or changes are in `.tileir_hints`)."""
     parts = [f"{k}={v}" for k, v in sorted(getattr(config, "kwargs", {}).items())]
+    given = getattr(config, "tileir_hints", None) or {}
     for option in ("num_warps", "num_stages", "num_ctas", "maxnreg", "occupancy"):
-        value = getattr(config, option, None)
+        value = given[option] if option in given else getattr(config, option, None)
         if value is not None:
             parts.append(f"{option}={value}")
     return ", ".join(parts)

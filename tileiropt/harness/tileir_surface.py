@@ -13,6 +13,10 @@ backend forces the TileIR code on, after `import triton` and before any user mod
   `opt_level` (only TileIR configs are) drops them, and a `num_ctas` above 1 (2-CTA mode is TileIR's; under PTX
   it would be a cluster launch the kernel was not written for). Each such config keeps what it was given in
   `.tileir_hints` and what was dropped in `.tileir_dropped`; the user's own configs are untouched;
+- compiles such a config with at least the warps its tile needs (`stand_in_warps`): TileIR takes `num_warps` only
+  as a hint (13.1 ignores it, 13.4 passes it on as the worker warps a CTA), so what the config computes does not
+  depend on it, while PTX compiles a 256x128 dot tile at two warps for 16-21 s (an H200) against 2-4 s at eight.
+  The value given is kept in `.tileir_hints` and shown in the config's label;
 - makes a JIT launch drop the hints a launch site passes under the gate (`launch_hints.py`:
   `**({"occupancy": 4} if is_tileir() else {})`), which PTX refuses ("Keyword argument occupancy was specified
   but unrecognised"); a kernel parameter of that name is passed as always.
@@ -23,6 +27,7 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import math
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -36,6 +41,8 @@ if TYPE_CHECKING:
 BACKEND_MODULE = "triton.backends.tileir"
 STAND_IN_MARK = "TILEIROPT_STAND_IN"  # set on the stand-in module: what imports it is not nvtriton
 HINTS = ("occupancy", "opt_level")  # Config keywords only the TileIR backend takes
+WARP_TILE = 4096  # a dot tile's elements per warp above which PTX's compile slows steeply (see `stand_in_warps`)
+MOST_WARPS = 8
 
 
 class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -98,10 +105,32 @@ def _config_drops_hints(config_class: type[Config]) -> None:
             options["num_ctas"] = 1
         original(self, kwargs, *args, **options)
         if hints:
+            warps = stand_in_warps(self.kwargs, self.num_warps)
+            if warps != self.num_warps:
+                dropped["num_warps"] = hints["num_warps"] = self.num_warps
+                self.num_warps = warps
             self.tileir_hints, self.tileir_dropped = hints, dropped
 
     __init__._tileiropt_drops_hints = True  # type: ignore[attr-defined]
     config_class.__init__ = __init__
+
+
+def held_tile(kwargs: dict[str, object]) -> int:
+    """The tile a config's warps hold: the product of its two largest block sizes (power-of-two meta-parameters of
+    16 and more: a dot's M and N, whose accumulator lives in registers); 1 where it has none."""
+    sizes = sorted((value for value in kwargs.values()
+                    if type(value) is int and value >= 16 and value & (value - 1) == 0), reverse=True)
+    return math.prod(sizes[:2])
+
+
+def stand_in_warps(kwargs: dict[str, object], num_warps: int | None) -> int | None:
+    """The warps PTX compiles a TileIR config with: those given, raised until each warp holds at most `WARP_TILE`
+    elements of the tile (at most `MOST_WARPS`). Measured on an H200, PTX: a 256x128 tile compiles in 16-21 s at
+    two warps, a 128x128 one in 2-4 s at four. None (the launch's default) is left as it is."""
+    if num_warps is None:
+        return None
+    needed = 1 << max(0, math.ceil(math.log2(max(1, held_tile(kwargs)) / WARP_TILE)))
+    return max(num_warps, min(MOST_WARPS, needed))
 
 
 def tileir_code_on() -> bool:

@@ -37,16 +37,22 @@ def short_config(label: str) -> str:
 
 
 def summary_table(run: ValidateRun) -> Table:
+    """One row per record: its config, status, largest error and wrong elements, under a row naming the case
+    (kernel, variant, dtype, backend) whenever it changes, so the table fits an 80-column terminal."""
     table = Table(title="validate", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for column in ("kernel", "variant", "dtype", "backend", "config", "status", "max abs", "wrong"):
-        table.add_column(column, overflow="fold", no_wrap=column == "status",
-                         min_width=14 if column == "config" else None,
+    for column in ("config", "status", "max abs", "wrong"):
+        table.add_column(column, overflow="fold", no_wrap=column != "config",
                          justify="right" if column in ("max abs", "wrong") else "left")
+    case = None
     for r in run.records:
+        if (r.kernel, r.variant, _dtypes(r), r.backend) != case:
+            case = (r.kernel, r.variant, _dtypes(r), r.backend)
+            table.add_row(f"[bold]{escape(r.kernel)}[/] {escape(' · '.join(case[1:]))}", "", "", "")
         wrong = "" if r.mismatches is None else f"{r.mismatches}/{r.elements}"
-        status = r.status + (" (fallback)" if r.provenance.fallback else "")
-        table.add_row(r.kernel, r.variant, _dtypes(r), r.backend, escape(short_config(r.config)),
-                      f"[{_STYLE[r.status]}]{status}[/]", _number(r.max_abs), wrong)
+        status = "repeat" if r.hint_only_repeat else r.status + (" (fallback)" if r.provenance.fallback else "")
+        style = "dim" if r.hint_only_repeat else _STYLE[r.status]
+        table.add_row("  " + escape(short_config(r.config)), f"[{style}]{status}[/]",
+                      _number(r.max_abs), wrong)
     return table
 
 

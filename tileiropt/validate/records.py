@@ -86,7 +86,7 @@ class ValidationRecord:
     @property
     def hint_only_repeat(self) -> bool:
         """Not run because an earlier config computes the same: on the interpreter, the same meta-parameters and
-        pre-hook; on PTX with the TileIR code forced on, the same config once the hints PTX drops are dropped."""
+        pre-hook; on PTX with the TileIR code forced on, the same config with its TileIR hints as PTX compiles them."""
         return self.status == NOT_RUN and self.reason.startswith((SAME_ON_INTERPRETER, SAME_ON_PTX))
 
 

@@ -17,6 +17,7 @@ import random
 from collections.abc import Iterable
 from pathlib import Path
 
+from tileiropt.harness.tileir_surface import held_tile
 from tileiropt.validate.cases import Case
 
 MAX_SHARDS = 64  # a worker's later jobs of a case find its file imported and its reference's kernels compiled
@@ -45,14 +46,10 @@ def owners(count: int, repeats: dict[int, int], shards: int, costs: list[float] 
 
 
 def compile_cost(kwargs: dict[str, object], num_warps: int | None) -> float:
-    """How costly a config is to compile and run, for the deal's order only: the tile its warps hold, the product of
-    its two largest block sizes (power-of-two meta-parameters of 16 and more: a dot's M and N, whose accumulator
-    lives in registers) per warp. Measured on an H200, PTX: a 256x128 tile at two warps compiles in 16-21 s, a
-    128x128 one in 2-4 s, most configs in about 1 s."""
-    sizes = sorted((value for value in kwargs.values()
-                    if type(value) is int and value >= 16 and value & (value - 1) == 0), reverse=True)
-    tile = math.prod(sizes[:2])
-    return tile / max(1, num_warps or 4)
+    """How costly a config is to compile and run, for the deal's order only: the tile its warps hold
+    (`tileir_surface.held_tile`) per warp. Measured on an H200, PTX: a 256x128 tile at two warps compiles in 16-21 s,
+    a 128x128 one at four in 2-4 s, most configs in about 1 s."""
+    return held_tile(kwargs) / max(1, num_warps or 4)
 
 
 def shard_count(candidates: int, slots: int, cases: int) -> int:

@@ -113,8 +113,8 @@ def _computed_with(name: str, config: Config) -> tuple[str, str, int]:
 
 def dropped_hint_duplicates(module: ModuleType, items: list[ConfigItem]) -> dict[int, int]:
     """Item index -> the earlier item it repeats on PTX with the TileIR code forced on: the config Triton gets,
-    its TileIR hints dropped (`tileir_surface`), equal in every field Triton compiles with, so the same code. Item 0
-    holds every autotuner's first config."""
+    its TileIR hints dropped or raised (`tileir_surface`), equal in every field Triton compiles with, so the same
+    code. Item 0 holds every autotuner's first config."""
     return _duplicates(module, items, _compiled_with)
 
 
@@ -251,8 +251,8 @@ class CaseRunner:
                 earlier = items[same_as[index]].label
                 reason = (f"{SAME_ON_INTERPRETER} `{earlier}` (its record above); num_warps, num_stages, num_ctas "
                           "and occupancy do not change what the interpreter computes") if self.backend.interpreted \
-                    else (f"{SAME_ON_PTX} `{earlier}` (its record above); occupancy and 2-CTA mode are TileIR's, and "
-                          "PTX compiles the same code without them")
+                    else (f"{SAME_ON_PTX} `{earlier}` (its record above); occupancy and 2-CTA mode are TileIR's, "
+                          "num_warps only a hint to it, and PTX compiles the same code for both")
                 emit("record", id=case.id, item=index, record=self.record(item.label, NOT_RUN, reason))
                 continue
             if self.unpinnable and item.pin and item.autotuner == self.unpinnable[0]:
