@@ -60,11 +60,25 @@ def test_facts_are_reused_only_under_the_same_fingerprint_and_for_a_day(cache: P
     assert machine_facts.load("another key") is None
     assert machine_facts.load("key", now=time.time() + machine_facts.MAX_AGE_S + 1) is None
     stored = json.loads((cache / machine_facts.FACTS_FILE).read_text())
-    for damaged in ({**stored, "facts": {**FACTS, "gpu": 7}}, {**stored, "probed": "yesterday"}, [1, 2]):
+    entry = stored["machines"][0]
+    for damaged in ({**stored, "machines": [{**entry, "facts": {**FACTS, "gpu": 7}}]},
+                    {**stored, "machines": [{**entry, "probed": "yesterday"}]}, {**stored, "machines": [[1, 2]]},
+                    {**stored, "format": 2}, [1, 2]):
         (cache / machine_facts.FACTS_FILE).write_text(json.dumps(damaged))
         assert machine_facts.load("key") is None
     (cache / machine_facts.FACTS_FILE).write_text("{not json")
     assert machine_facts.load("key") is None
+
+
+def test_the_facts_of_several_machines_are_kept_the_newest_first(cache: Path) -> None:
+    for index in range(machine_facts.KEPT + 1):  # one host seen through CUDA_VISIBLE_DEVICES=0, then 0,1, ...
+        machine_facts.save(f"key {index}", {**FACTS, "gpu": {**FACTS["gpu"], "index": index}})
+    assert machine_facts.load("key 0") is None  # the oldest made room
+    assert all(machine_facts.load(f"key {i}")["gpu"]["index"] == i for i in range(1, machine_facts.KEPT + 1))
+    machine_facts.save("key 1", FACTS)  # probed again: first, not twice
+    stored = json.loads((cache / machine_facts.FACTS_FILE).read_text())["machines"]
+    assert [e["fingerprint"] for e in stored][:2] == ["key 1", f"key {machine_facts.KEPT}"]
+    assert len(stored) == machine_facts.KEPT
 
 
 def test_obtain_probes_once_then_reuses_and_fresh_probes_again(cache: Path, monkeypatch) -> None:

@@ -5,8 +5,9 @@ GPU server, most of an unchanged re-run. The facts those probes give (which Trit
 active Triton backend) change only when something a fingerprint sees changes: the Python, where torch and Triton
 are imported from and when they were installed (found without importing them), whether Triton has the TileIR
 backend, the variables Triton, CUDA and TileIR read, the GPUs `nvidia-smi` lists (name, UUID, driver), and the
-host. So `run` keeps them in the tool's
-cache folder under that fingerprint, for a day at most, and adopts them (`environment.adopted_facts`) while it
+host. So `run`, `validate` and `bench` keep them in the tool's
+cache folder under that fingerprint (the last `KEPT` machines: one host seen through different
+`CUDA_VISIBLE_DEVICES` is a machine each), for a day at most, and adopt them (`environment.adopted_facts`) while it
 runs; any change probes again, and `--fresh` always does.
 """
 
@@ -34,7 +35,8 @@ MAX_AGE_S = 24 * 3600.0
 ENV_PREFIXES = ("TRITON_", "CUDA_", "TILEIR", "ENABLE_TILE", "NVIDIA_", "CUTILE_")
 ENV_NAMES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV")
 ENV_IGNORED = ("TRITON_CACHE_DIR", "TRITON_DUMP_DIR")  # where Triton keeps files: no fact depends on them
-FORMAT = 2  # the layout of the stored facts (2: the GPU's memory)
+FORMAT = 3  # the layout of the stored facts (2: the GPU's memory; 3: several machines)
+KEPT = 8  # machines whose facts are kept, the newest first
 PACKAGES = ("torch", "triton")  # where each is imported from, and when that was installed
 
 
@@ -88,13 +90,21 @@ def _path() -> Path:
     return cache_dir() / FACTS_FILE
 
 
-def load(key: str, now: float | None = None) -> dict[str, Any] | None:
-    """The stored facts of fingerprint `key`, when younger than MAX_AGE_S and well-formed; else None."""
+def _stored() -> list[Any]:
+    """The kept entries, newest first; none where the file is missing, damaged or of another layout."""
     try:
         stored = json.loads(_path().read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(stored, dict) or stored.get("fingerprint") != key:
+        return []
+    if not isinstance(stored, dict) or stored.get("format") != FORMAT or not isinstance(stored.get("machines"), list):
+        return []
+    return stored["machines"]
+
+
+def load(key: str, now: float | None = None) -> dict[str, Any] | None:
+    """The stored facts of fingerprint `key`, when younger than MAX_AGE_S and well-formed; else None."""
+    stored = next((entry for entry in _stored() if isinstance(entry, dict) and entry.get("fingerprint") == key), None)
+    if stored is None:
         return None
     probed = stored.get("probed")
     facts = stored.get("facts")
@@ -108,9 +118,12 @@ def load(key: str, now: float | None = None) -> dict[str, Any] | None:
 
 
 def save(key: str, facts: dict[str, Any]) -> None:
-    """Keep the facts under `key` (one machine's: the newest replaces the last); a read-only cache is no error."""
+    """Keep the facts under `key`, first, with those of the last `KEPT` - 1 other machines; a read-only cache is no
+    error."""
+    others = [entry for entry in _stored() if isinstance(entry, dict) and entry.get("fingerprint") != key]
+    entry = {"fingerprint": key, "probed": time.time(), "facts": facts}
     with contextlib.suppress(OSError):
-        write_atomic(_path(), dumps({"fingerprint": key, "probed": time.time(), "facts": facts}) + "\n")
+        write_atomic(_path(), dumps({"format": FORMAT, "machines": [entry, *others][:KEPT]}) + "\n")
 
 
 def obtain(fresh: bool = False) -> tuple[dict[str, Any], str]:
