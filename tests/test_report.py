@@ -233,10 +233,30 @@ def test_cli_bad_input(tmp_path: Path) -> None:
 
 def test_a_project_file_points_at_its_artifacts(tmp_path: Path) -> None:
     examples = EXAMPLES
-    folder, kernels = resolve_artifacts(examples / "tileiropt.toml")
+    folder, kernels, project_file = resolve_artifacts(examples / "tileiropt.toml")
     assert folder == examples / ".tileiropt" and kernels and kernels[0].name == "vector_add"
+    assert project_file == (examples / "tileiropt.toml").resolve()
     with pytest.raises(UserError):
         resolve_artifacts(tmp_path)
+
+
+def test_a_copied_project_folder_s_records_are_refused_for_this_project_and_read_as_a_folder(tmp_path: Path) -> None:
+    made = tmp_path / "made" / "tileiropt.toml"
+    copy = tmp_path / "copy"
+    (copy / ".tileiropt").mkdir(parents=True)
+    (copy / "k.py").write_text("def k(x):\n    return x\n")
+    (copy / "tileiropt.toml").write_text("[[kernel]]\nname = 'k'\npath = 'k.py'\nentry = 'k'\n"
+                                         "inputs = { x = [8] }\nreference = 'x'\n")
+    save_validate_run(ValidateRun(records=[record("k", "original", "ptx", "pass", 0.0)], backends=["ptx"],
+                                  project=str(made)), copy / ".tileiropt")
+    result = CliRunner().invoke(app, ["report", str(copy)])
+    assert result.exit_code == ExitCode.BAD_INPUT
+    assert f"made for another project, {made} (validate.json)" in result.output
+    assert f"`tileiropt report {made.parent}`" in result.output.replace("\n", "")
+    assert CliRunner().invoke(app, ["report", str(copy / ".tileiropt")]).exit_code == ExitCode.OK  # the records alone
+    save_validate_run(ValidateRun(records=[record("k", "original", "ptx", "pass", 0.0)], backends=["ptx"],
+                                  project=str(copy / "tileiropt.toml")), copy / ".tileiropt")
+    assert CliRunner().invoke(app, ["report", str(copy)]).exit_code == ExitCode.OK  # its own records
 
 
 def test_malformed_records_are_one_line(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from tileiropt.bench.run import kernel_info
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import dumps, err_console, write_atomic
 from tileiropt.project.spec import DEFAULT_ARTIFACTS, PROJECT_FILE, load_project
-from tileiropt.report.artifacts import RECORD_FILES, is_artifacts_folder, load_artifacts
+from tileiropt.report.artifacts import RECORD_FILES, Artifacts, is_artifacts_folder, load_artifacts
 from tileiropt.report.build import build_report
 from tileiropt.report.markdown import is_report, render_markdown, write_markdown
 from tileiropt.report.model import Report
@@ -18,32 +18,49 @@ from tileiropt.report.model import Report
 FORMATS = ("md", "json")
 
 
-def resolve_artifacts(target: Path | None) -> tuple[Path, list[BenchKernel] | None]:
-    """(artifacts folder, the project's kernels or None): from a project file, a folder holding
-    one, or an artifacts folder itself."""
+def resolve_artifacts(target: Path | None) -> tuple[Path, list[BenchKernel] | None, Path | None]:
+    """(artifacts folder, the project's kernels or None, the project file or None): from a project file, a folder
+    holding one, or an artifacts folder itself."""
     target = Path(target) if target is not None else Path.cwd()
-    if target.is_file() and target.suffix == ".toml":
+    if target.is_file() and target.suffix == ".toml" or \
+            target.is_dir() and (target / PROJECT_FILE).is_file() and not is_artifacts_folder(target):
         project = load_project(target)
-        return project.artifacts, [kernel_info(spec) for spec in project.kernels]
-    if target.is_dir() and (target / PROJECT_FILE).is_file() and not is_artifacts_folder(target):
-        project = load_project(target)
-        return project.artifacts, [kernel_info(spec) for spec in project.kernels]
+        return project.artifacts, [kernel_info(spec) for spec in project.kernels], project.file
     if is_artifacts_folder(target):
-        return target, None
+        return target, None, None
     if is_artifacts_folder(target / DEFAULT_ARTIFACTS):
-        return target / DEFAULT_ARTIFACTS, None
+        return target / DEFAULT_ARTIFACTS, None, None
     raise UserError("no records to report: neither an artifacts folder nor a project", file=str(target),
                     hint=f"pass the folder holding {', '.join(RECORD_FILES)}, or a project (run `tileiropt run` "
                          "first)")
 
 
+def made_elsewhere(artifacts: Artifacts, project_file: Path) -> dict[str, str]:
+    """Record file -> the project file it was made for, where that is not `project_file` (a project folder copied
+    with its records: they name the other folder's files)."""
+    here = project_file.resolve()
+    found = {}
+    for record in (artifacts.validate, artifacts.bench, artifacts.run):
+        made_for = getattr(record, "project", None)
+        if made_for and Path(made_for).resolve() != here:
+            found[type(record).FILE] = made_for
+    return found
+
+
 def make_report(target: Path | None) -> Report:
-    folder, kernels = resolve_artifacts(target)
+    folder, kernels, project_file = resolve_artifacts(target)
     artifacts = load_artifacts(folder)
     if artifacts.empty:
         unreadable = "; ".join(f"{name}: {problem}" for name, problem in artifacts.problems.items())
         raise UserError("no readable record in the artifacts folder" + (f" ({unreadable})" if unreadable else ""),
                         file=str(folder), hint="run `tileiropt run` (or the single phases) first")
+    elsewhere = made_elsewhere(artifacts, project_file) if project_file is not None else {}
+    if elsewhere:
+        other = next(iter(elsewhere.values()))
+        raise UserError(f"the records here were made for another project, {other} "
+                        f"({', '.join(sorted(elsewhere))}): they name that folder's files", file=str(folder),
+                        hint=f"run `tileiropt run` here to record this project, or `tileiropt report "
+                             f"{Path(other).parent}`")
     report = build_report(artifacts, kernels)
     if not report.kernels:
         raise UserError("the records name no kernel", file=str(folder),
