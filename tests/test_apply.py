@@ -822,6 +822,16 @@ def test_a_list_built_by_code_is_crossed_in_its_first_distinct_configs(tmp_path:
     assert set(per_row) <= {(32, 4), (32, 8), (64, 4), (64, 8)} and (32, 8) in per_row
 
 
+_BRANCHED = _BUILT_BY_CODE.replace("STAGES = [2, 3, 4]", "import os\n\nSTAGES = [2, 3, 4] if os.environ.get('S') else [2]")
+
+
+def test_a_list_the_tool_cannot_read_is_counted_at_most(tmp_path: Path, tileir_code_forced: None) -> None:
+    result, configs = _configs_at_import(tmp_path, _BRANCHED, "rows_kernel")
+    (report,) = result.kernels
+    assert report.configs_added == 0  # derived at import
+    assert 0 < len(configs) - 4 <= report.configs_added_at_most <= 16  # 4 own configs; what import adds, at most
+
+
 def test_own_configs_a_larger_tile_would_make_alike_are_not_both_crossed() -> None:
     """BLOCK 32 and 64 at one num_warps both become BLOCK 128 under a larger tile: crossing both would add the same
     config twice, which the autotuner would compile and time twice."""

@@ -300,6 +300,7 @@ def plan_call_form_autotuned(tuners: list[tuple[str, int]], kernel: KernelInfo, 
     combos = covering_combinations(space, space.num_ctas, {})
     first = max(1, cap // len(combos))
     plan.after_binding = max(tuners, key=lambda found: found[1])[0]  # the block reads them: after the last one
+    plan.report.configs_added_at_most = first * len(combos) * len(tuners)
     for tuner, line in tuners:
         plan.block.extend(_extend(tuner, [tuner], _crossed_list(
             crossed_source(f"{tuner}.configs", first=first), combos, False, names), False))
@@ -348,6 +349,7 @@ def plan_autotuned(kernel: KernelInfo, model: FileModel, space: Space, cap: int,
     except Unresolvable as exc:
         combos = covering_combinations(space, ctas, tiles)
         first = max(1, cap // len(combos))
+        plan.report.configs_added_at_most = first * len(combos)
         plan.block.extend(_extend(kernel.name, attributes, _crossed_list(
             crossed_source(f"{attributes[0]}.configs", first=first), combos, bool(tiles), names),
             autotune.package is not None or reached))

@@ -47,6 +47,7 @@ class ApplyKernel:
     kernel_class: str = field(metadata={JSON_KEY: "class"})
     twin: str | None = None
     configs_added: int = 0
+    configs_added_at_most: int | None = None  # configs built by code: counted at import, at most this many
     changes: list[Change] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # why something was not done
 
