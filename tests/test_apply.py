@@ -822,7 +822,8 @@ def test_a_list_built_by_code_is_crossed_in_its_first_distinct_configs(tmp_path:
     assert set(per_row) <= {(32, 4), (32, 8), (64, 4), (64, 8)} and (32, 8) in per_row
 
 
-_BRANCHED = _BUILT_BY_CODE.replace("STAGES = [2, 3, 4]", "import os\n\nSTAGES = [2, 3, 4] if os.environ.get('S') else [2]")
+_BRANCHED = _BUILT_BY_CODE.replace("STAGES = [2, 3, 4]",
+                                   "import os\n\nSTAGES = [2, 3, 4] if os.environ.get('S') else [2]")
 
 
 def test_a_list_the_tool_cannot_read_is_counted_at_most(tmp_path: Path, tileir_code_forced: None) -> None:
