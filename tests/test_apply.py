@@ -360,7 +360,9 @@ def test_forced_tileir_code_drops_rejected_hints(tmp_path: Path, tileir_code_for
     assert function_name(tuner) == "dot_kernel"
     added = tuner.configs[1:]
     assert added and all(c.num_ctas == 1 and not hasattr(c, "occupancy") for c in added)
-    assert all(set(c.tileir_dropped) <= {"occupancy", "num_ctas"} for c in added)
+    assert all(set(c.tileir_dropped) <= {"occupancy", "num_ctas", "num_warps"} for c in added)
+    raised = [c for c in added if "num_warps" in c.tileir_dropped]  # a hint to TileIR: PTX compiles what the tile needs
+    assert all(c.num_warps > c.tileir_hints["num_warps"] for c in raised)
 
 
 def test_kernel_parameters_named_like_launch_options_are_left_to_the_launch(

@@ -95,9 +95,10 @@ def test_quiet_and_verbose_together_are_bad_input(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("argv", "command", "said"), [
-    (["apply", "k.py", "--max-configs", "abc"], "tileiropt apply", "Invalid value for '--max-configs'"),
-    (["classify", "--nope"], "tileiropt classify", "No such option: --nope"),
-    (["bogus"], "tileiropt", "No such command 'bogus'"),
+    (["apply", "k.py", "--max-configs", "abc", "--json"], "tileiropt apply", "Invalid value for '--max-configs'"),
+    (["classify", "--nope", "--json"], "tileiropt classify", "No such option: --nope"),
+    (["bogus", "--json"], "tileiropt", "No such command 'bogus'"),
+    (["validate", "--json", "--variant"], "tileiropt validate", "Option '--variant' requires an argument"),
 ])
 def test_a_usage_error_is_one_line_naming_the_command_and_its_fix(argv: list[str], command: str, said: str) -> None:
     import json
@@ -105,7 +106,7 @@ def test_a_usage_error_is_one_line_naming_the_command_and_its_fix(argv: list[str
     import sys
 
     executable = Path(sys.executable).parent / "tileiropt"  # the installed command, as a user runs it
-    done = subprocess.run([str(executable), *argv, "--json"], capture_output=True, text=True,
+    done = subprocess.run([str(executable), *argv], capture_output=True, text=True,
                           timeout=120, env={**__import__("os").environ, "COLUMNS": "80"})
     assert done.returncode == 2
     line, = done.stderr.strip().splitlines()  # one line, no usage block

@@ -44,7 +44,7 @@ def test_apply_record_is_written_as_documented() -> None:
     assert list(written) == ["file", "status", "output", "changed", "already_prepared", "written", "kernels",
                             "host_changes"]
     assert written["kernels"][0] == {"kernel": "k", "line": 12, "class": "dot", "twin": "k_tileir",
-                                     "configs_added": 8,
+                                     "configs_added": 8, "configs_added_at_most": None,
                                      "changes": [{"line": 20, "what": "TileIR configs added", "why": "dot kernel"}],
                                      "skipped": ["TMA left alone: masked loads"]}
     assert written["host_changes"] == [{"line": 4, "what": '`target.backend in ("cuda", "tileir")`',

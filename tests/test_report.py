@@ -251,12 +251,16 @@ def test_a_copied_project_folder_s_records_are_refused_for_this_project_and_read
                                   project=str(made)), copy / ".tileiropt")
     result = CliRunner().invoke(app, ["report", str(copy)])
     assert result.exit_code == ExitCode.BAD_INPUT
-    assert f"made for another project, {made} (validate.json)" in result.output
-    assert f"`tileiropt report {made.parent}`" in result.output.replace("\n", "")
+    said = result.output.replace("\n", "")
+    assert f"every record here was made for another project (validate.json: {made})" in said
+    assert f"`tileiropt report {copy / '.tileiropt'}` to render those records as they are" in said
     assert CliRunner().invoke(app, ["report", str(copy / ".tileiropt")]).exit_code == ExitCode.OK  # the records alone
-    save_validate_run(ValidateRun(records=[record("k", "original", "ptx", "pass", 0.0)], backends=["ptx"],
-                                  project=str(copy / "tileiropt.toml")), copy / ".tileiropt")
-    assert CliRunner().invoke(app, ["report", str(copy)]).exit_code == ExitCode.OK  # its own records
+    save_record(copy / ".tileiropt", RUN_FILE, {"kernels": [], "command": ["tileiropt", "run"], "phases": [],
+                                                "exit_code": 0, "seconds": 1.0, "project": str(copy / "tileiropt.toml"),
+                                                "started": "2026-01-01T00:00:00+00:00"})
+    result = CliRunner().invoke(app, ["report", str(copy)])  # run again here, in part: the other's records flagged
+    assert result.exit_code == ExitCode.OK
+    assert f"made for another project ({made.resolve()}) than run.json" in result.stdout.replace("\n", " ")
 
 
 def test_malformed_records_are_one_line(tmp_path: Path) -> None:

@@ -391,6 +391,32 @@ def test_configs_alike_once_ptx_drops_the_tileir_hints_run_once() -> None:
     assert record.hint_only_repeat  # counted as a repeat, not as something that could not run
 
 
+def test_tileir_configs_differing_only_in_warps_their_tile_raises_alike_run_once(tileir_code_forced: None) -> None:
+    """num_warps is a hint to TileIR: under the stand-in a 256x128 tile compiles at eight warps whether the file
+    gives two, four or eight, so those configs are one compiled config; a 64x64 tile keeps the warps given."""
+    import types
+
+    import triton
+
+    from tileiropt.harness.configs import config_items
+    from tileiropt.validate.worker import dropped_hint_duplicates
+
+    def kernel(x_ptr, BLOCK_M, BLOCK_N):  # the autotuner only holds it
+        pass
+
+    big, small = {"BLOCK_M": 256, "BLOCK_N": 128}, {"BLOCK_M": 64, "BLOCK_N": 64}
+    configs = [triton.Config(dict(big), num_warps=8),  # the author's own: as written
+               triton.Config(dict(big), num_warps=2, occupancy=1), triton.Config(dict(big), num_warps=4, occupancy=2),
+               triton.Config(dict(big), num_warps=8, occupancy=1),
+               triton.Config(dict(small), num_warps=2, occupancy=1),
+               triton.Config(dict(small), num_warps=4, occupancy=1)]
+    module = types.ModuleType("m")
+    module.kernel = triton.autotune(configs=configs, key=[])(triton.jit(kernel))
+    items = config_items(module)
+    assert dropped_hint_duplicates(module, items) == {1: 0, 2: 0, 3: 0}
+    assert "num_warps=2" in items[1].label and "occupancy=1" in items[1].label  # labelled as the file gives it
+
+
 def test_whose_difference_a_bit_exact_replay_shows(tmp_path: Path) -> None:
     """A replay expected bit-exact differs: the original, run once more, decides whether the kernel disagrees
     with itself (compared within its own spread) or, its code being the same on both sides, the replay is the

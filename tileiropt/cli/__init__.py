@@ -510,6 +510,13 @@ def _wants_json(argv: list[str]) -> bool:
     return "--json" in own or "--output-format=json" in own or "json" in asked
 
 
+def _command_named(argv: list[str]) -> str:
+    """`tileiropt <command>` as the arguments name it (click gives some usage errors no context to read it from)."""
+    names = {info.name or (info.callback.__name__ if info.callback else "") for info in app.registered_commands}
+    own = argv[: argv.index("--")] if "--" in argv else argv
+    return " ".join(["tileiropt", *[arg for arg in own if arg in names][:1]])
+
+
 def main() -> None:
     try:
         code = app(standalone_mode=False)
@@ -519,7 +526,7 @@ def main() -> None:
     except _CLICK_ERROR as exc:  # bad flags or arguments: one line, as every error, and with --json a document
         code = exc.exit_code
         context = getattr(exc, "ctx", None)
-        command = context.command_path if context is not None else "tileiropt"
+        command = context.command_path if context is not None else _command_named(sys.argv[1:])
         fix = f"see `{command} -h`"
         say_error(f"{command}: {exc.format_message()} (fix: {fix})", code, _wants_json(sys.argv[1:]),
                   {"file": None, "line": None, "fix": fix, "message": exc.format_message()})

@@ -15,7 +15,8 @@ backend forces the TileIR code on, after `import triton` and before any user mod
   `.tileir_hints` and what was dropped in `.tileir_dropped`; the user's own configs are untouched;
 - compiles such a config with at least the warps its tile needs (`stand_in_warps`): TileIR takes `num_warps` only
   as a hint (13.1 ignores it, 13.4 passes it on as the worker warps a CTA), so what the config computes does not
-  depend on it, while PTX compiles a 256x128 dot tile at two warps for 16-21 s (an H200) against 2-4 s at eight.
+  depend on it, while PTX compiles a 256x128 dot tile at two warps for 16-21 s (an H200), a 128x128 one at four in
+  2-4 s.
   The value given is kept in `.tileir_hints` and shown in the config's label;
 - makes a JIT launch drop the hints a launch site passes under the gate (`launch_hints.py`:
   `**({"occupancy": 4} if is_tileir() else {})`), which PTX refuses ("Keyword argument occupancy was specified
@@ -117,7 +118,8 @@ def _config_drops_hints(config_class: type[Config]) -> None:
 
 def held_tile(kwargs: dict[str, object]) -> int:
     """The tile a config's warps hold: the product of its two largest block sizes (power-of-two meta-parameters of
-    16 and more: a dot's M and N, whose accumulator lives in registers); 1 where it has none."""
+    16 and more: most often a dot's M and N, whose accumulator lives in registers; a larger K or group size counts
+    alike, which only overstates the tile); 1 where it has none."""
     sizes = sorted((value for value in kwargs.values()
                     if type(value) is int and value >= 16 and value & (value - 1) == 0), reverse=True)
     return math.prod(sizes[:2])

@@ -80,6 +80,15 @@ def _typed(path: Path, read: Callable[[Any], T], problems: dict[str, str]) -> T 
         return None
 
 
+def projects_of(artifacts: Artifacts) -> dict[str, str]:
+    """Record file -> the project file it was made for (validate.json, bench.json and run.json name it)."""
+    found = {}
+    for record in (artifacts.validate, artifacts.bench, artifacts.run):
+        if record is not None and record.project:
+            found[record.FILE] = str(Path(record.project).resolve())
+    return found
+
+
 def is_artifacts_folder(folder: Path) -> bool:
     return folder.is_dir() and any((folder / name).is_file() for name in RECORD_FILES)
 

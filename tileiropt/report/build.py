@@ -19,7 +19,7 @@ from tileiropt.capture.keys import KernelKey
 from tileiropt.harness.gate import optimized_name, twinned
 from tileiropt.harness.provenance import file_digest
 from tileiropt.project.launch import kernel_labels
-from tileiropt.report.artifacts import Artifacts
+from tileiropt.report.artifacts import RUN_FILE, Artifacts, projects_of
 from tileiropt.report.benchmark import benchmark_for
 from tileiropt.report.library import library_summary
 from tileiropt.report.markdown_blocks import launch_names
@@ -150,6 +150,10 @@ def provenance_problems(artifacts: Artifacts) -> dict[str, str]:
         if now is not None and digests != {now}:  # a file not here (records rendered elsewhere) claims nothing
             problems[f"{Path(path).name}"] = ("changed since its records were made (SHA-256 differs): rerun "
                                               "`tileiropt run` before trusting them")
+    this = projects_of(artifacts).get(RUN_FILE)  # the project the run was made for, where run.json names it
+    for name, project in projects_of(artifacts).items():
+        if this is not None and project != this:  # a folder copied with its records, then run again in part
+            problems[name] = f"made for another project ({project}) than run.json ({this}): not this run's records"
     started = artifacts.run.started if artifacts.run else None
     for name, phase_run in ((VALIDATE_FILE, artifacts.validate), (BENCH_FILE, artifacts.bench)):
         when = getattr(phase_run, "started", None)

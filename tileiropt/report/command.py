@@ -10,7 +10,7 @@ from tileiropt.bench.run import kernel_info
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import dumps, err_console, write_atomic
 from tileiropt.project.spec import DEFAULT_ARTIFACTS, PROJECT_FILE, load_project
-from tileiropt.report.artifacts import RECORD_FILES, Artifacts, is_artifacts_folder, load_artifacts
+from tileiropt.report.artifacts import RECORD_FILES, is_artifacts_folder, load_artifacts, projects_of
 from tileiropt.report.build import build_report
 from tileiropt.report.markdown import is_report, render_markdown, write_markdown
 from tileiropt.report.model import Report
@@ -35,18 +35,6 @@ def resolve_artifacts(target: Path | None) -> tuple[Path, list[BenchKernel] | No
                          "first)")
 
 
-def made_elsewhere(artifacts: Artifacts, project_file: Path) -> dict[str, str]:
-    """Record file -> the project file it was made for, where that is not `project_file` (a project folder copied
-    with its records: they name the other folder's files)."""
-    here = project_file.resolve()
-    found = {}
-    for record in (artifacts.validate, artifacts.bench, artifacts.run):
-        made_for = getattr(record, "project", None)
-        if made_for and Path(made_for).resolve() != here:
-            found[type(record).FILE] = made_for
-    return found
-
-
 def make_report(target: Path | None) -> Report:
     folder, kernels, project_file = resolve_artifacts(target)
     artifacts = load_artifacts(folder)
@@ -54,13 +42,14 @@ def make_report(target: Path | None) -> Report:
         unreadable = "; ".join(f"{name}: {problem}" for name, problem in artifacts.problems.items())
         raise UserError("no readable record in the artifacts folder" + (f" ({unreadable})" if unreadable else ""),
                         file=str(folder), hint="run `tileiropt run` (or the single phases) first")
-    elsewhere = made_elsewhere(artifacts, project_file) if project_file is not None else {}
-    if elsewhere:
-        other = next(iter(elsewhere.values()))
-        raise UserError(f"the records here were made for another project, {other} "
-                        f"({', '.join(sorted(elsewhere))}): they name that folder's files", file=str(folder),
-                        hint=f"run `tileiropt run` here to record this project, or `tileiropt report "
-                             f"{Path(other).parent}`")
+    made_for = projects_of(artifacts)
+    here = str(project_file.resolve()) if project_file is not None else None
+    if here is not None and made_for and here not in made_for.values():  # a folder copied with its records
+        others = "; ".join(f"{name}: {project}" for name, project in sorted(made_for.items()))
+        raise UserError(f"every record here was made for another project ({others}): they name that folder's "
+                        "files", file=str(folder),
+                        hint=f"run `tileiropt run` here to record this project, or `tileiropt report {folder}` to "
+                             "render those records as they are")
     report = build_report(artifacts, kernels)
     if not report.kernels:
         raise UserError("the records name no kernel", file=str(folder),

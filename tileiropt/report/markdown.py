@@ -103,8 +103,8 @@ def verdict_details(v: Verdict) -> list[str]:
     if v.not_run > v.repeats:
         where.append(f"{v.not_run - v.repeats} not run")
     if v.repeats:
-        where.append(f"{v.repeats} config(s) repeating another's meta-parameters, run once (the interpreter "
-                     "computes the same whatever the hints)")
+        where.append(f"{v.repeats} config(s) repeating another's compiled or computed config, run once (the "
+                     "interpreter computes the same whatever the hints; PTX compiles a TileIR config's hints alike)")
     if v.dtypes:
         where.append("dtypes: " + "; ".join(v.dtypes))
     lines = ["; ".join(where)]

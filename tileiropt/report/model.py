@@ -30,7 +30,7 @@ class Verdict:
     reason: str = ""  # why it did not run
     configs: int = 0  # records that ran
     not_run: int = 0  # records that did not
-    repeats: int = 0  # of those, configs the interpreter would compute the same as an earlier one (schema)
+    repeats: int = 0  # of those, configs the interpreter would compute, or PTX compile, as an earlier one (schema)
     dtypes: list[str] = field(default_factory=list)
     fallback: bool = False
     failures: list[str] = field(default_factory=list)  # "config: reason", the first few

@@ -13,7 +13,7 @@ from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.harness.scaling import describe_scaling
 from tileiropt.output import console, err_console
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SAME_ON_INTERPRETER
 from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
 from tileiropt.validate.run import earlier_validation, tally, validate_project
 
@@ -58,6 +58,9 @@ def summary_table(run: ValidateRun) -> Table:
 
 REPEATED = ("run once per distinct meta-parameters and pre-hook: the interpreter computes the same whatever the hints "
             "(num_warps, num_stages, num_ctas, occupancy)")
+REPEATED_ON_PTX = ("run once per distinct compiled config: occupancy and 2-CTA mode are TileIR's, num_warps only a "
+                   "hint to it (PTX compiles at least what the tile needs), so configs differing only there compile "
+                   "alike")
 
 
 def detail_lines(run: ValidateRun) -> list[str]:
@@ -68,7 +71,8 @@ def detail_lines(run: ValidateRun) -> list[str]:
     for r in run.records:
         where = f"{r.kernel} {r.variant} {_dtypes(r)} {r.backend} [{short_config(r.config)}]"
         if r.status == NOT_RUN:  # hint-only repeats: one line for them all (each names its own twin)
-            key = (r.backend, REPEATED if r.hint_only_repeat else r.reason.removeprefix("not run: "))
+            repeated = REPEATED if r.reason.startswith(SAME_ON_INTERPRETER) else REPEATED_ON_PTX
+            key = (r.backend, repeated if r.hint_only_repeat else r.reason.removeprefix("not run: "))
             not_run[key] = not_run.get(key, 0) + 1
         elif r.status != PASS:
             lines.append(f"{r.status}: {where}: {r.reason}")

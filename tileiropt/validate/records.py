@@ -22,6 +22,7 @@ from tileiropt.schema import (
     PASS,
     SAME_ON_INTERPRETER,
     SAME_ON_PTX,
+    SAME_ON_PTX_EARLIER,
     SCHEMA_VERSION,
     count_statuses,
     read_status,
@@ -87,7 +88,8 @@ class ValidationRecord:
     def hint_only_repeat(self) -> bool:
         """Not run because an earlier config computes the same: on the interpreter, the same meta-parameters and
         pre-hook; on PTX with the TileIR code forced on, the same config with its TileIR hints as PTX compiles them."""
-        return self.status == NOT_RUN and self.reason.startswith((SAME_ON_INTERPRETER, SAME_ON_PTX))
+        repeats = (SAME_ON_INTERPRETER, SAME_ON_PTX, SAME_ON_PTX_EARLIER)
+        return self.status == NOT_RUN and self.reason.startswith(repeats)
 
 
 @dataclass
