@@ -65,6 +65,29 @@ def test_what_defines_a_kernel(source: str, expected: bool) -> None:
     assert defines_kernel(ast.parse(source)) is expected
 
 
+def test_only_the_imports_a_kernel_decorator_names_are_followed_into_the_package(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`@tr.jit` with `tr` from a module of the package: that module is read; the file's other imports from its
+    package are not (following all of them read hundreds of torch's modules for a file inside torch)."""
+    from tileiropt.classify import reexports
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_triton.py").write_text("import triton as tr\n")
+    (package / "heavy.py").write_text("import triton\nthing = 1\n")
+    (package / "ops.py").write_text("from ._triton import tr\nfrom .heavy import thing\n\n"
+                                    "@tr.jit\ndef k(x): pass\n")
+    (package / "plain.py").write_text("from .heavy import thing\nimport triton\n# triton.jit below in text only\n")
+    read: list[str] = []
+    original = reexports.module_triton_names
+    monkeypatch.setattr(reexports, "module_triton_names", lambda path, *a: read.append(Path(path).name) or
+                        original(path, *a))
+    found = library_files(package)
+    assert [p.name for p in found.kernel_files] == ["ops.py"] and found.without_kernels == 4
+    assert read == ["_triton.py"]  # heavy.py is never read; plain.py (no decorator line) is never parsed
+
+
 def test_run_on_a_library_folder_captures_every_kernel_file_and_never_writes_into_it(library: Path) -> None:
     before = _sources(library / "mylib")
     result = CliRunner().invoke(app, ["run", "mylib", "--json", *COMMAND])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from tileiropt.harness.gate import optimized_name, optimized_original
 from tileiropt.schema import GATE_MARKER
 
 SKIPPED_FOLDERS = {"__pycache__", "site-packages", "node_modules", "build", "dist"}  # besides hidden ones
+# a decorator line naming what `is_triton_decorator` takes: a file without one defines no kernel, and is not parsed
+_KERNEL_DECORATOR = re.compile(r"^[ \t]*@[^\n]*\b(?:jit|autotune|heuristics)\b", re.MULTILINE)
 
 
 @dataclass
@@ -67,25 +70,40 @@ def defines_kernel(tree: ast.Module, path: str = "<string>") -> bool:
     (functions and classes are not looked into: a kernel made by a call is not the library's source). Triton may
     come through a module of the package (`from ._triton import triton as tr`: `@tr.jit`)."""
     statements = module_level(tree.body)
+    decorators = [d for node in statements if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  for d in node.decorator_list if _named_like_kernel(d)]
+    if any(ast.unparse(_target(d)).startswith("triton.") for d in decorators):
+        return True
+    # only the imports binding a decorator's first name can make it Triton's: the package's other modules are read
+    # for those alone (following every import of a file inside torch read 569 of torch's modules)
+    needed = {parts[0] for parts in (dotted_parts(_target(d)) for d in decorators) if parts}
+    if not needed:
+        return False
     aliases: dict[str, str] = {}
     for node in statements:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             collect_import(node, aliases)
-            if isinstance(node, ast.ImportFrom):
+            if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) in needed for a in node.names):
                 collect_reexports(node, path, aliases)
-    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-               and any(is_triton_decorator(d, aliases) for d in node.decorator_list) for node in statements)
+    return any(is_triton_decorator(d, aliases) for d in decorators)
+
+
+def _target(decorator: ast.expr) -> ast.expr:
+    return decorator.func if isinstance(decorator, ast.Call) else decorator
+
+
+def _named_like_kernel(decorator: ast.expr) -> bool:
+    return ast.unparse(_target(decorator)).rsplit(".", 1)[-1] in ("jit", "autotune", "heuristics")
 
 
 def is_triton_decorator(decorator: ast.expr, aliases: dict[str, str]) -> bool:
     """`@triton.jit`, `@triton.autotune(...)`, `@triton.heuristics(...)` under any name the module's imports give
     Triton (`from triton import jit`, `import triton as tr`, a module of the package: `aliases`); never another
     library's `@jit` (`from numba import jit`)."""
-    target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    text = ast.unparse(target)
-    if text.rsplit(".", 1)[-1] not in ("jit", "autotune", "heuristics"):
+    if not _named_like_kernel(decorator):
         return False
-    return text.startswith("triton.") or qualified(dotted_parts(target), aliases) is not None
+    target = _target(decorator)
+    return ast.unparse(target).startswith("triton.") or qualified(dotted_parts(target), aliases) is not None
 
 
 def library_files(folder: Path, include: list[str] | None = None,
@@ -101,7 +119,7 @@ def library_files(folder: Path, include: list[str] | None = None,
         except (OSError, UnicodeDecodeError) as exc:
             found.unreadable[path] = f"cannot read: {exc}"
             continue
-        if "triton" not in text and "jit" not in text:
+        if not _KERNEL_DECORATOR.search(text):  # torch's _inductor: 12.4 s parsed, 0.3 s searched (2 cores)
             found.without_kernels += 1
             continue
         if written_by_tileiropt(path, text):
