@@ -67,7 +67,7 @@ class ApplyPhase:
         pairs = list(dict.fromkeys((spec.path.resolve(), spec.optimized_path.resolve()) for spec in going))
         classified = record_of(earlier, "classify")
         classified = classified if isinstance(classified, ClassifyRecord) else None
-        decided = {str(path): classified.errors(path) for path, _ in pairs} if classified is not None else None
+        decided = classified.errors([path for path, _ in pairs]) if classified is not None else None
         inputs = apply_inputs(pairs, project.max_configs, context.release.release.version, project.hint_autotune,
                               decided)
         document = None if context.request.fresh else earlier_apply(store, inputs)

@@ -124,14 +124,20 @@ class ClassifyRecord(PhaseRecord):
     files: list[ClassifyFile]
     summary: dict
 
-    def errors(self, file: Path) -> dict[str, list[dict]]:
-        """Kernel -> its error findings (JSON objects) in `file`, for every kernel classify read there: the one
-        verdict of whether a kernel gets TileIR code, which apply follows."""
-        found: dict[str, list[dict]] = {}
+    def errors(self, files: list[Path]) -> dict[str, dict[str, list[dict]]]:
+        """Per file of `files` (as given), kernel -> its error findings (JSON objects), for every kernel classify
+        read there: the one verdict of whether a kernel gets TileIR code, which apply follows."""
+        wanted = {file.resolve(): str(file) for file in files}
+        found: dict[str, dict[str, list[dict]]] = {str(file): {} for file in files}
+        resolved: dict[str, Path] = {}  # a library's kernels share few files: each resolved once
         for kernel in self.kernels:
-            if isinstance(kernel, dict) and Path(str(kernel.get("file"))).resolve() == file.resolve():
-                found[str(kernel.get("kernel"))] = [f for f in kernel.get("findings") or []
-                                                    if isinstance(f, dict) and f.get("severity") == "error"]
+            if not isinstance(kernel, dict):
+                continue
+            name = str(kernel.get("file"))
+            path = resolved.setdefault(name, Path(name).resolve())
+            if path in wanted:
+                found[wanted[path]][str(kernel.get("kernel"))] = [
+                    f for f in kernel.get("findings") or [] if isinstance(f, dict) and f.get("severity") == "error"]
         return found
 
 

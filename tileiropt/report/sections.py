@@ -6,6 +6,7 @@ phase's own "not run" record, the kernel's stop in `run.json`, or the record fil
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,13 @@ MAX_NOTES = 3  # distinct notes of passing records per verdict (each is a whole 
 def same_file(a: str | None, b: str | None) -> bool:
     if not a or not b:
         return False
-    return os.path.normpath(os.path.abspath(a)) == os.path.normpath(os.path.abspath(b))
+    return _normal(a) == _normal(b)
+
+
+@functools.lru_cache(maxsize=4096)
+def _normal(path: str) -> str:
+    """A path as `same_file` compares it (a library's report compares each record's path with each kernel's)."""
+    return os.path.normpath(os.path.abspath(path))
 
 
 def stop_reason(stopped: dict[str, str] | None, phase: str) -> str | None:
