@@ -58,3 +58,15 @@ def test_the_report_names_a_damaged_run_json_in_one_line(tmp_path: Path) -> None
 def test_the_tool_cost_line_gives_each_phase_its_seconds_workers_and_jobs() -> None:
     assert tool_cost_md(_run()) == ("The tool's own time: check 0.0 s; validate 6.0 s (1 worker(s) started, 4.2 s "
                                     "start-up, 1 job(s)).")
+
+
+def test_the_command_s_own_time_is_said_in_all_in_the_phases_and_before_them() -> None:
+    from tileiropt.run.command import cost_line, process_seconds
+
+    run = _run()
+    assert cost_line(run) is None  # run.json, saved before the command ends, has no wall time
+    run.seconds, run.wall_seconds = 1.0, 3.6
+    assert cost_line(run) == ("took 3.6 s: 1.0 s in the phases, 2.6 s before and after them (Python, the tool's "
+                              "imports, reading the target)")
+    age = process_seconds()
+    assert age is None or age > 0  # this very process has run a while: None only where /proc is not there

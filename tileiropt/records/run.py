@@ -33,7 +33,10 @@ class RunResult:
     command: list[str] = field(default_factory=list)
     project: str | None = None
     started: str = ""
-    seconds: float = 0.0
+    seconds: float = 0.0  # the phases'
+    # the whole command's, from its process's start (Python, the tool's imports, reading the target, the phases);
+    # set as it prints its outcome (`--json` and the terminal), so run.json, saved before, has none
+    wall_seconds: float | None = None
     schema_version: int = SCHEMA_VERSION  # the one schema key of every record and --json output
     # the safe-modification rule: optimized files set aside (path -> {"moved_to", "reason"}) because they failed
     # validation or are slower on PTX beyond the threshold; files written into the user's own (--in-place)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
+from pathlib import Path
 
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
@@ -78,14 +80,35 @@ def run_command(
                             executor=options.resolved_executor(project))
     if options.as_json:
         result = run()
+        result.wall_seconds = process_seconds()
         print_json(result)
         return ExitCode(result.exit_code)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=err_console, transient=True) as progress:
         result = run(on_event=PhaseProgress(progress), console=err_console)
+    result.wall_seconds = process_seconds()
     console.print(outcome_table(result))
     print_outcome(result)
     return ExitCode(result.exit_code)
+
+
+def process_seconds() -> float | None:
+    """Seconds since this process started (Linux's /proc); None where that cannot be read."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()  # after the command's name
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return round(max(0.0, uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")), 2)  # field 22: its start
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cost_line(result: RunResult) -> str | None:
+    """The tool's own time: in all, in the phases, and before them."""
+    if result.wall_seconds is None:
+        return None
+    before = max(0.0, result.wall_seconds - result.seconds)
+    return (f"took {result.wall_seconds:.1f} s: {result.seconds:.1f} s in the phases, {before:.1f} s before and "
+            "after them (Python, the tool's imports, reading the target)")
 
 
 def print_outcome(result: RunResult) -> None:
@@ -117,6 +140,9 @@ def print_outcome(result: RunResult) -> None:
         console.print(f"rewritten in place: {path} (original kept as {backup})", markup=False, soft_wrap=True)
     if result.exit_code == ExitCode.INTERRUPTED:
         err_console.print("interrupted: every worker ended; the records that finished are saved (run again to go on)")
+    cost = cost_line(result)
+    if cost is not None:
+        console.print(cost, markup=False, soft_wrap=True)
     console.print(f"artifacts: {result.artifacts}", markup=False, soft_wrap=True)
     if result.report:
         console.print(f"report: {result.report}", markup=False, soft_wrap=True)
