@@ -12,7 +12,7 @@ backend forces the TileIR code on, after `import triton` and before any user mod
 - makes `triton.Config` take the TileIR hints the active backend rejects: a config given `occupancy` or
   `opt_level` (only TileIR configs are) drops them, and a `num_ctas` above 1 (2-CTA mode is TileIR's; under PTX
   it would be a cluster launch the kernel was not written for). Each such config keeps what it was given in
-  `.tileir_hints` and what was dropped in `.tileir_dropped`; the user's own configs are untouched;
+  `.tileir_hints` and what was dropped or changed in `.tileir_dropped`; the user's own configs are untouched;
 - compiles such a config with at least the warps its tile needs (`stand_in_warps`): TileIR takes `num_warps` only
   as a hint (13.1 ignores it, 13.4 passes it on as the worker warps a CTA), so what the config computes does not
   depend on it, while PTX compiles a 256x128 dot tile at two warps for 16-21 s (an H200), a 128x128 one at four in
