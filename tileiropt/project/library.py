@@ -119,7 +119,7 @@ def library_files(folder: Path, include: list[str] | None = None,
         except (OSError, UnicodeDecodeError) as exc:
             found.unreadable[path] = f"cannot read: {exc}"
             continue
-        if not _KERNEL_DECORATOR.search(text):  # torch's _inductor: 12.4 s parsed, 0.3 s searched (2 cores)
+        if not _KERNEL_DECORATOR.search(text):  # torch's _inductor: 10 of its 348 files have such a line
             found.without_kernels += 1
             continue
         if written_by_tileiropt(path, text):

@@ -150,8 +150,9 @@ def provenance_problems(artifacts: Artifacts) -> dict[str, str]:
         if now is not None and digests != {now}:  # a file not here (records rendered elsewhere) claims nothing
             problems[f"{Path(path).name}"] = ("changed since its records were made (SHA-256 differs): rerun "
                                               "`tileiropt run` before trusting them")
-    this = projects_of(artifacts).get(RUN_FILE)  # the project the run was made for, where run.json names it
-    for name, project in projects_of(artifacts).items():
+    made_for = projects_of(artifacts)
+    this = made_for.get(RUN_FILE)  # the project the run was made for, where run.json names it
+    for name, project in made_for.items():
         if this is not None and project != this:  # a folder copied with its records, then run again in part
             problems[name] = f"made for another project ({project}) than run.json ({this}): not this run's records"
     started = artifacts.run.started if artifacts.run else None
