@@ -473,3 +473,26 @@ def test_the_command_starts_its_workers_without_importing_torch_itself(tmp_path)
     again = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert "torch imported: False exit: 0" in again.stdout, again.stdout + again.stderr
     assert "scale done: 4 pass" in again.stderr  # run in workers, not reused
+
+
+def test_the_table_names_each_case_once_and_indents_its_configs_wherever_they_fold() -> None:
+    from rich.console import Console
+
+    from tileiropt.validate.command import summary_table
+    from tileiropt.validate.records import ValidateRun, ValidationRecord
+
+    long = ("BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, num_warps=8, num_stages=3, "
+            "num_ctas=2, occupancy=2")
+    records = [ValidationRecord("matmul", "optimized", "tileir-code-on-ptx", config, status, reason,
+                                max_abs=1e-3 if status == PASS else None, path="/x.py", dtypes={"a": "float16"})
+               for config, status, reason in [
+                   (long, PASS, ""), ("BLOCK_SIZE_M=64", NOT_RUN, f"{SAME_ON_PTX} `{long}` (its record above)")]]
+    console = Console(width=60, record=True)
+    console.print(summary_table(ValidateRun(records=records, backends=["tileir-code-on-ptx"])))
+    lines = console.export_text().splitlines()
+    assert sum("matmul optimized" in line for line in lines) == 1  # the case, once
+    start = next(i for i, line in enumerate(lines) if "BLOCK_SIZE_M=128" in line)
+    folded = lines[start + 1:start + 4]
+    assert all(line.startswith("   ") and line.strip() for line in folded), lines  # indented as the config
+    assert any("BLOCK_SIZE_M=64" in line and "repeat" in line for line in lines)
+    assert max(len(line) for line in lines) <= 60

@@ -6,7 +6,9 @@ import sys
 
 from rich import box
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from tileiropt.capture.targets import TargetOptions, adopting_machine_facts, prepared
 from tileiropt.engine.progress import Progress
@@ -51,7 +53,7 @@ def summary_table(run: ValidateRun) -> Table:
         wrong = "" if r.mismatches is None else f"{r.mismatches}/{r.elements}"
         status = "repeat" if r.hint_only_repeat else r.status + (" (fallback)" if r.provenance.fallback else "")
         style = "dim" if r.hint_only_repeat else _STYLE[r.status]
-        table.add_row("  " + escape(short_config(r.config)), f"[{style}]{status}[/]",
+        table.add_row(Padding(Text(short_config(r.config), overflow="fold"), (0, 0, 0, 2)), f"[{style}]{status}[/]",
                       _number(r.max_abs), wrong)
     return table
 
