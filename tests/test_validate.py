@@ -496,3 +496,25 @@ def test_the_table_names_each_case_once_and_indents_its_configs_wherever_they_fo
     assert all(line.startswith("   ") and line.strip() for line in folded), lines  # indented as the config
     assert any("BLOCK_SIZE_M=64" in line and "repeat" in line for line in lines)
     assert max(len(line) for line in lines) <= 60
+
+
+def test_validating_one_kernel_keeps_the_other_kernels_records(tmp_path: Path) -> None:
+    from tileiropt.validate.command import with_other_kernels
+    from tileiropt.validate.records import ValidateRun, ValidationRecord, load_validate_run, save_validate_run
+
+    def made(kernel: str, key: str) -> ValidationRecord:
+        return ValidationRecord(kernel, "optimized", "interpret", "BLOCK=64", PASS, "", inputs=key, path="/k.py")
+
+    project = str(tmp_path / "tileiropt.toml")
+    save_validate_run(ValidateRun(records=[made("a", "ka"), made("b", "kb-old")], backends=["interpret"],
+                                  project=project, complete=["ka", "kb-old"], started="2026-01-01T00:00:00"),
+                      tmp_path)
+    run = ValidateRun(records=[made("b", "kb")], backends=["interpret"], project=project, complete=["kb"])
+    kept = with_other_kernels(run, tmp_path, ["b"])
+    assert [(r.kernel, r.inputs) for r in kept.records] == [("a", "ka"), ("b", "kb")]
+    assert kept.complete == ["ka", "kb"] and "1 other kernel(s) kept" in kept.notes[-1]
+    save_validate_run(kept, tmp_path)
+    assert {r.kernel for r in load_validate_run(tmp_path).records} == {"a", "b"}
+    assert with_other_kernels(run, tmp_path, None) is run  # every kernel: this run is the whole record
+    elsewhere = ValidateRun(records=[made("b", "kb")], backends=["interpret"], project=str(tmp_path / "other.toml"))
+    assert with_other_kernels(elsewhere, tmp_path, ["b"]) is elsewhere  # another project's records are not mixed in

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from pathlib import Path
 
 from rich import box
 from rich.markup import escape
@@ -16,7 +18,7 @@ from tileiropt.errors import ExitCode, UserError
 from tileiropt.harness.scaling import describe_scaling
 from tileiropt.output import console, err_console
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SAME_ON_INTERPRETER
-from tileiropt.validate.records import ValidateRun, ValidationRecord, save_validate_run
+from tileiropt.validate.records import ValidateRun, ValidationRecord, load_validate_run, save_validate_run
 from tileiropt.validate.run import earlier_validation, tally, validate_project
 
 _STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
@@ -88,6 +90,28 @@ def detail_lines(run: ValidateRun) -> list[str]:
     return lines
 
 
+def with_other_kernels(run: ValidateRun, artifacts: Path, kernels: list[str] | None) -> ValidateRun:
+    """What validate.json keeps after `validate --kernel K`: this run's records, and those of the project's other
+    kernels from the validate.json before it (made for the same project), so validating one kernel never drops
+    another's records. The run printed is this one alone."""
+    if not kernels:
+        return run
+    try:
+        before = load_validate_run(artifacts)
+    except UserError:
+        return run
+    if before.project != run.project:
+        return run
+    kept = [r for r in before.records if r.kernel not in kernels]
+    if not kept:
+        return run
+    keys = {r.inputs for r in kept}
+    return dataclasses.replace(run, records=[*kept, *run.records],
+                               complete=[*[k for k in before.complete if k in keys], *run.complete],
+                               notes=[*run.notes, f"the records of {len({r.kernel for r in kept})} other kernel(s) "
+                                                  f"kept from the run of {before.started}"])
+
+
 @adopting_machine_facts
 def validate_command(
     options: TargetOptions,
@@ -108,7 +132,10 @@ def validate_command(
                                all_configs=all_configs, timeout=timeout, command=["tileiropt", *sys.argv[1:]],
                                executor=target.executor, progress=progress, journal=True, machine=target.machine,
                                earlier=None if options.fresh else earlier_validation(project.artifacts))
-    saved = save_validate_run(run, project.artifacts)
+    whole = with_other_kernels(run, project.artifacts, options.kernels)
+    saved = save_validate_run(whole, project.artifacts)
+    for note in whole.notes[len(run.notes):]:
+        err_console.print(f"note: {note}", markup=False)
     code = target.exit_code(run.exit_code())
     early = target.ends_early(run, code, saved=saved, progress=progress, done=len(run.records), unit="records",
                               as_json=options.as_json)
