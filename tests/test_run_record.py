@@ -66,7 +66,8 @@ def test_the_command_s_own_time_is_said_in_all_in_the_phases_and_before_them() -
     run = _run()
     assert cost_line(run) is None  # run.json, saved before the command ends, has no wall time
     run.seconds, run.wall_seconds = 1.0, 3.6
-    assert cost_line(run) == ("took 3.6 s: 1.0 s in the phases, 2.6 s before and after them (Python, the tool's "
-                              "imports, reading the target)")
+    assert cost_line(run) == ("took 3.6 s: 1.0 s from the first phase to the report (the phases above, and their "
+                              "waits), 2.6 s before and after (Python, the tool's imports, reading the target, "
+                              "rendering the report)")
     age = process_seconds()
     assert age is None or age > 0  # this very process has run a while: None only where /proc is not there

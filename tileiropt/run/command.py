@@ -107,8 +107,9 @@ def cost_line(result: RunResult) -> str | None:
     if result.wall_seconds is None:
         return None
     before = max(0.0, result.wall_seconds - result.seconds)
-    return (f"took {result.wall_seconds:.1f} s: {result.seconds:.1f} s in the phases, {before:.1f} s before and "
-            "after them (Python, the tool's imports, reading the target)")
+    return (f"took {result.wall_seconds:.1f} s: {result.seconds:.1f} s from the first phase to the report (the "
+            f"phases above, and their waits), {before:.1f} s before and after (Python, the tool's imports, reading "
+            "the target, rendering the report)")
 
 
 def print_outcome(result: RunResult) -> None:
