@@ -60,8 +60,8 @@ def summary_table(run: ValidateRun) -> Table:
     return table
 
 
-REPEATED = ("run once per distinct meta-parameters and pre-hook: the interpreter computes the same whatever the hints "
-            "(num_warps, num_stages, num_ctas, occupancy)")
+REPEATED_ON_INTERPRETER = ("run once per distinct meta-parameters and pre-hook: the interpreter computes the same "
+                           "whatever the hints (num_warps, num_stages, num_ctas, occupancy)")
 REPEATED_ON_PTX = ("run once per distinct compiled config: occupancy and 2-CTA mode are TileIR's, num_warps only a "
                    "hint to it (PTX compiles at least what the tile needs), so configs differing only there compile "
                    "alike")
@@ -75,7 +75,7 @@ def detail_lines(run: ValidateRun) -> list[str]:
     for r in run.records:
         where = f"{r.kernel} {r.variant} {_dtypes(r)} {r.backend} [{short_config(r.config)}]"
         if r.status == NOT_RUN:  # hint-only repeats: one line for them all (each names its own twin)
-            repeated = REPEATED if r.reason.startswith(SAME_ON_INTERPRETER) else REPEATED_ON_PTX
+            repeated = REPEATED_ON_INTERPRETER if r.reason.startswith(SAME_ON_INTERPRETER) else REPEATED_ON_PTX
             key = (r.backend, repeated if r.hint_only_repeat else r.reason.removeprefix("not run: "))
             not_run[key] = not_run.get(key, 0) + 1
         elif r.status != PASS:
