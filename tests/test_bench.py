@@ -677,6 +677,26 @@ def test_a_pair_times_the_measurements_its_rows_prepared_and_a_sweep_keeps_only_
     assert paired.verdict == "same" and paired.rounds == 8
 
 
+def test_a_pair_of_captured_launches_whose_rows_compiled_the_same_code_is_not_prepared_again(monkeypatch) -> None:
+    """A launch of gigabytes is not kept for its pair: what its two rows compiled already says the code is the
+    same, so neither is built again to learn it."""
+    from tileiropt.bench import worker
+    from tileiropt.project.launch import CapturedLaunch
+
+    monkeypatch.setattr(worker.Measurement, "prepare", lambda self: pytest.fail("prepared again"))
+    item = BenchItem(id=0, kernel="k", variant="original", backend="ptx", path="k.py", entry="k", reference=None,
+                     size=None, dims={}, shapes={}, dtypes={}, launch=CapturedLaunch("k", "k.py", ()))
+    compiled = {"k": {"config": "BLOCK=1024, num_warps=4", "code": "ab12"}}
+    paired = worker.run_pair(item, item, Provenance(), 10, 0.05, None,
+                             (Provenance(launched=compiled), Provenance(launched=dict(compiled))))
+    assert paired.verdict == worker.SAME_CODE and paired.rounds == 0 and "PTX code identical" in paired.note
+    other = {"k": {"config": "BLOCK=1024, num_warps=4", "code": "cd34"}}  # another code: both are prepared, timed
+    with pytest.raises(pytest.fail.Exception, match="prepared again"):
+        worker.run_pair(item, item, Provenance(), 10, 0.05, None,
+                        (Provenance(launched=compiled), Provenance(launched=other)))
+    assert worker.both_ran({0: Provenance()}, 0, 1) is None  # a row of an earlier worker: the pair prepares both
+
+
 EMULATED_HOPPER = Machine(device=HOPPER.device, tileir_blockers=list(HOPPER.tileir_blockers),
                           tileir_emulated="emulated TileIR: tileiropt's test emulator")
 

@@ -356,20 +356,24 @@ def time_prepared(prepared: Prepared, warmup_ms: float, rep_ms: float) -> Timing
 
 
 def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshold: float,
-             prepared: tuple[Prepared, Prepared] | None = None) -> PairedTiming:
+             prepared: tuple[Prepared, Prepared] | None = None,
+             ran: tuple[Provenance, Provenance] | None = None) -> PairedTiming:
     """Original (a) and optimized (b) in one process: both prepared (or as their rows prepared them: compiled,
     autotuned, inputs built), then timed in turns, ABBA, at most `rounds` times, on the same input tensors; each
     turn a short benchmark with the original's method. The rounds stop at an interim look whose interval already
-    decides (`sequential_looks`: the false-alarm rate stays within 5%)."""
-    if prepared is None:
+    decides (`sequential_looks`: the false-alarm rate stays within 5%). `ran`: what the two rows compiled, where
+    they were not kept prepared: the same code is then known before preparing both again (a launch of gigabytes
+    takes longer to build than to time)."""
+    if prepared is not None:
+        ran = (prepared[0].provenance, prepared[1].provenance)
+    same = pair_same_code(a, b, ran) if ran is not None else None
+    if same is None and prepared is None:
         first = Measurement(a, base).prepare()
         second = Measurement(b, base, tuned=first.tuned).prepare()
-    else:
+        if ran is None:
+            same = pair_same_code(a, b, (first.provenance, second.provenance))
+    elif prepared is not None:
         first, second = prepared
-    # a captured launch is the kernel alone: the same code at the same config is the same work; an entry is too
-    # where its host code is the author's with the gate off (`same_host_code`), else its wrapper is timed
-    same = same_code(first.provenance, second.provenance) if (a.launch and b.launch) or (
-        not a.launch and not b.launch and same_host_code(b.path, a.path)) else None
     if same is not None:  # the compiler produced the same code at the same config: there is nothing to time
         return PairedTiming(rounds=0, a_ms=[], b_ms=[], ratio=1.0, ci_low=1.0, ci_high=1.0, threshold=threshold,
                             verdict=SAME_CODE, note=same, planned_rounds=rounds)
@@ -400,6 +404,15 @@ def run_pair(a: BenchItem, b: BenchItem, base: Provenance, rounds: int, threshol
     return PairedTiming(rounds=len(a_ms), a_ms=a_ms, b_ms=b_ms, ratio=ratio, ci_low=low, ci_high=high,
                         threshold=threshold, verdict=verdict, method=first.method,
                         gpu={"before": before, "after": gpu_state()}, note=note, planned_rounds=rounds)
+
+
+def pair_same_code(a: BenchItem, b: BenchItem, ran: tuple[Provenance, Provenance]) -> str | None:
+    """`same_code` where it decides the pair: a captured launch is the kernel alone, so the same code at the same
+    config is the same work; an entry is too where its host code is the author's with the gate off
+    (`same_host_code`), else its wrapper is timed."""
+    if (a.launch and b.launch) or (not a.launch and not b.launch and same_host_code(b.path, a.path)):
+        return same_code(*ran)
+    return None
 
 
 def same_code(a: Provenance, b: Provenance) -> str | None:
@@ -446,6 +459,12 @@ class KeptPrepared:
         return (first, second) if first is not None and second is not None else None
 
 
+def both_ran(ran: dict[int, Provenance], a: int, b: int) -> tuple[Provenance, Provenance] | None:
+    """What rows `a` and `b` compiled in this job, or None where either row ran in an earlier worker (a job
+    resumed after its worker died): the pair then prepares both to know."""
+    return (ran[a], ran[b]) if a in ran and b in ran else None
+
+
 def labels(items: list[BenchItem], pairs: list[list[int]]) -> list[str]:
     """The job's items as the parent's records name them: rows, then pairs."""
     rows = [f"{item.variant} {item.backend}" + (f" size {item.size}" if item.size is not None else "")
@@ -465,6 +484,7 @@ def run_bench_job(job: dict[str, Any], backend: Backend, base: Provenance, emit:
     passed = set(job.get("passed") or [])
     paired = {index for pair in pairs for index in pair}
     kept = KeptPrepared()  # the rows' prepared measurements, for their pairs
+    ran: dict[int, Provenance] = {}  # what each passed row compiled: a pair of the same code is not prepared again
     tuned: dict[int, dict[str, dict[str, dict[Any, Any]]]] = {}  # an original row's tuner_caches, for its optimized row
     original_of = {b: a for a, b in pairs}
     measurement: Measurement | None  # dropped once its row is out (`kept` holds what a pair needs)
@@ -487,6 +507,7 @@ def run_bench_job(job: dict[str, Any], backend: Backend, base: Provenance, emit:
                 continue
             if row.status == PASS:
                 passed.add(index)
+                ran[index] = row.provenance
                 if measurement.prepared is not None and index in original_of.values():
                     tuned[index] = measurement.prepared.tuned
                 if index in paired and measurement.prepared is not None:
@@ -502,7 +523,7 @@ def run_bench_job(job: dict[str, Any], backend: Backend, base: Provenance, emit:
             began = time.perf_counter()
             try:
                 emit("pair", id=ident, item=index, paired=run_pair(items[a], items[b], base, rounds, threshold,
-                                                                    kept.pair(a, b)))
+                                                                    kept.pair(a, b), both_ran(ran, a, b)))
             except Exception as exc:
                 emit("pair", id=ident, item=index, error=harness.describe_exception(exc))
                 if poisons_worker(str(exc)):
