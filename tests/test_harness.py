@@ -563,6 +563,32 @@ def test_a_launchs_inputs_are_drawn_once_per_worker_and_every_build_gets_its_own
     assert drawn[-2:] == [3, 3]
 
 
+def test_a_launch_of_gigabytes_is_drawn_on_its_own_device_each_time_and_not_kept(monkeypatch) -> None:
+    """Over `ON_DEVICE_BYTES` the storages are drawn by the device's own generator where the launch runs (on the
+    CPU: the very values the kept path gives), each build its own memory, nothing kept for the next."""
+    from tileiropt.capture import replay
+    from tileiropt.project.launch import CapturedLaunch
+
+    launch = CapturedLaunch.from_json({"kernel": "k", "file": "k.py", "args": [
+        {"name": "x", "tensor": {"shape": [4, 3], "stride": [3, 1], "extent": 12, "dtype": "float16"}},
+        {"name": "idx", "tensor": {"shape": [2], "stride": [1], "extent": 2, "dtype": "int32", "values": [5, 7]}}],
+        "grid": [1, 1, 1]})
+    assert replay.drawn_bytes(launch) == 12 * 2 + 2 * 4
+    monkeypatch.setattr(replay, "DRAWN", replay.DrawnStorages())
+    kept = replay.build_inputs(launch, 0, "cpu")
+    monkeypatch.setattr(replay, "DRAWN", replay.DrawnStorages())
+    monkeypatch.setattr(replay, "ON_DEVICE_BYTES", 16)
+    where: list[str] = []
+    real_draw = replay.draw
+    monkeypatch.setattr(replay, "draw", lambda launch, seed, device="cpu": where.append(device)
+                        or real_draw(launch, seed, device))
+    first, second = replay.build_inputs(launch, 0, "cpu"), replay.build_inputs(launch, 0, "cpu")
+    assert where == ["cpu", "cpu"] and not replay.DRAWN.kept
+    assert torch.equal(first["x"], kept["x"]) and first["idx"].tolist() == [5, 7]
+    first["x"].fill_(0)  # the kernel wrote into its input: the next build is its own memory
+    assert second["x"].abs().sum() > 0
+
+
 def test_a_record_names_the_stand_ins_its_own_case_reached_not_another_kernels(monkeypatch) -> None:
     from tileiropt.harness import stand_ins
 
@@ -575,3 +601,21 @@ def test_a_record_names_the_stand_ins_its_own_case_reached_not_another_kernels(m
     stand_ins._SINCE.add("capability")  # reached again by this case's code (a wrapper in utils.py)
     assert stand_ins.note([package], own) == "interpreter stand-ins: capability (emulated sm_90 device)"
     assert "libdevice.tanh" in stand_ins.note([package])  # without its own files: the whole package, as before
+
+
+@pytest.mark.gpu
+def test_a_launch_of_gigabytes_is_drawn_on_the_gpu_the_same_each_time() -> None:
+    """On a GPU, a launch over `ON_DEVICE_BYTES` is drawn there: the same values for every build (the original's
+    and the optimized file's rows compare on them), each its own memory."""
+    from tileiropt.capture import replay
+    from tileiropt.project.launch import CapturedLaunch
+
+    elements = replay.ON_DEVICE_BYTES // 2 + 1024
+    launch = CapturedLaunch.from_json({"kernel": "k", "file": "k.py", "args": [
+        {"name": "x", "tensor": {"shape": [elements], "stride": [1], "extent": elements, "dtype": "bfloat16"}},
+        {"name": "y", "tensor": {"shape": [elements], "stride": [1], "extent": elements, "dtype": "float32"}}],
+        "grid": [1, 1, 1]})
+    first, second = replay.build_inputs(launch, 7, "cuda"), replay.build_inputs(launch, 7, "cuda")
+    assert first["x"].is_cuda and first["x"].dtype == torch.bfloat16 and first["x"].data_ptr() != second["x"].data_ptr()
+    assert torch.equal(first["x"], second["x"]) and torch.equal(first["y"], second["y"])
+    assert not torch.equal(first["y"], replay.build_inputs(launch, 8, "cuda")["y"])

@@ -66,19 +66,39 @@ def point_addresses(launch: CapturedLaunch, inputs: Mapping[str, Any]) -> None:
 def build_inputs(launch: CapturedLaunch, seed: int, device: str) -> dict[str, Any]:
     """Seeded tensors for the launch, by argument name, laid out with the captured strides. The values are drawn on
     the CPU, so every device gets the same ones; a worker keeps the last launches' drawn storages
-    (`DRAWN`), so the next case or row of the same launch and seed only copies them to its device."""
+    (`DRAWN`), so the next case or row of the same launch and seed only copies them to its device. A launch over
+    `ON_DEVICE_BYTES` is drawn on its device, by that device's generator, and not kept: drawing 6 GB on the CPU
+    takes 25 s, on a GPU a few milliseconds (its values are then the same for every case and row on that kind of
+    device, which is what a comparison needs: both sides of it run there)."""
     import torch
 
     inputs: dict[str, Any] = {}
-    for name, spec, storage in DRAWN.storages(launch, seed):
+    on_device = drawn_bytes(launch) > ON_DEVICE_BYTES
+    drawn = draw(launch, seed, device) if on_device else DRAWN.storages(launch, seed)
+    for name, spec, storage in drawn:
         dtype = storage.dtype
-        placed = storage.to(device=device, copy=True)  # its own copy: a kernel writes into its inputs
+        placed = storage if on_device else storage.to(device=device, copy=True)  # its own: a kernel writes into it
         tensor = torch.as_strided(placed, spec.shape, spec.stride, 0)
         if spec.values is not None:
             tensor.copy_(torch.tensor(spec.values, dtype=dtype).reshape(spec.shape))
         inputs[name] = tensor
     point_addresses(launch, inputs)
     return inputs
+
+
+ON_DEVICE_BYTES = 256 << 20
+
+
+def drawn_bytes(launch: CapturedLaunch) -> int:
+    """The bytes of the storages `draw` would make for the launch (its tensors' extents in their dtypes)."""
+    import torch
+
+    total = 0
+    for _, spec in _tensor_specs(launch):
+        dtype = getattr(torch, spec.dtype, None)
+        size = dtype.itemsize if isinstance(dtype, torch.dtype) else 8
+        total += max(spec.extent, 1) * size
+    return total
 
 
 class DrawnStorages:
@@ -106,11 +126,12 @@ class DrawnStorages:
         return found
 
 
-def draw(launch: CapturedLaunch, seed: int) -> list[tuple[str, TensorArg, Any]]:
-    """(input name, its description, its storage on the CPU in its dtype), drawn from one generator in order."""
+def draw(launch: CapturedLaunch, seed: int, device: str = "cpu") -> list[tuple[str, TensorArg, Any]]:
+    """(input name, its description, its storage on `device` in its dtype), drawn from one generator of that
+    device in order."""
     import torch
 
-    generator = torch.Generator(device="cpu").manual_seed(seed)
+    generator = torch.Generator(device=device).manual_seed(seed)
     drawn = []
     for name, spec in _tensor_specs(launch):
         dtype = getattr(torch, spec.dtype, None)
@@ -119,14 +140,15 @@ def draw(launch: CapturedLaunch, seed: int) -> list[tuple[str, TensorArg, Any]]:
         extent = max(spec.extent, 1)
         if dtype.is_floating_point:
             if spec.nonnegative:
-                storage = torch.rand(extent, generator=generator, dtype=torch.float32)
+                storage = torch.rand(extent, generator=generator, dtype=torch.float32, device=device)
             else:
-                storage = torch.randn(extent, generator=generator, dtype=torch.float32)
+                storage = torch.randn(extent, generator=generator, dtype=torch.float32, device=device)
         elif dtype == torch.bool:
-            storage = torch.randint(0, 2, (extent,), generator=generator).bool()
+            storage = torch.randint(0, 2, (extent,), generator=generator, device=device).bool()
         else:
             low, high = spec.range or (0, 1)
-            storage = torch.randint(low, high + 1, (extent,), generator=generator, dtype=torch.int64)
+            storage = torch.randint(low, high + 1, (extent,), generator=generator, dtype=torch.int64,
+                                    device=device)
         drawn.append((name, spec, storage.to(dtype=dtype)))
     return drawn
 
