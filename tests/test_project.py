@@ -72,6 +72,7 @@ BAD_CASES = [
     (GOOD + '\n[[kernel]]\nname = "add"\npath = "add.py"\nentry = "add"\ninputs = { x = [4], y = [4] }\n',
      "kernel[1].name", "duplicate kernel name"),
     ("[project]\nhint_autotune = \"add\"\n" + GOOD, "project.hint_autotune", "list of kernel names"),
+    (GOOD.replace('reference = "x + y"', 'reference = "x + z"'), "kernel[0].reference", "reads 'z'"),
 ]
 
 
@@ -90,6 +91,32 @@ def test_bad_project_names_file_key_and_fix(tmp_path: Path, text: str, key: str 
     assert "Traceback" not in result.output and message in result.output
     if key:
         assert f"[{key}]" in result.output
+
+
+def test_a_project_error_names_the_line_of_its_key(tmp_path: Path) -> None:
+    """As a linter does: file, line and key; the key's own line inside the right `[[kernel]]`, else its table's."""
+    from tileiropt.project.file import key_line
+
+    second = GOOD + '\n[[kernel]]\nname = "add2"\npath = "add.py"\nentry = "add"\nreference = "x + q"\n' \
+                    'inputs = { x = [4] }\n'
+    with pytest.raises(UserError) as info:
+        load_project(_project(tmp_path, second))
+    lines = second.splitlines()
+    assert "[kernel[1].reference]" in str(info.value) and lines[info.value.line - 1] == 'reference = "x + q"'
+    assert f"tileiropt.toml:{info.value.line}: " in str(info.value)
+    assert lines[key_line(second, "defaults.sizes") - 1] == "sizes = [128, 1024]"
+    assert lines[key_line(second, "kernel[0].colour") - 1] == "[[kernel]]"  # no such line: the table's header
+    assert key_line(second, "kernel[5].path") is None and key_line("", "defaults.seed") is None
+
+
+def test_an_expression_reference_may_read_its_inputs_dims_args_torch_and_what_it_binds() -> None:
+    from tileiropt.harness.entry_ref import unknown_names
+
+    known = ["x", "y", "M", "alpha"]
+    assert unknown_names("torch.stack([x[i] * alpha for i in range(M)]).sum(0) + F.relu(y) + math.pi", known) == []
+    assert unknown_names("(lambda a, *rest, b=1: a + b)(x) + abs(y)", known) == []
+    assert unknown_names("x + z * w", known) == ["w", "z"]
+    assert unknown_names("original", known) == [] and unknown_names("pkg.mod:fn", known) == []
 
 
 def test_flags_build_the_same_model(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ any worker starts."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 REFERENCE_ORIGINAL = "original"  # the untransformed file is the reference
@@ -25,6 +26,30 @@ def reference_kind(text: str) -> str:
     except SyntaxError as exc:
         raise ValueError(f"reference is not a Python expression: {exc.msg}: {text!r}") from None
     return "expression"
+
+
+REFERENCE_SCOPE = ("torch", "F", "math")  # beside Python's builtins, the inputs, dims and args
+
+
+def unknown_names(text: str, known: Iterable[str]) -> list[str]:
+    """The names an expression reference reads that its scope will not hold: neither `known` (the kernel's inputs,
+    dims and args), `REFERENCE_SCOPE` nor a builtin, nor bound inside the expression itself (a lambda's parameters,
+    a comprehension's targets). Empty for a function, "original" or an expression that does not parse."""
+    import ast
+    import builtins
+
+    try:
+        if reference_kind(text) != "expression":
+            return []
+        tree = ast.parse(text.strip(), mode="eval")
+    except (ValueError, SyntaxError):
+        return []
+    bound = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    bound |= {arg.arg for node in ast.walk(tree) if isinstance(node, ast.arguments)
+              for arg in [*node.posonlyargs, *node.args, *node.kwonlyargs, node.vararg, node.kwarg] if arg}
+    scope = set(known) | set(REFERENCE_SCOPE) | set(dir(builtins)) | bound
+    read = [node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)]
+    return sorted(set(read) - scope)
 
 
 @dataclass(frozen=True)

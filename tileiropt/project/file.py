@@ -21,7 +21,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 from tileiropt.classify.modules import locate_module, package_name_for
 from tileiropt.engine.executors import EXECUTORS, Executor
 from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
-from tileiropt.harness.entry_ref import EntryRef
+from tileiropt.harness.entry_ref import EntryRef, unknown_names
 from tileiropt.project import entries
 from tileiropt.project.library import library_files
 from tileiropt.project.metric_expressions import ExpressionError, parse_expression
@@ -56,14 +56,49 @@ PROJECT_KEYS = {"artifacts", "max_configs", "hint_autotune", "capture", "capture
 
 
 class _Where:
-    """Builds errors that name the file and the key path."""
+    """Builds errors that name the file, the line and the key path."""
 
     def __init__(self, file: str | None):
         self.file = file
 
     def error(self, key: str, message: str, hint: str | None = None) -> UserError:
         prefix = f"[{key}] " if key else ""
-        return UserError(f"{prefix}{message}", file=self.file, hint=hint)
+        return UserError(f"{prefix}{message}", file=self.file, line=self.line_of(key), hint=hint)
+
+    def line_of(self, key: str) -> int | None:
+        try:
+            return key_line(Path(self.file).read_text(encoding="utf-8"), key) if self.file and key else None
+        except OSError:
+            return None
+
+
+_KEY_PART = re.compile(r"([A-Za-z_][\w-]*)(?:\[(\d+)\])?")
+
+
+def key_line(text: str, key: str) -> int | None:
+    """The line (1-based) where a key path such as `kernel[1].reference` or `defaults.sizes` is written in the
+    TOML text: the key's own `name =` line inside its table (`[[kernel]]` counted), else its table's header; None
+    where neither is found (a dotted or inline spelling the search does not follow)."""
+    parts = [m.groups() for m in (_KEY_PART.fullmatch(p) for p in key.split(".")) if m]
+    if not parts:
+        return None
+    lines = text.splitlines()
+    table, index = parts[0]
+    header = re.compile(rf"^\s*\[\[\s*{re.escape(table)}\s*\]\]" if index is not None
+                        else rf"^\s*\[\s*{re.escape(table)}\s*\]")
+    starts = [n for n, line in enumerate(lines) if header.match(line)]
+    wanted = int(index) if index is not None else 0
+    if len(starts) <= wanted:
+        found = next((n for n, line in enumerate(lines) if re.match(rf"^\s*{re.escape(table)}\s*=", line)), None)
+        return None if found is None else found + 1
+    start = starts[wanted]
+    end = next((n for n in range(start + 1, len(lines)) if re.match(r"^\s*\[", lines[n])), len(lines))
+    if len(parts) > 1:
+        name = parts[1][0]
+        for n in range(start + 1, end):
+            if re.match(rf"^\s*[\"']?{re.escape(name)}[\"']?\s*=", lines[n]):
+                return n + 1
+    return start + 1
 
 
 def normalize_dtype(value: object, where: _Where, key: str) -> str:
@@ -287,6 +322,13 @@ def _kernel(raw: object, index: int, defaults: dict, root: Path, where: _Where, 
     args = raw.get("args", {})
     if not isinstance(args, dict):
         raise where.error(f"{key}.args", "must be a table of keyword = value")
+    unknown = unknown_names(reference, [*inputs, *dims, *args]) if isinstance(reference, str) else []
+    if unknown:
+        readable = "; ".join(f"{what}: {', '.join(names)}" for what, names in
+                             (("inputs", inputs), ("dims", dims), ("args", args)) if names)
+        raise where.error(f"{key}.reference", f"{reference!r} reads {', '.join(map(repr, unknown))}, which is not "
+                          "an input, a dim or an arg of this kernel (nor torch, F or math)",
+                          f"read only what the kernel names: {readable}")
     ranges_raw = raw.get("ranges", {})
     if not isinstance(ranges_raw, dict):
         raise where.error(f"{key}.ranges", "must be a table of input name = [low, high)",
