@@ -99,6 +99,8 @@ def test_quiet_and_verbose_together_are_bad_input(tmp_path: Path) -> None:
     (["classify", "--nope", "--json"], "tileiropt classify", "No such option: --nope"),
     (["bogus", "--json"], "tileiropt", "No such command 'bogus'"),
     (["validate", "--json", "--variant"], "tileiropt validate", "Option '--variant' requires an argument"),
+    (["apply", "k.py", "--max-configs", "-3", "--json"], "tileiropt apply", "Invalid value for '--max-configs'"),
+    (["run", "--max-configs", "0", "--json"], "tileiropt run", "Invalid value for '--max-configs'"),
 ])
 def test_a_usage_error_is_one_line_naming_the_command_and_its_fix(argv: list[str], command: str, said: str) -> None:
     import json
@@ -159,3 +161,32 @@ def test_every_command_is_one_function_of_its_phase_named_after_it() -> None:
         function = getattr(importlib.import_module(module), f"{name}_command")
         assert inspect.signature(function).return_annotation == "ExitCode", name
         assert f"{name}_command(" in inspect.getsource(getattr(cli, name)), f"tileiropt {name} calls {module}"
+
+
+def test_an_option_read_as_the_kernels_name_is_said_so(tmp_path: Path) -> None:
+    """`validate --kernel --json`: click takes `--json` as the kernel's name; the error says so and how to write it."""
+    import shutil
+
+    shutil.copytree(ROOT / "examples", tmp_path / "ex")
+    result = runner.invoke(app, ["validate", str(tmp_path / "ex" / "tileiropt.toml"), "--kernel", "--json"])
+    assert result.exit_code == 2
+    assert "--json was read as --kernel's value" in result.output and "fix: --kernel NAME --json, NAME among: " \
+        "vector_add" in result.output
+
+
+def test_run_s_max_configs_is_given_to_apply_over_the_project_s(tmp_path: Path, monkeypatch) -> None:
+    import shutil
+
+    from tileiropt.run import command
+
+    shutil.copytree(ROOT / "examples", tmp_path / "ex")
+    seen: list[int] = []
+
+    def pipeline(project, **_) -> None:  # the phases are not run: only what they were given is looked at
+        seen.append(project.max_configs)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(command, "run_pipeline", pipeline)
+    for extra, expected in (([], 16), (["--max-configs", "4"], 4)):
+        runner.invoke(app, ["run", str(tmp_path / "ex" / "tileiropt.toml"), "--json", *extra])
+        assert seen[-1] == expected

@@ -158,7 +158,7 @@ def apply_command(paths: list[Path], *, output: Path | None, in_place: bool, dry
                   json_output: bool, spaces_file: Path | None, max_configs: int,
                   tileir_version: str | None = None, hint_autotune: tuple[str, ...] = ()) -> ExitCode:
     if max_configs < 1:
-        raise UserError("--max-configs must be at least 1")
+        raise UserError(f"--max-configs must be at least 1, got {max_configs}", hint="--max-configs 16 (the default)")
     choice = choose_release(tileir_version)
     dry_run = dry_run or diff  # a diff shows what would change, as ruff's does: nothing is written
     results, errors = apply_paths(paths, output=output, in_place=in_place, dry_run=dry_run,

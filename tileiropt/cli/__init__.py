@@ -81,6 +81,12 @@ SizesOpt = Annotated[
     list[int] | None, typer.Option("--size", help="Bench size (repeatable; default: the project's sizes).")
 ]
 
+MAX_CONFIGS_HELP = ("TileIR configs added to a kernel at most: where its own configs crossed with the lever "
+                    "combinations would make more, some of them are crossed (those that hold every meta-parameter "
+                    "value; a list built by code: its first). Every lever value is tried once whatever the cap.")
+MaxConfigsOpt = Annotated[int | None, typer.Option("--max-configs", min=1, show_default=False,
+                                                   help=MAX_CONFIGS_HELP + " Default: the project's max_configs.")]
+
 IncludeOpt = Annotated[list[str] | None, typer.Option(
     "--include", help="Library folder: only files matching this glob (repeatable), e.g. 'ops/*.py'.",
     show_default=False)]
@@ -308,12 +314,7 @@ def apply(
     spaces: Annotated[
         Path | None, typer.Option("--spaces", help="TOML file of TileIR config spaces (see templates/spaces.toml).")
     ] = None,
-    max_configs: Annotated[int, typer.Option(
-        "--max-configs", help="TileIR configs added to a kernel at most: where its own configs crossed with the "
-                              "lever combinations would make more, some of them are crossed (those that hold every "
-                              "meta-parameter value; a list built by code: its first). Every lever value is tried "
-                              "once whatever the cap.")
-                           ] = DEFAULT_MAX_CONFIGS,
+    max_configs: Annotated[int, typer.Option("--max-configs", min=1, help=MAX_CONFIGS_HELP)] = DEFAULT_MAX_CONFIGS,
     hint_autotune: Annotated[
         list[str] | None, typer.Option(
             "--hint-autotune", metavar="KERNEL",
@@ -475,6 +476,7 @@ def run(
                                               "is not slower on PTX; the original is kept as <file>.orig.")
     ] = False,
     fresh: FreshOpt = False,
+    max_configs: MaxConfigsOpt = None,
     spread_gpus: Annotated[
         bool, typer.Option("--spread-gpus", help="Give each pytest-xdist worker of the command (pytest -n N) a GPU "
                                                  "of its own, by worker index, so the suite spreads over the GPUs.")
@@ -495,7 +497,8 @@ def run(
     code = run_command(options, timeout=timeout, sizes=sizes, capture=command,
                            capture_budget=_budget(capture_budget),
                            capture_stall=_budget(capture_stall, "--capture-stall"), include=include,
-                           exclude=exclude, in_place=in_place, spread_gpus=spread_gpus)
+                           exclude=exclude, in_place=in_place, spread_gpus=spread_gpus,
+                           max_configs=max_configs)
     raise typer.Exit(int(code))
 
 

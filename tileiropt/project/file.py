@@ -27,6 +27,7 @@ from tileiropt.project.library import library_files
 from tileiropt.project.metric_expressions import ExpressionError, parse_expression
 from tileiropt.project.model import (
     DEFAULT_ARTIFACTS,
+    DEFAULT_MAX_CONFIGS,
     DEFAULT_SIZES,
     DEFAULT_STALL_S,
     DEFAULT_TIMEOUT_S,
@@ -419,9 +420,10 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
             raise where.error(f"kernel[{i}].name", f"duplicate kernel name {k.name!r}",
                               "give each kernel a unique name")
         seen.add(k.name)
-    max_configs = project.get("max_configs", 16)
+    max_configs = project.get("max_configs", DEFAULT_MAX_CONFIGS)
     if isinstance(max_configs, bool) or not isinstance(max_configs, int) or max_configs < 1:
-        raise where.error("project.max_configs", f"must be a positive integer, got {max_configs!r}")
+        raise where.error("project.max_configs", f"must be a positive integer, got {max_configs!r}",
+                          f"max_configs = {DEFAULT_MAX_CONFIGS} (the default)")
     hint_autotune = project.get("hint_autotune", [])
     if not isinstance(hint_autotune, list) or not all(isinstance(name, str) and name for name in hint_autotune):
         raise where.error("project.hint_autotune", f"must be a list of kernel names (or \"all\"), got "

@@ -111,7 +111,10 @@ class Project:
         known = {k.name: k for k in self.kernels}
         missing = [n for n in names if n not in known]
         if missing:
-            raise UserError(f"no kernel named {', '.join(missing)} in the project",
+            option = next((n for n in missing if n.startswith("-")), None)  # `--kernel --json`: an option taken
+            raise UserError(f"no kernel named {', '.join(missing)} in the project"
+                            + (f" ({option} was read as --kernel's value)" if option else ""),
                             file=str(self.file) if self.file else None,
-                            hint=f"choose among: {', '.join(known)}")
+                            hint=(f"--kernel NAME {option}, NAME among: " if option else "choose among: ")
+                            + ", ".join(known))
         return [known[n] for n in names]

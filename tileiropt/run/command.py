@@ -64,8 +64,11 @@ def run_command(
     include: list[str] | None = None,
     exclude: list[str] | None = None,
     spread_gpus: bool = False,
+    max_configs: int | None = None,
 ) -> ExitCode:
     project = options.project(capture=capture, may_capture=True, include=include, exclude=exclude)
+    if max_configs is not None:  # --max-configs over the project's `max_configs`
+        project.max_configs = max_configs
     if project.capture is not None and spread_gpus:
         project.capture.spread_gpus = True
     if project.capture is not None and capture_budget is not None:
