@@ -518,3 +518,18 @@ def test_validating_one_kernel_keeps_the_other_kernels_records(tmp_path: Path) -
     assert with_other_kernels(run, tmp_path, None) is run  # every kernel: this run is the whole record
     elsewhere = ValidateRun(records=[made("b", "kb")], backends=["interpret"], project=str(tmp_path / "other.toml"))
     assert with_other_kernels(elsewhere, tmp_path, ["b"]) is elsewhere  # another project's records are not mixed in
+
+
+def test_a_pass_above_atol_says_once_per_kernel_and_dtype_that_its_relative_margin_holds_it() -> None:
+    from tileiropt.validate.command import detail_lines
+    from tileiropt.validate.records import ValidateRun, ValidationRecord
+
+    def record(config: str, max_abs: float) -> ValidationRecord:
+        return ValidationRecord("norm", "optimized", "ptx", config, PASS, "", max_abs=max_abs, atol=1e-5, rtol=1e-3,
+                                path="/x.py", dtypes={"x": "float32"})
+
+    lines = detail_lines(ValidateRun(records=[record("A", 1.2e-4), record("B", 3e-4), record("C", 1e-6)],
+                                     backends=["ptx"]))
+    notes = [line for line in lines if "above atol" in line]
+    assert notes == ["note: norm float32: passed with a max abs difference of 1.2e-04, above atol 1.0e-05: every "
+                     "element is within atol + rtol x |reference| (rtol 1.0e-03), as torch.allclose judges"]

@@ -70,7 +70,7 @@ REPEATED_ON_PTX = ("run once per distinct compiled config: occupancy and 2-CTA m
 def detail_lines(run: ValidateRun) -> list[str]:
     """A line per record that failed or errored, a line per distinct "not run" reason (with its
     count), and each kernel's scaling note once."""
-    lines, scaled = [], set()
+    lines, scaled, margins = [], set(), set()
     not_run: dict[tuple[str, str], int] = {}
     for r in run.records:
         where = f"{r.kernel} {r.variant} {_dtypes(r)} {r.backend} [{short_config(r.config)}]"
@@ -83,6 +83,12 @@ def detail_lines(run: ValidateRun) -> list[str]:
         elif r.scaled_from and r.kernel not in scaled:
             scaled.add(r.kernel)
             lines.append(f"note: {r.kernel}: {describe_scaling(r.scaled_from, r.shapes)}")
+        if r.status == PASS and r.max_abs is not None and r.atol is not None and r.max_abs > r.atol and \
+                (r.kernel, _dtypes(r)) not in margins:  # a pass above atol: its relative margin says why
+            margins.add((r.kernel, _dtypes(r)))
+            lines.append(f"note: {r.kernel} {_dtypes(r)}: passed with a max abs difference of {r.max_abs:.1e}, "
+                         f"above atol {r.atol:.1e}: every element is within atol + rtol x |reference| "
+                         f"(rtol {r.rtol or 0:.1e}), as torch.allclose judges")
         if r.provenance.fallback:
             lines.append(f"fallback: {where}: {r.reason}")
     for (backend, reason), count in not_run.items():
