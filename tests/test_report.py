@@ -263,6 +263,20 @@ def test_a_copied_project_folder_s_records_are_refused_for_this_project_and_read
     assert f"made for another project ({made.resolve()}) than run.json" in result.stdout.replace("\n", " ")
 
 
+def test_a_moved_folder_s_next_step_starts_in_the_folder_its_records_are_now(tmp_path: Path) -> None:
+    """A run's folder copied with its `.tileiropt`: the next step's `cd` goes to the copy (the same place in it),
+    not to the folder the run was made in; a run started outside its project's folder keeps its own `cd`."""
+    from tileiropt.report.markdown import moved_cwd
+
+    made, copy = tmp_path / "made", tmp_path / "copy"
+    assert moved_cwd(str(made), str(made / ".tileiropt"), str(copy / ".tileiropt")) == str(copy.resolve())
+    assert moved_cwd(str(made / "sub"), str(made / ".tileiropt"), str(copy / ".tileiropt")) == \
+        str(copy.resolve() / "sub")
+    assert moved_cwd(str(tmp_path), str(made / ".tileiropt"), str(copy / ".tileiropt")) == str(tmp_path)
+    assert moved_cwd(str(made), str(made / ".tileiropt"), str(made / ".tileiropt")) == str(made)
+    assert moved_cwd(str(made), None, str(copy / ".tileiropt")) == str(made)
+
+
 def test_malformed_records_are_one_line(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

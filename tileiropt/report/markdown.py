@@ -296,11 +296,22 @@ def _without_shared_columns(header: list[str], rows: list[list[str]]
             [(header[i], rows[0][i]) for i in dropped])
 
 
+def moved_cwd(cwd: str, ran_in: str | None, rendered_from: str) -> str:
+    """The folder a run's command runs from, where its records now are: a project folder copied or moved with its
+    `.tileiropt` has the run's folder at the same place inside the copy (its relative paths hold there too)."""
+    if not ran_in:
+        return cwd
+    before, now = Path(ran_in).resolve().parent, Path(rendered_from).resolve().parent
+    if before == now or not Path(cwd).resolve().is_relative_to(before):
+        return cwd
+    return str(now / Path(cwd).resolve().relative_to(before))
+
+
 def rerun_command(run: RunResult | None, report: Report) -> str:
     """The command of this run again with ENABLE_TILE=1, runnable as printed: from the folder it ran in, the same
     target and capture command (`--json` left out)."""
     command = [str(c) for c in (run.command if run else []) if str(c) != "--json"]
-    cwd = run.cwd if run else ""
+    cwd = moved_cwd(run.cwd, run.artifacts, report.artifacts) if run and run.cwd else ""
     if command[:1] == ["tileiropt"] and cwd:
         return f"cd {shlex.quote(str(cwd))} && ENABLE_TILE=1 {shlex.join(command)}"
     project = (run.project if run else None) or str(Path(report.artifacts).parent)
