@@ -71,3 +71,21 @@ def test_the_command_s_own_time_is_said_in_all_in_the_phases_and_before_them() -
                               "rendering the report)")
     age = process_seconds()
     assert age is None or age > 0  # this very process has run a while: None only where /proc is not there
+
+
+def test_the_wait_for_a_phase_s_background_work_joins_its_row_s_seconds(monkeypatch) -> None:
+    """A library's other files, classified beside the later phases: what the run waited for them at the end is
+    classify's, so the phase rows add up to the run (what ran beside the other phases is not counted twice)."""
+    from types import SimpleNamespace
+
+    from tileiropt.contract.outcome import Outcome
+    from tileiropt.run import pipeline
+
+    clock = iter([100.0, 109.3])
+    monkeypatch.setattr(pipeline.time, "monotonic", lambda: next(clock))
+    outcome = Outcome.of("classify", "pass", "3 kernels in 1 file")
+    outcome.result.seconds = 0.1
+    outcome.later = lambda: ("pass", "5 kernels in 2 files", None)
+    pipeline.Pipeline.join_later(SimpleNamespace(outcomes=[outcome]))
+    assert outcome.result.seconds == 9.4 and outcome.result.detail == "5 kernels in 2 files"
+    assert outcome.later is None

@@ -113,11 +113,15 @@ class Pipeline:
             self.result.program = outcome.program
 
     def join_later(self) -> None:
-        """What a phase left going beside the later ones (a library's other files, classified) joins its row."""
+        """What a phase left going beside the later ones (a library's other files, classified) joins its row, and
+        the time the run waited for it joins the row's seconds (what ran beside the other phases is not counted:
+        they took that time)."""
         for outcome in self.outcomes:
             if outcome.later is not None:
                 later, outcome.later = outcome.later, None
+                waited = time.monotonic()
                 outcome.result.status, outcome.result.detail, outcome.record = later()
+                outcome.result.seconds = round(outcome.result.seconds + time.monotonic() - waited, 3)
 
     def run(self) -> RunResult:
         started = time.monotonic()
