@@ -73,6 +73,8 @@ BAD_CASES = [
      "kernel[1].name", "duplicate kernel name"),
     ("[project]\nhint_autotune = \"add\"\n" + GOOD, "project.hint_autotune", "list of kernel names"),
     (GOOD.replace('reference = "x + y"', 'reference = "x + z"'), "kernel[0].reference", "reads 'z'"),
+    (GOOD.replace('reference = "x + y"', 'reference = "nopkg_here.mod:fn"'), "kernel[0].reference",
+     "no module named 'nopkg_here'"),
 ]
 
 
@@ -107,6 +109,24 @@ def test_a_project_error_names_the_line_of_its_key(tmp_path: Path) -> None:
     assert lines[key_line(second, "defaults.sizes") - 1] == "sizes = [128, 1024]"
     assert lines[key_line(second, "kernel[0].colour") - 1] == "[[kernel]]"  # no such line: the table's header
     assert key_line(second, "kernel[5].path") is None and key_line("", "defaults.seed") is None
+    spelled = ('[[kernel]]\nname = "a"\ndims.N = 4\n\n[kernel.args]\neps = 1e-5\n\n[[kernel]]\nname = "b"\n'
+               '[[kernels]]\n')
+    lines = spelled.splitlines()
+    assert lines[key_line(spelled, "kernel[0].dims.N") - 1] == "dims.N = 4"  # a dotted key
+    assert lines[key_line(spelled, "kernel[0].args.eps") - 1] == "[kernel.args]"  # a sub-table of its own
+    assert lines[key_line(spelled, "kernel[1].name") - 1] == 'name = "b"'
+    assert lines[key_line(spelled, "kernels") - 1] == "[[kernels]]"  # a misspelled table, as written
+
+
+def test_a_function_reference_beside_the_project_or_installed_loads(tmp_path: Path) -> None:
+    """Found without importing it: a module beside the project file (the workers put its folder on sys.path) or an
+    installed one; a dotted name without `:` is told how a function is written."""
+    (tmp_path / "refs.py").write_text("def add(x, y):\n    return x + y\n")
+    for reference in ("refs:add", "math:fsum", "torch.nn.functional:relu"):
+        load_project(_project(tmp_path, GOOD.replace('reference = "x + y"', f'reference = "{reference}"')))
+    with pytest.raises(UserError) as info:
+        load_project(_project(tmp_path, GOOD.replace('reference = "x + y"', 'reference = "refs.add"')))
+    assert "a function is written refs:add" in str(info.value)
 
 
 def test_an_expression_reference_may_read_its_inputs_dims_args_torch_and_what_it_binds() -> None:
@@ -116,6 +136,7 @@ def test_an_expression_reference_may_read_its_inputs_dims_args_torch_and_what_it
     assert unknown_names("torch.stack([x[i] * alpha for i in range(M)]).sum(0) + F.relu(y) + math.pi", known) == []
     assert unknown_names("(lambda a, *rest, b=1: a + b)(x) + abs(y)", known) == []
     assert unknown_names("x + z * w", known) == ["w", "z"]
+    assert unknown_names("__builtins__['abs'](x)", known) == []
     assert unknown_names("original", known) == [] and unknown_names("pkg.mod:fn", known) == []
 
 

@@ -264,14 +264,25 @@ def test_a_copied_project_folder_s_records_are_refused_for_this_project_and_read
 
 
 def test_a_moved_folder_s_next_step_starts_in_the_folder_its_records_are_now(tmp_path: Path) -> None:
-    """A run's folder copied with its `.tileiropt`: the next step's `cd` goes to the copy (the same place in it),
-    not to the folder the run was made in; a run started outside its project's folder keeps its own `cd`."""
+    """A run's folder copied with its records: the next step's `cd` goes to the copy (the same place in it), not
+    to the folder the run was made in; where the copy lacks that folder or what the command names from it (the
+    records copied alone), or the run started outside its project's folder, the run's own `cd` stays."""
     from tileiropt.report.markdown import moved_cwd
 
-    made, copy = tmp_path / "made", tmp_path / "copy"
+    made, copy, share = tmp_path / "made", tmp_path / "copy", tmp_path / "share"
+    for root in (made, copy):
+        (root / "sub").mkdir(parents=True)
+        (root / "sub" / "k.py").write_text("")
+        (root / "out" / "runs").mkdir(parents=True)
+    share.mkdir()
+    command = ["tileiropt", "run", "k.py", "--json"]
     assert moved_cwd(str(made), str(made / ".tileiropt"), str(copy / ".tileiropt")) == str(copy.resolve())
-    assert moved_cwd(str(made / "sub"), str(made / ".tileiropt"), str(copy / ".tileiropt")) == \
+    assert moved_cwd(str(made / "sub"), str(made / ".tileiropt"), str(copy / ".tileiropt"), command) == \
         str(copy.resolve() / "sub")
+    assert moved_cwd(str(made / "sub"), str(made / "out" / "runs"), str(copy / "out" / "runs"), command) == \
+        str(copy.resolve() / "sub")  # a project's own artifacts path: its common trailing parts left off
+    assert moved_cwd(str(made / "sub"), str(made / ".tileiropt"), str(share / ".tileiropt"), command) == \
+        str(made / "sub")  # the records alone: the copy holds neither the folder nor k.py
     assert moved_cwd(str(tmp_path), str(made / ".tileiropt"), str(copy / ".tileiropt")) == str(tmp_path)
     assert moved_cwd(str(made), str(made / ".tileiropt"), str(made / ".tileiropt")) == str(made)
     assert moved_cwd(str(made), None, str(copy / ".tileiropt")) == str(made)

@@ -103,6 +103,12 @@ def test_reference_that_raises_gives_one_clear_record(run):
     (record,) = _records(run, "reference_raises")
     assert record.status == ERROR and record.config == PREPARE
     assert "the reference raised: ValueError: this reference always fails" in record.reason
+    from tileiropt.validate.phase import failures
+    from tileiropt.validate.records import ValidateRun
+
+    (stop,) = failures(ValidateRun(records=[record], backends=[record.backend]), "compatibility", "the original file")
+    assert stop.reason.startswith("the project's reference of reference_raises raised on ")  # not the file's fault
+    assert stop.reason.endswith("(fix: the kernel's `reference` key)") and "the original file" not in stop.reason
 
 
 def test_cuda_only_wrapper_is_not_run_under_the_interpreter(run):
@@ -528,7 +534,9 @@ def test_a_pass_above_atol_says_once_per_kernel_and_dtype_that_its_relative_marg
         return ValidationRecord("norm", "optimized", "ptx", config, PASS, "", max_abs=max_abs, atol=1e-5, rtol=1e-3,
                                 path="/x.py", dtypes={"x": "float32"})
 
-    lines = detail_lines(ValidateRun(records=[record("A", 1.2e-4), record("B", 3e-4), record("C", 1e-6)],
+    widened = ValidationRecord("norm", "optimized", "ptx", "D", PASS, "compared within 0.004 (its own spread)",
+                               max_abs=3e-3, atol=0.0, rtol=0.0, path="/x.py", dtypes={"x": "float16"})
+    lines = detail_lines(ValidateRun(records=[record("A", 1.2e-4), record("B", 3e-4), record("C", 1e-6), widened],
                                      backends=["ptx"]))
     notes = [line for line in lines if "above atol" in line]
     assert notes == ["note: norm float32: passed with a max abs difference of 1.2e-04, above atol 1.0e-05: every "

@@ -139,10 +139,13 @@ def draw(launch: CapturedLaunch, seed: int, device: str = "cpu") -> list[tuple[s
             raise HarnessError(f"argument {name!r} has dtype {spec.dtype!r}, which this torch does not know")
         extent = max(spec.extent, 1)
         if dtype.is_floating_point:
+            # on the CPU drawn as float32, then cast (the values every kept launch has had); on a device in the
+            # dtype itself where torch draws it, so a launch of gigabytes needs no float32 copy beside it
+            drawn_as = dtype if device != "cpu" and spec.dtype in NATIVE_DRAWS else torch.float32
             if spec.nonnegative:
-                storage = torch.rand(extent, generator=generator, dtype=torch.float32, device=device)
+                storage = torch.rand(extent, generator=generator, dtype=drawn_as, device=device)
             else:
-                storage = torch.randn(extent, generator=generator, dtype=torch.float32, device=device)
+                storage = torch.randn(extent, generator=generator, dtype=drawn_as, device=device)
         elif dtype == torch.bool:
             storage = torch.randint(0, 2, (extent,), generator=generator, device=device).bool()
         else:
@@ -154,6 +157,7 @@ def draw(launch: CapturedLaunch, seed: int, device: str = "cpu") -> list[tuple[s
 
 
 DRAWN = DrawnStorages()
+NATIVE_DRAWS = {"float16", "bfloat16", "float32", "float64"}  # the float dtypes torch draws directly
 
 
 def _value(arg: Argument, inputs: Mapping[str, Any]) -> Any:

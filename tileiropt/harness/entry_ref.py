@@ -47,7 +47,7 @@ def unknown_names(text: str, known: Iterable[str]) -> list[str]:
     bound = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
     bound |= {arg.arg for node in ast.walk(tree) if isinstance(node, ast.arguments)
               for arg in [*node.posonlyargs, *node.args, *node.kwonlyargs, node.vararg, node.kwarg] if arg}
-    scope = set(known) | set(REFERENCE_SCOPE) | set(dir(builtins)) | bound
+    scope = set(known) | set(REFERENCE_SCOPE) | set(dir(builtins)) | {"__builtins__"} | bound
     read = [node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)]
     return sorted(set(read) - scope)
 

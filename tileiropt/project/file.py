@@ -21,7 +21,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 from tileiropt.classify.modules import locate_module, package_name_for
 from tileiropt.engine.executors import EXECUTORS, Executor
 from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
-from tileiropt.harness.entry_ref import EntryRef, unknown_names
+from tileiropt.harness.entry_ref import EntryRef, reference_kind, unknown_names
 from tileiropt.project import entries
 from tileiropt.project.library import library_files
 from tileiropt.project.metric_expressions import ExpressionError, parse_expression
@@ -78,26 +78,31 @@ _KEY_PART = re.compile(r"([A-Za-z_][\w-]*)(?:\[(\d+)\])?")
 
 def key_line(text: str, key: str) -> int | None:
     """The line (1-based) where a key path such as `kernel[1].reference` or `defaults.sizes` is written in the
-    TOML text: the key's own `name =` line inside its table (`[[kernel]]` counted), else its table's header; None
-    where neither is found (a dotted or inline spelling the search does not follow)."""
+    TOML text: the key's own line inside its table (`[[kernel]]` counted; `name =`, a dotted `name.x =`, or a
+    sub-table `[kernel.name]`), else its table's header; None where neither is found."""
     parts = [m.groups() for m in (_KEY_PART.fullmatch(p) for p in key.split(".")) if m]
     if not parts:
         return None
     lines = text.splitlines()
     table, index = parts[0]
-    header = re.compile(rf"^\s*\[\[\s*{re.escape(table)}\s*\]\]" if index is not None
-                        else rf"^\s*\[\s*{re.escape(table)}\s*\]")
+    name = re.escape(table)
+    header = re.compile(rf"^\s*\[\[\s*{name}\s*\]\]" if index is not None else rf"^\s*\[\[?\s*{name}\s*\]\]?")
     starts = [n for n, line in enumerate(lines) if header.match(line)]
     wanted = int(index) if index is not None else 0
     if len(starts) <= wanted:
-        found = next((n for n, line in enumerate(lines) if re.match(rf"^\s*{re.escape(table)}\s*=", line)), None)
+        found = next((n for n, line in enumerate(lines) if re.match(rf"^\s*{name}\s*(=|\.)", line)), None)
         return None if found is None else found + 1
     start = starts[wanted]
-    end = next((n for n in range(start + 1, len(lines)) if re.match(r"^\s*\[", lines[n])), len(lines))
+    later = [n for n in starts if n > start]
+    end = later[0] if later else len(lines)  # the next table of the same name; sub-tables belong to this one
     if len(parts) > 1:
-        name = parts[1][0]
+        inner = re.escape(parts[1][0])
         for n in range(start + 1, end):
-            if re.match(rf"^\s*[\"']?{re.escape(name)}[\"']?\s*=", lines[n]):
+            if re.match(rf"^\s*\[\s*{name}\s*\.\s*{inner}\s*\]", lines[n]):
+                return n + 1  # a sub-table of its own: `[kernel.args]`
+        section = next((n for n in range(start + 1, end) if re.match(r"^\s*\[", lines[n])), end)
+        for n in range(start + 1, section):
+            if re.match(rf"^\s*[\"']?{inner}[\"']?\s*(=|\.)", lines[n]):
                 return n + 1
     return start + 1
 
@@ -323,13 +328,9 @@ def _kernel(raw: object, index: int, defaults: dict, root: Path, where: _Where, 
     args = raw.get("args", {})
     if not isinstance(args, dict):
         raise where.error(f"{key}.args", "must be a table of keyword = value")
-    unknown = unknown_names(reference, [*inputs, *dims, *args]) if isinstance(reference, str) else []
-    if unknown:
-        readable = "; ".join(f"{what}: {', '.join(names)}" for what, names in
-                             (("inputs", inputs), ("dims", dims), ("args", args)) if names)
-        raise where.error(f"{key}.reference", f"{reference!r} reads {', '.join(map(repr, unknown))}, which is not "
-                          "an input, a dim or an arg of this kernel (nor torch, F or math)",
-                          f"read only what the kernel names: {readable}")
+    if isinstance(reference, str):
+        folders = [root, *([Path(path).parent] if path else [])]  # importable in the workers, beside sys.path
+        _check_reference(reference, inputs, dims, args, where, f"{key}.reference", folders)
     ranges_raw = raw.get("ranges", {})
     if not isinstance(ranges_raw, dict):
         raise where.error(f"{key}.ranges", "must be a table of input name = [low, high)",
@@ -384,6 +385,34 @@ def _kernel(raw: object, index: int, defaults: dict, root: Path, where: _Where, 
     )
     _check_call(key, path, entry, call, inputs, dims, args, root, where)
     return spec
+
+
+def _check_reference(reference: str, inputs: dict, dims: dict, args: dict, where: _Where, key: str,
+                     folders: list[Path]) -> None:
+    """What can be known of a reference before anything runs: an expression reads only what its scope holds; a
+    function's top-level package can be found (without importing it) in `folders` or on sys.path."""
+    import importlib.machinery
+
+    unknown = unknown_names(reference, [*inputs, *dims, *args])
+    if unknown:
+        readable = "; ".join(f"{what}: {', '.join(names)}" for what, names in
+                             (("inputs", inputs), ("dims", dims), ("args", args)) if names)
+        dotted = re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", reference.strip())
+        module, _, function = reference.strip().rpartition(".")
+        raise where.error(key, f"{reference!r} reads {', '.join(map(repr, unknown))}, which is not an input, a dim "
+                          "or an arg of this kernel (nor torch, F or math)",
+                          f"read only what the kernel names: {readable}"
+                          + (f"; a function is written {module}:{function}" if dotted else ""))
+    if reference_kind(reference) == "function":
+        package = reference.strip().partition(":")[0].split(".")[0]
+        try:
+            found = package in sys.modules or package in sys.builtin_module_names or \
+                importlib.machinery.PathFinder.find_spec(package, [*map(str, folders), *sys.path]) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise where.error(key, f"{reference!r}: no module named {package!r} can be imported here",
+                              "install it, or put its folder on PYTHONPATH")
 
 
 def parse_project(data: dict, file: Path | None, root: Path) -> Project:

@@ -296,22 +296,31 @@ def _without_shared_columns(header: list[str], rows: list[list[str]]
             [(header[i], rows[0][i]) for i in dropped])
 
 
-def moved_cwd(cwd: str, ran_in: str | None, rendered_from: str) -> str:
+def moved_cwd(cwd: str, ran_in: str | None, rendered_from: str, command: list[str] | None = None) -> str:
     """The folder a run's command runs from, where its records now are: a project folder copied or moved with its
-    `.tileiropt` has the run's folder at the same place inside the copy (its relative paths hold there too)."""
+    records has the run's folder at the same place inside the copy. The two records folders' common trailing
+    parts (`.tileiropt`, or a project's own `artifacts` path) are left off to find the old and the new root; the
+    run's folder is mapped only where the copy holds it and every path the command names from it."""
     if not ran_in:
         return cwd
-    before, now = Path(ran_in).resolve().parent, Path(rendered_from).resolve().parent
+    before, now = Path(ran_in).resolve(), Path(rendered_from).resolve()
+    while before.name and before.name == now.name and before.parent != before and now.parent != now:
+        before, now = before.parent, now.parent
     if before == now or not Path(cwd).resolve().is_relative_to(before):
         return cwd
-    return str(now / Path(cwd).resolve().relative_to(before))
+    mapped = now / Path(cwd).resolve().relative_to(before)
+    named = [arg for arg in command or [] if not arg.startswith("-") and not Path(arg).is_absolute()
+             and (Path(cwd) / arg).exists()]
+    if not mapped.is_dir() or any(not (mapped / arg).exists() for arg in named):
+        return cwd
+    return str(mapped)
 
 
 def rerun_command(run: RunResult | None, report: Report) -> str:
     """The command of this run again with ENABLE_TILE=1, runnable as printed: from the folder it ran in, the same
     target and capture command (`--json` left out)."""
     command = [str(c) for c in (run.command if run else []) if str(c) != "--json"]
-    cwd = moved_cwd(run.cwd, run.artifacts, report.artifacts) if run and run.cwd else ""
+    cwd = moved_cwd(run.cwd, run.artifacts, report.artifacts, command) if run and run.cwd else ""
     if command[:1] == ["tileiropt"] and cwd:
         return f"cd {shlex.quote(str(cwd))} && ENABLE_TILE=1 {shlex.join(command)}"
     project = (run.project if run else None) or str(Path(report.artifacts).parent)

@@ -84,11 +84,12 @@ def detail_lines(run: ValidateRun) -> list[str]:
             scaled.add(r.kernel)
             lines.append(f"note: {r.kernel}: {describe_scaling(r.scaled_from, r.shapes)}")
         if r.status == PASS and r.max_abs is not None and r.atol is not None and r.max_abs > r.atol and \
-                (r.kernel, _dtypes(r)) not in margins:  # a pass above atol: its relative margin says why
+                r.rtol and (r.kernel, _dtypes(r)) not in margins:  # a pass above atol: its relative margin says why
+            # (a comparison widened to the original's own run-to-run spread says so in its reason: rtol 0)
             margins.add((r.kernel, _dtypes(r)))
             lines.append(f"note: {r.kernel} {_dtypes(r)}: passed with a max abs difference of {r.max_abs:.1e}, "
                          f"above atol {r.atol:.1e}: every element is within atol + rtol x |reference| "
-                         f"(rtol {r.rtol or 0:.1e}), as torch.allclose judges")
+                         f"(rtol {r.rtol:.1e}), as torch.allclose judges")
         if r.provenance.fallback:
             lines.append(f"fallback: {where}: {r.reason}")
     for (backend, reason), count in not_run.items():

@@ -13,7 +13,7 @@ from tileiropt.contract.policy import live
 from tileiropt.engine.progress import phase_progress
 from tileiropt.phases import BY_NAME
 from tileiropt.project.spec import KernelSpec
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, REFERENCE_RAISED
 from tileiropt.validate.records import ValidateRun, ValidationRecord
 from tileiropt.validate.run import tally, validate_project
 
@@ -23,8 +23,12 @@ def failures(run: ValidateRun, phase: str, what: str) -> list[Stop]:
     stops: dict[str, Stop] = {}
     for record in run.records:
         if record.status in (FAIL, ERROR):
-            stops.setdefault(record.kernel, Stop(record.kernel, phase, f"{what} {record.status} on {record.backend} "
-                                                                       f"({record.config}): {record.reason}"))
+            if record.reason.startswith(REFERENCE_RAISED):  # the project's reference, not the kernel's file
+                why = (f"the project's reference of {record.kernel} raised on {record.backend}"
+                       f"{record.reason.removeprefix(REFERENCE_RAISED)} (fix: the kernel's `reference` key)")
+            else:
+                why = f"{what} {record.status} on {record.backend} ({record.config}): {record.reason}"
+            stops.setdefault(record.kernel, Stop(record.kernel, phase, why))
     return list(stops.values())
 
 

@@ -53,6 +53,7 @@ from tileiropt.schema import (
     FAIL,
     NOT_RUN,
     PASS,
+    REFERENCE_RAISED,
     REJECTED_BY_TILEIR,
     SAME_ON_INTERPRETER,
     SAME_ON_PTX,
@@ -427,8 +428,9 @@ class CaseRunner:
                                f"installed (pip install {missing.split('.')[0]}) ({text})")
             return ERROR, f"cannot import the kernel file: {text}"
         if stage == "reference":
-            who = "the original kernel" if self.case.reference == "original" else "the reference"
-            return ERROR, f"{who} raised: {text}"
+            if self.case.reference == "original":
+                return ERROR, f"the original kernel raised: {text}"
+            return ERROR, f"{REFERENCE_RAISED}: {text}"
         return ERROR, text
 
     def run_item(self, module: ModuleType, entry: EntryCall, item: ConfigItem, prepared: dict[str, Any]
