@@ -520,3 +520,23 @@ def test_a_long_program_command_is_folded_where_the_report_names_the_program() -
     text = short_command(["python3", "-m", "pytest", "-q", "-n", "16", *files])
     assert text.startswith("python3 -m pytest -q -n 16 test/transformers/test_op_0.py") and len(text) < 160
     assert text.endswith("more arguments)")
+
+
+def test_a_jit_helper_a_launched_kernel_calls_is_not_said_never_launched(tmp_path: Path) -> None:
+    """`silu`, called by the launched `_swiglu_forward_kernel`, ran with it: the capture summary must not list it as
+    "rewritten but never launched" while the kernel's section says it was validated as a helper."""
+    import os
+    from types import SimpleNamespace
+
+    from tileiropt.report.build import helpers_run
+
+    file = str(tmp_path / "swiglu.py")
+    classify = SimpleNamespace(kernels=[
+        {"file": file, "kernel": "_swiglu_forward_kernel", "calls": ["silu"]},
+        {"file": file, "kernel": "silu", "calls": ["_sigmoid"]},
+        {"file": file, "kernel": "_sigmoid", "calls": []},
+        {"file": file, "kernel": "_swiglu_forward_kernel_tiled", "calls": ["silu"]}])
+    real = os.path.realpath(file)
+    reached = helpers_run({(real, "_swiglu_forward_kernel")}, SimpleNamespace(classify=classify))
+    assert reached == {(real, "_swiglu_forward_kernel"), (real, "silu"), (real, "_sigmoid")}
+    assert helpers_run({(real, "absent")}, SimpleNamespace(classify=None)) == set()

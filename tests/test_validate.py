@@ -541,3 +541,14 @@ def test_a_pass_above_atol_says_once_per_kernel_and_dtype_that_its_relative_marg
     notes = [line for line in lines if "above atol" in line]
     assert notes == ["note: norm float32: passed with a max abs difference of 1.2e-04, above atol 1.0e-05: every "
                      "element is within atol + rtol x |reference| (rtol 1.0e-03), as torch.allclose judges"]
+
+
+def test_a_reused_hint_only_repeat_counts_as_a_repeat_on_the_progress_line_as_when_it_ran() -> None:
+    from tileiropt.validate.records import ValidationRecord
+    from tileiropt.validate.run import REPEATED, progress_word
+
+    repeat = ValidationRecord("k", "optimized", "tileir-code-on-interpret", "BLOCK=64, num_warps=8", NOT_RUN,
+                              f"{SAME_ON_INTERPRETER} `BLOCK=64, num_warps=4` (its record above)", path="/k.py")
+    assert repeat.hint_only_repeat and progress_word(repeat) == REPEATED
+    other = ValidationRecord("k", "optimized", "tileir", "BLOCK=64", NOT_RUN, "not run: no GPU", path="/k.py")
+    assert progress_word(other) == NOT_RUN

@@ -30,6 +30,7 @@ from tileiropt.report.sections import (
     coverage_for,
     emulated_for,
     interrupted_phase,
+    kernels_reached,
     output_for,
     rejected_files,
     tileir_for,
@@ -195,6 +196,17 @@ def cut_md(capture: CaptureResult | None) -> str:
     return f"**Cut**: {cut_summary(capture.cut, capture.where)}."
 
 
+def helpers_run(launched: set[tuple[str, str]], artifacts: Artifacts) -> set[tuple[str, str]]:
+    """(file, JIT helper) of every helper the launched kernels call, transitively, read from classify.json."""
+    kernels = artifacts.classify.kernels if artifacts.classify is not None else []
+    by_file: dict[str, list[dict]] = {}
+    for record in kernels:
+        if isinstance(record, dict) and record.get("file"):
+            by_file.setdefault(os.path.realpath(str(record["file"])), []).append(record)
+    return {(file, helper) for file, kernel in launched
+            for helper in kernels_reached(by_file.get(file, []), kernel) or ()}
+
+
 def capture_summary(artifacts: Artifacts) -> list[str]:
     """Kernels captured, distinct launches, launches replayed, rewritten kernels the program never launched."""
     capture = artifacts.capture
@@ -215,6 +227,7 @@ def capture_summary(artifacts: Artifacts) -> list[str]:
                      "code on).")
     captured_files = {launch.file for launch in launches} | {KernelKey.parse(key).file for key in capture.expected}
     launched = {(os.path.realpath(KernelKey.parse(key).file), KernelKey.parse(key).kernel) for key in counts}
+    launched |= helpers_run(launched, artifacts)  # a JIT helper a launched kernel calls ran, validated with it
     never: dict[str, list[str]] = {}  # file -> its rewritten kernels the program never launched
     for item in artifacts.apply.files if artifacts.apply is not None else []:
         real = os.path.realpath(item.file) if item.file else ""

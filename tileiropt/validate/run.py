@@ -254,6 +254,12 @@ def _not_runnable(spec: KernelSpec, variant: str, path: Path, reference: str | N
 # --------------------------------------------------------------------------- the API
 
 
+def progress_word(record: ValidationRecord) -> str:
+    """What the progress line counts a record as: a hint-only repeat is no "not run" a user must look into, whether
+    it ran now or was reused from an earlier run."""
+    return REPEATED if record.hint_only_repeat else record.status
+
+
 def validate_project(
     project: Project,
     kernels: list[str] | None = None,
@@ -310,8 +316,8 @@ def validate_project(
     def report(record: ValidationRecord) -> None:
         if log is not None and record.inputs:
             log.append("record", record)
-        if progress is not None:  # a hint-only repeat on the interpreter is no "not run" a user must look into
-            progress.record(record.kernel, REPEATED if record.hint_only_repeat else record.status)
+        if progress is not None:
+            progress.record(record.kernel, progress_word(record))
         if on_record:
             with lock:
                 on_record(record)
@@ -335,9 +341,9 @@ def validate_project(
         units = collections.Counter(plan.instant)
         units.update(case.kernel for cases in plan.cases.values() for case in cases)
         progress.plan(dict(units))
-    for _, record in plan.records:
+    for _, record in plan.records:  # decided before any worker: reused, or not run here
         if progress is not None:
-            progress.record(record.kernel, record.status)
+            progress.record(record.kernel, progress_word(record))
         if on_record:
             on_record(record)
     if progress is not None:
