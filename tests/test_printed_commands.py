@@ -65,6 +65,12 @@ def test_the_reports_next_step_runs_as_printed_under_a_simulated_tileir(folder: 
     assert printed, report[:2000]
     command = printed.group(1)
     assert command == f"cd {folder} && ENABLE_TILE=1 tileiropt run add.py"
+    again = _shell("tileiropt report add.py", folder)  # the same target as the run's: its records
+    assert again.returncode == 0 and "add_kernel" in again.stdout, again.stderr
+    (folder / "other.py").write_text(KERNEL, encoding="utf-8")
+    other = _shell("tileiropt report other.py", folder)  # another kernel file's: said so, and how to record it
+    assert other.returncode == 2 and "are not of other.py" in other.stderr and "fix: tileiropt run other.py" in \
+        " ".join(other.stderr.split())
     simulated = tmp_path_factory.mktemp("simulated-tileir")
     (simulated / "sitecustomize.py").write_text(SIMULATED_TILEIR, encoding="utf-8")
     elsewhere = tmp_path_factory.mktemp("elsewhere")  # pasted in another folder: the command goes to its own

@@ -30,6 +30,10 @@ def resolve_artifacts(target: Path | None) -> tuple[Path, list[BenchKernel] | No
         return target, None, None
     if is_artifacts_folder(target / DEFAULT_ARTIFACTS):
         return target / DEFAULT_ARTIFACTS, None, None
+    if target.is_file() and target.suffix == ".py":  # `run kernel.py` records in the current folder's .tileiropt
+        for folder in dict.fromkeys([Path.cwd() / DEFAULT_ARTIFACTS, target.resolve().parent / DEFAULT_ARTIFACTS]):
+            if is_artifacts_folder(folder):
+                return folder, None, None
     raise UserError("no records to report: neither an artifacts folder nor a project", file=str(target),
                     hint=f"pass the folder holding {', '.join(RECORD_FILES)}, or a project (run `tileiropt run` "
                          "first)")
@@ -54,7 +58,17 @@ def make_report(target: Path | None) -> Report:
     if not report.kernels:
         raise UserError("the records name no kernel", file=str(folder),
                         hint="run `tileiropt validate`, `bench` or `run` to record the kernels")
+    if target is not None and Path(target).suffix == ".py" and Path(target).is_file() and not any(
+            same_path(k.path, target) for k in report.kernels):
+        made_by = " ".join(artifacts.run.command) if artifacts.run and artifacts.run.command else "another run"
+        raise UserError(f"the records in {folder} are not of {Path(target).name} (they were made by `{made_by}`; a "
+                        "run of another kernel file in this folder replaces them)", file=str(target),
+                        hint=f"tileiropt run {target}")
     return report
+
+
+def same_path(a: str | Path | None, b: str | Path) -> bool:
+    return a is not None and Path(a).resolve() == Path(b).resolve()
 
 
 def report_command(target: Path | None, *, fmt: str = "md", output: Path | None = None,
