@@ -174,19 +174,21 @@ def test_an_option_read_as_the_kernels_name_is_said_so(tmp_path: Path) -> None:
         "vector_add" in result.output
 
 
-def test_run_s_max_configs_is_given_to_apply_over_the_project_s(tmp_path: Path, monkeypatch) -> None:
+def test_run_s_max_configs_and_hint_autotune_are_given_to_apply(tmp_path: Path, monkeypatch) -> None:
     import shutil
 
     from tileiropt.run import command
 
     shutil.copytree(ROOT / "examples", tmp_path / "ex")
-    seen: list[int] = []
+    seen: list[tuple] = []
 
     def pipeline(project, **_) -> None:  # the phases are not run: only what they were given is looked at
-        seen.append(project.max_configs)
+        seen.append((project.max_configs, project.hint_autotune))
         raise SystemExit(0)
 
     monkeypatch.setattr(command, "run_pipeline", pipeline)
-    for extra, expected in (([], 16), (["--max-configs", "4"], 4)):
+    for extra, expected in (([], (16, ())), (["--max-configs", "4"], (4, ())),
+                            (["--hint-autotune", "matmul_kernel", "--hint-autotune", "all"],
+                             (16, ("matmul_kernel", "all")))):
         runner.invoke(app, ["run", str(tmp_path / "ex" / "tileiropt.toml"), "--json", *extra])
         assert seen[-1] == expected

@@ -475,7 +475,7 @@ def method_calls(tree: ast.Module, kernel: str, method: str) -> list[tuple[int, 
 
 
 def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | None, release_label: str,
-                      flag: str, plan: KernelPlan, tree: ast.Module) -> None:
+                      flag: str, plan: KernelPlan, tree: ast.Module, file_name: str = "<file>") -> None:
     """The TileIR hint each launch site of a kernel without autotuner passes under the gate, as a literal read
     from the gate's module-level value (`flag`): the author's launch (its num_warps, num_stages, block sizes) is
     kept, and no autotuner is added."""
@@ -500,8 +500,8 @@ def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | No
     sites = [(site.line, set(site.kwargs)) for site in kernel.launches] + warmups
     sites = sorted((site for site in sites if not {"occupancy", "**"} & site[1]), key=lambda site: site[0])
     if not sites:
-        plan.report.skipped.append("no TileIR hint at its launch: its launches pass their own occupancy, or options "
-                                   "of their own (`**options`) that may hold it")
+        plan.report.skipped.append("no TileIR hint at its launch: its launches pass their own occupancy, or spread "
+                                   "options of their own (`**...`) that may hold it")
         return
     hints = {"occupancy": occupancy}
     plan.launch_hints.update({line: hints for line, _ in sites})
@@ -513,7 +513,8 @@ def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | No
         f"{hint_splat(hints, flag)}; no autotuner added",
         f"launched with fixed options{' (' + ', '.join(passed) + ')' if passed else ''} and no autotuner, so the "
         f"author's launch is kept; {occupancy} is {release_label}'s starting occupancy for {kernel_class} kernels "
-        f"(TileIR's default is 1); `tileiropt apply --hint-autotune {kernel.name}` searches it instead"))
+        f"(TileIR's default is 1); `tileiropt run {file_name} --hint-autotune {kernel.name}` searches it instead "
+        f"(`apply` takes the same flag; a project, `hint_autotune = [\"{kernel.name}\"]`)"))
 
 
 def plan_tma_twin(model: FileModel, kernel: KernelInfo, kernel_class: str, function: cst.FunctionDef,

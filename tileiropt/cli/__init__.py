@@ -84,6 +84,10 @@ SizesOpt = Annotated[
 MAX_CONFIGS_HELP = ("TileIR configs added to a kernel at most: where its own configs crossed with the lever "
                     "combinations would make more, some of them are crossed (those that hold every meta-parameter "
                     "value; a list built by code: its first). Every lever value is tried once whatever the cap.")
+HINT_AUTOTUNE_HELP = ("Add a hint-only autotuner to KERNEL (launched without one) instead of literal hints at its "
+                      "launch; 'all' for every such kernel that does not write its own inputs. Repeatable.")
+HintAutotuneOpt = Annotated[list[str] | None, typer.Option("--hint-autotune", metavar="KERNEL",
+                                                           help=HINT_AUTOTUNE_HELP)]
 MaxConfigsOpt = Annotated[int | None, typer.Option("--max-configs", min=1, show_default=False,
                                                    help=MAX_CONFIGS_HELP + " Default: the project's max_configs.")]
 
@@ -315,12 +319,7 @@ def apply(
         Path | None, typer.Option("--spaces", help="TOML file of TileIR config spaces (see templates/spaces.toml).")
     ] = None,
     max_configs: Annotated[int, typer.Option("--max-configs", min=1, help=MAX_CONFIGS_HELP)] = DEFAULT_MAX_CONFIGS,
-    hint_autotune: Annotated[
-        list[str] | None, typer.Option(
-            "--hint-autotune", metavar="KERNEL",
-            help="Add a hint-only autotuner to KERNEL (launched without one) instead of literal hints at its "
-                 "launch; 'all' for every such kernel that does not write its own inputs. Repeatable.")
-    ] = None,
+    hint_autotune: HintAutotuneOpt = None,
     tileir_version: TileirVersionOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
@@ -477,6 +476,9 @@ def run(
     ] = False,
     fresh: FreshOpt = False,
     max_configs: MaxConfigsOpt = None,
+    hint_autotune: Annotated[list[str] | None, typer.Option(
+        "--hint-autotune", metavar="KERNEL", help=HINT_AUTOTUNE_HELP + " Added to the project's hint_autotune.")
+    ] = None,
     spread_gpus: Annotated[
         bool, typer.Option("--spread-gpus", help="Give each pytest-xdist worker of the command (pytest -n N) a GPU "
                                                  "of its own, by worker index, so the suite spreads over the GPUs.")
@@ -498,7 +500,7 @@ def run(
                            capture_budget=_budget(capture_budget),
                            capture_stall=_budget(capture_stall, "--capture-stall"), include=include,
                            exclude=exclude, in_place=in_place, spread_gpus=spread_gpus,
-                           max_configs=max_configs)
+                           max_configs=max_configs, hint_autotune=tuple(hint_autotune or ()))
     raise typer.Exit(int(code))
 
 

@@ -65,10 +65,13 @@ def run_command(
     exclude: list[str] | None = None,
     spread_gpus: bool = False,
     max_configs: int | None = None,
+    hint_autotune: tuple[str, ...] = (),
 ) -> ExitCode:
     project = options.project(capture=capture, may_capture=True, include=include, exclude=exclude)
     if max_configs is not None:  # --max-configs over the project's `max_configs`
         project.max_configs = max_configs
+    if hint_autotune:  # --hint-autotune beside the project's `hint_autotune`
+        project.hint_autotune = tuple(dict.fromkeys([*project.hint_autotune, *hint_autotune]))
     if project.capture is not None and spread_gpus:
         project.capture.spread_gpus = True
     if project.capture is not None and capture_budget is not None:
