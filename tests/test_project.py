@@ -75,6 +75,7 @@ BAD_CASES = [
     (GOOD.replace('reference = "x + y"', 'reference = "x + z"'), "kernel[0].reference", "reads 'z'"),
     (GOOD.replace('reference = "x + y"', 'reference = "nopkg_here.mod:fn"'), "kernel[0].reference",
      "no module named 'nopkg_here'"),
+    (GOOD.replace('reference = "x + y"', 'reference = "x + "'), "kernel[0].reference", "not a Python expression"),
 ]
 
 
@@ -138,6 +139,20 @@ def test_an_expression_reference_may_read_its_inputs_dims_args_torch_and_what_it
     assert unknown_names("x + z * w", known) == ["w", "z"]
     assert unknown_names("__builtins__['abs'](x)", known) == []
     assert unknown_names("original", known) == [] and unknown_names("pkg.mod:fn", known) == []
+
+
+@pytest.mark.parametrize(("old", "new", "fix"), [
+    ("sizes = [128, 1024]", 'sizes = "128"', "e.g. sizes = [1024, 4096]"),
+    ('flops = "M * 64"', 'atol = "1e-2"', "write it unquoted, e.g. atol = 1e-2"),
+    ("dims = { M = 256 }", 'dims = { M = "64" }', "write it unquoted: M = 1024"),
+    ("dims = { M = 256 }", "dims = { N = 256 }", "add M = 1024 to dims"),  # not a second `dims` key
+    ('reference = "x + y"', 'reference = "x + "', '"pkg.mod:fn" or "original"'),
+])
+def test_a_project_value_error_gives_its_fix(tmp_path: Path, old: str, new: str, fix: str) -> None:
+    with pytest.raises(UserError) as info:
+        load_project(_project(tmp_path, GOOD.replace(old, new)))
+    assert fix in (info.value.hint or ""), str(info.value)
+    assert info.value.line is not None
 
 
 def test_flags_build_the_same_model(tmp_path: Path) -> None:

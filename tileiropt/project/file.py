@@ -135,7 +135,8 @@ def _shape(value: object, where: _Where, key: str) -> list[int | str]:
 
 def _number(value: object, where: _Where, key: str, *, positive: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise where.error(key, f"expected a number, got {value!r}")
+        raise where.error(key, f"expected a number, got {value!r}",
+                          f"write it unquoted, e.g. {key.rpartition('.')[2]} = 1e-2")
     if positive and value < 0:
         raise where.error(key, f"expected a number >= 0, got {value!r}")
     return float(value)
@@ -309,13 +310,15 @@ def _kernel(raw: object, index: int, defaults: dict, root: Path, where: _Where, 
     dims = {}
     for dname, size in dims_raw.items():
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-            raise where.error(f"{key}.dims.{dname}", f"dim size must be an integer >= 0, got {size!r}")
+            raise where.error(f"{key}.dims.{dname}", f"dim size must be an integer >= 0, got {size!r}",
+                              f"write it unquoted: {dname} = 1024")
         dims[dname] = size
     named = {d for shape in inputs.values() for d in shape if isinstance(d, str)}
     undefined = sorted(named - set(dims))
     if undefined:
-        raise where.error(f"{key}.dims", f"dim {undefined[0]!r} is used in inputs but has no size",
-                          f"add dims = {{ {undefined[0]} = 1024 }}")
+        missing = undefined[0]
+        raise where.error(f"{key}.dims", f"dim {missing!r} is used in inputs but has no size",
+                          f"add {missing} = 1024 to dims" if dims_raw else f"add dims = {{ {missing} = 1024 }}")
 
     sweep = raw.get("sweep")
     if sweep is None:
@@ -393,6 +396,10 @@ def _check_reference(reference: str, inputs: dict, dims: dict, args: dict, where
     function's top-level package can be found (without importing it) in `folders` or on sys.path."""
     import importlib.machinery
 
+    try:
+        reference_kind(reference)
+    except ValueError as exc:
+        raise where.error(key, str(exc), 'a torch expression over the inputs, "pkg.mod:fn" or "original"') from None
     unknown = unknown_names(reference, [*inputs, *dims, *args])
     if unknown:
         readable = "; ".join(f"{what}: {', '.join(names)}" for what, names in
@@ -429,7 +436,8 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
     sizes = defaults.get("sizes", list(DEFAULT_SIZES))
     if (not isinstance(sizes, list) or not sizes
             or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes)):
-        raise where.error("defaults.sizes", f"must be a list of positive integers, got {sizes!r}")
+        raise where.error("defaults.sizes", f"must be a list of positive integers, got {sizes!r}",
+                          "e.g. sizes = [1024, 4096]")
     if "dtypes" in defaults:  # checked even where every kernel names its own: a typo there is still a typo
         given = defaults["dtypes"]
         _dtype_variants(given, {name: [] for name in given} if isinstance(given, dict) else {"x": []}, where,
@@ -519,7 +527,8 @@ def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest
     paths = [(root / f).resolve() for f in files]
     for path, name in zip(paths, files, strict=True):
         if not path.is_file():
-            raise where.error("project.capture_files", f"{name}: kernel file not found")
+            raise where.error("project.capture_files", f"{name}: kernel file not found",
+                              "fix the path (relative to the project file)")
     library = _library(project, root, where)
     if library is not None:
         paths += [p for p in library.kernel_files if p not in paths]

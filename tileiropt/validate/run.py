@@ -66,7 +66,7 @@ def _choose_backends(names: list[str] | None, machine: Machine) -> list[Backend]
         names = machine.default_backends()
     unknown = [n for n in names if n not in BACKENDS]
     if unknown:
-        raise UserError(f"unknown backend {unknown[0]!r}", hint=f"choose among: {', '.join(BACKENDS)}")
+        raise UserError(f"--backend: unknown backend {unknown[0]!r}", hint=f"choose among: {', '.join(BACKENDS)}")
     return [BACKENDS[n] for n in dict.fromkeys(names)]
 
 
