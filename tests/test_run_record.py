@@ -89,3 +89,19 @@ def test_the_wait_for_a_phase_s_background_work_joins_its_row_s_seconds(monkeypa
     pipeline.Pipeline.join_later(SimpleNamespace(outcomes=[outcome]))
     assert outcome.result.seconds == 9.4 and outcome.result.detail == "5 kernels in 2 files"
     assert outcome.later is None
+
+
+def test_a_run_says_when_it_replaces_the_records_of_a_run_of_another_target(tmp_path: Path) -> None:
+    """Two kernel files run in one folder share its `.tileiropt`: the second run says whose records it replaces."""
+    import json
+
+    from tileiropt.run.command import other_target
+
+    artifacts = tmp_path / ".tileiropt"
+    artifacts.mkdir()
+    assert other_target(artifacts, "/k/02.py") is None  # no earlier run
+    (artifacts / "run.json").write_text(json.dumps({"command": ["tileiropt", "run", "01.py"], "target": "/k/01.py"}))
+    assert other_target(artifacts, "/k/02.py") == "tileiropt run 01.py"
+    assert other_target(artifacts, "/k/01.py") is None
+    (artifacts / "run.json").write_text(json.dumps({"command": ["tileiropt", "run"]}))  # written before `target`
+    assert other_target(artifacts, "/k/02.py") is None

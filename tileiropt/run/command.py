@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from tileiropt.output import console, err_console, print_json
 from tileiropt.phases import PHASES
 from tileiropt.records.run import RunResult
 from tileiropt.report.verdict import ATTENTION
-from tileiropt.run.pipeline import run_pipeline
+from tileiropt.run.pipeline import run_pipeline, run_target
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, STATUSES
 
 _STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
@@ -81,6 +82,10 @@ def run_command(
     settings = BenchSettings(timeout=timeout, sizes=sizes or None)
     settings.check()
     command = ["tileiropt", *sys.argv[1:]]
+    replaced = other_target(project.artifacts, run_target(project))
+    if replaced:  # one records folder per folder: a kernel file run beside another's replaces its records
+        err_console.print(f"note: the records in {project.artifacts} were made by `{replaced}`; this run replaces "
+                          "them", markup=False, soft_wrap=True)
     run = functools.partial(run_pipeline, project, kernels=options.kernels, timeout=timeout, bench_settings=settings,
                             command=command, in_place=in_place, fresh=options.fresh,
                             executor=options.resolved_executor(project))
@@ -96,6 +101,17 @@ def run_command(
     console.print(outcome_table(result))
     print_outcome(result)
     return ExitCode(result.exit_code)
+
+
+def other_target(artifacts: Path, target: str) -> str | None:
+    """The command of the run whose records `artifacts` holds, where that run covered another target than this
+    one (`tileiropt run 01.py`, then `tileiropt run 02.py` in the same folder); None where the same, or unknown."""
+    try:
+        before = json.loads((artifacts / "run.json").read_text(encoding="utf-8"))
+        ran, command = before.get("target"), " ".join(str(c) for c in before["command"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return command if ran and ran != target else None
 
 
 def process_seconds() -> float | None:

@@ -55,6 +55,15 @@ PHASE_RUNNERS: tuple[PhaseRunner, ...] = (CheckPhase(), CapturePhase(), Compatib
                                           ApplyPhase(), ValidatePhase(), BenchPhase())
 
 
+def run_target(project: Project) -> str:
+    """What a run covers, to tell two runs that share a records folder apart: its project file, else the kernel
+    files it captures (a kernel file, a library's files)."""
+    if project.file is not None:
+        return str(Path(project.file).resolve())
+    files = sorted({str(Path(f).resolve()) for f in (project.capture.files if project.capture else [])})
+    return ", ".join(files) if len(files) <= 3 else f"{files[0]} and {len(files) - 1} other file(s)"
+
+
 class Pipeline:
     """Runs the phases over a project. Building one reads and starts nothing: `run` chooses the release, reads
     what a re-run may reuse and starts the workers."""
@@ -70,7 +79,7 @@ class Pipeline:
         self.outcomes: list[Outcome] = []  # every phase's, in the order they ran
         self.result = RunResult(phases=[], kernels=[], stopped={}, artifacts=str(project.artifacts),
                                 command=command, project=str(project.file) if project.file else None,
-                                cwd=str(Path.cwd()))
+                                cwd=str(Path.cwd()), target=run_target(project))
         self.interrupted = False
         self.step = "check"  # what the run is doing: a phase, or after them the report's (joining, settling)
 
