@@ -540,3 +540,27 @@ def test_a_jit_helper_a_launched_kernel_calls_is_not_said_never_launched(tmp_pat
     reached = helpers_run({(real, "_swiglu_forward_kernel")}, SimpleNamespace(classify=classify))
     assert reached == {(real, "_swiglu_forward_kernel"), (real, "silu"), (real, "_sigmoid")}
     assert helpers_run({(real, "absent")}, SimpleNamespace(classify=None)) == set()
+
+
+def test_a_pass_on_an_interpreter_that_computes_bfloat16_wrongly_is_agreement_not_proof() -> None:
+    from types import SimpleNamespace
+
+    from tileiropt.report.verdict import PROVEN, kernel_verdict
+    from tileiropt.schema import BF16_WRONG
+
+    def kernel(notes: list[str]) -> SimpleNamespace:
+        code = SimpleNamespace(status="pass", backend="tileir-code-on-interpret", backend_description="TileIR code "
+                               "forced on, Triton interpreter", max_difference=0.05, notes=notes, reason="",
+                               fallback=False, failures=[])
+        passed = SimpleNamespace(status="pass", failures=[], reason="", fallback=False)
+        missing = SimpleNamespace(status="not-run", failures=[], reason="not run: no GPU", fallback=False)
+        return SimpleNamespace(optimized_path="k_tileir.py", stopped=None, compatibility=passed, tileir_code=code,
+                               tileir_validation=missing, tileir_emulated=None, optimized_ptx=None,
+                               classification=SimpleNamespace(ran=False, findings=[]),
+                               benchmark=SimpleNamespace(tileir_speedups=[], ptx_ratios=[]),
+                               transformations=SimpleNamespace(ran=True, count=1, left_alone=[]))
+
+    agreed = kernel_verdict(kernel([f"{BF16_WRONG} in this Triton (probed): ..."]))
+    assert agreed.bucket == PROVEN and agreed.agrees_only and agreed.text.startswith("TileIR code agrees with")
+    proven = kernel_verdict(kernel([]))
+    assert proven.bucket == PROVEN and not proven.agrees_only and "proven correct" in proven.text

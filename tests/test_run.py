@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from tileiropt.check.machine import Machine
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
+from tileiropt.schema import BF16_WRONG
 
 from shared import EXAMPLES, TEST_FIXTURES
 
@@ -76,7 +77,10 @@ def test_report_has_every_seed_section_with_numbers(examples_run: dict) -> None:
         assert "TileIR code forced on by tileiropt's harness, not the TileIR backend: PASSED" in tileir
         bench = text.split("### Benchmark Comparison\n")[1].split("###")[0]
         assert bench.strip() == "No benchmark ran here (the reason is given once, at the top of the report)."
-        assert "**Verdict: ready to try on TileIR** — TileIR code proven correct with the TileIR code forced on" in text
+        # where this Triton's interpreter computes bfloat16 products wrongly (probed), a pass is agreement only
+        agrees = kernel in ("swiglu", "layer_norm", "rms_norm") and BF16_WRONG in report
+        said = "agrees with the original" if agrees else "proven correct"
+        assert f"**Verdict: ready to try on TileIR** — TileIR code {said} with the TileIR code forced on" in text
         assert text.count("scaled for the interpreter") <= 1, kernel  # said in the compatibility section only
         assert f"File: {kernel}_tileir.py" in text
     # what did not run for any kernel is said once, at the top; no line repeats the one before it

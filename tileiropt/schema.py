@@ -33,6 +33,7 @@ SAME_ON_INTERPRETER = "not run on the interpreter: the same meta-parameters and 
 # ran, and compiles to the same code.
 SAME_ON_PTX = "not run on PTX: with its TileIR hints as PTX compiles them, the same config as"
 REFERENCE_RAISED = "the reference raised"  # a record's reason where the project's own reference failed
+BF16_WRONG = "the interpreter's bfloat16 products are wrong"  # the start of a pass's note where that was probed
 SAME_ON_PTX_EARLIER = "not run on PTX: once the TileIR hints PTX drops are dropped, the same config as"  # older records
 
 # What schema-1 records said, read as today's status (so an earlier run's records still render).

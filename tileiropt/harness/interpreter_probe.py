@@ -16,8 +16,10 @@ import functools
 import triton
 import triton.language as tl
 
-BF16_NOTE = ("the interpreter's bfloat16 products are wrong in this Triton (probed): where the kernel computes in "
-             "bfloat16, this pass shows the two files agree, not that they are right")
+from tileiropt.schema import BF16_WRONG
+
+BF16_NOTE = (f"{BF16_WRONG} in this Triton (probed): where the kernel computes in bfloat16, this pass shows the two "
+             "files agree, not that they are right")
 
 
 @triton.jit

@@ -348,12 +348,15 @@ def next_steps_md(report: Report) -> str:
         else:
             attention.insert(0, f"{shown} failed: {one_line(program.get('summary'))}")
     ready = grouped_lines([(name, v.text) for name, v in by_bucket[READY]])
-    proven: dict[str, dict[str, list[float | None]]] = {}  # backend -> kernel -> its launches' max differences
+    # (backend, agreeing only) -> kernel -> its launches' max differences
+    proven: dict[tuple[str, bool], dict[str, list[float | None]]] = {}
     for name, v in by_bucket[PROVEN]:
-        proven.setdefault(v.proven_on, {}).setdefault(LAUNCH_NUMBER.sub("", name), []).append(v.max_difference)
-    for backend, kernels in proven.items():
-        ready.append(f"ready to try on TileIR (TileIR code proven correct with the {backend}): "
-                     f"{proven_kernels(kernels)}")
+        proven.setdefault((v.proven_on, v.agrees_only), {}).setdefault(LAUNCH_NUMBER.sub("", name), []).append(
+            v.max_difference)
+    for (backend, agrees_only), kernels in proven.items():
+        said = f"TileIR code agrees with the original with the {backend}, whose bfloat16 products are wrong: a " \
+               "GPU proves it right" if agrees_only else f"TileIR code proven correct with the {backend}"
+        ready.append(f"ready to try on TileIR ({said}): {proven_kernels(kernels)}")
     ready += grouped_lines([(name, f"{BUCKET_LABELS[EMULATED]}: {v.text}") for name, v in by_bucket[EMULATED]])
     if proven or by_bucket[EMULATED]:
         ready.append(f"next, on a Blackwell GPU with nvtriton: `{rerun_command(run, report)}`")

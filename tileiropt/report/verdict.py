@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tileiropt.classify.rules.base import KernelFinding
 from tileiropt.errors import PINNING_ERROR
-from tileiropt.schema import ERROR, FAIL, PASS, REJECTED_BY_TILEIR
+from tileiropt.schema import BF16_WRONG, ERROR, FAIL, PASS, REJECTED_BY_TILEIR
 
 if TYPE_CHECKING:
     from tileiropt.report.model import KernelReport, Verdict
@@ -42,6 +42,7 @@ class KernelVerdict:
     text: str  # the one line that says it, without the kernel's name
     proven_on: str = ""  # PROVEN: the backend the TileIR code passed on
     max_difference: float | None = None  # PROVEN: the largest difference from the original's output
+    agrees_only: bool = False  # PROVEN on the interpreter where its bfloat16 products are wrong: the files agree
 
 
 def error_findings(findings: list[KernelFinding]) -> list[KernelFinding]:
@@ -110,6 +111,10 @@ def kernel_verdict(k: KernelReport, rejected: dict[str, dict[str, Any]] | None =
                              proven_on=emulated.backend_description or emulated.backend)
     if code is not None and code.status == PASS:
         on = code.backend_description or code.backend
+        if any(BF16_WRONG in note for note in code.notes):  # what the interpreter computes there is not the truth
+            return KernelVerdict(PROVEN, f"TileIR code agrees with the original with the {on} (max difference "
+                                         f"{_difference(code)}), whose bfloat16 products are wrong: a GPU proves it "
+                                         "right", proven_on=on, max_difference=code.max_difference, agrees_only=True)
         return KernelVerdict(PROVEN, f"TileIR code proven correct with the {on} (max difference {_difference(code)})",
                              proven_on=on, max_difference=code.max_difference)
     if interrupted:
