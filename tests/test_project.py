@@ -76,6 +76,9 @@ BAD_CASES = [
     (GOOD.replace('reference = "x + y"', 'reference = "nopkg_here.mod:fn"'), "kernel[0].reference",
      "no module named 'nopkg_here'"),
     (GOOD.replace('reference = "x + y"', 'reference = "x + "'), "kernel[0].reference", "not a Python expression"),
+    ("[project]\ncapture = 'pythn drive.py'\n" + GOOD, "project.capture",
+     "the capture command cannot start: 'pythn' is not a program on PATH"),
+    ("[project]\ncapture = 'python drivr.py'\n" + GOOD, "project.capture", "its script is not there"),
 ]
 
 

@@ -545,6 +545,13 @@ def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest
     if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= 1000:
         raise where.error("project.capture_cap", f"must be an integer in [1, 1000], got {cap!r}",
                           "the distinct launches kept per kernel, e.g. capture_cap = 6")
+    from tileiropt.project.spec import check_command  # spec reads project files through this module
+
+    try:  # a typo in the command ends here, naming the key, as `--` COMMAND's does
+        check_command(parse_command(command), root)
+    except UserError as exc:
+        raise where.error("project.capture", exc.message.replace("the command after `--`", "the capture command"),
+                          exc.hint) from None
     return CaptureRequest(files=paths, command=parse_command(command), cap=cap, stall=float(stall),
                           budget=float(budget) if budget is not None else None,
                           library=library.folder if library is not None else None)
