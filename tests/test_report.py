@@ -548,10 +548,10 @@ def test_a_pass_on_an_interpreter_that_computes_bfloat16_wrongly_is_agreement_no
     from tileiropt.report.verdict import PROVEN, kernel_verdict
     from tileiropt.schema import BF16_WRONG
 
-    def kernel(notes: list[str]) -> SimpleNamespace:
+    def kernel(agrees_only: bool) -> SimpleNamespace:
         code = SimpleNamespace(status="pass", backend="tileir-code-on-interpret", backend_description="TileIR code "
-                               "forced on, Triton interpreter", max_difference=0.05, notes=notes, reason="",
-                               fallback=False, failures=[])
+                               "forced on, Triton interpreter", max_difference=0.05, notes=[], reason="",
+                               fallback=False, failures=[], agrees_only=agrees_only)
         passed = SimpleNamespace(status="pass", failures=[], reason="", fallback=False)
         missing = SimpleNamespace(status="not-run", failures=[], reason="not run: no GPU", fallback=False)
         return SimpleNamespace(optimized_path="k_tileir.py", stopped=None, compatibility=passed, tileir_code=code,
@@ -560,7 +560,33 @@ def test_a_pass_on_an_interpreter_that_computes_bfloat16_wrongly_is_agreement_no
                                benchmark=SimpleNamespace(tileir_speedups=[], ptx_ratios=[]),
                                transformations=SimpleNamespace(ran=True, count=1, left_alone=[]))
 
-    agreed = kernel_verdict(kernel([f"{BF16_WRONG} in this Triton (probed): ..."]))
+    agreed = kernel_verdict(kernel(True))
     assert agreed.bucket == PROVEN and agreed.agrees_only and agreed.text.startswith("TileIR code agrees with")
-    proven = kernel_verdict(kernel([]))
+    proven = kernel_verdict(kernel(False))
     assert proven.bucket == PROVEN and not proven.agrees_only and "proven correct" in proven.text
+    # read from every passing record, not from the few notes the section shows
+    from tileiropt.report.sections import verdict
+    from tileiropt.validate.records import ValidationRecord
+
+    records = [ValidationRecord("k", "optimized", "tileir-code-on-interpret", f"C{i}", "pass", f"note {i}",
+                                max_abs=0.0, path="/k.py", dtypes={"x": "float32"}) for i in range(4)]
+    records.append(ValidationRecord("k", "optimized", "tileir-code-on-interpret", "C9", "pass",
+                                    f"{BF16_WRONG} in this Triton (probed): ...", max_abs=0.01, path="/k.py",
+                                    dtypes={"x": "bfloat16"}))
+    summary = verdict(records)
+    assert summary.agrees_only and not any(BF16_WRONG in note for note in summary.notes)  # past the notes shown
+
+
+def test_a_kernel_file_s_records_are_those_of_a_run_that_covered_it(tmp_path: Path) -> None:
+    """A library file none of whose kernels was launched was still a target of the run: its records are the
+    library run's, not another file's."""
+    from types import SimpleNamespace
+
+    from tileiropt.report.command import names_file
+
+    k1, k2, k3 = (tmp_path / name for name in ("k1.py", "k2.py", "k3.py"))
+    report = SimpleNamespace(kernels=[SimpleNamespace(path=str(k1))])
+    library = SimpleNamespace(capture=SimpleNamespace(expected=[f"a@{k1}", f"b@{k2}"]))
+    assert names_file(library, report, k1) and names_file(library, report, k2)
+    assert not names_file(library, report, k3)
+    assert not names_file(SimpleNamespace(capture=None), SimpleNamespace(kernels=[]), k1)

@@ -105,3 +105,18 @@ def test_a_run_says_when_it_replaces_the_records_of_a_run_of_another_target(tmp_
     assert other_target(artifacts, "/k/01.py") is None
     (artifacts / "run.json").write_text(json.dumps({"command": ["tileiropt", "run"]}))  # written before `target`
     assert other_target(artifacts, "/k/02.py") is None
+
+
+def test_a_run_s_target_is_its_project_file_library_folder_or_kernel_files(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from tileiropt.run.pipeline import run_target
+
+    project = SimpleNamespace(file=tmp_path / "tileiropt.toml", capture=None, kernels=[])
+    assert run_target(project) == str((tmp_path / "tileiropt.toml").resolve())
+    library = SimpleNamespace(file=None, kernels=[], capture=SimpleNamespace(library=tmp_path / "ops",
+                                                                            files=[tmp_path / "ops" / "a.py"]))
+    assert run_target(library) == f"library {(tmp_path / 'ops').resolve()}"  # a file added: the same target
+    captured = SimpleNamespace(file=None, kernels=[], capture=SimpleNamespace(library=None, files=[tmp_path / "k.py"]))
+    flags = SimpleNamespace(file=None, capture=None, kernels=[SimpleNamespace(path=tmp_path / "k.py")])
+    assert run_target(captured) == run_target(flags) == str((tmp_path / "k.py").resolve())  # `--entry` or not

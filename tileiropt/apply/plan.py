@@ -475,7 +475,7 @@ def method_calls(tree: ast.Module, kernel: str, method: str) -> list[tuple[int, 
 
 
 def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | None, release_label: str,
-                      flag: str, plan: KernelPlan, tree: ast.Module, file_name: str = "<file>") -> None:
+                      flag: str, plan: KernelPlan, tree: ast.Module) -> None:
     """The TileIR hint each launch site of a kernel without autotuner passes under the gate, as a literal read
     from the gate's module-level value (`flag`): the author's launch (its num_warps, num_stages, block sizes) is
     kept, and no autotuner is added."""
@@ -513,8 +513,8 @@ def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | No
         f"{hint_splat(hints, flag)}; no autotuner added",
         f"launched with fixed options{' (' + ', '.join(passed) + ')' if passed else ''} and no autotuner, so the "
         f"author's launch is kept; {occupancy} is {release_label}'s starting occupancy for {kernel_class} kernels "
-        f"(TileIR's default is 1); `tileiropt run {file_name} --hint-autotune {kernel.name}` searches it instead "
-        f"(`apply` takes the same flag; a project, `hint_autotune = [\"{kernel.name}\"]`)"))
+        f"(TileIR's default is 1); `--hint-autotune {kernel.name}` added to the same `tileiropt run` (or `apply`) "
+        f"command, or `hint_autotune = [\"{kernel.name}\"]` in a project, searches it instead"))
 
 
 def plan_tma_twin(model: FileModel, kernel: KernelInfo, kernel_class: str, function: cst.FunctionDef,

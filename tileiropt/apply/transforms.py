@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import ClassVar
 
 import libcst as cst
@@ -224,8 +223,7 @@ class LaunchHints(Transform):
         if "all" in step.hint_autotune:  # passed over: it writes its own inputs
             step.plan.report.skipped.append(in_place_note(step.kernel, step.record))
         plan_launch_hints(step.kernel, step.kernel_class, step.release.launch_hint(step.kernel_class),
-                          step.release.label(), step.names.flag, step.plan, step.model.scan.tree,
-                          Path(step.model.path).name)
+                          step.release.label(), step.names.flag, step.plan, step.model.scan.tree)
 
 
 class HintOnlyConfigs(Transform):

@@ -133,10 +133,20 @@ def _shape(value: object, where: _Where, key: str) -> list[int | str]:
     return shape
 
 
+def unquoted(name: str, value: object) -> str | None:
+    """The fix of a number written as a string (`atol = "1e-2"`): the same number unquoted; None otherwise."""
+    if not isinstance(value, str):
+        return None
+    try:
+        float(value)
+    except ValueError:
+        return None
+    return f"write it unquoted: {name} = {value.strip()}"
+
+
 def _number(value: object, where: _Where, key: str, *, positive: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise where.error(key, f"expected a number, got {value!r}",
-                          f"write it unquoted, e.g. {key.rpartition('.')[2]} = 1e-2")
+        raise where.error(key, f"expected a number, got {value!r}", unquoted(key.rpartition(".")[2], value))
     if positive and value < 0:
         raise where.error(key, f"expected a number >= 0, got {value!r}")
     return float(value)
@@ -311,7 +321,7 @@ def _kernel(raw: object, index: int, defaults: dict, root: Path, where: _Where, 
     for dname, size in dims_raw.items():
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise where.error(f"{key}.dims.{dname}", f"dim size must be an integer >= 0, got {size!r}",
-                              f"write it unquoted: {dname} = 1024")
+                              unquoted(dname, size))
         dims[dname] = size
     named = {d for shape in inputs.values() for d in shape if isinstance(d, str)}
     undefined = sorted(named - set(dims))
@@ -332,7 +342,7 @@ def _kernel(raw: object, index: int, defaults: dict, root: Path, where: _Where, 
     if not isinstance(args, dict):
         raise where.error(f"{key}.args", "must be a table of keyword = value")
     if isinstance(reference, str):
-        folders = [root, *([Path(path).parent] if path else [])]  # importable in the workers, beside sys.path
+        folders = [root, *import_folders(Path(path), module)] if path else [root]  # a worker's sys.path has them
         _check_reference(reference, inputs, dims, args, where, f"{key}.reference", folders)
     ranges_raw = raw.get("ranges", {})
     if not isinstance(ranges_raw, dict):
@@ -388,6 +398,16 @@ def _kernel(raw: object, index: int, defaults: dict, root: Path, where: _Where, 
     )
     _check_call(key, path, entry, call, inputs, dims, args, root, where)
     return spec
+
+
+def import_folders(path: Path, module: str | None) -> list[Path]:
+    """The folders a worker puts on sys.path for a kernel file: its own, and for a module of a package the folder
+    above its top package (as `harness.loading` imports it)."""
+    folders = [path.resolve().parent]
+    levels = (module or "").count(".") + (1 if path.name == "__init__.py" else 0)
+    if module and levels and levels < len(path.resolve().parents):
+        folders.append(path.resolve().parents[levels])
+    return folders
 
 
 def _check_reference(reference: str, inputs: dict, dims: dict, args: dict, where: _Where, key: str,
@@ -545,13 +565,6 @@ def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest
     if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= 1000:
         raise where.error("project.capture_cap", f"must be an integer in [1, 1000], got {cap!r}",
                           "the distinct launches kept per kernel, e.g. capture_cap = 6")
-    from tileiropt.project.spec import check_command  # spec reads project files through this module
-
-    try:  # a typo in the command ends here, naming the key, as `--` COMMAND's does
-        check_command(parse_command(command), root)
-    except UserError as exc:
-        raise where.error("project.capture", exc.message.replace("the command after `--`", "the capture command"),
-                          exc.hint) from None
     return CaptureRequest(files=paths, command=parse_command(command), cap=cap, stall=float(stall),
                           budget=float(budget) if budget is not None else None,
                           library=library.folder if library is not None else None)

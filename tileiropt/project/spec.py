@@ -115,6 +115,9 @@ def project_from_library(folder: Path, command: list[str] | None, *, include: li
                                           library=found.folder))
 
 
+PYTHON_VALUED = {"-W", "-X", "-Q", "--check-hash-based-pycs"}  # python's options that take the next word
+
+
 def check_command(command: list[str] | None, cwd: Path | None = None) -> None:
     """Before any phase runs (and before the last report is replaced): the program after `--` can start. Its
     executable is on PATH (or a file), and a Python script it names (`python drivr.py`) exists; a typo ends here,
@@ -128,9 +131,18 @@ def check_command(command: list[str] | None, cwd: Path | None = None) -> None:
     bound = Path(executable).name in ("python", "python3", "pytest")  # run with this interpreter (the capture)
     if not bound and shutil.which(executable) is None and not (cwd / executable).is_file():
         raise UserError(f"the command after `--` cannot start: {executable!r} is not a program on PATH",
-                        hint="check its spelling, or give its path")
+                        hint=f"set variables through env: env {' '.join(command[:2])} ..." if "=" in executable
+                        else "check its spelling, or give its path")
     args = command[1:]
-    first = next((i for i, arg in enumerate(args) if not arg.startswith("-")), None)
+    first, valued = None, False  # the first word that is neither an option nor an option's value (`-W ignore`)
+    for i, arg in enumerate(args):
+        if valued:
+            valued = False
+        elif arg in PYTHON_VALUED:
+            valued = True
+        elif not arg.startswith("-"):
+            first = i
+            break
     if Path(executable).name.startswith("python") and first is not None and not {"-m", "-c"} & set(args[:first]):
         script = args[first]  # `python drivr.py`, not `python -m pytest` or `python -c "..."`
         if not (cwd / script).is_file():

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from tileiropt.bench.records import BenchKernel
 from tileiropt.bench.run import kernel_info
+from tileiropt.capture.keys import KernelKey
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import dumps, err_console, write_atomic
 from tileiropt.project.spec import DEFAULT_ARTIFACTS, PROJECT_FILE, load_project
-from tileiropt.report.artifacts import RECORD_FILES, is_artifacts_folder, load_artifacts, projects_of
+from tileiropt.report.artifacts import RECORD_FILES, Artifacts, is_artifacts_folder, load_artifacts, projects_of
 from tileiropt.report.build import build_report
 from tileiropt.report.markdown import is_report, render_markdown, write_markdown
 from tileiropt.report.model import Report
@@ -31,16 +32,41 @@ def resolve_artifacts(target: Path | None) -> tuple[Path, list[BenchKernel] | No
     if is_artifacts_folder(target / DEFAULT_ARTIFACTS):
         return target / DEFAULT_ARTIFACTS, None, None
     if target.is_file() and target.suffix == ".py":  # `run kernel.py` records in the current folder's .tileiropt
-        for folder in dict.fromkeys([Path.cwd() / DEFAULT_ARTIFACTS, target.resolve().parent / DEFAULT_ARTIFACTS]):
-            if is_artifacts_folder(folder):
-                return folder, None, None
+        folders = kernel_file_folders(target)
+        if folders:
+            return folders[0], None, None
     raise UserError("no records to report: neither an artifacts folder nor a project", file=str(target),
                     hint=f"pass the folder holding {', '.join(RECORD_FILES)}, or a project (run `tileiropt run` "
                          "first)")
 
 
+def kernel_file_folders(target: Path) -> list[Path]:
+    """The records folders a kernel file's run may have written: the current folder's, then the file's own."""
+    candidates = dict.fromkeys([Path.cwd() / DEFAULT_ARTIFACTS, target.resolve().parent / DEFAULT_ARTIFACTS])
+    return [folder for folder in candidates if is_artifacts_folder(folder)]
+
+
+def names_file(artifacts: Artifacts, report: Report, file: Path) -> bool:
+    """Whether the records are of a run that covered `file`: a kernel of it reported, or it among the run's targets
+    (a library file none of whose kernels the program launched)."""
+    real = file.resolve()
+    if any(Path(k.path).resolve() == real for k in report.kernels if k.path):
+        return True
+    expected = artifacts.capture.expected if artifacts.capture is not None else []
+    return any(Path(KernelKey.parse(key).file).resolve() == real for key in expected)
+
+
 def make_report(target: Path | None) -> Report:
-    folder, kernels, project_file = resolve_artifacts(target)
+    if target is not None and Path(target).suffix == ".py" and Path(target).is_file():
+        for folder in kernel_file_folders(Path(target)):  # the first whose records are of this file
+            artifacts = load_artifacts(folder)
+            if not artifacts.empty and names_file(artifacts, build_report(artifacts), Path(target)):
+                return report_of(folder, None, None, target)
+    return report_of(*resolve_artifacts(target), target)  # none: the first folder's records, refused as not of it
+
+
+def report_of(folder: Path, kernels: list[BenchKernel] | None, project_file: Path | None,
+              target: Path | None) -> Report:
     artifacts = load_artifacts(folder)
     if artifacts.empty:
         unreadable = "; ".join(f"{name}: {problem}" for name, problem in artifacts.problems.items())
@@ -58,17 +84,12 @@ def make_report(target: Path | None) -> Report:
     if not report.kernels:
         raise UserError("the records name no kernel", file=str(folder),
                         hint="run `tileiropt validate`, `bench` or `run` to record the kernels")
-    if target is not None and Path(target).suffix == ".py" and Path(target).is_file() and not any(
-            same_path(k.path, target) for k in report.kernels):
+    if target is not None and Path(target).suffix == ".py" and Path(target).is_file() and \
+            not names_file(artifacts, report, Path(target)):
         made_by = " ".join(artifacts.run.command) if artifacts.run and artifacts.run.command else "another run"
-        raise UserError(f"the records in {folder} are not of {Path(target).name} (they were made by `{made_by}`; a "
-                        "run of another kernel file in this folder replaces them)", file=str(target),
-                        hint=f"tileiropt run {target}")
+        raise UserError(f"the records in {folder} are not of {Path(target).name}: they were made by `{made_by}`",
+                        file=str(target), hint=f"tileiropt run {target}")
     return report
-
-
-def same_path(a: str | Path | None, b: str | Path) -> bool:
-    return a is not None and Path(a).resolve() == Path(b).resolve()
 
 
 def report_command(target: Path | None, *, fmt: str = "md", output: Path | None = None,

@@ -350,9 +350,10 @@ def next_steps_md(report: Report) -> str:
     ready = grouped_lines([(name, v.text) for name, v in by_bucket[READY]])
     # (backend, agreeing only) -> kernel -> its launches' max differences
     proven: dict[tuple[str, bool], dict[str, list[float | None]]] = {}
+    agreeing = {LAUNCH_NUMBER.sub("", name) for name, v in by_bucket[PROVEN] if v.agrees_only}  # any launch: all
     for name, v in by_bucket[PROVEN]:
-        proven.setdefault((v.proven_on, v.agrees_only), {}).setdefault(LAUNCH_NUMBER.sub("", name), []).append(
-            v.max_difference)
+        kernel = LAUNCH_NUMBER.sub("", name)
+        proven.setdefault((v.proven_on, kernel in agreeing), {}).setdefault(kernel, []).append(v.max_difference)
     for (backend, agrees_only), kernels in proven.items():
         said = f"TileIR code agrees with the original with the {backend}, whose bfloat16 products are wrong: a " \
                "GPU proves it right" if agrees_only else f"TileIR code proven correct with the {backend}"

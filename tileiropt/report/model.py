@@ -35,6 +35,7 @@ class Verdict:
     fallback: bool = False
     failures: list[str] = field(default_factory=list)  # "config: reason", the first few
     notes: list[str] = field(default_factory=list)  # e.g. shapes scaled for the interpreter
+    agrees_only: bool = False  # a pass computed where the interpreter's bfloat16 products are wrong (probed)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from tileiropt.phases import comes_after
 from tileiropt.records.run import RunResult
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
 from tileiropt.report.model import Classification, Coverage, Section, Verdict
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.schema import BF16_WRONG, ERROR, FAIL, NOT_RUN, PASS
 from tileiropt.validate.records import VALIDATE_FILE, ValidationRecord
 
 # looked up by a classify record's class (None where a record has none)
@@ -165,6 +165,7 @@ def verdict(records: list[ValidationRecord]) -> Verdict:
         fallback=any(r.provenance.fallback for r in ran),
         failures=[f"{r.config} [{dtype_key(r.dtypes)}]: {r.status}: {r.reason}" for r in bad[:MAX_FAILURES]],
         notes=notes,
+        agrees_only=any(BF16_WRONG in r.reason for r in ran if r.status == PASS),
     )
     if result.reason and not result.reason.startswith("not run"):
         result.reason = f"not run: {result.reason}"

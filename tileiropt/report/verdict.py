@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tileiropt.classify.rules.base import KernelFinding
 from tileiropt.errors import PINNING_ERROR
-from tileiropt.schema import BF16_WRONG, ERROR, FAIL, PASS, REJECTED_BY_TILEIR
+from tileiropt.schema import ERROR, FAIL, PASS, REJECTED_BY_TILEIR
 
 if TYPE_CHECKING:
     from tileiropt.report.model import KernelReport, Verdict
@@ -111,7 +111,7 @@ def kernel_verdict(k: KernelReport, rejected: dict[str, dict[str, Any]] | None =
                              proven_on=emulated.backend_description or emulated.backend)
     if code is not None and code.status == PASS:
         on = code.backend_description or code.backend
-        if any(BF16_WRONG in note for note in code.notes):  # what the interpreter computes there is not the truth
+        if getattr(code, "agrees_only", False):  # what the interpreter computes there is not the truth
             return KernelVerdict(PROVEN, f"TileIR code agrees with the original with the {on} (max difference "
                                          f"{_difference(code)}), whose bfloat16 products are wrong: a GPU proves it "
                                          "right", proven_on=on, max_difference=code.max_difference, agrees_only=True)

@@ -14,9 +14,10 @@ from rich.table import Table
 
 from tileiropt.bench.run import BenchSettings
 from tileiropt.capture.targets import TargetOptions
-from tileiropt.errors import ExitCode
+from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
 from tileiropt.phases import PHASES
+from tileiropt.project.spec import check_command
 from tileiropt.records.run import RunResult
 from tileiropt.report.verdict import ATTENTION
 from tileiropt.run.pipeline import run_pipeline, run_target
@@ -69,6 +70,8 @@ def run_command(
     hint_autotune: tuple[str, ...] = (),
 ) -> ExitCode:
     project = options.project(capture=capture, may_capture=True, include=include, exclude=exclude)
+    if project.capture is not None and not capture and project.file is not None:
+        check_capture(project.capture.command, project.file, project.root)  # the project's own `capture`
     if max_configs is not None:  # --max-configs over the project's `max_configs`
         project.max_configs = max_configs
     if hint_autotune:  # --hint-autotune beside the project's `hint_autotune`
@@ -84,8 +87,8 @@ def run_command(
     command = ["tileiropt", *sys.argv[1:]]
     replaced = other_target(project.artifacts, run_target(project))
     if replaced:  # one records folder per folder: a kernel file run beside another's replaces its records
-        err_console.print(f"note: the records in {project.artifacts} were made by `{replaced}`; this run replaces "
-                          "them", markup=False, soft_wrap=True)
+        err_console.print(f"note: the records in {project.artifacts} were made by `{replaced}`; this run will "
+                          "replace them", markup=False, soft_wrap=True)
     run = functools.partial(run_pipeline, project, kernels=options.kernels, timeout=timeout, bench_settings=settings,
                             command=command, in_place=in_place, fresh=options.fresh,
                             executor=options.resolved_executor(project))
@@ -101,6 +104,17 @@ def run_command(
     console.print(outcome_table(result))
     print_outcome(result)
     return ExitCode(result.exit_code)
+
+
+def check_capture(command: list[str] | None, file: Path, root: Path) -> None:
+    """A project's `capture` command can start, checked where a run will start it (not when any command reads the
+    project: its records are read on machines without the program): a typo ends here, naming the key."""
+    try:
+        check_command(command, root)
+    except UserError as exc:
+        where = exc.file if exc.file else ""
+        raise UserError(f"[project.capture] {exc.message.replace('the command after `--`', 'the capture command')}"
+                        + (f" ({where})" if where else ""), file=str(file), hint=exc.hint) from None
 
 
 def other_target(artifacts: Path, target: str) -> str | None:

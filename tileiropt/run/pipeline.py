@@ -56,12 +56,15 @@ PHASE_RUNNERS: tuple[PhaseRunner, ...] = (CheckPhase(), CapturePhase(), Compatib
 
 
 def run_target(project: Project) -> str:
-    """What a run covers, to tell two runs that share a records folder apart: its project file, else the kernel
-    files it captures (a kernel file, a library's files)."""
+    """What a run covers, to tell two runs that share a records folder apart: its project file, else its library
+    folder (whatever files it holds today), else the kernel files it captures or validates."""
     if project.file is not None:
         return str(Path(project.file).resolve())
-    files = sorted({str(Path(f).resolve()) for f in (project.capture.files if project.capture else [])})
-    return ", ".join(files) if len(files) <= 3 else f"{files[0]} and {len(files) - 1} other file(s)"
+    capture = project.capture
+    if capture is not None and capture.library is not None:
+        return f"library {Path(capture.library).resolve()}"
+    files = capture.files if capture is not None else [spec.path for spec in project.kernels]
+    return ", ".join(sorted({str(Path(f).resolve()) for f in files}))
 
 
 class Pipeline:
