@@ -226,6 +226,8 @@ def test_a_project_s_capture_command_is_checked_where_a_run_starts_it_not_where_
     with pytest.raises(UserError) as info:
         check_capture(project.capture.command, path, tmp_path)
     assert "[project.capture] the capture command cannot start: 'pythn' is not a program on PATH" in str(info.value)
+    assert f"tileiropt.toml:{info.value.line}: " in str(info.value) and \
+        path.read_text().splitlines()[info.value.line - 1] == "capture = 'pythn drive.py'"
     (tmp_path / "drive.py").write_text("")
     for command in (["python", "-W", "ignore", "drive.py"], ["python", "-X", "dev", "drive.py"],
                     ["python", "-m", "pytest", "-q"]):

@@ -17,6 +17,7 @@ from tileiropt.capture.targets import TargetOptions
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.output import console, err_console, print_json
 from tileiropt.phases import PHASES
+from tileiropt.project.file import key_line
 from tileiropt.project.spec import check_command
 from tileiropt.records.run import RunResult
 from tileiropt.report.verdict import ATTENTION
@@ -113,8 +114,12 @@ def check_capture(command: list[str] | None, file: Path, root: Path) -> None:
         check_command(command, root)
     except UserError as exc:
         where = exc.file if exc.file else ""
+        try:
+            line = key_line(file.read_text(encoding="utf-8"), "project.capture")
+        except OSError:
+            line = None
         raise UserError(f"[project.capture] {exc.message.replace('the command after `--`', 'the capture command')}"
-                        + (f" ({where})" if where else ""), file=str(file), hint=exc.hint) from None
+                        + (f" ({where})" if where else ""), file=str(file), line=line, hint=exc.hint) from None
 
 
 def other_target(artifacts: Path, target: str) -> str | None:
