@@ -697,6 +697,30 @@ def test_a_pair_of_captured_launches_whose_rows_compiled_the_same_code_is_not_pr
     assert worker.both_ran({0: Provenance()}, 0, 1) is None  # a row of an earlier worker: the pair prepares both
 
 
+def test_an_optimized_row_of_the_same_code_as_its_original_takes_the_original_timing_said_so(monkeypatch) -> None:
+    """Where the optimized file compiled to the original's PTX at the same config (a hint that PTX drops), its
+    row is the original's timing, marked as not measured; another code is measured."""
+    from tileiropt.bench import worker
+    from tileiropt.bench.records import Timing
+    from tileiropt.project.launch import CapturedLaunch
+
+    launch = CapturedLaunch("k", "k.py", ())
+    original = BenchItem(id=0, kernel="k", variant="original", backend="ptx", path="k.py", entry="k",
+                         reference=None, size=None, dims={}, shapes={}, dtypes={}, launch=launch)
+    optimized = BenchItem(**{**vars(original), "id": 1, "variant": "optimized", "path": "k_tileir.py"})
+    compiled = {"k": {"config": "BLOCK=1024, num_warps=4", "code": "ab12"}}
+    timed = Timing(method="do_bench", median_ms=2.0, p20_ms=1.9, p80_ms=2.1, note="graph not used")
+    row = original.row(PASS, "", Provenance(launched=compiled), timing=timed)
+    reused = worker.reused_timing((original, row), optimized, Provenance(launched=dict(compiled)))
+    assert reused is not None and reused.median_ms == 2.0 and reused.reused_from == "original"
+    assert reused.note.startswith("graph not used; the original row's timing, not measured again: PTX code")
+    other = {"k": {"config": "BLOCK=1024, num_warps=4", "code": "cd34"}}
+    assert worker.reused_timing((original, row), optimized, Provenance(launched=other)) is None
+    assert worker.reused_timing(None, optimized, Provenance(launched=dict(compiled))) is None
+    failed = original.row(ERROR, "boom", Provenance(launched=compiled))
+    assert worker.reused_timing((original, failed), optimized, Provenance(launched=dict(compiled))) is None
+
+
 EMULATED_HOPPER = Machine(device=HOPPER.device, tileir_blockers=list(HOPPER.tileir_blockers),
                           tileir_emulated="emulated TileIR: tileiropt's test emulator")
 

@@ -96,6 +96,7 @@ class Timing:
     input_sets: int = 1  # input sets rotated between runs (more than one when the tensors fit in L2)
     l2_flush: bool = False  # do_bench clears L2 before every run; CUDA-graph replays do not
     note: str = ""  # e.g. why the CUDA-graph variant was not used
+    reused_from: str = ""  # not measured: the row whose timing this is (the same PTX code at the same config)
 
     @property
     def spread(self) -> float | None:

@@ -27,7 +27,7 @@ import math
 import re
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
@@ -168,11 +168,14 @@ class Measurement:
     """Times one item in this process."""
 
     def __init__(self, item: BenchItem, base: Provenance, parts: dict[str, float] | None = None,
-                 tuned: dict[str, dict[str, dict[Any, Any]]] | None = None):
+                 tuned: dict[str, dict[str, dict[Any, Any]]] | None = None,
+                 twin: tuple[BenchItem, BenchRow] | None = None):
         """`tuned`: the autotuners' caches (autotuner name -> `tuner_caches`) the original's row left in this worker:
-        the optimized file's autotuners start from them, so both sides run the config the original chose."""
+        the optimized file's autotuners start from them, so both sides run the config the original chose.
+        `twin`: the original's item and row, timed in this worker: where this row compiles to the same code at the same
+        config, its timing is the twin's (`reused_timing`), not measured again."""
         self.item, self.base = item, base
-        self.tuned = tuned
+        self.tuned, self.twin = tuned, twin
         self.parts = parts if parts is not None else {}  # seconds by part: import, inputs, first_call, measure
         self.prepared: Prepared | None = None  # once `run` prepared it: a pair of this item reuses it
 
@@ -262,9 +265,11 @@ class Measurement:
     def run(self) -> BenchRow:
         item = self.item
         prepared = self.prepared = self.prepare()
-        began = time.perf_counter()
-        timing = time_prepared(prepared, item.warmup_ms, item.rep_ms)
-        self._add("measure", began)
+        timing = reused_timing(self.twin, item, prepared.provenance)
+        if timing is None:
+            began = time.perf_counter()
+            timing = time_prepared(prepared, item.warmup_ms, item.rep_ms)
+            self._add("measure", began)
         autotune = prepared.autotune
         seconds = [a.seconds for a in autotune if a.seconds is not None]
         autotune_ms, source = None, None
@@ -278,6 +283,23 @@ class Measurement:
                        input_bytes=prepared.input_bytes, output_bytes=prepared.output_bytes, gpu_state=gpu_state())
         mark_fallback(row)
         return row
+
+
+def reused_timing(twin: tuple[BenchItem, BenchRow] | None, item: BenchItem, ran: Provenance) -> Timing | None:
+    """The twin row's timing, said to be its, where this row ran the same code at the same config as the twin
+    (`pair_same_code`: a captured launch, or an entry whose host code is the author's): timing it again would
+    measure the same kernels on the same inputs. None where it must be measured."""
+    if twin is None:
+        return None
+    twin_item, twin_row = twin
+    if twin_row.timing is None or twin_row.status != PASS:
+        return None
+    same = pair_same_code(twin_item, item, (twin_row.provenance, ran))
+    if same is None:
+        return None
+    note = f"the {twin_row.variant} row's timing, not measured again: {same.removesuffix(': not timed')}"
+    return replace(twin_row.timing, note="; ".join(filter(None, [twin_row.timing.note, note])),
+                   reused_from=twin_row.variant)
 
 
 def compiled_before(module: ModuleType) -> bool:
@@ -486,6 +508,7 @@ def run_bench_job(job: dict[str, Any], backend: Backend, base: Provenance, emit:
     kept = KeptPrepared()  # the rows' prepared measurements, for their pairs
     ran: dict[int, Provenance] = {}  # what each passed row compiled: a pair of the same code is not prepared again
     tuned: dict[int, dict[str, dict[str, dict[Any, Any]]]] = {}  # an original row's tuner_caches, for its optimized row
+    rows: dict[int, BenchRow] = {}  # an original row that passed, for its optimized row (`reused_timing`)
     original_of = {b: a for a, b in pairs}
     measurement: Measurement | None  # dropped once its row is out (`kept` holds what a pair needs)
     with harness.MODULE_CALLS.only_definitions():  # a script's own program: the capture or the validation ran it
@@ -495,7 +518,9 @@ def run_bench_job(job: dict[str, Any], backend: Backend, base: Provenance, emit:
             if blocked:
                 emit("row", id=ident, item=index, row=item.row(NOT_RUN, f"not run: {blocked}", base))
                 continue
-            measurement = Measurement(item, base, parts, tuned=tuned.get(original_of.get(index, -1)))
+            original = original_of.get(index, -1)
+            twin = (items[original], rows[original]) if original in rows else None
+            measurement = Measurement(item, base, parts, tuned=tuned.get(original), twin=twin)
             try:
                 row = measurement.run()
             except Exception as exc:
@@ -510,6 +535,7 @@ def run_bench_job(job: dict[str, Any], backend: Backend, base: Provenance, emit:
                 ran[index] = row.provenance
                 if measurement.prepared is not None and index in original_of.values():
                     tuned[index] = measurement.prepared.tuned
+                    rows[index] = row
                 if index in paired and measurement.prepared is not None:
                     kept.add(index, measurement.prepared)
             emit("row", id=ident, item=index, row=row)
