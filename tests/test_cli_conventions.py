@@ -118,6 +118,35 @@ def test_a_usage_error_is_one_line_naming_the_command_and_its_fix(argv: list[str
     assert {"file", "line"} <= set(error)
 
 
+@pytest.mark.parametrize("argv, moved", [
+    (["--json", "run", "k.py"], ["run", "--json", "k.py"]),
+    (["-q", "--json", "classify", "src/"], ["-q", "classify", "--json", "src/"]),
+    (["run", "k.py", "--", "python", "--json", "run"], ["run", "k.py", "--", "python", "--json", "run"]),
+    (["--json"], ["--json"]),
+    (["run", "--json", "k.py"], ["run", "--json", "k.py"]),
+])
+def test_json_before_the_command_is_the_command_s_flag(argv: list[str], moved: list[str]) -> None:
+    """`tileiropt --json run k.py` is read as `tileiropt run --json k.py`; a capture command's own `--json` (after
+    `--`) and a `--json` already after the command stay where they are."""
+    from tileiropt.cli import json_after_command
+
+    assert json_after_command(argv) == moved
+
+
+def test_json_before_the_command_gives_the_command_s_document(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    kernel = tmp_path / "k.py"
+    kernel.write_text((ROOT / "examples" / "vector_add.py").read_text())
+    executable = Path(sys.executable).parent / "tileiropt"
+    done = subprocess.run([str(executable), "--json", "classify", str(kernel)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert [k["kernel"] for k in json.loads(done.stdout)["kernels"]] == ["add_kernel"]
+
+
 def test_rule_command_pages_and_list() -> None:
     page = runner.invoke(app, ["rule", "TIR006"])
     assert page.exit_code == 0 and page.stdout.startswith("## TIR006 erf\n\nSeverity: **error**")

@@ -522,9 +522,21 @@ def _command_named(argv: list[str]) -> str:
     return " ".join(["tileiropt", *[arg for arg in own if arg in names][:1]])
 
 
+def json_after_command(argv: list[str]) -> list[str]:
+    """`tileiropt --json run k.py` as `tileiropt run --json k.py`: `--json` written before the command is the
+    command's own flag (every command that prints a result takes it), as `-q` and `-v` are read before it."""
+    own = argv[: argv.index("--")] if "--" in argv else argv
+    names = {info.name or (info.callback.__name__ if info.callback else "") for info in app.registered_commands}
+    at = next((i for i, arg in enumerate(own) if arg in names), None)
+    if at is None or "--json" not in own[:at]:
+        return argv
+    before = [arg for arg in argv[:at] if arg != "--json"]
+    return [*before, argv[at], "--json", *argv[at + 1:]]
+
+
 def main() -> None:
     try:
-        code = app(standalone_mode=False)
+        code = app(args=json_after_command(sys.argv[1:]), standalone_mode=False)
     except typer.Abort:
         err_console.print("[bold red]error[/]: interrupted")
         code = int(ExitCode.INTERRUPTED)
