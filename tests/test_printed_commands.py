@@ -93,3 +93,36 @@ def test_in_place_refuses_without_a_measured_not_slower_and_its_cp_works(folder:
     copied = _shell(printed.group(1), folder)
     assert copied.returncode == 0, copied.stderr
     assert (folder / "add.py").read_text(encoding="utf-8") == (folder / "add_tileir.py").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("argv0, on_path, words", [
+    ("/venv/bin/tileiropt", "/venv/bin/tileiropt", ["tileiropt"]),  # the installed command
+    ("/src/tileiropt/__main__.py", None, [sys.executable, "-m", "tileiropt"]),  # `python -m`, none on PATH
+    ("/src/tileiropt/__main__.py", str(Path(sys.executable).parent / "tileiropt"), ["tileiropt"]),  # this one's
+    ("/src/tileiropt/__main__.py", "/elsewhere/bin/tileiropt", [sys.executable, "-m", "tileiropt"]),  # another's
+])
+def test_a_recorded_command_starts_the_tool_as_it_was_started(monkeypatch, argv0: str, on_path: str | None,
+                                                               words: list[str]) -> None:
+    """Run as `python -m tileiropt` with no `tileiropt` of the same installation on PATH, the command a run
+    records (and the report's next step repeats) is `<this python> -m tileiropt ...`, which pastes."""
+    import shutil
+
+    import tileiropt.invocation
+    from tileiropt.invocation import invoked_command
+
+    monkeypatch.setattr(sys, "argv", [argv0, "run", "k.py"])
+    monkeypatch.setattr(tileiropt.invocation, "started_as_module", lambda: argv0.endswith("__main__.py"))
+    monkeypatch.setattr(shutil, "which", lambda name: on_path if name == "tileiropt" else None)
+    assert invoked_command() == [*words, "run", "k.py"]
+
+
+def test_the_next_step_of_a_run_started_as_python_dash_m_pastes(tmp_path: Path) -> None:
+    """The report's next step repeats `python -m tileiropt` where that is how the tool was started."""
+    from tileiropt.records.run import run_from_dict
+    from tileiropt.report.markdown import rerun_command
+    from tileiropt.report.model import Report
+
+    run = run_from_dict({"command": ["/opt/py/bin/python3", "-m", "tileiropt", "run", "k.py", "--json"],
+                         "cwd": str(tmp_path)})
+    report = Report(artifacts=str(tmp_path / ".tileiropt"), environment={}, run=run, kernels=[], problems={})
+    assert rerun_command(run, report) == f"cd {tmp_path} && ENABLE_TILE=1 /opt/py/bin/python3 -m tileiropt run k.py"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from rich.markup import escape
 from rich.table import Table
 
@@ -21,6 +19,7 @@ from tileiropt.bench.run import BenchSettings, bench_project, earlier_bench
 from tileiropt.capture.targets import TargetOptions, adopting_machine_facts, prepared
 from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode
+from tileiropt.invocation import invoked_command
 from tileiropt.output import console, err_console
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
@@ -97,7 +96,7 @@ def bench_command(
     project = target.project
     with Progress("bench", "rows", err_console) as progress:
         run = bench_project(project, kernels=options.kernels, settings=settings, remeasure_peaks=remeasure_peaks,
-                            command=["tileiropt", *sys.argv[1:]], executor=target.executor, progress=progress,
+                            command=invoked_command(), executor=target.executor, progress=progress,
                             journal=True, machine=target.machine,
                             earlier=None if options.fresh else earlier_bench(project.artifacts))
     saved = save_bench_run(run, project.artifacts)

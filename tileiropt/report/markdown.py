@@ -335,7 +335,7 @@ def rerun_command(run: RunResult | None, report: Report) -> str:
     target and capture command (`--json` left out)."""
     command = [str(c) for c in (run.command if run else []) if str(c) != "--json"]
     cwd = moved_cwd(run.cwd, run.artifacts, report.artifacts, command) if run and run.cwd else ""
-    if command[:1] == ["tileiropt"] and cwd:
+    if command and cwd:
         return f"cd {shlex.quote(str(cwd))} && ENABLE_TILE=1 {shlex.join(command)}"
     project = (run.project if run else None) or str(Path(report.artifacts).parent)
     return f"ENABLE_TILE=1 tileiropt run {shlex.quote(str(project))}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sys
 from pathlib import Path
 
 from rich.markup import escape
@@ -15,6 +14,7 @@ from rich.table import Table
 from tileiropt.bench.run import BenchSettings
 from tileiropt.capture.targets import TargetOptions
 from tileiropt.errors import ExitCode, UserError
+from tileiropt.invocation import invoked_command
 from tileiropt.output import console, err_console, print_json
 from tileiropt.phases import PHASES
 from tileiropt.project.file import key_line
@@ -85,7 +85,7 @@ def run_command(
         project.capture.stall = capture_stall
     settings = BenchSettings(timeout=timeout, sizes=sizes or None)
     settings.check()
-    command = ["tileiropt", *sys.argv[1:]]
+    command = invoked_command()
     replaced = other_target(project.artifacts, run_target(project))
     if replaced:  # one records folder per folder: a kernel file run beside another's replaces its records
         err_console.print(f"note: the records in {project.artifacts} were made by `{replaced}`; this run will "

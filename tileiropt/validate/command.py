@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 
 from rich import box
@@ -16,6 +15,7 @@ from tileiropt.capture.targets import TargetOptions, adopting_machine_facts, pre
 from tileiropt.engine.progress import Progress
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.harness.scaling import describe_scaling
+from tileiropt.invocation import invoked_command
 from tileiropt.output import console, err_console
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SAME_ON_INTERPRETER
 from tileiropt.validate.records import ValidateRun, ValidationRecord, load_validate_run, save_validate_run
@@ -136,7 +136,7 @@ def validate_command(
     project = target.project
     with Progress("validate", "cases", err_console) as progress:
         run = validate_project(project, kernels=options.kernels, backends=backends, variants=variants,
-                               all_configs=all_configs, timeout=timeout, command=["tileiropt", *sys.argv[1:]],
+                               all_configs=all_configs, timeout=timeout, command=invoked_command(),
                                executor=target.executor, progress=progress, journal=True, machine=target.machine,
                                earlier=None if options.fresh else earlier_validation(project.artifacts))
     whole = with_other_kernels(run, project.artifacts, options.kernels)
