@@ -246,3 +246,34 @@ def test_an_unchanged_copy_the_tool_wrote_is_written_again(tmp_path: Path, monke
     (tmp_path / "k.py").write_text(UNTUNED.replace("BLOCK=128", "BLOCK=256"))  # an edit: the old copy is ours still
     done = runner.invoke(app, ["run", "k.py", "--json", "--", "python", "use.py"])
     assert {p["phase"]: p["status"] for p in json.loads(done.stdout)["phases"]}["apply"] == "pass", done.output
+
+
+def test_apply_never_writes_into_an_installed_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of an installed package (under site-packages or dist-packages) gets its optimized file under the
+    current folder's `.tileiropt/optimized/`, in the package's layout, as `run` puts it; the package is untouched."""
+    package = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "pkg" / "ops"
+    package.mkdir(parents=True)
+    (package / "k.py").write_text(KERNEL)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    before = sorted(p.name for p in package.iterdir())
+    result = runner.invoke(app, ["apply", str(package / "k.py")], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    written = work / ".tileiropt" / "optimized" / "pkg" / "ops" / "k_tileir.py"
+    assert written.is_file() and GATE_MARKER in written.read_text()
+    assert sorted(p.name for p in package.iterdir()) == before
+    assert f"wrote {written}\n" in result.output  # the whole path on one line, to paste
+    dry = runner.invoke(app, ["apply", "--dry-run", str(package.parent)])
+    assert f"would write {written}" in dry.output and str(package / "k_tileir.py") not in dry.output
+
+
+def test_the_installed_liger_kernel_is_never_written_into(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    liger = pytest.importorskip("liger_kernel")
+    ops = Path(liger.__file__).parent / "ops"
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["apply", "--dry-run", str(ops / "rms_norm.py"), str(ops / "geglu.py")])
+    assert result.exit_code == 0, result.output
+    assert f"would write {tmp_path / '.tileiropt' / 'optimized' / 'liger_kernel' / 'ops' / 'geglu_tileir.py'}" \
+        in result.output
+    assert str(ops / "geglu_tileir.py") not in result.output

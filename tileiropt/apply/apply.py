@@ -65,6 +65,7 @@ from tileiropt.harness.gate import (
 )
 from tileiropt.harness.launch_hints import hint_splat
 from tileiropt.output import writable, write_atomic
+from tileiropt.project.model import DEFAULT_ARTIFACTS
 from tileiropt.releases import Release, newest
 
 ERROR_RULES = [rule for rule in ALL_RULES if rule.code.startswith("TIR0")]  # a kernel they flag gets no TileIR code
@@ -536,12 +537,27 @@ def transform_model(model: FileModel, *, spaces: dict[str, Space] | None = None,
     return ApplyResult(path, None, False, [p.report for p in plans.values()], source, new_source, host=host)
 
 
+INSTALLED_FOLDERS = ("site-packages", "dist-packages")  # where pip and the system put installed packages
+
+
+def installed_output(path: Path) -> Path | None:
+    """The optimized file of a file of an installed package, never written into the package: under the current
+    folder's `.tileiropt/optimized/`, in the package's own layout (where `tileiropt run` puts it); None for a
+    file that is not installed."""
+    resolved = path.resolve()
+    folder = next((parent for parent in resolved.parents if parent.name in INSTALLED_FOLDERS), None)
+    if folder is None:
+        return None
+    relative = resolved.relative_to(folder)
+    return Path.cwd() / DEFAULT_ARTIFACTS / "optimized" / relative.parent / optimized_name(relative.stem)
+
+
 def output_path_for(path: Path, output: Path | None, in_place: bool) -> Path:
     if in_place and output is not None:
         raise UserError("--in-place and -o/--output exclude each other", hint="choose one")
     if in_place:
         return path
-    return output or path.with_name(optimized_name(path.stem))
+    return output or installed_output(path) or path.with_name(optimized_name(path.stem))
 
 
 def apply_file(path: Path, *, output: Path | None = None, in_place: bool = False, dry_run: bool = False,

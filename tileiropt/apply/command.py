@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -105,6 +106,15 @@ def _unreadable_may_hold_kernels(file: Path) -> bool:
         return True
 
 
+def common_folder(paths: list[str]) -> str:
+    """The folder every file lies in (the table shows each file relative to it), or "" for none or one file in the
+    current folder."""
+    if not paths:
+        return ""
+    folder = os.path.commonpath([os.path.dirname(os.path.abspath(path)) for path in paths])
+    return "" if folder == os.getcwd() else folder
+
+
 def apply_document(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool, choice: Choice) -> dict:
     """apply's JSON document (docs/apply.md, `contract.phase_records.ApplyRecord`): `apply --json` prints it, `run`
     saves it as apply.json."""
@@ -115,29 +125,32 @@ def apply_document(results: list[ApplyResult], errors: list[FileError], *, dry_r
 def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool) -> None:
     """A table of counts that fits a narrow terminal, then each kernel's changes and what was left alone as lines
     below it (prose in a table column wraps to a word a line)."""
-    table = Table(title="tileiropt apply", title_justify="left")
-    table.add_column("file", overflow="fold", ratio=2)
-    table.add_column("kernel", overflow="fold", ratio=2)
+    folder = common_folder([result.path for result in results])
+    table = Table(title=f"tileiropt apply: files in {folder}" if folder else "tileiropt apply", title_justify="left")
+    table.add_column("file", overflow="fold")
+    table.add_column("kernel", overflow="fold")
     table.add_column("class", no_wrap=True)
     table.add_column("changes", justify="right", no_wrap=True)
     table.add_column("left alone", justify="right", no_wrap=True)
     details: list[str] = []
     for result in results:
+        name = os.path.relpath(result.path, folder) if folder else result.path  # the title names the folder
+        shown = escape(name)
         if result.already_prepared:
-            table.add_row(escape(result.path), "-", "-", "0", "-")
-            details.append(f"{result.path}: already prepared (gate present): unchanged")
+            table.add_row(shown, "-", "-", "0", "-")
+            details.append(f"{name}: already prepared (gate present): unchanged")
             continue
         quiet = [k.kernel for k in result.kernels if not k.changes and not k.skipped]
         for k in result.kernels:
             if k.kernel in quiet and len(quiet) < len(result.kernels):  # a JIT helper with nothing to say: below
                 continue
-            table.add_row(escape(result.path), escape(k.kernel), k.kernel_class, str(len(k.changes)),
-                          str(len(k.skipped)))
-            details += [f"{result.path} {k.kernel} L{c.line}: {c.what}" for c in k.changes]
-            details += [f"{result.path} {k.kernel} left alone: {why}" for why in k.skipped]
+            table.add_row(shown, escape(k.kernel), k.kernel_class, str(len(k.changes)), str(len(k.skipped)))
+            shown = ""  # the file once, on its first kernel's row
+            details += [f"{name} {k.kernel} L{c.line}: {c.what}" for c in k.changes]
+            details += [f"{name} {k.kernel} left alone: {why}" for why in k.skipped]
         if quiet and len(quiet) < len(result.kernels):
-            details.append(f"{result.path}: no change needed in {', '.join(quiet)}")
-        details += [f"{result.path} L{c.line}: backend test widened to {c.what} ({c.why})" for c in result.host]
+            details.append(f"{name}: no change needed in {', '.join(quiet)}")
+        details += [f"{name} L{c.line}: backend test widened to {c.what} ({c.why})" for c in result.host]
     if results:  # no empty table above the errors
         console.print(table)
     for line in details:
@@ -145,11 +158,12 @@ def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_ru
     said: set[str] = set()
     for result in results:
         if dry_run and result.output and not result.already_prepared:
-            console.print(f"would write {result.output}", markup=False)
+            console.print(f"would write {result.output}", markup=False, soft_wrap=True)  # a path pastes whole
         for written in result.written:
             if written not in said:  # a helper module shared by several files: once
                 said.add(written)
-                console.print(f"wrote {written}" + ("" if result.changed else " (unchanged copy)"), markup=False)
+                console.print(f"wrote {written}" + ("" if result.changed else " (unchanged copy)"), markup=False,
+                              soft_wrap=True)
     for error in errors:
         err_console.print(f"[bold red]error[/]: {escape(error.error)}", soft_wrap=True)
 

@@ -54,7 +54,8 @@ VerboseFlag = Annotated[bool, typer.Option("-v", "--verbose", help="Print more d
 # The target of validate / bench / run: a project, or one kernel file with the seed-style flags.
 TargetArg = Annotated[
     Path | None,
-    typer.Argument(help="Project file or folder (default: ./tileiropt.toml), or a kernel .py with --entry/--shapes.",
+    typer.Argument(help="Project file or folder (default: ./tileiropt.toml), or a kernel .py (run: its own run, "
+                        "or the command after `--`, is captured; or --entry/--shapes).",
                    show_default=False),
 ]
 EntryOpt = Annotated[str | None, typer.Option("--entry", help="Wrapper to call (kernel .py target).")]
@@ -178,6 +179,25 @@ def user_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+class Typed:
+    """The arguments as typed, set by `main`: click's leftovers do not tell the program after `--` from stray
+    words before it (`tileiropt run a.py b.py -- pytest` would run `b.py pytest`)."""
+
+    after_dashes: list[str] | None = None  # what follows `--`; None: no `--` typed, or not started by `main`
+
+
+def program_after_dashes(command: str, leftovers: list[str]) -> list[str] | None:
+    """The program a command runs (`run`, `init`: what follows `--`), or None; a word left over before `--` is
+    bad input, said with its fix (the command takes one target)."""
+    after = Typed.after_dashes
+    if after is not None and len(leftovers) > len(after) and leftovers[len(leftovers) - len(after):] == after:
+        stray = leftovers[: len(leftovers) - len(after)]
+        raise UserError(f"{command} takes one target; also given before `--`: {' '.join(stray)}",
+                        hint=f"give the folder that holds the kernel files (tileiropt {command} DIR -- COMMAND), "
+                             "or list the files in a project file")
+    return list(leftovers) or None
+
+
 def fail(text: str, code: ExitCode, as_json: bool, fields: dict[str, Any] | None = None) -> None:
     """One line on stderr and, with --json, an error document on stdout; then exit with `code`."""
     say_error(text, int(code), as_json, fields)
@@ -221,8 +241,7 @@ def check(
     ] = False,
     tileir_version: TileirVersionOpt = None,
 ) -> None:
-    """Phase 1: which triton, GPU, backend, tileiras and CUDA Tile IR release this machine has, and whether
-    TileIR is ready."""
+    """Which triton, GPU, backend, tileiras and CUDA Tile IR release this machine has, and whether TileIR is ready."""
     from tileiropt.check.command import check_command
 
     raise typer.Exit(int(check_command(as_json=json_output, require_tileir=require_tileir,
@@ -249,7 +268,7 @@ def classify(
     verbose: VerboseFlag = False,
     json_output: JsonFormatFlag = False,
 ) -> None:
-    """Phase 2: each Triton kernel -> dot / norm / elementwise / reduction, with evidence and TileIR lint.
+    """Each Triton kernel -> dot / norm / elementwise / reduction, with evidence and TileIR lint.
 
     Also reads tool.tileiropt in the nearest pyproject.toml; `# noqa: TIR006` silences a line (docs/linting.md)."""
     # on use, not at every start-up (+0.07 s)
@@ -277,7 +296,13 @@ def rule(
     raise typer.Exit(rule_command(code, all_rules=all_rules, output_format=output_format, json_output=json_output))
 
 
-@app.command(context_settings={"allow_extra_args": True})
+INIT_HELP = ("Write a commented project-file template (tileiropt.toml) to edit; `init kernel.py [-- command]` "
+             "writes one prefilled from a capture of the kernel file's run (entries, shapes, dtypes, dims); "
+             "`init DIR -- command` one that captures the command's launches of every kernel of the library "
+             "folder DIR.")
+
+
+@app.command(context_settings={"allow_extra_args": True}, help=INIT_HELP)
 @user_errors
 def init(
     ctx: typer.Context,
@@ -294,12 +319,10 @@ def init(
     exclude: ExcludeOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """Write a commented project-file template (tileiropt.toml) to edit; `init kernel.py [-- command]` writes one
-    prefilled from a capture of the kernel file's run (entries, shapes, dtypes, dims); `init DIR -- command` one
-    that captures the command's launches of every kernel of the library folder DIR."""
+    """(INIT_HELP)"""
     from tileiropt.capture.init_command import init_command  # on use, not at every start-up (+0.12 s)
 
-    raise typer.Exit(int(init_command(path, list(ctx.args) or None, output=output, force=force,
+    raise typer.Exit(int(init_command(path, program_after_dashes("init", list(ctx.args)), output=output, force=force,
                                       capture_budget=_budget(capture_budget), include=include, exclude=exclude,
                                       as_json=json_output)))
 
@@ -323,7 +346,7 @@ def apply(
     tileir_version: TileirVersionOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """Phase 3: write <stem>_tileir.py with TileIR configs and twins behind a backend gate (PTX path unchanged)."""
+    """Write <stem>_tileir.py with TileIR configs and twins behind a backend gate (PTX path unchanged)."""
     from tileiropt.apply.command import apply_command  # on use, not at every start-up (+0.37 s)
 
     code = apply_command(paths, output=output, in_place=in_place, dry_run=dry_run, diff=diff,
@@ -362,7 +385,7 @@ def validate(
     slurm_tasks: SlurmTasksOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """Phase 4: numerics against the reference, per backend (own subprocess) and per autotune config."""
+    """Numerics against the reference, per backend (own subprocess) and per autotune config."""
     from tileiropt.validate.command import validate_command  # on use, not at every start-up (+0.12 s)
 
     options = _target(target, entry, shapes, dtypes, reference, args, kernel, tileir_version, fresh,
@@ -412,7 +435,7 @@ def bench(
     slurm_tasks: SlurmTasksOpt = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """Phase 5: original vs optimized (PTX), PTX vs TileIR, torch baseline, over the size sweep."""
+    """Original vs optimized (PTX), PTX vs TileIR, torch baseline, over the size sweep."""
     # on use, not at every start-up (+0.13 s)
     from tileiropt.bench.command import bench_command
     from tileiropt.bench.run import BenchSettings
@@ -437,14 +460,14 @@ def report(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file instead of stdout.")] = None,
     json_output: JsonFlag = False,
 ) -> None:
-    """Render the Markdown report (seed format) from the saved phase records alone."""
+    """Render the Markdown report (or JSON) from the saved phase records alone."""
     from tileiropt.report.command import report_command  # on use, not at every start-up (+0.16 s)
 
     raise typer.Exit(int(report_command(target, fmt=fmt, output=output, as_json=json_output)))
 
 
 RUN_HELP = (
-    "Every phase in turn, then report.md in the artifacts:\n\n" + phases_text() + "\n\n"
+    "Every phase in turn, then report.md in the artifacts folder.\n\nThe phases:\n\n" + phases_text() + "\n\n"
     "`tileiropt run kernel.py` alone runs the file as a script and captures its kernels' launches; "
     "`tileiropt run kernel.py -- pytest tests/test_ops.py` captures them from a command instead, and "
     "`tileiropt run src/mypkg -- pytest tests/` every kernel of a library folder (one without tileiropt.toml). Each "
@@ -493,7 +516,7 @@ def run(
     """The phases end to end (RUN_HELP)."""
     from tileiropt.run.command import run_command  # on use, not at every start-up (+0.15 s)
 
-    command = list(ctx.args) or None
+    command = program_after_dashes("run", list(ctx.args))
     options = _target(target, entry, shapes, dtypes, reference, args, kernel, tileir_version, fresh,
                       _executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task, slurm_tasks), json_output)
     code = run_command(options, timeout=timeout, sizes=sizes, capture=command,
@@ -536,7 +559,9 @@ def json_after_command(argv: list[str]) -> list[str]:
 
 def main() -> None:
     try:
-        code = app(args=json_after_command(sys.argv[1:]), standalone_mode=False)
+        argv = sys.argv[1:]
+        Typed.after_dashes = argv[argv.index("--") + 1:] if "--" in argv else None
+        code = app(args=json_after_command(argv), standalone_mode=False)
     except typer.Abort:
         err_console.print("[bold red]error[/]: interrupted")
         code = int(ExitCode.INTERRUPTED)
