@@ -254,6 +254,51 @@ def test_a_program_stopping_for_want_of_a_gpu_is_this_machine_s_lack_not_a_failu
     assert "Needs attention" not in report
 
 
+GPU_FIRST = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
+def scale(x):
+    y = torch.empty_like(x)
+    scale_kernel[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), BLOCK=256)
+    return y
+
+
+if __name__ == "__main__":
+    print(scale(torch.randn(1000, device="cuda")))
+"""
+
+
+def test_a_program_needing_a_gpu_before_its_first_launch_is_given_the_interpreter_s_route(tmp_path: Path,
+                                                                                         monkeypatch) -> None:
+    """Nothing launched before the program stopped for want of a GPU: the run says so (never "its launches before
+    that are validated") and prints the command that validates the kernels here, which works as printed."""
+    import shlex
+
+    if __import__("torch").cuda.is_available():
+        pytest.skip("the program runs on this machine's GPU")
+    (tmp_path / "k.py").write_text(GPU_FIRST)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["run", "k.py"])
+    assert result.exit_code == ExitCode.NOT_RUN, result.output[-2000:]
+    route = "tileiropt run k.py --entry scale --shapes '{\"x\": [1024]}'"
+    assert "not run here: the program needs a GPU before its first launch" in result.output
+    report = whole_report(tmp_path / ".tileiropt" / "report.md")
+    assert "needs a GPU before its first launch and this machine has none" in report and f"`{route}`" in report
+    assert "its launches before that are validated" not in report
+    again = CliRunner().invoke(app, shlex.split(route)[1:])
+    assert again.exit_code == ExitCode.OK, again.output[-2000:]
+    assert "ready to try on TileIR" in whole_report(tmp_path / ".tileiropt" / "report.md")
+
+
 def test_a_program_that_launches_nothing_says_what_it_said_last(tmp_path: Path, monkeypatch) -> None:
     # every test skipped (bf16 on a CPU, say): the program ends well, but nothing of the library ran; the run and its
     # report say so first, with the program's last line

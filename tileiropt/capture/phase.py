@@ -4,8 +4,10 @@ program starts (`engine.prestart`)."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from tileiropt.capture.capture import CaptureResult, add_captured_kernels, cut_summary
 from tileiropt.contract.context import RunContext
@@ -62,8 +64,11 @@ def judged(context: RunContext, result: CaptureResult, specs: list[KernelSpec], 
         files = ", ".join(p.name for p in request.files) if request.library is None else \
             f"the {len(request.files)} kernel file(s) under {request.library.name}/"
         if failure is not None and needs_gpu_here:
-            return outcome(NOT_RUN, f"the program needs a GPU and this machine has none: {failure.summary()}",
-                           result, program, not_run_here=True)
+            hint = interpreter_route(request.files)
+            program = {**(program or {}), "launched_none": True, "hint": hint, "hint_note": ROUTE_NOTE}
+            return outcome(NOT_RUN, f"the program needs a GPU before its first launch and this machine has none: "
+                                    f"{failure.summary()}; to validate its kernels here under the interpreter: "
+                                    f"{hint} {ROUTE_NOTE}", result, program, not_run_here=True)
         if failure is not None:
             return outcome(ERROR, f"the program failed before launching a kernel of {files}: {failure.summary()}",
                            result, program, fails_run=True)
@@ -102,3 +107,26 @@ def progress_line(context: RunContext) -> Callable[[str], None]:
             console.print(f"capture: {text}", markup=False, highlight=False, soft_wrap=True)
 
     return show
+
+
+def interpreter_route(files: Sequence[Path]) -> str:
+    """The command that validates a file's kernels without a GPU, where its program needs one before any launch:
+    a function of the file that launches a kernel, called on inputs of given shapes (`--entry`, `--shapes`)."""
+    from tileiropt.classify.discovery import scan
+
+    first = files[0]
+    entry, argument = "FUNCTION", "x"
+    try:
+        found = scan(first.read_text(encoding="utf-8", errors="replace"), str(first))
+    except Exception:  # unreadable here: the command keeps its placeholders
+        found = None
+    if found is not None:
+        holders = [f for f in found.launch_functions.values() if f is not None and found.functions.get(f.name) is f]
+        if holders:
+            entry = holders[0].name
+            argument = next((a.arg for a in holders[0].args.args), argument)
+    shapes = json.dumps({argument: [1024]})
+    return f"tileiropt run {first.name} --entry {entry} --shapes '{shapes}'"
+
+
+ROUTE_NOTE = "(the shapes, --dtypes and --args as the function needs them)"

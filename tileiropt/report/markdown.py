@@ -354,7 +354,11 @@ def next_steps_md(report: Report) -> str:
     here = ""  # what this machine could not run: the environment's, not the code's
     if program is not None:
         shown = f"**the program** (`{short_command([str(c) for c in program.get('command') or []])}`)"
-        if program.get("needs_gpu"):  # this machine's lack, not the program's fault
+        if program.get("needs_gpu") and program.get("launched_none"):  # nothing launched before it stopped
+            here = (f"Not run here: {shown} needs a GPU before its first launch and this machine has none: "
+                    f"{one_line(program.get('summary'))}; to validate its kernels here under the interpreter: "
+                    f"`{program.get('hint')}` {program.get('hint_note', '')}".rstrip())
+        elif program.get("needs_gpu"):  # this machine's lack, not the program's fault
             here = (f"Not run to its end here: {shown} needs a GPU and this machine has none (its launches before "
                     f"that are validated): {one_line(program.get('summary'))}")
         elif program.get("launched_none"):  # it ran, but nothing of the targets: nothing else could run

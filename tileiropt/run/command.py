@@ -158,6 +158,11 @@ def print_outcome(result: RunResult) -> None:
     whose verdict needs attention, the files set aside or not written in place; then where the artifacts are."""
     if result.program and result.program.get("cut"):
         err_console.print(f"[bold red]cut[/]: {escape(result.program['summary'])}", soft_wrap=True)
+    elif result.program and result.program.get("needs_gpu") and result.program.get("launched_none"):
+        err_console.print(f"[bold]not run here[/]: the program needs a GPU before its first launch: "
+                          f"{escape(result.program['summary'])}; to validate its kernels here under the interpreter: "
+                          f"{escape(str(result.program.get('hint')))} {escape(result.program.get('hint_note', ''))}",
+                          soft_wrap=True)
     elif result.program and result.program.get("launched_none"):
         err_console.print(f"[bold red]nothing to check[/]: {escape(result.program['summary'])}", soft_wrap=True)
     elif result.program:
