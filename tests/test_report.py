@@ -119,13 +119,13 @@ def test_every_seed_section_per_kernel(artifacts: Path) -> None:
 
 def test_classification_compatibility_and_transformations(artifacts: Path) -> None:
     text = sections(render_markdown(build_report(load_artifacts(artifacts))), "matmul")
-    assert "- Kernel type: dot-related\n- Strategy: TMA + 2CTA" in text
+    assert "- Kernel type: dot-related\n- Strategy for its class: TMA + 2CTA" in text
     assert "PASSED — Max difference: 2.0e-03" in text
     assert "compiled by: cuda; 2 records" in text
     assert "`matmul_kernel` L20: change 0 (because)" in text and "left alone: TMA left alone" in text
     assert "File: matmul_tileir.py" in text
     softmax = sections(render_markdown(build_report(load_artifacts(artifacts))), "softmax")
-    assert "- Kernel type: norm-like\n- Strategy: High occupancy" in softmax
+    assert "- Kernel type: norm-like\n- Strategy for its class: High occupancy" in softmax
     assert "TIR202 perf at `softmax_kernel` L44: wide rows" in softmax
 
 

@@ -66,7 +66,8 @@ def split_template(text: str) -> tuple[str, str]:
 def classification_md(c: Classification) -> str:
     if not c.ran:
         return c.reason
-    lines = [f"- Kernel type: {c.kernel_type}", f"- Strategy: {c.strategy}"]
+    lines = [f"- Kernel type: {c.kernel_type}",
+             f"- Strategy for its class: {c.strategy} (what apply did for this kernel: Transformations Applied)"]
     kernels = ", ".join(f"`{k['kernel']}` (L{k['line']}, {k['class']}"
                         + (f", confidence {k['confidence']:.2f}" if isinstance(k.get("confidence"), (int, float))
                            else "") + ")"
