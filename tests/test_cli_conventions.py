@@ -71,8 +71,8 @@ def test_quiet_and_verbose_change_classify_output(tmp_path: Path) -> None:
     assert quiet == quiet_global
     assert [line.split(": ")[0] + ": " + line.split(": ")[1].split(" ")[0] for line in quiet.splitlines()] == [
         f"{path}:9:5: TIR006", f"{path}:9:5: TIR101"]
-    assert "Triton kernels in" in normal and "1 kernels in 1 files" in normal and "line 8:" not in normal
-    assert "Triton kernels in" not in quiet and "kernels in 1 files" not in quiet
+    assert "Triton kernels in" in normal and "1 kernel in 1 file " in normal and "line 8:" not in normal
+    assert "Triton kernels in" not in quiet and "in 1 file " not in quiet
     assert f"{path}:6: k: elementwise (confidence 0.90, strategy: occupancy + num_stages)" in verbose
     assert len(verbose.splitlines()) > len(normal.splitlines())
 

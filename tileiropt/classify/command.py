@@ -210,9 +210,14 @@ def _print_human(results: list[FileResult], explicit: set[Path], verbose: bool =
     kernels = [k for r in results for k in r.kernels]
     classes = Counter(k.kernel_class for k in kernels)
     summary = ", ".join(f"{classes[c]} {c}" for c in CLASSES if classes[c]) or "no kernels"
-    extra = f"; {skipped} files without Triton kernels" if skipped else ""
-    console.print(f"{len(kernels)} kernels in {sum(r.status == PASS for r in results)} files ({summary}){extra}",
-                  markup=False)
+    extra = f"; {counted(skipped, 'file')} without Triton kernels" if skipped else ""
+    console.print(f"{counted(len(kernels), 'kernel')} in {counted(sum(r.status == PASS for r in results), 'file')} "
+                  f"({summary}){extra}", markup=False)
+
+
+def counted(number: int, noun: str) -> str:
+    """`1 file`, `2 files`."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _print_kernel_lines(results: list[FileResult], root: str, short: dict[str, str]) -> None:

@@ -81,6 +81,9 @@ class DotScaled(CallRule):
                "    tl.store(c, tl.dot_scaled(tl.load(a), tl.load(sa), 'e4m3', tl.load(b), tl.load(sb), 'e4m3'))\n"]
 
 
+NVIDIA_EXTRAS = ("cuda", "libdevice")  # `triton.language.extra.<these>`: NVIDIA's; any other is another backend's
+
+
 class ExternElementwise(Rule):
     feature = "extern_elementwise"
     code = "TIR004"
@@ -110,6 +113,8 @@ class ExternElementwise(Rule):
         "@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr)\n"
         "    y = tl.extern_elementwise('', '', [x], {(tl.float32,): ('__nv_log1pf', tl.float32)}, is_pure=True)\n"
         "    tl.store(x_ptr, y)\n",
+        "from triton.language.extra.cann.extension import extract_slice\n@triton.jit\ndef k(x_ptr):\n"
+        "    tl.store(x_ptr, extract_slice(tl.load(x_ptr), [0], [8], [1]))\n",  # another backend's
     ]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
@@ -122,7 +127,13 @@ class ExternElementwise(Rule):
             function = short.rsplit(".", 1)[-1]
             if {f"__nv_{function}", f"__nv_{function}f"} & mapped:
                 continue  # the release lowers this libdevice function
-            if name.startswith(TL + "extra."):
+            vendor = name[len(TL + "extra."):].split(".", 1)[0] if name.startswith(TL + "extra.") else None
+            if vendor is not None and vendor not in NVIDIA_EXTRAS:
+                yield self.finding(call.line, f"{short} is another backend's extension (`extra.{vendor}`): the "
+                                              "kernel is written for that backend, not for NVIDIA GPUs, so TileIR "
+                                              "does not apply to it",
+                                   hint="leave it out of the TileIR port (a library run: --exclude its folder)")
+            elif name.startswith(TL + "extra."):
                 yield self.finding(call.line, f"{short} is an extern (libdevice) call {on(ctx)}"
                                               + (" (not among its mapped symbols)" if mapped else ""))
             elif name.startswith(TL + "math.") and name[len(TL + "math."):] not in MATH_BUILTINS:
