@@ -115,7 +115,7 @@ def interpreter_route(files: Sequence[Path]) -> str:
     from tileiropt.classify.discovery import scan
 
     first = files[0]
-    entry, argument = "FUNCTION", "x"
+    entry, arguments = "FUNCTION", ["x"]
     try:
         found = scan(first.read_text(encoding="utf-8", errors="replace"), str(first))
     except Exception:  # unreadable here: the command keeps its placeholders
@@ -124,8 +124,10 @@ def interpreter_route(files: Sequence[Path]) -> str:
         holders = [f for f in found.launch_functions.values() if f is not None and found.functions.get(f.name) is f]
         if holders:
             entry = holders[0].name
-            argument = next((a.arg for a in holders[0].args.args), argument)
-    shapes = json.dumps({argument: [1024]})
+            positional = holders[0].args.args
+            required = [a.arg for a in positional[: len(positional) - len(holders[0].args.defaults)]]
+            arguments = [name for name in required if name not in ("self", "cls")] or arguments
+    shapes = json.dumps({argument: [1024] for argument in arguments})  # a shape each: the note asks for the real ones
     return f"tileiropt run {first.name} --entry {entry} --shapes '{shapes}'"
 
 
