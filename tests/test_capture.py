@@ -160,6 +160,12 @@ def test_liger_rms_norm_captured_from_a_users_pytest_forward_and_backward(tmp_pa
     optimized = {Path(r.path) for r in records if r.variant == "optimized"}
     assert optimized and all(p.is_relative_to(tmp_path / ".tileiropt" / "optimized") for p in optimized)
     assert all(not Path(r.path).is_relative_to(tmp_path / ".tileiropt") for r in records if r.variant == "original")
+    # apply changed no kernel of the file (its launches pass their own occupancy): its optimized file is a copy,
+    # said so in the summary's Output cell and the kernel's own Output section
+    summary = (tmp_path / ".tileiropt" / "report.md").read_text()
+    assert "| rms_norm_tileir.py (unchanged copy) |" in summary
+    assert "File: rms_norm_tileir.py (unchanged copy)" in (tmp_path / ".tileiropt" / "report.md").read_text() + \
+        "".join(p.read_text() for p in (tmp_path / ".tileiropt").glob("report-*.md"))
 
 
 def test_a_sweep_that_only_repeats_itself_ends_after_the_quiet_period(folder: Path) -> None:

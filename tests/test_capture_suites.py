@@ -285,11 +285,12 @@ def test_a_program_needing_a_gpu_before_its_first_launch_is_given_the_interprete
 
     if __import__("torch").cuda.is_available():
         pytest.skip("the program runs on this machine's GPU")
-    (tmp_path / "k.py").write_text(GPU_FIRST)
-    monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["run", "k.py"])
+    (tmp_path / "my sub").mkdir()
+    (tmp_path / "my sub" / "k.py").write_text(GPU_FIRST)
+    monkeypatch.chdir(tmp_path)  # the file in a folder of its own, whose name needs quoting
+    result = CliRunner().invoke(app, ["run", "my sub/k.py"])
     assert result.exit_code == ExitCode.NOT_RUN, result.output[-2000:]
-    route = "tileiropt run k.py --entry scale --shapes '{\"x\": [1024]}'"
+    route = "tileiropt run 'my sub/k.py' --entry scale --shapes '{\"x\": [1024]}'"
     assert "not run here: the program needs a GPU before its first launch" in result.output
     report = whole_report(tmp_path / ".tileiropt" / "report.md")
     assert "needs a GPU before its first launch and this machine has none" in report and f"`{route}`" in report

@@ -223,20 +223,23 @@ def test_run_s_max_configs_and_hint_autotune_are_given_to_apply(tmp_path: Path, 
         assert seen[-1] == expected
 
 
-@pytest.mark.parametrize("command", ["run", "init"])
-def test_a_second_target_before_the_program_is_said_so(tmp_path: Path, command: str) -> None:
-    """`tileiropt run a.py b.py -- python drive.py`: `b.py` is not taken as the program's first word."""
+@pytest.mark.parametrize("command, dashes", [("run", True), ("init", True), ("run", False)])
+def test_a_second_target_before_the_program_is_said_so(tmp_path: Path, command: str, dashes: bool) -> None:
+    """`tileiropt run a.py b.py -- python drive.py` (or with no `--`): `b.py` is not taken as the program's first
+    word."""
     import subprocess
     import sys
 
     for name in ("a.py", "b.py"):
         (tmp_path / name).write_text((ROOT / "examples" / "vector_add.py").read_text())
     executable = Path(sys.executable).parent / "tileiropt"
-    done = subprocess.run([str(executable), command, "a.py", "b.py", "--", "python", "drive.py"], cwd=tmp_path,
+    program = ["--", "python", "drive.py"] if dashes else []
+    done = subprocess.run([str(executable), command, "a.py", "b.py", *program], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     line, = done.stderr.strip().splitlines()
-    assert line == (f"error: {command} takes one target; also given before `--`: b.py (fix: give the folder that "
-                    f"holds the kernel files (tileiropt {command} DIR -- COMMAND), or list the files in a project "
-                    "file)")
+    where = " before `--`" if dashes else ""
+    assert line == (f"error: {command} takes one target; also given{where}: b.py (fix: a program to run goes after "
+                    f"`--` (tileiropt {command} FILE -- COMMAND); several kernel files: their folder (tileiropt "
+                    f"{command} DIR -- COMMAND) or a project file)")
     assert not (tmp_path / ".tileiropt").exists()

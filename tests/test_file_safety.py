@@ -277,3 +277,19 @@ def test_the_installed_liger_kernel_is_never_written_into(tmp_path: Path, monkey
     assert f"would write {tmp_path / '.tileiropt' / 'optimized' / 'liger_kernel' / 'ops' / 'geglu_tileir.py'}" \
         in result.output
     assert str(ops / "geglu_tileir.py") not in result.output
+
+
+def test_apply_never_writes_into_an_installed_package_of_links(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A package whose files are links into a store (uv's symlink mode, Nix): the link's own path is in
+    site-packages, so the optimized file still goes under `.tileiropt/optimized/`."""
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "k.py").write_text(KERNEL)
+    package = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "pkg"
+    package.mkdir(parents=True)
+    (package / "k.py").symlink_to(store / "k.py")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["apply", str(package / "k.py")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / ".tileiropt" / "optimized" / "pkg" / "k_tileir.py").is_file()
+    assert sorted(p.name for p in package.iterdir()) == ["k.py"] and sorted(p.name for p in store.iterdir()) == ["k.py"]

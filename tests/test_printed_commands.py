@@ -97,6 +97,8 @@ def test_in_place_refuses_without_a_measured_not_slower_and_its_cp_works(folder:
 
 @pytest.mark.parametrize("argv0, on_path, words", [
     ("/venv/bin/tileiropt", "/venv/bin/tileiropt", ["tileiropt"]),  # the installed command
+    ("/venv/bin/tileiropt", None, ["/venv/bin/tileiropt"]),  # started by its path, none on PATH
+    ("/venv/bin/tileiropt", "/usr/bin/tileiropt", ["/venv/bin/tileiropt"]),  # another one first on PATH
     ("/src/tileiropt/__main__.py", None, [sys.executable, "-m", "tileiropt"]),  # `python -m`, none on PATH
     ("/src/tileiropt/__main__.py", str(Path(sys.executable).parent / "tileiropt"), ["tileiropt"]),  # this one's
     ("/src/tileiropt/__main__.py", "/elsewhere/bin/tileiropt", [sys.executable, "-m", "tileiropt"]),  # another's
@@ -126,3 +128,8 @@ def test_the_next_step_of_a_run_started_as_python_dash_m_pastes(tmp_path: Path) 
                          "cwd": str(tmp_path)})
     report = Report(artifacts=str(tmp_path / ".tileiropt"), environment={}, run=run, kernels=[], problems={})
     assert rerun_command(run, report) == f"cd {tmp_path} && ENABLE_TILE=1 /opt/py/bin/python3 -m tileiropt run k.py"
+    # the tool's own --json goes; the program's, after `--`, stays
+    run = run_from_dict({"command": ["tileiropt", "run", "k.py", "--json", "--", "python", "drive.py", "--json"],
+                         "cwd": str(tmp_path)})
+    assert rerun_command(run, report) == \
+        f"cd {tmp_path} && ENABLE_TILE=1 tileiropt run k.py -- python drive.py --json"

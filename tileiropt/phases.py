@@ -33,8 +33,8 @@ PHASES: tuple[Phase, ...] = (
     Phase("compatibility", "the original file against its reference (PTX, or the interpreter without a GPU)",
           "validate.json"),
     Phase("classify", "each Triton kernel's class and TileIR lint", "classify.json", needs_kernels=False),
-    Phase("apply", "`<stem>_tileir.py` beside each kernel file: TileIR configs, in-place rewrites, descriptor twins "
-                   "behind a gate", "apply.json"),
+    Phase("apply", "`<stem>_tileir.py` beside each kernel file (an installed package's under the artifacts): TileIR "
+                   "configs, in-place rewrites, descriptor twins behind a gate", "apply.json"),
     Phase("validate", "the optimized file on every backend this machine has", "validate.json"),
     Phase("bench", "original vs optimized on PTX, PTX vs TileIR, the torch reference", "bench.json"),
     Phase("report", "report.md, from the records alone", "run.json, report.md", needs_kernels=False),

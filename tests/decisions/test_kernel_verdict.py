@@ -171,19 +171,6 @@ def test_summary_says_a_kernel_once_when_its_launches_agree() -> None:
     assert [row.split(" | ")[0] for row in rows] == ["| k (3 launches)", "| m#1", "| m#2"]  # in first-seen order
 
 
-def test_an_optimized_file_in_which_no_kernel_changed_is_called_an_unchanged_copy() -> None:
-    """A file apply changed nothing in is written only so its kernels are validated alike: its Output cell says
-    so; a file where a sibling kernel changed is a rewrite for every kernel in it."""
-    untouched = Section(True, lines=[], count=0)
-    summary = summary_md(_report(
-        _kernel("a", transformations=untouched, output=Section(True, lines=["File: a_tileir.py"])),
-        _kernel("b", transformations=untouched, output=Section(True, lines=["File: bc_tileir.py"])),
-        _kernel("c", output=Section(True, lines=["File: bc_tileir.py"]))))
-    rows = {line.split(" | ")[0].strip("| "): line for line in summary.splitlines() if line.startswith("| ")}
-    assert rows["a"].endswith("| a_tileir.py (unchanged copy) |") and "| 0 changes |" in rows["a"]
-    assert rows["b"].endswith("| bc_tileir.py |") and rows["c"].endswith("| bc_tileir.py |")
-
-
 def test_a_column_saying_the_same_not_run_reason_in_every_row_is_said_once_below() -> None:
     timed = Benchmark(True, reason="not run: nvtriton is not installed", ptx_ratios=[{"ratio": 0.98}])
     summary = summary_md(_report(_kernel("a", benchmark=timed), _kernel("b", benchmark=timed)))

@@ -542,14 +542,15 @@ INSTALLED_FOLDERS = ("site-packages", "dist-packages")  # where pip and the syst
 
 def installed_output(path: Path) -> Path | None:
     """The optimized file of a file of an installed package, never written into the package: under the current
-    folder's `.tileiropt/optimized/`, in the package's own layout (where `tileiropt run` puts it); None for a
-    file that is not installed."""
-    resolved = path.resolve()
-    folder = next((parent for parent in resolved.parents if parent.name in INSTALLED_FOLDERS), None)
-    if folder is None:
-        return None
-    relative = resolved.relative_to(folder)
-    return Path.cwd() / DEFAULT_ARTIFACTS / "optimized" / relative.parent / optimized_name(relative.stem)
+    folder's `.tileiropt/optimized/`, in the package's own layout (where `tileiropt run FILE` puts it); None for a
+    file that is not installed. The path as given and as its links resolve are both looked at (a package of
+    links into a store, as uv's symlink mode or Nix install it, is installed too)."""
+    for seen in dict.fromkeys([path.absolute(), path.resolve()]):
+        folder = next((parent for parent in seen.parents if parent.name in INSTALLED_FOLDERS), None)
+        if folder is not None:
+            relative = seen.relative_to(folder)
+            return Path.cwd() / DEFAULT_ARTIFACTS / "optimized" / relative.parent / optimized_name(relative.stem)
+    return None
 
 
 def output_path_for(path: Path, output: Path | None, in_place: bool) -> Path:

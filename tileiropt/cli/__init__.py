@@ -180,21 +180,22 @@ def user_errors(func: F) -> F:
 
 
 class Typed:
-    """The arguments as typed, set by `main`: click's leftovers do not tell the program after `--` from stray
-    words before it (`tileiropt run a.py b.py -- pytest` would run `b.py pytest`)."""
+    """The arguments as typed, set by `main` while a command runs: click's leftovers do not tell the program after
+    `--` from stray words before it (`tileiropt run a.py b.py -- pytest` would run `b.py pytest`)."""
 
-    after_dashes: list[str] | None = None  # what follows `--`; None: no `--` typed, or not started by `main`
+    after_dashes: list[str] | None = None  # what follows `--` ([] when none was typed); None: not started by `main`
 
 
 def program_after_dashes(command: str, leftovers: list[str]) -> list[str] | None:
-    """The program a command runs (`run`, `init`: what follows `--`), or None; a word left over before `--` is
-    bad input, said with its fix (the command takes one target)."""
+    """The program a command runs (`run`, `init`: what follows `--`), or None; a word left over before `--` (or
+    with no `--` at all) is bad input, said with its fix: the command takes one target."""
     after = Typed.after_dashes
-    if after is not None and len(leftovers) > len(after) and leftovers[len(leftovers) - len(after):] == after:
+    if after is not None and len(leftovers) > len(after):
         stray = leftovers[: len(leftovers) - len(after)]
-        raise UserError(f"{command} takes one target; also given before `--`: {' '.join(stray)}",
-                        hint=f"give the folder that holds the kernel files (tileiropt {command} DIR -- COMMAND), "
-                             "or list the files in a project file")
+        where = " before `--`" if after else ""
+        raise UserError(f"{command} takes one target; also given{where}: {' '.join(stray)}",
+                        hint=f"a program to run goes after `--` (tileiropt {command} FILE -- COMMAND); several "
+                             f"kernel files: their folder (tileiropt {command} DIR -- COMMAND) or a project file")
     return list(leftovers) or None
 
 
@@ -560,7 +561,7 @@ def json_after_command(argv: list[str]) -> list[str]:
 def main() -> None:
     try:
         argv = sys.argv[1:]
-        Typed.after_dashes = argv[argv.index("--") + 1:] if "--" in argv else None
+        Typed.after_dashes = argv[argv.index("--") + 1:] if "--" in argv else []
         code = app(args=json_after_command(argv), standalone_mode=False)
     except typer.Abort:
         err_console.print("[bold red]error[/]: interrupted")
@@ -572,6 +573,8 @@ def main() -> None:
         fix = f"see `{command} -h`"
         say_error(f"{command}: {exc.format_message()} (fix: {fix})", code, _wants_json(sys.argv[1:]),
                   {"file": None, "line": None, "fix": fix, "message": exc.format_message()})
+    finally:
+        Typed.after_dashes = None  # a later call of the app in this process (a test's) typed nothing here
     sys.exit(code if isinstance(code, int) else 0)
 
 

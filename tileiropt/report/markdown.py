@@ -229,20 +229,8 @@ def _verdict_of(k: KernelReport) -> KernelVerdict:
     return k.verdict or KernelVerdict(ATTENTION, "no verdict in the records")
 
 
-def unchanged_outputs(report: Report) -> set[str]:
-    """The optimized files in which apply changed no kernel: copies written only so the kernels are validated
-    alike, not a rewrite to take."""
-    changed: dict[str, bool] = {}
-    for k in report.kernels:
-        if k.output.ran and k.transformations.ran:
-            path = k.output.lines[0].removeprefix("File: ")
-            changed[path] = changed.get(path, False) or k.transformations.count > 0
-    return {path for path, any_change in changed.items() if not any_change}
-
-
 def summary_md(report: Report) -> str:
     shared = run_wide_not_run(report)
-    unchanged = unchanged_outputs(report)
     rows = []
     for k in report.kernels:
         b = k.benchmark
@@ -261,8 +249,6 @@ def summary_md(report: Report) -> str:
             else short_reason(k.transformations.reason)
         kind = k.classification.kernel_type if k.classification.ran else short_reason(k.classification.reason)
         output = k.output.lines[0].removeprefix("File: ") if k.output.ran else short_reason(k.output.reason)
-        if k.output.ran and output in unchanged:
-            output += " (unchanged copy)"
         verdict = _verdict_of(k)
         row = [k.name, BUCKET_LABELS.get(verdict.bucket, verdict.bucket), kind, _short_verdict(k.compatibility),
                transformations]
@@ -334,7 +320,9 @@ def moved_cwd(cwd: str, ran_in: str | None, rendered_from: str, command: list[st
 def rerun_command(run: RunResult | None, report: Report) -> str:
     """The command of this run again with ENABLE_TILE=1, runnable as printed: from the folder it ran in, the same
     target and capture command (`--json` left out)."""
-    command = [str(c) for c in (run.command if run else []) if str(c) != "--json"]
+    typed = [str(c) for c in (run.command if run else [])]
+    ours = typed.index("--") if "--" in typed else len(typed)  # the program's own `--json` stays
+    command = [c for c in typed[:ours] if c != "--json"] + typed[ours:]
     cwd = moved_cwd(run.cwd, run.artifacts, report.artifacts, command) if run and run.cwd else ""
     if command and cwd:
         return f"cd {shlex.quote(str(cwd))} && ENABLE_TILE=1 {shlex.join(command)}"

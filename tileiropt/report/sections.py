@@ -318,8 +318,9 @@ def output_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str
     if set_aside:
         return Section(False, f"set aside: moved to {Path(str(set_aside.get('moved_to'))).name}, not the result "
                               f"({set_aside.get('reason')})")
-    if written:
-        return Section(True, lines=[f"File: {Path(written).name}", f"Path: {written}"])
+    if written:  # a copy where apply changed nothing in the file: written so its kernels are validated alike
+        copy = "" if record is None or record.changed else " (unchanged copy)"
+        return Section(True, lines=[f"File: {Path(written).name}{copy}", f"Path: {written}"])
     reason = stop_reason(stopped, "apply")
     if reason:
         return Section(False, reason)

@@ -115,6 +115,8 @@ class ExternElementwise(Rule):
         "    tl.store(x_ptr, y)\n",
         "from triton.language.extra.cann.extension import extract_slice\n@triton.jit\ndef k(x_ptr):\n"
         "    tl.store(x_ptr, extract_slice(tl.load(x_ptr), [0], [8], [1]))\n",  # another backend's
+        "from triton.language.extra.hip import libdevice\n@triton.jit\ndef k(x_ptr):\n"
+        "    tl.store(x_ptr, libdevice.tanh(tl.load(x_ptr)))\n",  # another backend's, though NVIDIA's maps tanh
     ]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
@@ -125,15 +127,16 @@ class ExternElementwise(Rule):
                 continue
             short = name.removeprefix("triton.language.")
             function = short.rsplit(".", 1)[-1]
-            if {f"__nv_{function}", f"__nv_{function}f"} & mapped:
-                continue  # the release lowers this libdevice function
             vendor = name[len(TL + "extra."):].split(".", 1)[0] if name.startswith(TL + "extra.") else None
-            if vendor is not None and vendor not in NVIDIA_EXTRAS:
+            if vendor is not None and vendor not in NVIDIA_EXTRAS:  # before the mapped names: not NVIDIA's at all
                 yield self.finding(call.line, f"{short} is another backend's extension (`extra.{vendor}`): the "
                                               "kernel is written for that backend, not for NVIDIA GPUs, so TileIR "
                                               "does not apply to it",
                                    hint="leave it out of the TileIR port (a library run: --exclude its folder)")
-            elif name.startswith(TL + "extra."):
+                continue
+            if {f"__nv_{function}", f"__nv_{function}f"} & mapped:
+                continue  # the release lowers this libdevice function
+            if name.startswith(TL + "extra."):
                 yield self.finding(call.line, f"{short} is an extern (libdevice) call {on(ctx)}"
                                               + (" (not among its mapped symbols)" if mapped else ""))
             elif name.startswith(TL + "math.") and name[len(TL + "math."):] not in MATH_BUILTINS:
