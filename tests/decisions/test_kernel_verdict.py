@@ -241,3 +241,7 @@ def test_an_interruption_before_the_ptx_rows_is_why_nothing_was_timed() -> None:
     assert cut.reason == "not run: the run was interrupted during bench"
     whole = benchmark_for(kernel, Artifacts(Path("/tmp"), bench=tileir_only), None)  # no interruption: the machine's
     assert whole.reason == "not run: nvtriton is not installed"
+
+
+def test_a_summary_of_no_kernel_is_a_sentence_not_an_empty_table() -> None:
+    assert summary_md(_report()) == "No kernel in the records: nothing was validated or timed (why: at the top)."

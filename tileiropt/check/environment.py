@@ -476,8 +476,8 @@ def _recommendation(nvtriton: bool, enable_tile: bool, gpu: dict[str, Any] | Non
     if ready:
         return "TileIR ready: validate and bench both PTX (ENABLE_TILE=0) and TileIR (ENABLE_TILE=1)"
     if gpu is None:
-        return ("no GPU: kernels are validated under Triton's interpreter (TRITON_INTERPRET=1); TileIR configs are "
-                "added but cannot run here, and benchmarks need a GPU")
+        return ("no GPU: kernels are validated under Triton's interpreter (TRITON_INTERPRET=1); neither TileIR code "
+                "nor benchmarks can run here")
     if not targeted:
         newer = [r for r in _known().values() if r.targets(gpu["capability"])]
         hint = f"; {newer[0].label()} targets it" if newer else ""

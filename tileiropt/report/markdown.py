@@ -230,6 +230,8 @@ def _verdict_of(k: KernelReport) -> KernelVerdict:
 
 
 def summary_md(report: Report) -> str:
+    if not report.kernels:  # no empty table: the first lines say why nothing was checked
+        return "No kernel in the records: nothing was validated or timed (why: at the top)."
     shared = run_wide_not_run(report)
     rows = []
     for k in report.kernels:
