@@ -88,7 +88,14 @@ def test_only_the_imports_a_kernel_decorator_names_are_followed_into_the_package
     assert read == ["_triton.py"]  # heavy.py is never read; plain.py (no decorator line) is never parsed
 
 
+MADE_BY_A_CALL = ("def build():\n    import triton\n    import triton.language as tl\n\n    @triton.jit\n"
+                  "    def made_kernel(x_ptr):\n        tl.store(x_ptr, tl.load(x_ptr) + 1)\n\n"
+                  "    return made_kernel\n")
+
+
 def test_run_on_a_library_folder_captures_every_kernel_file_and_never_writes_into_it(library: Path) -> None:
+    (library / "mylib" / "ops" / "made.py").write_text(MADE_BY_A_CALL)  # torchao's factories: said, not covered
+    assert [p.name for p in library_files(library / "mylib").made_by_call] == ["made.py"]
     before = _sources(library / "mylib")
     result = CliRunner().invoke(app, ["run", "mylib", "--json", *COMMAND])
     assert result.exit_code == ExitCode.OK, result.output
@@ -113,6 +120,8 @@ def test_run_on_a_library_folder_captures_every_kernel_file_and_never_writes_int
                                    "the command launched 2 of them in 2 distinct launch(es) (67% of the library); 1 "
                                    "never launched.")
     assert "By class: elementwise 3." in first_screen
+    assert "Not covered: 1 file(s) define kernels only inside functions (made by a call, which a capture cannot " \
+           "replay from the module): `ops/made.py`." in first_screen
     assert "`ops/unused.py`" not in first_screen.split("Never launched")[0]  # no row: counted per folder, folded
     assert "Never launched by the command: 1 kernel(s), 1 in 1 file(s) none of whose kernels was launched; by " \
            "folder: `ops/` 1." in first_screen

@@ -92,6 +92,7 @@ class CaptureResult:
     outside: dict[str, dict[str, Any]] = field(default_factory=dict)  # kernels launched that the targets do not define
     processes: int = 0  # processes of the program that loaded the recorder (pytest-xdist workers too)
     last_output: str = ""  # the program's last output line
+    made_by_call: list[str] = field(default_factory=list)  # library files whose kernels only a call makes
 
     def kernels(self) -> dict[str, list[CapturedLaunch]]:
         found: dict[str, list[CapturedLaunch]] = {}
@@ -120,7 +121,7 @@ class CaptureResult:
                 "never_launched": self.never_launched(),
                 "failure": self.failure.to_json() if self.failure else None, "library": self.library,
                 "cut": self.cut, "where": self.where, "stacks": self.stacks, "outside": self.outside,
-                "processes": self.processes, "last_output": self.last_output}
+                "processes": self.processes, "last_output": self.last_output, "made_by_call": self.made_by_call}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CaptureResult:
@@ -134,7 +135,8 @@ class CaptureResult:
                    library=data["library"] if isinstance(data.get("library"), str) else None,
                    cut=str(data.get("cut") or ""), where=str(data.get("where") or ""),
                    stacks=dict(data.get("stacks") or {}), outside=dict(data.get("outside") or {}),
-                   processes=int(data.get("processes") or 0), last_output=str(data.get("last_output") or ""))
+                   processes=int(data.get("processes") or 0), last_output=str(data.get("last_output") or ""),
+                   made_by_call=[str(f) for f in data.get("made_by_call") or []])
 
 
 def program_command(targets: list[Path], command: list[str] | None) -> list[str]:
@@ -476,6 +478,7 @@ def add_captured_kernels(project: Project, machine: Machine, timeout: float | No
                                  worker_gpus=visible_gpus() if request.spread_gpus and machine.has_gpu else None)
         result.inputs = inputs
     result.library = str(request.library) if request.library is not None else None
+    result.made_by_call = [str(f) for f in request.made_by_call]
     Store(project.artifacts).save(CaptureResult, result.to_json())
     taken = {s.name for s in project.kernels}
     specs = [s for s in capture_specs(result, project.root, project.artifacts, timeout, request.library)

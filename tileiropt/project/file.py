@@ -567,7 +567,8 @@ def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest
                           "the distinct launches kept per kernel, e.g. capture_cap = 6")
     return CaptureRequest(files=paths, command=parse_command(command), cap=cap, stall=float(stall),
                           budget=float(budget) if budget is not None else None,
-                          library=library.folder if library is not None else None)
+                          library=library.folder if library is not None else None,
+                          made_by_call=library.made_by_call if library is not None else [])
 
 
 def _library(project: dict, root: Path, where: _Where) -> Any:

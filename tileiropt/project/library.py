@@ -35,6 +35,7 @@ class LibraryFiles:
     unreadable: dict[Path, str] = field(default_factory=dict)  # file -> why it could not be read or parsed
     without_kernels: int = 0  # Python files defining no Triton kernel
     written_by_tool: list[Path] = field(default_factory=list)  # optimized files tileiropt wrote: never the library's
+    made_by_call: list[Path] = field(default_factory=list)  # files whose kernels are defined only inside functions
 
 
 def written_by_tileiropt(path: Path, text: str) -> bool:
@@ -137,7 +138,19 @@ def library_files(folder: Path, include: list[str] | None = None,
             found.kernel_files.append(path.resolve())
         else:
             found.without_kernels += 1
+            if defines_kernel_in_a_function(tree):
+                found.made_by_call.append(path.resolve())
     return found
+
+
+def defines_kernel_in_a_function(tree: ast.Module) -> bool:
+    """Whether a function or class of the module defines a Triton kernel (`@triton.jit` under a factory that
+    imports Triton when called, as torchao's `_build_triton_impls()` does): such kernels are made by a call, so a
+    capture cannot replay them from the module; the report says which files hold them."""
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node not in tree.body
+               and any(_named_like_kernel(d) and ast.unparse(_target(d)).startswith(("triton.", "tl."))
+                       for d in node.decorator_list)
+               for node in ast.walk(tree))
 
 
 def mirrored_output(path: Path, library: Path, artifacts: Path) -> Path:

@@ -91,6 +91,7 @@ class CaptureRequest:
     cut: str = ""  # once captured: the capture was cut (why and where); what it launched is partial
     library: Path | None = None  # library mode: `files` are the kernel files under this folder (project/library.py)
     spread_gpus: bool = False  # each pytest-xdist worker of the command gets a GPU of its own (--spread-gpus)
+    made_by_call: list[Path] = field(default_factory=list)  # library files whose kernels only a call makes
 
 
 @dataclass

@@ -112,7 +112,7 @@ def project_from_library(folder: Path, command: list[str] | None, *, include: li
     root = Path.cwd()
     return Project(file=None, root=root, kernels=[], artifacts=root / (artifacts or DEFAULT_ARTIFACTS),
                    capture=CaptureRequest(files=found.kernel_files, command=command, budget=budget,
-                                          library=found.folder))
+                                          library=found.folder, made_by_call=found.made_by_call))
 
 
 PYTHON_VALUED = {"-W", "-X", "-Q", "--check-hash-based-pycs"}  # python's options that take the next word

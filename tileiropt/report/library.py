@@ -35,6 +35,7 @@ class LibrarySummary:
     classes: Counter[str]  # kernel class -> kernels of the library (launched or not; helpers they call left out)
     cut: bool = False  # the command did not finish: the coverage is partial
     outside: list[str] = field(default_factory=list)  # kernels it launched that no file of the library defines
+    made_by_call: list[str] = field(default_factory=list)  # files whose kernels only a call makes (not covered)
 
     @property
     def defined(self) -> int:
@@ -77,7 +78,8 @@ def library_summary(capture: CaptureResult | None, classify: ClassifyRecord | No
     return LibrarySummary(folder=folder, files=sorted(files.values(), key=lambda f: f.file), classes=classes,
                           cut=bool(capture.cut),
                           outside=sorted(str(item.get("kernel")) for item in capture.outside.values()
-                                         if isinstance(item, dict)))
+                                         if isinstance(item, dict)),
+                          made_by_call=[os.path.relpath(_real(f), _real(folder)) for f in capture.made_by_call])
 
 
 def library_md(summary: LibrarySummary, launches: int = 0) -> str:
@@ -96,6 +98,10 @@ def library_md(summary: LibrarySummary, launches: int = 0) -> str:
     lines = [f"**Library `{name}/`**: {summary.defined} kernel(s) in {len(summary.files)} file(s); the command "
              f"launched {summary.launched} of them{seen} ({coverage} of the library); "
              f"{summary.defined - summary.launched} never launched."]
+    if summary.made_by_call:
+        lines.append(f"Not covered: {len(summary.made_by_call)} file(s) define kernels only inside functions (made "
+                     "by a call, which a capture cannot replay from the module): "
+                     + ", ".join(f"`{f}`" for f in summary.made_by_call) + ".")
     if summary.outside:
         lines.append(f"It also launched {len(summary.outside)} kernel(s) that no file of the library defines "
                      f"(generated code, other packages; not validated): {', '.join(f'`{k}`' for k in summary.outside)}"
