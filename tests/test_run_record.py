@@ -120,3 +120,19 @@ def test_a_run_s_target_is_its_project_file_library_folder_or_kernel_files(tmp_p
     captured = SimpleNamespace(file=None, kernels=[], capture=SimpleNamespace(library=None, files=[tmp_path / "k.py"]))
     flags = SimpleNamespace(file=None, capture=None, kernels=[SimpleNamespace(path=tmp_path / "k.py")])
     assert run_target(captured) == run_target(flags) == str((tmp_path / "k.py").resolve())  # `--entry` or not
+
+
+def test_the_run_table_never_folds_the_report_s_path() -> None:
+    """The report's path is printed whole below the table (a path folded mid-word in a narrow column cannot be
+    pasted); its row says so."""
+    from rich.console import Console
+
+    from tileiropt.run.command import outcome_table
+
+    path = "/a/rather/long/folder/of/a/project/whose/name/goes/on/.tileiropt/report.md"
+    result = RunResult(phases=[PhaseResult("report", "pass", detail=path)], kernels=[], stopped={}, artifacts="",
+                       report=path)
+    console = Console(width=80, record=True)
+    console.print(outcome_table(result))
+    text = console.export_text()
+    assert "written (its path below, whole)" in text and "report.md" not in text

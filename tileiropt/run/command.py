@@ -32,8 +32,11 @@ def outcome_table(result: RunResult) -> Table:
     for column in ("phase", "status", "s", "detail"):
         table.add_column(column, overflow="fold", justify="right" if column == "s" else "left")
     for phase in result.phases:
+        detail = phase.detail
+        if phase.phase == "report" and result.report and detail == result.report:
+            detail = "written (its path below, whole)"  # a path folded mid-word in a narrow column cannot be pasted
         table.add_row(phase.phase, f"[{_STYLE.get(phase.status, '')}]{phase.status}[/]", f"{phase.seconds:.1f}",
-                      escape(phase.detail))
+                      escape(detail))
     return table
 
 
