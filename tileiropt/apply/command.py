@@ -187,7 +187,8 @@ def apply_command(paths: list[Path], *, output: Path | None, in_place: bool, dry
         for result in results:  # said where a user would otherwise see nothing at all
             if not result.changed:
                 err_console.print(f"{result.path}: no TileIR change"
-                                  + (" (already prepared)" if result.already_prepared else ""), markup=False)
+                                  + (" (already prepared)" if result.already_prepared else ""), markup=False,
+                                  soft_wrap=True)
         for error in errors:
             err_console.print(f"[bold red]error[/]: {escape(error.error)}", soft_wrap=True)
     else:
