@@ -25,6 +25,14 @@ console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
 
+def short_names(paths: list[str]) -> tuple[str, dict[str, str]]:
+    """The folder every file lies in, and each file relative to it (keeps a table narrow); ("", {}) for none."""
+    if not paths:
+        return "", {}
+    root = os.path.commonpath([os.path.dirname(os.path.abspath(path)) for path in paths])
+    return root, {path: os.path.relpath(os.path.abspath(path), root) for path in paths}
+
+
 def to_jsonable(value: object) -> Any:
     """Plain JSON types from dataclasses, paths, tuples and non-finite floats."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

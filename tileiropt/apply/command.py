@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from tileiropt.classify.rules import ALL_RULES
 from tileiropt.classify.rules.base import Finding
 from tileiropt.contract.phase_records import apply_record, record_dict
 from tileiropt.errors import ExitCode, UserError
-from tileiropt.output import console, err_console, print_json
+from tileiropt.output import console, err_console, print_json, short_names
 from tileiropt.releases import Choice, Release
 from tileiropt.schema import PASS
 
@@ -106,15 +105,6 @@ def _unreadable_may_hold_kernels(file: Path) -> bool:
         return True
 
 
-def common_folder(paths: list[str]) -> str:
-    """The folder every file lies in (the table shows each file relative to it), or "" for none or one file in the
-    current folder."""
-    if not paths:
-        return ""
-    folder = os.path.commonpath([os.path.dirname(os.path.abspath(path)) for path in paths])
-    return "" if folder == os.getcwd() else folder
-
-
 def apply_document(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool, choice: Choice) -> dict:
     """apply's JSON document (docs/apply.md, `contract.phase_records.ApplyRecord`): `apply --json` prints it, `run`
     saves it as apply.json."""
@@ -125,7 +115,7 @@ def apply_document(results: list[ApplyResult], errors: list[FileError], *, dry_r
 def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_run: bool) -> None:
     """A table of counts that fits a narrow terminal, then each kernel's changes and what was left alone as lines
     below it (prose in a table column wraps to a word a line)."""
-    folder = common_folder([result.path for result in results])
+    folder, short = short_names([result.path for result in results])  # the title names the folder
     table = Table(title=f"tileiropt apply: files in {folder}" if folder else "tileiropt apply", title_justify="left")
     table.add_column("file", overflow="fold")
     table.add_column("kernel", overflow="fold")
@@ -134,7 +124,7 @@ def print_results(results: list[ApplyResult], errors: list[FileError], *, dry_ru
     table.add_column("left alone", justify="right", no_wrap=True)
     details: list[str] = []
     for result in results:
-        name = os.path.relpath(result.path, folder) if folder else result.path  # the title names the folder
+        name = short[result.path]
         shown = escape(name)
         if result.already_prepared:
             table.add_row(shown, "-", "-", "0", "-")

@@ -4,14 +4,11 @@ program starts (`engine.prestart`)."""
 
 from __future__ import annotations
 
-import json
-import os
-import shlex
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from tileiropt.capture.capture import CaptureResult, add_captured_kernels, cut_summary
+from tileiropt.capture.interpreter_route import ROUTE_NOTE, interpreter_route
 from tileiropt.contract.context import RunContext
 from tileiropt.contract.outcome import Outcome
 from tileiropt.engine.prestart import prestart
@@ -67,7 +64,7 @@ def judged(context: RunContext, result: CaptureResult, specs: list[KernelSpec], 
             f"the {len(request.files)} kernel file(s) under {request.library.name}/"
         if failure is not None and needs_gpu_here:
             hint = interpreter_route(request.files)
-            program = {**(program or {}), "launched_none": True, "hint": hint, "hint_note": ROUTE_NOTE}
+            program = {**(program or {}), "launched_none": True, "hint": hint}
             return outcome(NOT_RUN, f"the program needs a GPU before its first launch and this machine has none: "
                                     f"{failure.summary()}; to validate its kernels here under the interpreter: "
                                     f"{hint} {ROUTE_NOTE}", result, program, not_run_here=True)
@@ -109,30 +106,3 @@ def progress_line(context: RunContext) -> Callable[[str], None]:
             console.print(f"capture: {text}", markup=False, highlight=False, soft_wrap=True)
 
     return show
-
-
-def interpreter_route(files: Sequence[Path]) -> str:
-    """The command that validates a file's kernels without a GPU, where its program needs one before any launch:
-    the first target file with a module-level function that launches a kernel, that function called on inputs of
-    given shapes (`--entry`, `--shapes`), runnable as printed from the current folder."""
-    from tileiropt.classify.discovery import scan
-    from tileiropt.invocation import tool_words
-
-    chosen, entry, arguments = files[0], "FUNCTION", ["x"]
-    for file in files:
-        try:
-            found = scan(file.read_text(encoding="utf-8", errors="replace"), str(file))
-        except Exception:  # unreadable here: the next file, else the command keeps its placeholders
-            continue
-        holders = [f for f in found.launch_functions.values() if f is not None and found.functions.get(f.name) is f]
-        if holders:
-            positional = holders[0].args.args
-            required = [a.arg for a in positional[: len(positional) - len(holders[0].args.defaults)]]
-            chosen, entry = file, holders[0].name
-            arguments = [name for name in required if name not in ("self", "cls")] or arguments
-            break
-    shapes = json.dumps({argument: [1024] for argument in arguments})  # a shape each: the note asks for the real ones
-    return shlex.join([*tool_words(), "run", os.path.relpath(chosen), "--entry", entry, "--shapes", shapes])
-
-
-ROUTE_NOTE = "(the shapes, --dtypes and --args as the function needs them)"

@@ -3,7 +3,6 @@ from the files around the code (lint_config), exit codes all can trust."""
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections import Counter
@@ -36,7 +35,7 @@ from tileiropt.classify.lint_output import (
 from tileiropt.classify.model import FileModel
 from tileiropt.classify.source import parse_source
 from tileiropt.errors import ExitCode, UserError
-from tileiropt.output import console, err_console, print_json
+from tileiropt.output import console, err_console, print_json, short_names
 from tileiropt.releases import Choice, get_release
 from tileiropt.schema import ERROR, NOT_RUN, PASS, SCHEMA_VERSION
 from tileiropt.verbosity import QUIET, VERBOSE, verbosity
@@ -171,17 +170,8 @@ def _findings_cell(counts: Counter) -> str:
     return ", ".join(parts) if parts else "-"
 
 
-def _short_names(results: list[FileResult]) -> tuple[str, dict[str, str]]:
-    """File names relative to the folder all kernel files share (keeps the table narrow)."""
-    files = [r.file for r in results if r.kernels]
-    if not files:
-        return "", {}
-    root = os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files])
-    return root, {f: os.path.relpath(os.path.abspath(f), root) for f in files}
-
-
 def _print_human(results: list[FileResult], explicit: set[Path], verbose: bool = False) -> None:
-    root, short = _short_names(results)
+    root, short = short_names([r.file for r in results if r.kernels])
     # a file is a heading row over its kernels (never a column): the table fits an 80-column terminal
     table = Table(title=f"Triton kernels in {root}", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("file / kernel", overflow="fold")

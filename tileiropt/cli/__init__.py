@@ -179,24 +179,20 @@ def user_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-class Typed:
-    """The arguments as typed, set by `main` while a command runs: click's leftovers do not tell the program after
-    `--` from stray words before it (`tileiropt run a.py b.py -- pytest` would run `b.py pytest`)."""
-
-    after_dashes: list[str] | None = None  # what follows `--` ([] when none was typed); None: not started by `main`
-
-
-def program_after_dashes(command: str, leftovers: list[str]) -> list[str] | None:
-    """The program a command runs (`run`, `init`: what follows `--`), or None; a word left over before `--` (or
-    with no `--` at all) is bad input, said with its fix: the command takes one target."""
-    after = Typed.after_dashes
+def program_after_dashes(ctx: typer.Context, command: str) -> list[str] | None:
+    """The program a command runs (`run`, `init`: what follows `--`), or None. Click's leftovers do not tell it from
+    stray words before `--` (`tileiropt run a.py b.py -- pytest` would run `b.py pytest`): `main` passes what
+    followed `--` as typed (`ctx.obj`), and a word left over before it (or with no `--` at all) is bad input, said
+    with its fix: the command takes one target."""
+    leftovers = list(ctx.args)
+    after = ctx.obj.get("after_dashes") if isinstance(ctx.obj, dict) else None  # None: not started by `main`
     if after is not None and len(leftovers) > len(after):
         stray = leftovers[: len(leftovers) - len(after)]
         where = " before `--`" if after else ""
         raise UserError(f"{command} takes one target; also given{where}: {' '.join(stray)}",
                         hint=f"a program to run goes after `--` (tileiropt {command} FILE -- COMMAND); several "
                              f"kernel files: their folder (tileiropt {command} DIR -- COMMAND) or a project file")
-    return list(leftovers) or None
+    return leftovers or None
 
 
 def fail(text: str, code: ExitCode, as_json: bool, fields: dict[str, Any] | None = None) -> None:
@@ -323,7 +319,7 @@ def init(
     """(INIT_HELP)"""
     from tileiropt.capture.init_command import init_command  # on use, not at every start-up (+0.12 s)
 
-    raise typer.Exit(int(init_command(path, program_after_dashes("init", list(ctx.args)), output=output, force=force,
+    raise typer.Exit(int(init_command(path, program_after_dashes(ctx, "init"), output=output, force=force,
                                       capture_budget=_budget(capture_budget), include=include, exclude=exclude,
                                       as_json=json_output)))
 
@@ -517,7 +513,7 @@ def run(
     """The phases end to end (RUN_HELP)."""
     from tileiropt.run.command import run_command  # on use, not at every start-up (+0.15 s)
 
-    command = program_after_dashes("run", list(ctx.args))
+    command = program_after_dashes(ctx, "run")
     options = _target(target, entry, shapes, dtypes, reference, args, kernel, tileir_version, fresh,
                       _executor(executor, slurm_partition, slurm_time, slurm_gpus_per_task, slurm_tasks), json_output)
     code = run_command(options, timeout=timeout, sizes=sizes, capture=command,
@@ -533,26 +529,34 @@ _CLICK_ERROR: Any = next(base for base in typer.BadParameter.__mro__
                          if base.__name__ == "ClickException")  # its instances: show(), exit_code
 
 
+def _own(argv: list[str]) -> list[str]:
+    """The tool's own arguments: those before `--` (a capture command's flags are not ours)."""
+    return argv[: argv.index("--")] if "--" in argv else argv
+
+
+def _command_at(argv: list[str]) -> int | None:
+    """Where the command's name is among the tool's own arguments."""
+    names = {info.name or (info.callback.__name__ if info.callback else "") for info in app.registered_commands}
+    return next((i for i, arg in enumerate(_own(argv)) if arg in names), None)
+
+
 def _wants_json(argv: list[str]) -> bool:
-    own = argv[: argv.index("--")] if "--" in argv else argv  # a capture command's own flags are not ours
+    own = _own(argv)
     asked = [b for a, b in zip(own, own[1:], strict=False) if a == "--output-format"]
     return "--json" in own or "--output-format=json" in own or "json" in asked
 
 
 def _command_named(argv: list[str]) -> str:
     """`tileiropt <command>` as the arguments name it (click gives some usage errors no context to read it from)."""
-    names = {info.name or (info.callback.__name__ if info.callback else "") for info in app.registered_commands}
-    own = argv[: argv.index("--")] if "--" in argv else argv
-    return " ".join(["tileiropt", *[arg for arg in own if arg in names][:1]])
+    at = _command_at(argv)
+    return "tileiropt" if at is None else f"tileiropt {argv[at]}"
 
 
 def json_after_command(argv: list[str]) -> list[str]:
     """`tileiropt --json run k.py` as `tileiropt run --json k.py`: `--json` written before the command is the
     command's own flag (every command that prints a result takes it), as `-q` and `-v` are read before it."""
-    own = argv[: argv.index("--")] if "--" in argv else argv
-    names = {info.name or (info.callback.__name__ if info.callback else "") for info in app.registered_commands}
-    at = next((i for i, arg in enumerate(own) if arg in names), None)
-    if at is None or "--json" not in own[:at]:
+    at = _command_at(argv)
+    if at is None or "--json" not in argv[:at]:
         return argv
     before = [arg for arg in argv[:at] if arg != "--json"]
     return [*before, argv[at], "--json", *argv[at + 1:]]
@@ -561,8 +565,8 @@ def json_after_command(argv: list[str]) -> list[str]:
 def main() -> None:
     try:
         argv = sys.argv[1:]
-        Typed.after_dashes = argv[argv.index("--") + 1:] if "--" in argv else []
-        code = app(args=json_after_command(argv), standalone_mode=False)
+        typed = {"after_dashes": argv[argv.index("--") + 1:] if "--" in argv else []}  # `program_after_dashes`
+        code = app(args=json_after_command(argv), standalone_mode=False, obj=typed)
     except typer.Abort:
         err_console.print("[bold red]error[/]: interrupted")
         code = int(ExitCode.INTERRUPTED)
@@ -573,8 +577,6 @@ def main() -> None:
         fix = f"see `{command} -h`"
         say_error(f"{command}: {exc.format_message()} (fix: {fix})", code, _wants_json(sys.argv[1:]),
                   {"file": None, "line": None, "fix": fix, "message": exc.format_message()})
-    finally:
-        Typed.after_dashes = None  # a later call of the app in this process (a test's) typed nothing here
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -147,10 +147,9 @@ def defines_kernel_in_a_function(tree: ast.Module) -> bool:
     """Whether a function or class of the module defines a Triton kernel (`@triton.jit` under a factory that
     imports Triton when called, as torchao's `_build_triton_impls()` does): such kernels are made by a call, so a
     capture cannot replay them from the module; the report says which files hold them."""
-    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node not in tree.body
-               and any(_named_like_kernel(d) and ast.unparse(_target(d)).startswith(("triton.", "tl."))
-                       for d in node.decorator_list)
-               for node in ast.walk(tree))
+    top = {id(node) for node in tree.body}
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in top
+               and any(is_triton_decorator(d, {}) for d in node.decorator_list) for node in ast.walk(tree))
 
 
 def mirrored_output(path: Path, library: Path, artifacts: Path) -> Path:

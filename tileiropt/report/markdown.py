@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tileiropt.capture.interpreter_route import ROUTE_NOTE
 from tileiropt.classify.lint_output import lines_text
 from tileiropt.output import write_atomic
 from tileiropt.project.template import read_template
@@ -348,7 +349,7 @@ def next_steps_md(report: Report) -> str:
         if program.get("needs_gpu") and program.get("launched_none"):  # nothing launched before it stopped
             here = (f"Not run here: {shown} needs a GPU before its first launch and this machine has none: "
                     f"{one_line(program.get('summary'))}; to validate its kernels here under the interpreter: "
-                    f"`{program.get('hint')}` {program.get('hint_note', '')}".rstrip())
+                    f"`{program.get('hint')}` {ROUTE_NOTE}")
         elif program.get("needs_gpu"):  # this machine's lack, not the program's fault
             here = (f"Not run to its end here: {shown} needs a GPU and this machine has none (its launches before "
                     f"that are validated): {one_line(program.get('summary'))}")

@@ -12,6 +12,7 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 from rich.table import Table
 
 from tileiropt.bench.run import BenchSettings
+from tileiropt.capture.interpreter_route import ROUTE_NOTE
 from tileiropt.capture.targets import TargetOptions
 from tileiropt.errors import ExitCode, UserError
 from tileiropt.invocation import invoked_command
@@ -164,8 +165,7 @@ def print_outcome(result: RunResult) -> None:
     elif result.program and result.program.get("needs_gpu") and result.program.get("launched_none"):
         err_console.print(f"[bold]not run here[/]: the program needs a GPU before its first launch: "
                           f"{escape(result.program['summary'])}; to validate its kernels here under the interpreter: "
-                          f"{escape(str(result.program.get('hint')))} {escape(result.program.get('hint_note', ''))}",
-                          soft_wrap=True)
+                          f"{escape(str(result.program.get('hint')))} {ROUTE_NOTE}", soft_wrap=True)
     elif result.program and result.program.get("launched_none"):
         err_console.print(f"[bold red]nothing to check[/]: {escape(result.program['summary'])}", soft_wrap=True)
     elif result.program:
