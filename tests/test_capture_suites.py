@@ -158,9 +158,11 @@ def test_the_tool_s_own_pinning_failure_is_never_the_original_failing() -> None:
 
     from tileiropt.errors import PINNING_ERROR
     from tileiropt.report.verdict import ATTENTION, kernel_verdict
+    from tileiropt.schema import Cause
 
     reason = f"{PINNING_ERROR} FixedConfigsTuner at the captured config: AttributeError: x"
-    failed = SimpleNamespace(status="error", failures=[reason], reason=reason)
+    failed = SimpleNamespace(status="fail", failures=[reason], reason=reason, cause=Cause.TOOL, failed_status="error",
+                             evidence=["tileiropt/capture/replay.py:388 in launcher"])
     kernel = SimpleNamespace(optimized_path="", tileir_code=None, stopped=None, compatibility=failed)
     verdict = kernel_verdict(kernel)
     assert verdict.bucket == ATTENTION and verdict.text.startswith("tileiropt could not replay the original"), verdict

@@ -23,7 +23,7 @@ from tileiropt.capture import hook as capture_hook
 from tileiropt.capture import site as capture_site
 from tileiropt.harness import tileir_surface
 from tileiropt.harness.gate import extended_autotuners, gate_source
-from tileiropt.validate.worker import not_attached
+from tileiropt.validate.config_repeats import not_attached
 
 from shared import TEST_FIXTURES
 

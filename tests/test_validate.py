@@ -352,7 +352,7 @@ def test_configs_that_differ_only_in_hints_run_once_on_the_interpreter() -> None
     import triton
 
     from tileiropt.harness.configs import config_items
-    from tileiropt.validate.worker import interpreted_duplicates
+    from tileiropt.validate.config_repeats import interpreted_duplicates
 
     def kernel(x_ptr, BLOCK):  # the autotuner only holds it
         pass
@@ -379,7 +379,7 @@ def test_configs_alike_once_ptx_drops_the_tileir_hints_run_once() -> None:
 
     from tileiropt.harness.configs import config_items
     from tileiropt.validate.records import ValidationRecord
-    from tileiropt.validate.worker import dropped_hint_duplicates
+    from tileiropt.validate.config_repeats import dropped_hint_duplicates
 
     def kernel(x_ptr, BLOCK):  # the autotuner only holds it
         pass
@@ -405,7 +405,7 @@ def test_tileir_configs_differing_only_in_warps_their_tile_raises_alike_run_once
     import triton
 
     from tileiropt.harness.configs import config_items
-    from tileiropt.validate.worker import dropped_hint_duplicates
+    from tileiropt.validate.config_repeats import dropped_hint_duplicates
 
     def kernel(x_ptr, BLOCK_M, BLOCK_N):  # the autotuner only holds it
         pass

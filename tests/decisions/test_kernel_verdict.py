@@ -19,15 +19,19 @@ from tileiropt.records.run import run_from_dict
 from tileiropt.report.markdown import next_steps_md, summary_md
 from tileiropt.report.model import Benchmark, Classification, KernelReport, Report, Section, Verdict
 from tileiropt.report.verdict import ATTENTION, EMULATED, PROVEN, READY, UNPROVEN, kernel_verdict
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, Cause
 
 # --------------------------------------------------------------------------- a kernel's verdict
 
 
-def _verdict(status: str, backend: str = "", failures: list[str] | None = None, reason: str = "") -> Verdict:
-    return Verdict(status, backend=backend, backend_description=backend, failures=failures or [],
+def _verdict(status: str, backend: str = "", failures: list[str] | None = None, reason: str = "",
+             cause: Cause | None = None) -> Verdict:
+    """A section's verdict; a failed one (FAIL, or ERROR: the record raised) is the kernel's unless `cause` says."""
+    failed = status in (FAIL, ERROR)
+    return Verdict(FAIL if failed else status, backend=backend, backend_description=backend, failures=failures or [],
                    reason=reason or ("" if status in (PASS, FAIL, ERROR) else "not run: nvtriton is not installed"),
-                   max_difference=0.001 if status in (PASS, FAIL) else None)
+                   max_difference=0.001 if status in (PASS, FAIL) else None,
+                   cause=(cause or Cause.KERNEL) if failed else cause, failed_status=status if failed else "")
 
 
 def _kernel(name: str = "k", **changes: Any) -> KernelReport:
@@ -59,7 +63,7 @@ STATES: dict[str, tuple[dict[str, Any], str, str]] = {
     "original fails": ({"compatibility": _verdict(FAIL, "ptx", ["BLOCK=64: fail: 3 differ"])}, ATTENTION,
                        "the original fails its own check: BLOCK=64: fail: 3 differ"),
     "original errors": ({"compatibility": _verdict(ERROR, "ptx", ["BLOCK=64: error: boom"])}, ATTENTION,
-                        "the original fails its own check"),
+                        "the original raises in its own code: BLOCK=64: error: boom"),
     "slower on PTX": ({"benchmark": Benchmark(True, ptx_ratios=[SLOWER_RATIO])}, ATTENTION,
                       "slower than the original on PTX"),
     "TileIR backend wrong": ({"tileir_validation": _verdict(FAIL, "tileir", ["c: fail: 1 differs"])}, ATTENTION,
@@ -67,7 +71,7 @@ STATES: dict[str, tuple[dict[str, Any], str, str]] = {
     "TileIR code wrong": ({"tileir_code": _verdict(FAIL, "forced", ["c: fail: 2 differ"])}, ATTENTION,
                           "the TileIR code gives wrong results (forced): c: fail: 2 differ"),
     "TileIR code errors": ({"tileir_code": _verdict(ERROR, "forced", ["c: error: crash"])}, ATTENTION,
-                           "the TileIR code gives wrong results"),
+                           "the TileIR code raises (forced): c: error: crash"),
     "error finding": ({"classification": Classification(True, findings=[ERROR_FINDING])}, ATTENTION,
                       "the TileIR compiler would reject it: TIR006 at `k` L12: erf is not supported (fix: use the "
                       "tanh form)"),
@@ -83,7 +87,7 @@ STATES: dict[str, tuple[dict[str, Any], str, str]] = {
     "emulator wrong": ({"tileir_emulated": _verdict(FAIL, "emulated TileIR", ["c: fail: 3 differ"])}, ATTENTION,
                        "the TileIR code gives wrong results (emulated TileIR): c: fail: 3 differ"),
     "emulated compiler refuses": ({"tileir_emulated": _verdict(ERROR, "emulated TileIR", [
-        "c: error: rejected by the TileIR compiler: RuntimeError: `tileiras` failed"])}, ATTENTION,
+        "c: error: rejected by the TileIR compiler: RuntimeError: `tileiras` failed"], cause=Cause.COMPILER)}, ATTENTION,
         "the TileIR compiler rejects it (emulated TileIR)"),
     "fell back to PTX": ({"tileir_validation": Verdict(PASS, backend="tileir", compiled_by="cuda", fallback=True)},
                          ATTENTION, "the TileIR backend fell back to PTX for it (tileir; compiled by cuda)"),
@@ -211,7 +215,8 @@ def test_verdict_words() -> None:
     proven = kernel_verdict(_kernel())
     assert proven.text == "TileIR code proven correct with the TileIR code forced on, Triton interpreter (max " \
                           "difference 1.0e-03)"
-    wrong = _kernel(tileir_code=Verdict(FAIL, backend="tileir-code-on-ptx", failures=[]))
+    wrong = _kernel(tileir_code=Verdict(FAIL, backend="tileir-code-on-ptx", failures=[], cause=Cause.KERNEL,
+                                        failed_status=FAIL))
     assert kernel_verdict(wrong).text == "the TileIR code gives wrong results (tileir-code-on-ptx): fail"
     assert kernel_verdict(_kernel(benchmark=Benchmark(True, ptx_ratios=[SLOWER_RATIO]))).text == \
         "its optimized file is slower than the original on PTX beyond the threshold (see its benchmark): it is not kept"

@@ -87,6 +87,8 @@ def test_an_optimized_file_whose_own_self_check_raised(tmp_path: Path, monkeypat
     from tileiropt.harness import stand_ins
     from tileiropt.harness.backends import BACKENDS
     from tileiropt.harness.provenance import Provenance
+    from tileiropt.schema import PASS
+    from tileiropt.validate.judge import Judged
     from tileiropt.validate.cases import Case
     from tileiropt.validate.run import file_uses_atomics
     from tileiropt.validate.worker import CaseRunner
@@ -99,7 +101,7 @@ def test_an_optimized_file_whose_own_self_check_raised(tmp_path: Path, monkeypat
     case = Case(id=0, kernel="k", variant="optimized", path=str(tmp_path / "k_tileir.py"), entry="k",
                 reference="original", shapes={}, dtypes={}, atol=0.0, rtol=0.0, original_path=str(original),
                 file_atomics=file_uses_atomics(str(original)))  # as the parent plans it
-    record = CaseRunner(case, BACKENDS[backend], False, Provenance(), None).record("cfg", "pass")
+    record = CaseRunner(case, BACKENDS[backend], False, Provenance(), None).record("cfg", Judged(PASS))
     assert record["status"] == status
     assert record["reason"].startswith("the optimized file's own top-level call raised where the original's did not: "
                                        "AssertionError (at k_tileir.py:9)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tileiropt.schema import FAIL, NOT_RUN, PASS
-from tileiropt.validate.worker import compared_status
+from tileiropt.validate.judge import compared_status
 
 # --------------------------------------------------------------------------- a record's status
 

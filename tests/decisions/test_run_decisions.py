@@ -183,11 +183,11 @@ def test_validate_and_bench_judge_against_the_release_asked(command: str, monkey
 def test_a_tileir_refusal_sets_aside_only_the_tools_own_code(launched: list[str], written: bool,
                                                              set_aside: bool) -> None:
     from tileiropt.harness.provenance import Provenance
-    from tileiropt.schema import ERROR, REJECTED_BY_TILEIR
+    from tileiropt.schema import ERROR, REJECTED_BY_TILEIR, Cause
     from tileiropt.validate.records import ValidationRecord
 
     spec = KernelSpec(name="k", path=Path("/tmp/k.py"), entry="k", reference="original", inputs={}, dtypes=[{}])
     record = ValidationRecord("k", "optimized", "tileir", "c", ERROR, f"{REJECTED_BY_TILEIR}: tl.math.erf",
-                              provenance=Provenance(kernels={name: {} for name in launched}))
+                              provenance=Provenance(kernels={name: {} for name in launched}), cause=Cause.COMPILER)
     twins = {(str(spec.optimized_path.resolve()), "k")} if written else set()
     assert (spec.optimized_path in rejections([spec], [record], [], twins)) is set_aside

@@ -23,15 +23,18 @@ import libcst as cst
 import libcst.matchers as matchers
 from libcst.metadata import PositionProvider
 
+from tileiropt.apply.assigned import follow_assignments
 from tileiropt.apply.backend_checks import cuda_checks, widen
 from tileiropt.apply.math_rewrites import LOG2E
 from tileiropt.apply.nested import (
     GUARDED_TRITON,
     Statement,
+    binding_lines,
     gate_insert_index,
     guarded,
     insert_after,
     kernel_nodes,
+    module_statements,
     placement_note,
     triton_imported_before,
     triton_only_in_blocks,
@@ -133,9 +136,9 @@ def plan_kernels(model: FileModel, module: cst.Module, records: dict[str, Kernel
                                        f"{first.message} -- the TileIR compiler would reject this kernel (fix: "
                                        f"{first.hint}; then apply again)")
             continue
+        follow_assignments(model, kernel, plan)
         step = KernelStep(model, kernel, record, kernel_class, node, spaces[kernel_class], cap, release, names, plan,
-                          twin=node, target=kernel.name, paths=[kernel.name],
-                          hint_autotune=hint_autotune)
+                          twin=node, target=kernel.binding, paths=[kernel.binding], hint_autotune=hint_autotune)
         for transform in transforms:
             transform(step)
         _note_block(kernel, info, plan)
@@ -226,16 +229,15 @@ def _two_blank_lines_before(statement: Statement) -> Statement:
 
 
 def _anchor(module: cst.Module, plan: KernelPlan) -> cst.CSTNode:
-    """The statement a kernel's TileIR block follows: its def, or the last module-level binding of the name the
-    block reads (an autotuner made by a call after the def, `plan.after_binding`)."""
+    """The statement a kernel's TileIR block follows: its def, or a module-level binding of the name the block reads
+    (`plan.after_binding`: an autotuner made by a call after the def, the last of a kernel made by assignment)."""
     if plan.after_binding is None:
         assert plan.node is not None
         return plan.node
-    binds = [statement for statement in module.body if isinstance(statement, cst.SimpleStatementLine) and any(
-        isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == plan.after_binding
-                                              for t in small.targets) for small in statement.body)]
-    assert binds, plan.after_binding  # found at module level by `call_form_autotuners`
-    return binds[-1]
+    binds = binding_lines(module.body if plan.after_index is None else module_statements(module.body),
+                          plan.after_binding)
+    assert binds, plan.after_binding  # found at module level by `call_form_autotuners` / `assignment_index`
+    return binds[-1 if plan.after_index is None else plan.after_index]
 
 
 def _replacement(node: cst.CSTNode, _: cst.CSTNode) -> cst.CSTNode:
@@ -260,7 +262,8 @@ def hinted_launches(module: cst.Module, plans: dict[str, KernelPlan], flag: str
                     ) -> dict[int, Callable[[Any], cst.CSTNode]]:
     """Per launch call (`kernel[grid](...)` or `kernel.warmup(...)`, by id) a plan gives hints to: its call with the
     gated splat appended (`launch_hints.hint_splat`). Calls are found by their kernel's name and line."""
-    wanted = {(name, line): hints for name, plan in plans.items() for line, hints in plan.launch_hints.items()}
+    wanted = {(launched, line): hints for name, plan in plans.items() for line, hints in plan.launch_hints.items()
+              for launched in plan.launched_as or [name]}
     if not wanted:
         return {}
     wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)  # the module's own nodes: their ids are kept

@@ -12,10 +12,12 @@ inside a block (`try: import triton ... except ImportError:`), the TMA runtime a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import ast
+from collections.abc import Iterable, Iterator, Sequence
 
 import libcst as cst
 
+from tileiropt.classify.blocks import flatten
 from tileiropt.classify.discovery import KernelInfo, ModuleInfo
 from tileiropt.classify.names import dotted_parts
 
@@ -81,7 +83,41 @@ def placement_note(kernel: KernelInfo) -> str | None:
     """Where the TileIR code of a kernel inside a block goes (None at the top level)."""
     if kernel.condition is None:
         return None
-    return f"TileIR code placed inside `{kernel.condition}`, right after the kernel"
+    after = f"the assignment binding {kernel.binding}" if kernel.made_by == "assignment" else "the kernel"
+    return f"TileIR code placed inside `{kernel.condition}`, right after {after}"
+
+
+def binding_lines(statements: Iterable[cst.BaseStatement], name: str) -> list[cst.SimpleStatementLine]:
+    """The lines among `statements` that assign `name` (`name = ...`, `name: T = ...`), in order, once per
+    assignment (`a = f(a); a = g(a)` on one line is there twice): the n-th is the line of `assignment_index`'s n-th."""
+    found = []
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine):
+            found += [statement for small in statement.body if name in _assigned_names(small)]
+    return found
+
+
+def _assigned_names(small: cst.BaseSmallStatement) -> set[str]:
+    if isinstance(small, cst.Assign):
+        return {t.target.value for t in small.targets if isinstance(t.target, cst.Name)}
+    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+        return {small.target.value}
+    return set()
+
+
+def assignment_index(tree: ast.Module, name: str, statement: ast.stmt) -> int:
+    """Which of the module-level assignments of `name` (through module-level blocks, in source order, as
+    `binding_lines` counts them in libcst's tree) `statement` is."""
+    found = [s for s, _ in flatten(tree) if name in _ast_assigned_names(s)]
+    return next(index for index, s in enumerate(found) if s is statement)
+
+
+def _ast_assigned_names(statement: ast.stmt) -> set[str]:
+    if isinstance(statement, ast.Assign):
+        return {t.id for t in statement.targets if isinstance(t, ast.Name)}
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
+        return {statement.target.id}
+    return set()
 
 
 def insert_after(statements: Sequence[cst.BaseStatement], blocks: dict[int, cst.BaseStatement]
@@ -96,7 +132,7 @@ def insert_after(statements: Sequence[cst.BaseStatement], blocks: dict[int, cst.
             statement = _rewrite_block(statement, blocks)
         if follows_block and isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) \
                 and not statement.leading_lines:
-            statement = statement.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+            statement = statement.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
         result.append(statement)
         follows_block = block is not None
         if block is not None:

@@ -245,6 +245,9 @@ class KernelPlan:
     rewritten: cst.FunctionDef | None = None  # the kernel's def with in-place rewrites behind the gate's constexpr
     launch_hints: dict[int, dict[str, int]] = field(default_factory=dict)  # launch line -> hints it passes gated
     after_binding: str | None = None  # the module-level name whose binding the block follows (default: the def)
+    after_index: int | None = None  # which of that name's module-level assignments, through module-level blocks
+    # (`nested.assignment_index`); None: the last at the top level
+    launched_as: list[str] = field(default_factory=list)  # the names its hinted launches use (default: the kernel's)
 
 
 def _config_names(values: list[ConfigValue]) -> list[str]:
@@ -254,10 +257,11 @@ def _config_names(values: list[ConfigValue]) -> list[str]:
 
 def _autotuner_path(model: FileModel, kernel: KernelInfo) -> str | None:
     """The attribute path from the kernel's module-level name to its autotuner (`""`, `".fn"` under
-    @triton.heuristics), read from its decorators; None when a wrapper of unknown kind sits above it."""
+    @triton.heuristics), read from its decorators, or from what its assignments apply over it (`k =
+    triton.heuristics(...)(triton.autotune(...)(triton.jit(k)))`); None when a wrapper of unknown kind sits above it."""
     path = ""
     package = kernel.autotune.package if kernel.autotune else None
-    for decorator in model.node(kernel).decorator_list:
+    for decorator in model.scan.layers(kernel.name, model.node(kernel)):
         name = call_name(decorator, model.module.aliases)
         source = ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
         if name in AUTOTUNE or (package is not None and source == package):
@@ -483,11 +487,12 @@ def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | No
         plan.report.skipped.append(f"no TileIR hint at its launch: {release_label} gives {kernel_class} kernels "
                                    "TileIR's default occupancy (1)")
         return
-    warmups = method_calls(tree, kernel.name, "warmup")
+    warmups = sorted(call for name in kernel.names for call in method_calls(tree, name, "warmup"))
     if not kernel.launches and not warmups:
+        ran = next((name for name in kernel.names if method_calls(tree, name, "run")), None)
         plan.report.skipped.append(
-            f"no TileIR hint at its launch: it is launched through {kernel.name}.run(...) here, which the tool does "
-            "not rewrite" if method_calls(tree, kernel.name, "run") else "no TileIR hint at its launch: it is "
+            f"no TileIR hint at its launch: it is launched through {ran}.run(...) here, which the tool does "
+            "not rewrite" if ran is not None else "no TileIR hint at its launch: it is "
             "launched from another file (a hint goes where the launch is)")
         return
     if kernel.wrappers:
@@ -505,6 +510,7 @@ def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | No
         return
     hints = {"occupancy": occupancy}
     plan.launch_hints.update({line: hints for line, _ in sites})
+    plan.launched_as = list(kernel.names)
     lines = ", ".join(f"L{line}" + (" (.warmup)" if (line, keywords) in warmups else "") for line, keywords in sites)
     passed = sorted({name for _, keywords in sites for name in keywords if name in LAUNCH_OPTIONS})
     plan.report.changes.append(Change(
@@ -525,6 +531,11 @@ def plan_tma_twin(model: FileModel, kernel: KernelInfo, kernel_class: str, funct
         return None
     if not kernel.is_entry:
         plan.report.skipped.append("no TMA twin: a device helper (its tiles come from its caller's pointers)")
+        return None
+    if kernel.made_by == "assignment":
+        plan.report.skipped.append(
+            f"no TMA twin: the kernel is made by assignment ({kernel.jit_decorator} at module level), which a copy "
+            "of its def would not carry; its loads stay pointer loads (its other TileIR code is added)")
         return None
     tma = plan_tma(model, kernel, function)
     # each reason once (two loads on one line give the same one)

@@ -71,8 +71,9 @@ class KernelStep:
 
     @functools.cached_property
     def call_autotuners(self) -> list[tuple[str, int]]:
-        """The autotuners the file makes over the kernel by a call (`name = triton.autotune(...)(kernel)`)."""
-        if self.kernel.autotune is not None:
+        """The autotuners the file makes over a decorated kernel by a call (`name = triton.autotune(...)(kernel)`);
+        a kernel made by assignment has those in its chain (`classify.assigned`)."""
+        if self.kernel.autotune is not None or self.kernel.made_by == "assignment":
             return []
         return call_form_autotuners(self.model.scan.tree, self.kernel.name, self.model.module.aliases)
 
@@ -238,7 +239,7 @@ class HintOnlyConfigs(Transform):
         if not step.without_autotuner or not step.autotune_asked:
             return
         for path in step.paths:  # before a TMA dispatch: each path gets its own autotuner
-            plan_hint_only(step.kernel, step.record, step.space, step.cap, path if step.tma else step.kernel.name,
+            plan_hint_only(step.kernel, step.record, step.space, step.cap, path if step.tma else step.kernel.binding,
                            path, step.plan, step.names)
 
 

@@ -23,7 +23,7 @@ from tileiropt.invocation import invoked_command
 from tileiropt.output import console, err_console
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
-_STYLE = {PASS: "green", ERROR: "bold red", NOT_RUN: "yellow"}
+_STYLE: dict[str, str] = {PASS: "green", ERROR: "bold red", NOT_RUN: "yellow"}
 
 
 def _ms(value: float | None, digits: int = 4) -> str:

@@ -10,6 +10,7 @@ from tileiropt.bench.records import BenchRow, RowValues
 from tileiropt.harness.provenance import Provenance, file_digest
 from tileiropt.output import JobMessage
 from tileiropt.project.launch import CapturedLaunch
+from tileiropt.schema import Cause
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -45,10 +46,10 @@ class BenchItem(JobMessage):
 
     DECODED: ClassVar[dict[str, Callable[[Any], Any]]] = {"launch": CapturedLaunch.from_json}
 
-    def row(self, status: str, reason: str = "", provenance: Provenance | None = None,
-            **values: Unpack[RowValues]) -> BenchRow:
+    def row(self, status: str, reason: str = "", provenance: Provenance | None = None, *, cause: Cause | None = None,
+            evidence: list[str] | None = None, **values: Unpack[RowValues]) -> BenchRow:
         return BenchRow(kernel=self.kernel, variant=self.variant, backend=self.backend, size=self.size,
                         status=status, reason=reason, path=self.path or (self.reference or ""),
                         source_sha256=file_digest(self.path) if self.path else None,
                         dims=dict(self.dims), shapes=dict(self.shapes), dtypes=dict(self.dtypes),
-                        provenance=provenance or Provenance(), **values)
+                        provenance=provenance or Provenance(), cause=cause, evidence=list(evidence or []), **values)

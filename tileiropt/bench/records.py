@@ -19,7 +19,7 @@ from tileiropt.errors import ExitCode
 from tileiropt.harness.provenance import Provenance, fallback_note
 from tileiropt.output import dataclass_from_dict, load_record_file
 from tileiropt.project.metric_expressions import evaluate
-from tileiropt.schema import ERROR, PASS, SCHEMA_VERSION, count_statuses, read_status
+from tileiropt.schema import ERROR, PASS, SCHEMA_VERSION, Cause, count_statuses, read_cause, read_status
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -261,6 +261,8 @@ class BenchRow:
     source_sha256: str | None = None  # the file timed, as it was: `report` marks rows whose file changed
     provenance: Provenance = field(default_factory=Provenance)
     inputs: str | None = None  # the input key of the measurement (tileiropt.engine.resume): a re-run reuses it
+    cause: Cause | None = None  # an errored or not-run row: whose failure it is (tileiropt.harness.blame)
+    evidence: list[str] = field(default_factory=list)  # what the cause was told from
 
     @property
     def label(self) -> str:
@@ -533,6 +535,7 @@ def row_from_dict(data: dict[str, Any]) -> BenchRow:
     data = dict(data)
     data["provenance"] = dataclass_from_dict(Provenance, data.get("provenance") or {})
     data["status"] = read_status(data.get("status"))
+    data["cause"] = read_cause(data.get("cause"))
     data["timing"] = dataclass_from_dict(Timing, data["timing"]) if data.get("timing") else None
     data["autotuners"] = [dataclass_from_dict(AutotuneInfo, a) for a in data.get("autotuners") or []]
     data["paired"] = dataclass_from_dict(PairedTiming, data["paired"]) if data.get("paired") else None

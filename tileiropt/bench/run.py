@@ -60,6 +60,7 @@ from tileiropt.engine.resume import Earlier, Journal, input_key, read_journal, t
 from tileiropt.engine.workers import LOCAL, Launcher, WorkerEvents, run_in_slots
 from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
 from tileiropt.harness.backends import BACKENDS
+from tileiropt.harness.blame import Death, blame_death
 from tileiropt.harness.provenance import Provenance, digest_memo, file_digest
 from tileiropt.output import dataclass_from_dict
 from tileiropt.project.spec import REFERENCE_ORIGINAL, KernelSpec, Project
@@ -337,14 +338,19 @@ class BenchJobs:
             return index
         return None
 
-    def lost(self, job: BenchJob, backend: str, item: int | None, label: str, cause: str, seconds: float | None,
+    def lost(self, job: BenchJob, backend: str, item: int | None, label: str, death: Death, seconds: float | None,
              launcher: Launcher, base: Provenance) -> None:
+        cause = death.words
+        own = [p for i in job.items for p in (i.path, i.original_path) if p]
+        blame = blame_death(death, own, during=f"the timing of {label}" if label else "the kernel's import")
         if item is None:  # before any item: every row left costs the cause
             for pending in job.items[job.start_item:]:
-                self.add(pending, pending.row(ERROR, cause, Provenance(**asdict(base))), launcher)
+                self.add(pending, pending.row(ERROR, f"{cause}: {blame.why}", Provenance(**asdict(base)),
+                                              cause=blame.cause, evidence=blame.evidence), launcher)
         elif item < len(job.items):
             reason = f"{cause} (after {seconds:.1f}s)" if seconds is not None else cause
-            self.add(job.items[item], job.items[item].row(ERROR, reason, Provenance(**asdict(base))), launcher)
+            self.add(job.items[item], job.items[item].row(ERROR, f"{reason}: {blame.why}", Provenance(**asdict(base)),
+                                                          cause=blame.cause, evidence=blame.evidence), launcher)
         else:
             optimized = job.items[job.pairs[item - len(job.items)][1]]
             self.paired[optimized.id] = f"paired timing failed: {cause}"

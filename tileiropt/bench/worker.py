@@ -59,10 +59,11 @@ from tileiropt.engine.worker_io import Emitter
 from tileiropt.harness import harness, loading
 from tileiropt.harness.autotuners import CONFIG_LIST, autotuners, config_label, mapped_cache, tuner_caches
 from tileiropt.harness.backends import Backend
+from tileiropt.harness.blame import KERNEL_STAGE, blame_exception
 from tileiropt.harness.host_code import same_host_code
 from tileiropt.harness.launches import LaunchRecorder
 from tileiropt.harness.provenance import Provenance
-from tileiropt.schema import ERROR, NOT_RUN, PASS, REJECTED_BY_TILEIR
+from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 ROTATE_FACTOR = 3  # rotate enough input copies to cover 3x the L2 cache
 MAX_INPUT_SETS = 512
@@ -525,8 +526,11 @@ def run_bench_job(job: dict[str, Any], backend: Backend, base: Provenance, emit:
                 row = measurement.run()
             except Exception as exc:
                 rejection = harness.tileir_rejection(exc)
-                reason = f"{REJECTED_BY_TILEIR}: {rejection}" if rejection else harness.describe_exception(exc)
-                emit("row", id=ident, item=index, row=item.row(ERROR, reason, base))
+                blame = blame_exception(exc, [p for p in (item.path, item.original_path) if p], stage=KERNEL_STAGE)
+                reason = f"rejected by the TileIR compiler: {rejection}" if rejection else \
+                    f"{harness.describe_exception(exc)}; {blame.why}"
+                emit("row", id=ident, item=index, row=item.row(ERROR, reason, base, cause=blame.cause,
+                                                               evidence=blame.evidence))
                 if POISONED.search(str(exc)):
                     return False
                 continue

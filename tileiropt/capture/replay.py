@@ -30,6 +30,7 @@ from tileiropt.harness.harness import HarnessError
 from tileiropt.harness.launch_hints import launch_hints
 from tileiropt.harness.tileir_surface import tileir_code_on
 from tileiropt.project.launch import Argument, CapturedLaunch, TensorArg
+from tileiropt.schema import Cause
 
 LaunchCall = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Any]
 OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
@@ -136,7 +137,8 @@ def draw(launch: CapturedLaunch, seed: int, device: str = "cpu") -> list[tuple[s
     for name, spec in _tensor_specs(launch):
         dtype = getattr(torch, spec.dtype, None)
         if not isinstance(dtype, torch.dtype):
-            raise HarnessError(f"argument {name!r} has dtype {spec.dtype!r}, which this torch does not know")
+            raise HarnessError(f"argument {name!r} has dtype {spec.dtype!r}, which this torch does not know",
+                               Cause.TOOL)
         extent = max(spec.extent, 1)
         if dtype.is_floating_point:
             # on the CPU drawn as float32, then cast (the values every kept launch has had); on a device in the
@@ -179,7 +181,7 @@ def _value(arg: Argument, inputs: Mapping[str, Any]) -> Any:
         import torch
 
         return getattr(torch, arg.value)
-    raise HarnessError(f"argument {arg.name!r} cannot be replayed ({arg.value or 'unknown value'})")
+    raise HarnessError(f"argument {arg.name!r} cannot be replayed ({arg.value or 'unknown value'})", Cause.TOOL)
 
 
 def unreplayable(launch: CapturedLaunch) -> str | None:
@@ -230,6 +232,9 @@ def _pinned(tuners: list[Any], kwargs: dict[str, Any]) -> Iterator[dict[str, Any
 
 class PinningError(HarnessError):
     """The tool's own replay failed before the kernel ran (not the user's kernel): said as the tool's error."""
+
+    def __init__(self, message: str):
+        super().__init__(message, Cause.TOOL)
 
 
 def _captured_config(tuners: list[Any], kwargs: Mapping[str, Any]) -> tuple[Any, Any] | None:
@@ -333,7 +338,7 @@ def launcher(module: ModuleType, launch: CapturedLaunch) -> LaunchCall:
     sites pass under the gate are passed too (the TileIR surface drops them again on PTX)."""
     why = unreplayable(launch)
     if why:
-        raise HarnessError(f"the captured launch cannot be replayed: {why}")
+        raise HarnessError(f"the captured launch cannot be replayed: {why}", Cause.TOOL)
     name = launch.kernel
     kernel = getattr(module, name, None)
     if kernel is None:

@@ -82,13 +82,15 @@ class KernelRecord:
     in_place_params: list[str] = field(default_factory=list)  # pointers both read and written
     atomic_lines: list[int] = field(default_factory=list)  # atomic updates (a helper's: the call line)
     ir: dict[str, Any] | None = None  # the IR check of an entry kernel (status, specializations, ...)
+    made_by: str = "decorator"  # "decorator" (`@triton.jit`) | "assignment" (`k = triton.jit(k)` at module level)
+    bound_to: str | None = None  # made by assignment: the module-level name holding it, where not the def's
 
     def to_json(self) -> dict[str, Any]:
         data = to_jsonable(self)
         data["class"] = data.pop("kernel_class")
         order = ["file", "kernel", "line", "class", "confidence", "evidence", "strategy", "is_entry", "persistent",
                  "uses_tma", "uses_block_ptr", "findings", "tensor_of_pointer_lines", "calls", "pointer_params",
-                 "size_params", "in_place_params", "atomic_lines", "ir"]
+                 "size_params", "in_place_params", "atomic_lines", "ir", "made_by", "bound_to"]
         return {key: data[key] for key in order}
 
 
@@ -628,6 +630,8 @@ def _classify(kernel: KernelInfo, own: FunctionFacts, everything: list[tuple[Fun
         findings=[],
         tensor_of_pointer_lines=pointer_lines if kernel_class == "dot" else [],
         calls=list(kernel.calls),
+        made_by=kernel.made_by,
+        bound_to=kernel.bound_to,
     )
 
 

@@ -248,8 +248,10 @@ def _print_evidence(results: list[FileResult]) -> None:
     """-v: why each kernel got its class, and what the IR check did."""
     for result in results:
         for kernel in result.kernels:
+            made = "" if kernel.made_by == "decorator" else f", made by {kernel.made_by}" + (
+                f" as {kernel.bound_to}" if kernel.bound_to else "")
             console.print(f"{result.file}:{kernel.line}: {kernel.kernel}: {kernel.kernel_class} "
-                          f"(confidence {kernel.confidence:.2f}, strategy: {kernel.strategy})", markup=False,
+                          f"(confidence {kernel.confidence:.2f}, strategy: {kernel.strategy}{made})", markup=False,
                           soft_wrap=True)
             for evidence in kernel.evidence:
                 console.print(f"    line {evidence.line}: {evidence.text}", markup=False, soft_wrap=True)

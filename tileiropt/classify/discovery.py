@@ -16,14 +16,21 @@ every binding.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from tileiropt.classify.blocks import Branch, Definition, alternatives, condition, decided_against, module_definitions
-from tileiropt.classify.names import AUTOTUNE, CONFIG, CONSTEXPR, HEURISTICS, JIT, call_name, collect_import
-from tileiropt.classify.reexports import collect_reexports
+from tileiropt.classify.assigned import Made, assigned_kernels
+from tileiropt.classify.blocks import (
+    Branch,
+    Definition,
+    alternatives,
+    condition,
+    decided_against,
+    flatten,
+    module_definitions,
+)
+from tileiropt.classify.collector import Collector
+from tileiropt.classify.names import AUTOTUNE, CONFIG, CONSTEXPR, HEURISTICS, JIT, call_name
 from tileiropt.classify.source import SourceText, parse_source, read_source
 
 # Positional parameters of triton.Config(kwargs, num_warps, num_stages, num_ctas, maxnreg, pre_hook, ...).
@@ -72,6 +79,7 @@ class LaunchSite:
     grid: str  # source of the subscript
     args: list[str]  # positional argument sources
     kwargs: dict[str, str]  # keyword -> source (num_warps/num_stages too); `**x` is key "**"
+    launched_as: str | None = None  # the name launched, where an assignment bound the kernel to another one
 
 
 @dataclass
@@ -91,6 +99,20 @@ class KernelInfo:
     called_by: list[str] = field(default_factory=list)  # JIT functions of this module calling it
     wrappers: list[str] = field(default_factory=list)  # decorators that are not Triton's (a package's entry object)
     condition: str | None = None  # the module-level block it is defined in ("if HAS_TRITON"); None at the top
+    made_by: str = "decorator"  # "decorator" (`@triton.jit`) | "assignment" (`k = triton.jit(k)`, `assigned`)
+    bound_to: str | None = None  # made by assignment: the name holding its outermost object, where not the def's
+    bound_names: list[str] = field(default_factory=list)  # made by assignment: every name bound to it or a wrapper
+
+    @property
+    def names(self) -> list[str]:
+        """The module-level names the file launches the kernel through: its own (a decorated kernel's), or those
+        its assignments bind (`add = triton.jit(_add_py)`: `add`, never the plain def)."""
+        return list(self.bound_names) if self.made_by == "assignment" else [self.name]
+
+    @property
+    def binding(self) -> str:
+        """The module-level name holding the kernel's outermost object (its autotuner, heuristics, wrappers)."""
+        return self.bound_to or self.name
 
     @property
     def constexprs(self) -> set[str]:
@@ -131,6 +153,13 @@ class Scan:
     constants: dict[str, int] = field(default_factory=dict)  # module-level names bound once to an int literal
     branches: dict[int, Branch] = field(default_factory=dict)  # id(module-level statement) -> its branch
     configs_nodes: dict[str, ast.expr] = field(default_factory=dict)  # kernel name -> its autotuner's configs=
+    made: dict[str, Made] = field(default_factory=dict)  # kernel name -> how assignments made it (`assigned`)
+
+    def layers(self, kernel: str, node: ast.FunctionDef) -> list[ast.expr]:
+        """What is applied over a kernel's def, outermost first: its decorators, or the layers its assignments
+        apply (`assigned.Made.layers`)."""
+        made = self.made.get(kernel)
+        return list(made.layers) if made is not None and made.node is node else list(node.decorator_list)
 
 
 def discover(source: str, path: str = "<string>") -> ModuleInfo:
@@ -150,127 +179,9 @@ def scan_file(path: Path) -> Scan:
 def scan(source: str, path: str = "<string>") -> Scan:
     tree = parse_source(source, path)
     text = SourceText(source)
-    collector = _Collector(path)
+    collector = Collector(path)
     collector.visit(tree)
     return _Builder(collector, text, path).build(tree)
-
-
-# --------------------------------------------------------------------------- the single pass
-
-
-class _Collector(ast.NodeVisitor):
-    """One walk: imports, defs, module-level values, subscript calls, calls made inside defs."""
-
-    def __init__(self, path: str = "<string>") -> None:
-        self.path = path
-        self.aliases: dict[str, str] = {}
-        self.defs: list[ast.FunctionDef] = []  # every def, in source order
-        self.module_functions: dict[str, ast.FunctionDef] = {}
-        self.module_values: dict[str, list[ast.expr]] = {}  # module-level name -> assigned values
-        self.subscript_calls: list[tuple[ast.Call, ast.FunctionDef | None]] = []  # name[...](...), enclosing def
-        self.called: dict[int, list[str]] = {}  # id(def) -> names it calls, in order
-        self.returns_value: set[int] = set()  # id(def) with a `return <expr>`
-        self._stack: list[ast.FunctionDef] = []
-        self._class_depth = 0
-        self._handlers: dict[type[ast.AST], Callable[[Any], None]] = {
-            ast.Import: self.visit_Import, ast.ImportFrom: self.visit_ImportFrom,
-            ast.FunctionDef: self.visit_FunctionDef, ast.AsyncFunctionDef: self.visit_FunctionDef,
-            ast.ClassDef: self.visit_ClassDef, ast.Lambda: self.visit_Lambda,
-            ast.Assign: self.visit_Assign, ast.AnnAssign: self.visit_AnnAssign,
-            ast.AugAssign: self.visit_AugAssign, ast.Call: self.visit_Call,
-            ast.Return: self.visit_Return}
-
-    # dispatch by type (faster than NodeVisitor's name lookup on big files) -------
-    def visit(self, node: ast.AST) -> None:
-        handler = self._handlers.get(type(node))
-        if handler is not None:
-            handler(node)
-        else:
-            self.generic_visit(node)
-
-    def generic_visit(self, node: ast.AST) -> None:
-        visit = self.visit
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)):
-                visit(child)
-
-    # imports -----------------------------------------------------------------
-    def visit_Import(self, node: ast.Import) -> None:
-        collect_import(node, self.aliases)
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        collect_import(node, self.aliases)
-        collect_reexports(node, self.path, self.aliases)  # `from pkg._triton import triton, tl`
-
-    # scopes ------------------------------------------------------------------
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self.defs.append(node)
-        if not self._stack and not self._class_depth:
-            self.module_functions[node.name] = node
-        for decorator in node.decorator_list:
-            self.visit(decorator)
-        self._visit_arguments(node.args)
-        self._stack.append(node)
-        for statement in node.body:
-            self.visit(statement)
-        self._stack.pop()
-
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
-
-    def _visit_arguments(self, args: ast.arguments) -> None:
-        for default in (*args.defaults, *[d for d in args.kw_defaults if d is not None]):
-            self.visit(default)
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self._class_depth += 1
-        self.generic_visit(node)
-        self._class_depth -= 1
-
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        self.visit(node.body)
-
-    # module-level values -----------------------------------------------------
-    def _module_level(self) -> bool:
-        return not self._stack and not self._class_depth
-
-    def visit_Assign(self, node: ast.Assign) -> None:
-        if self._module_level():
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    self.module_values.setdefault(target.id, []).append(node.value)
-        self.generic_visit(node)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if self._module_level() and isinstance(node.target, ast.Name) and node.value is not None:
-            self.module_values.setdefault(node.target.id, []).append(node.value)
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        if self._module_level() and isinstance(node.target, ast.Name):
-            self.module_values.setdefault(node.target.id, []).append(node.value)
-        self.generic_visit(node)
-
-    # calls -------------------------------------------------------------------
-    def visit_Call(self, node: ast.Call) -> None:
-        func = node.func
-        if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):
-            self.subscript_calls.append((node, self._stack[-1] if self._stack else None))
-        elif isinstance(func, ast.Name) and self._stack:
-            self.called.setdefault(id(self._stack[-1]), []).append(func.id)
-        elif (self._module_level() and isinstance(func, ast.Attribute) and func.attr in ("append", "extend")
-              and isinstance(func.value, ast.Name) and node.args):
-            # `configs.append(triton.Config(...))` / `configs.extend([...])` at module level
-            self.module_values.setdefault(func.value.id, []).append(node.args[0])
-        self.generic_visit(node)
-
-    def visit_Return(self, node: ast.Return) -> None:
-        if node.value is not None and self._stack and not _is_none(node.value):
-            self.returns_value.add(id(self._stack[-1]))
-        self.generic_visit(node)
-
-
-def _is_none(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
 
 
 # --------------------------------------------------------------------------- building records
@@ -287,31 +198,31 @@ def _not_here(defs: list[ast.FunctionDef], branches: dict[int, Branch]) -> set[i
 
 
 class _Builder:
-    def __init__(self, collector: _Collector, text: SourceText, path: str):
+    def __init__(self, collector: Collector, text: SourceText, path: str):
         self.c = collector
         self.text = text
         self.path = path
         self.aliases = collector.aliases
         self.configs_nodes: dict[str, ast.expr] = {}
+        self.made: dict[str, Made] = {}  # kernel name -> how assignments made it
         self._not_here: set[int] = set()  # defs this environment does not run (`_not_here`)
 
     def build(self, tree: ast.Module) -> Scan:
-        definitions, branches = module_definitions(tree, self.text, lambda node: self._jit_decorator(node) is not None)
+        made = {id(m.node): m for m in assigned_kernels((s for s, _ in flatten(tree)), self.aliases)}
+        definitions, branches = module_definitions(
+            tree, self.text, lambda node: self._jit_decorator(node) is not None or id(node) in made)
         kernel_nodes: list[ast.FunctionDef] = []
-        jit_decorators: list[ast.expr] = []
         self._not_here = _not_here(self.c.defs, branches)
         for node in self.c.defs:
-            decorator = self._jit_decorator(node)
-            if decorator is not None and id(node) not in self._not_here \
+            if (self._jit_decorator(node) is not None or id(node) in made) and id(node) not in self._not_here \
                     and not self._alternative_of_kernel(node, kernel_nodes, branches):
                 kernel_nodes.append(node)
-                jit_decorators.append(decorator)
+        self.made = {node.name: made[id(node)] for node in kernel_nodes if id(node) in made}
         module_functions = self._module_functions(branches)
-        jit_function_names = {node.name for node in kernel_nodes}
-        launches, launch_functions, launch_calls = self._launches(jit_function_names)
+        names = self._launched_names(kernel_nodes)
+        launches, launch_functions, launch_calls = self._launches(names)
 
-        kernels = [self._kernel(node, decorator, jit_function_names, launches)
-                   for node, decorator in zip(kernel_nodes, jit_decorators, strict=True)]
+        kernels = [self._kernel(node, names, launches) for node in kernel_nodes]
         for kernel in kernels:
             for callee in kernel.calls:
                 for other in kernels:
@@ -335,7 +246,15 @@ class _Builder:
         return Scan(module=module, tree=tree, text=self.text, kernel_nodes=kernel_nodes,
                     functions=module_functions, launch_functions=launch_functions,
                     launch_calls=launch_calls, constants=self._constants(), branches=branches,
-                    configs_nodes=self.configs_nodes)
+                    configs_nodes=self.configs_nodes, made=self.made)
+
+    def _launched_names(self, kernel_nodes: list[ast.FunctionDef]) -> dict[str, str]:
+        """Module-level name -> the kernel launched through it: a decorated kernel's own name, every name the
+        assignments of a kernel made by assignment bind (`add = triton.jit(_add_py)`: `add`)."""
+        names = {node.name: node.name for node in kernel_nodes if node.name not in self.made}
+        for kernel, made in self.made.items():
+            names.update(dict.fromkeys(made.names, kernel))
+        return names
 
     @staticmethod
     def _alternative_of_kernel(node: ast.FunctionDef, kernels: list[ast.FunctionDef],
@@ -373,12 +292,16 @@ class _Builder:
                 return decorator
         return None
 
-    def _kernel(self, node: ast.FunctionDef, decorator: ast.expr, jit_function_names: set[str],
-                launches: dict[str, list[LaunchSite]]) -> KernelInfo:
+    def _kernel(self, node: ast.FunctionDef, names: dict[str, str], launches: dict[str, list[LaunchSite]]
+                ) -> KernelInfo:
+        """The record of one kernel, from what is applied over its def: its decorators, or the layers its
+        assignments apply (`assigned`), read alike."""
+        made = self.made.get(node.name)
+        made = made if made is not None and made.node is node else None
         autotune = None
         heuristics: dict[str, str] = {}
         wrappers: list[str] = []
-        for dec in node.decorator_list:
+        for dec in made.layers if made is not None else node.decorator_list:
             name = call_name(dec, self.aliases)
             if name in AUTOTUNE and isinstance(dec, ast.Call):
                 autotune = self._autotune(dec, node.name)
@@ -394,16 +317,19 @@ class _Builder:
                 wrappers.append(self.text.segment(dec))
         calls: list[str] = []
         for callee in self.c.called.get(id(node), []):
-            if callee in jit_function_names and callee != node.name and callee not in calls:
-                calls.append(callee)
+            helper = names.get(callee)
+            if helper is not None and helper != node.name and helper not in calls:
+                calls.append(helper)
         first_line = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        jit = made.jit if made is not None else self._jit_decorator(node)
+        assert jit is not None  # a kernel has one or the other
         return KernelInfo(
             name=node.name,
             line=node.lineno,
             first_line=first_line,
             end_line=node.end_lineno or node.lineno,
             params=self._params(node.args),
-            jit_decorator=self.text.segment(decorator),
+            jit_decorator=self.text.segment(jit),
             autotune=autotune,
             heuristics=heuristics,
             launches=list(launches.get(node.name, [])),
@@ -411,6 +337,9 @@ class _Builder:
             is_entry=False,
             returns_value=id(node) in self.c.returns_value,
             wrappers=wrappers,
+            made_by="assignment" if made is not None else "decorator",
+            bound_to=made.top if made is not None and made.top != node.name else None,
+            bound_names=list(made.names) if made is not None else [],
         )
 
     def _params(self, args: ast.arguments) -> list[Param]:
@@ -544,17 +473,20 @@ class _Builder:
         return self._meta_dict(values) if values is not None else {}
 
     # launches ----------------------------------------------------------------
-    def _launches(self, jit_function_names: set[str]) -> tuple[
+    def _launches(self, names: dict[str, str]) -> tuple[
             dict[str, list[LaunchSite]], dict[tuple[str, int], ast.FunctionDef | None],
             dict[tuple[str, int], ast.Call]]:
+        """Each `name[grid](...)` of the file whose name is one the kernels are launched through (`names`: the
+        module-level name -> the kernel), by kernel; keyed by (kernel, line) for the def and the call."""
         launches: dict[str, list[LaunchSite]] = {}
         functions: dict[tuple[str, int], ast.FunctionDef | None] = {}
         calls: dict[tuple[str, int], ast.Call] = {}
         for call, function in self.c.subscript_calls:
             subscript = call.func
             assert isinstance(subscript, ast.Subscript) and isinstance(subscript.value, ast.Name)
-            name = subscript.value.id
-            if name not in jit_function_names:
+            launched = subscript.value.id
+            name = names.get(launched)
+            if name is None:
                 continue
             kwargs = {}
             for keyword in call.keywords:
@@ -567,6 +499,7 @@ class _Builder:
                 grid=self.text.segment(subscript.slice),
                 args=[self.text.segment(arg) for arg in call.args],
                 kwargs=kwargs,
+                launched_as=launched if launched != name else None,
             ))
         return launches, functions, calls
 

@@ -35,6 +35,7 @@ class Stop:
     kernel: str
     phase: str
     reason: str
+    cause: str | None = None  # whose failure stopped it (a `schema.Cause`), where a failed record did
 
 
 @dataclass

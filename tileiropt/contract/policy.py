@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol, TypeVar
 
 from tileiropt.contract.outcome import Outcome, Stop
-from tileiropt.errors import ExitCode, run_exit_code
+from tileiropt.errors import ExitCode, run_exit_code, verdicts_exit_code
 
 
 class Named(Protocol):
@@ -39,7 +39,13 @@ def run_failed(outcomes: Sequence[Outcome], *, set_aside: bool) -> bool:
     return set_aside or any(o.stops or o.fails_run for o in outcomes)
 
 
-def exit_code(outcomes: Sequence[Outcome], *, set_aside: bool, interrupted: bool) -> ExitCode:
-    """130 interrupted, 1 the run failed (`run_failed`), 3 what was asked needs what this machine lacks, else 0."""
+def exit_code(outcomes: Sequence[Outcome], *, set_aside: bool, interrupted: bool,
+              attention: Sequence[str | None] = ()) -> ExitCode:
+    """The run's one exit code: 130 interrupted; else, where kernels need attention (`attention`: each one's cause,
+    None for one without), the code of their causes (`errors.verdicts_exit_code`: 1 the kernel's own, 4-10 a
+    compiler, the machine, the tool, ...); else 1 the run failed (`run_failed`), 3 what was asked needs what this
+    machine lacks, else 0."""
+    if not interrupted and attention:
+        return verdicts_exit_code(list(attention))
     return run_exit_code(interrupted=interrupted, failed=run_failed(outcomes, set_aside=set_aside),
                          not_run_here=any(o.not_run_here for o in outcomes))

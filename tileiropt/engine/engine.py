@@ -23,7 +23,7 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from tileiropt.check.environment import triton_distribution
@@ -39,6 +39,7 @@ from tileiropt.engine.workers import (
     stop_all,
 )
 from tileiropt.harness.backends import BACKENDS, Backend
+from tileiropt.harness.blame import Death, lost_worker
 from tileiropt.harness.provenance import Provenance
 
 WORKER_MODULE = "tileiropt.run.job_worker"
@@ -71,9 +72,10 @@ class JobKind(Protocol[J_contra]):
         """Take one of the job's result events (`kind`: its "event", None when it has none); the index of the item
         it finished, or None."""
 
-    def lost(self, job: J_contra, backend: str, item: int | None, label: str, cause: str, seconds: float | None,
+    def lost(self, job: J_contra, backend: str, item: int | None, label: str, death: Death, seconds: float | None,
              launcher: Launcher, base: Provenance) -> None:
-        """The worker died or hung in `item` (None: before any item, while importing or preparing)."""
+        """The worker died or hung in `item` (None: before any item, while importing or preparing): `death` is how,
+        with its evidence, from which the kind tells whose failure it is (`harness.blame.blame_death`)."""
 
     def ended(self, job: J_contra, finished: bool) -> None:
         """The job is done with (False: cut short)."""
@@ -268,6 +270,9 @@ class Slots(Generic[J]):
     lock: threading.Lock = field(default_factory=threading.Lock)
     workers_started: int = 0
     causes: dict[str, str] = field(default_factory=dict)  # per backend: why a slot gave it up
+    retried: set[tuple[int, int]] = field(default_factory=set)  # (job, item) run again after its worker died
+    crashes: collections.defaultdict[int, list[object]] = field(
+        default_factory=lambda: collections.defaultdict(list))  # per job: how each item's worker ended
 
     def serve(self, launcher: Launcher = LOCAL) -> None:
         """One slot: start a worker for the backend the pool chooses and feed it while the pool has jobs for
@@ -296,7 +301,8 @@ class Slots(Generic[J]):
             if in_a_row >= 2:
                 if backend not in self.pool.worked:
                     for job in self.pool.drain(backend):
-                        self.kind.lost(job, backend, None, "", outcome.cause, None, launcher, self._base(backend))
+                        self.kind.lost(job, backend, None, "", outcome.death or lost_worker(outcome.cause), None,
+                                       launcher, self._base(backend))
                         self.kind.ended(job, False)
                 self.causes[backend] = outcome.cause
                 given_up.add(backend)
@@ -308,7 +314,8 @@ class Slots(Generic[J]):
         """Jobs no worker took (every slot gave up on their backend): lost with the cause, never silently."""
         for backend, job in self.pool.drain_all():
             cause = self.causes.get(backend, "no worker could take it")
-            self.kind.lost(job, backend, None, "", f"no worker took it: {cause}", None, LOCAL, self._base(backend))
+            self.kind.lost(job, backend, None, "", lost_worker(f"no worker took it: {cause}"), None, LOCAL,
+                           self._base(backend))
             self.kind.ended(job, False)
 
     def _base(self, backend: str) -> Provenance:
@@ -407,30 +414,61 @@ class Slots(Generic[J]):
         if events.finished or STOPPING.is_set():  # interrupted: what did not finish is not a record
             return
         cause = events.cause
+        death = events.death or lost_worker(cause)
         if current is not None and not acked:  # sent, never begun: it goes back for the next worker
             self.pool.put_back(current, name)
             current = None
         if not outcome.took_a_job:
             outcome.cause = f"the worker did not start: {cause}" if worker.hello is None else \
                 f"the worker stopped before its first job: {cause}"
+            outcome.death = replace(death, words=outcome.cause)
             return
         if current is None:  # it left between jobs: a new worker goes on
             return
         base = self._base(name)
-        if started is not None:  # the item that was running costs its record
+        if started is not None:  # the item that was running costs its record, once it crashed a fresh worker too
+            if self.retry_in_fresh_worker(current, started, death):
+                self.pool.put_back(current, name)
+                return
             label = plan[started] if started < len(plan) else f"item {started}"
-            kind.lost(current, name, started, label, cause, round(time.monotonic() - started_at, 3), launcher, base)
+            kind.lost(current, name, started, label, death, round(time.monotonic() - started_at, 3), launcher, base)
             current.start_item = started + 1
+            if self.crashed_alike(current, death) and current.start_item < len(plan):
+                kind.lost(current, name, current.start_item, "", replace(death, words=(
+                    f"not tried: {len(plan) - current.start_item} more config(s) left after two configs ended the "
+                    f"worker the same way ({death.words}); said once")), None, launcher, base)
+                current.start_item = len(plan)
         elif last_item is not None:  # the worker left on its own after an item: go on
             current.start_item = last_item + 1
         else:  # it never reached an item: importing, building inputs or the reference
-            kind.lost(current, name, None, "", f"{cause} (while importing the file or evaluating the reference)",
-                      None, launcher, base)
+            kind.lost(current, name, None, "", replace(death, words=(
+                f"{death.words} (while importing the file or evaluating the reference)")), None, launcher, base)
             current.start_item = len(plan)
         if current.start_item < len(plan):
             self.pool.put_back(current, name)
         else:
             kind.ended(current, False)
+
+    def retry_in_fresh_worker(self, job: J, item: int, death: Death) -> bool:
+        """Whether the item a worker died in runs once more, in a fresh worker: a crash is evidence, not a verdict,
+        so a config that ended its worker gets a second worker before its record says so. A timeout is not retried
+        (it would cost its limit again), nor is an interrupted run."""
+        if death.timed_out is not None or STOPPING.is_set():
+            return False
+        key = (id(job), item)
+        with self.lock:
+            if key in self.retried:
+                return False
+            self.retried.add(key)
+        return True
+
+    def crashed_alike(self, job: J, death: Death) -> bool:
+        """Whether two items of `job` have now ended their workers the same way (its signal or exit code): the rest
+        would too, so they are said once instead of tried."""
+        with self.lock:
+            self.crashes[id(job)].append(death.returncode if death.timed_out is None else "timeout")
+            ways = self.crashes[id(job)]
+        return len(ways) >= 2 and ways[-1] == ways[-2]
 
     def _timed(self, job: J, backend: str, launcher: Launcher, seconds: float, parts: dict[str, Any],
                worker_start: float | None) -> None:
@@ -460,6 +498,7 @@ class WorkerOutcome:
     parked: bool = False  # it is kept, idle, for a later job of the run
     took_a_job: bool = False
     cause: str = ""  # why it ended without beginning a job
+    death: Death | None = None  # how, with the worker's evidence
 
     @property
     def fruitless(self) -> bool:

@@ -32,6 +32,7 @@ from typing import Any
 
 from tileiropt.cache import cache_dir
 from tileiropt.harness.backends import Backend, backend_env
+from tileiropt.harness.blame import STDERR_KEPT, Death
 from tileiropt.harness.provenance import Provenance
 
 STARTUP_TIMEOUT_S = 120.0  # importing torch and triton in a fresh worker
@@ -80,7 +81,7 @@ class WorkerProcess:
         self.hello: Provenance | None = None  # what its "hello" said (None until then)
         self.hello_seconds: float | None = None  # from its start to its "hello": torch, Triton and CUDA imported
         self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self.stderr: collections.deque[str] = collections.deque(maxlen=40)
+        self.stderr: collections.deque[str] = collections.deque(maxlen=STDERR_KEPT)
         with _LIVE_LOCK:
             if STOPPING.is_set():
                 raise Stopped()
@@ -157,6 +158,12 @@ class WorkerProcess:
         self._input.put(None)  # the writer thread ends too
         with _LIVE_LOCK:
             _LIVE.discard(self)
+
+    def death(self, timed_out: float | None = None) -> Death:
+        """How it ended, with its stderr tail: the evidence a job kind tells the cause from (`harness.blame`)."""
+        words = f"timeout after {timed_out:g}s" if timed_out is not None else self.exit_description()
+        return Death(self.proc.returncode, list(self.stderr), timed_out=timed_out, started=self.hello is not None,
+                     words=words)
 
     def exit_description(self) -> str:
         """"crashed: SIGSEGV" or "crashed (exit code 1): <last stderr line>"."""
@@ -317,6 +324,7 @@ class WorkerEvents:
         self.provenance: Provenance | None = None  # from "hello"; None when the worker never started
         self.finished = False
         self.cause = ""
+        self.death: Death | None = None  # how the worker ended, where it did not say "done"
 
     def __iter__(self) -> Iterator[tuple[str | None, dict[str, Any]]]:
         while True:
@@ -326,9 +334,11 @@ class WorkerEvents:
             except queue.Empty:
                 self.worker.kill()
                 self.cause = "interrupted" if STOPPING.is_set() else f"timeout after {timeout:g}s"
+                self.death = self.worker.death(timeout)
                 return
             if event is None:
-                self.cause = self.worker.exit_description()
+                self.death = self.worker.death()
+                self.cause = self.death.words
                 return
             kind = event.get("event")
             if kind == "hello":

@@ -38,12 +38,18 @@ from tileiropt.harness import stand_ins
 from tileiropt.harness.entry_ref import reference_kind
 from tileiropt.harness.exception_sites import exception_chain
 from tileiropt.harness.script_definitions import definitions_only
+from tileiropt.schema import Cause
 
 DEFAULT_INT_RANGE = (0, 16)
 
 
 class HarnessError(Exception):
-    """A problem with the kernel file, its entry or its reference (not with the kernel's numbers)."""
+    """A problem with the kernel file, its entry or its reference (not with the kernel's numbers). `cause`: whose it
+    is, where the raiser knows (the reference, the tool's replay); None: told by the frames (`harness.blame`)."""
+
+    def __init__(self, message: str, cause: Cause | None = None):
+        super().__init__(message)
+        self.cause = cause
 
 
 # --------------------------------------------------------------------------- importing
@@ -263,7 +269,7 @@ class Reference:
         try:
             return cls(text, reference_kind(text))
         except ValueError as exc:
-            raise HarnessError(str(exc)) from None
+            raise HarnessError(str(exc), Cause.REFERENCE) from None
 
     def resolve(self, original: Callable[..., Any] | None = None) -> Callable[..., Any]:
         """A callable taking (inputs, args, dims) and returning the reference output; `original` is the
@@ -290,13 +296,13 @@ def import_function(text: str) -> Callable[..., Any]:
     try:
         obj: Any = importlib.import_module(module_name)
     except Exception as exc:
-        raise HarnessError(f"reference {text!r}: cannot import {module_name!r}: {exc}") from None
+        raise HarnessError(f"reference {text!r}: cannot import {module_name!r}: {exc}", Cause.REFERENCE) from None
     for part in attr_path.split("."):
         if not hasattr(obj, part):
-            raise HarnessError(f"reference {text!r}: {module_name!r} has no attribute {attr_path!r}")
+            raise HarnessError(f"reference {text!r}: {module_name!r} has no attribute {attr_path!r}", Cause.REFERENCE)
         obj = getattr(obj, part)
     if not callable(obj):
-        raise HarnessError(f"reference {text!r} is not callable")
+        raise HarnessError(f"reference {text!r} is not callable", Cause.REFERENCE)
     return obj
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from tileiropt.harness.entry_ref import EntryRef
 from tileiropt.harness.gate import HELPER_MODULE, helper_import_level
 from tileiropt.harness.harness import HarnessError, import_kernel_module
+from tileiropt.harness.package_paths import _root_of, package_folder  # noqa: F401 - the loader's own names
 
 if TYPE_CHECKING:
     from torch.library import Library
@@ -70,19 +71,6 @@ def import_name(original: Path, module: str | None, entry: str) -> str | None:
     if stem in sys.stdlib_module_names or stem in _NEVER_FORGOTTEN:
         return None
     return stem
-
-
-def _root_of(original: Path, name: str) -> Path:
-    """The folder `name` is imported from: above the top package of the original file."""
-    levels = name.count(".") + (1 if original.name == "__init__.py" else 0)
-    return original.resolve().parents[levels]
-
-
-def package_folder(original: Path, module: str | None) -> Path | None:
-    """The folder of the top package holding `original` (None outside a package)."""
-    if not module or "." not in module:
-        return None
-    return _root_of(original, module) / module.split(".")[0]
 
 
 def forget(top_names: Iterable[str]) -> None:

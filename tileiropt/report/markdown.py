@@ -49,7 +49,7 @@ from tileiropt.schema import FAIL, PASS
 T = TypeVar("T")
 
 TEMPLATE = "report.md"
-VERDICT_TEXT = {PASS: "PASSED", FAIL: "FAILED"}  # how a verdict that ran reads in the report
+VERDICT_TEXT: dict[str, str] = {PASS: "PASSED", FAIL: "FAILED"}  # how a verdict that ran reads in the report
 KERNEL_MARKER = "<!-- tileiropt:kernel-section"
 
 

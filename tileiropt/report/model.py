@@ -14,7 +14,7 @@ from tileiropt.classify.rules.base import KernelFinding
 from tileiropt.records.run import RunResult
 from tileiropt.report.library import LibrarySummary
 from tileiropt.report.verdict import KernelVerdict
-from tileiropt.schema import SCHEMA_VERSION
+from tileiropt.schema import SCHEMA_VERSION, Cause
 
 
 @dataclass
@@ -36,6 +36,9 @@ class Verdict:
     failures: list[str] = field(default_factory=list)  # "config: reason", the first few
     notes: list[str] = field(default_factory=list)  # e.g. shapes scaled for the interpreter
     agrees_only: bool = False  # a pass computed where the interpreter's bfloat16 products are wrong (probed)
+    cause: Cause | None = None  # FAIL: whose failure the first failing record is; PASS: a caveat (NONDETERMINISM)
+    failed_status: str = ""  # FAIL: the first failing record's own status (fail: wrong values; error: it raised)
+    evidence: list[str] = field(default_factory=list)  # FAIL: what its cause was told from (last frames, stderr)
 
 
 @dataclass

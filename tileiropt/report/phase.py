@@ -19,9 +19,11 @@ from tileiropt.report.verdict import ATTENTION
 from tileiropt.schema import PASS
 
 
-def report_run(result: RunResult, held: Artifacts, on_event: Callable[[str, str], None]) -> None:
-    """Render report.md from the records the run `held` (those it did not make are read from its folder); a kernel
-    whose verdict needs attention makes the run's answer no."""
+def report_run(result: RunResult, held: Artifacts, on_event: Callable[[str, str], None],
+               decide: Callable[[list[str | None]], ExitCode]) -> None:
+    """Render report.md from the records the run `held` (those it did not make are read from its folder); the run's
+    exit code is `decide`d once, from the causes of the kernels whose verdict needs attention (none, where the
+    report could not be built)."""
     store = Store(held.folder)
     path = store.folder / REPORT_FILE
     phase = PhaseResult("report", PASS, detail=str(path))
@@ -29,17 +31,21 @@ def report_run(result: RunResult, held: Artifacts, on_event: Callable[[str, str]
     result.report = str(path)
     on_event("report", "start")
     started = time.monotonic()
+    decided = False
     try:
         held.run = copy.deepcopy(result)
         report = build_report(load_artifacts(store.folder, held), result.kernels)
-        result.verdicts = {k.name: {"bucket": k.verdict.bucket, "text": k.verdict.text}
+        verdicts = [k.verdict for k in report.kernels if k.verdict is not None]
+        result.verdicts = {k.name: {"bucket": k.verdict.bucket, "text": k.verdict.text,
+                                    **({"cause": str(k.verdict.cause)} if k.verdict.cause else {})}
                            for k in report.kernels if k.verdict is not None}
-        if any(v["bucket"] == ATTENTION for v in result.verdicts.values()) and \
-                result.exit_code in (ExitCode.OK, ExitCode.NOT_RUN):
-            result.exit_code = int(ExitCode.FAILED)  # a kernel that needs attention is not a success
+        result.exit_code = int(decide([v.cause for v in verdicts if v.bucket == ATTENTION]))
+        decided = True
         report.run = copy.deepcopy(result)  # the verdicts and exit code run.json keeps
         write_markdown(report, path)
     finally:  # the run's record is saved whatever the rendering did
+        if not decided:
+            result.exit_code = int(decide([]))
         phase.seconds = round(time.monotonic() - started, 3)  # only this is not in what the report rendered
         store.save(RunResult, result)
     on_event("report", PASS)

@@ -21,7 +21,7 @@ from tileiropt.phases import comes_after
 from tileiropt.records.run import RunResult
 from tileiropt.report.artifacts import APPLY_FILE, CLASSIFY_FILE, Artifacts
 from tileiropt.report.model import Classification, Coverage, Section, Verdict
-from tileiropt.schema import BF16_WRONG, ERROR, FAIL, NOT_RUN, PASS
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, Cause
 from tileiropt.validate.records import VALIDATE_FILE, ValidationRecord
 
 # looked up by a classify record's class (None where a record has none)
@@ -165,10 +165,11 @@ def verdict(records: list[ValidationRecord]) -> Verdict:
         fallback=any(r.provenance.fallback for r in ran),
         failures=[f"{r.config} [{dtype_key(r.dtypes)}]: {r.status}: {r.reason}" for r in bad[:MAX_FAILURES]],
         notes=notes,
-        agrees_only=any(BF16_WRONG in r.reason for r in ran if r.status == PASS),
+        agrees_only=any(r.bf16_wrong for r in ran if r.status == PASS),
+        cause=bad[0].cause or Cause.UNKNOWN if bad else next((r.cause for r in ran if r.cause), None),
+        failed_status=bad[0].status if bad else "",
+        evidence=list(bad[0].evidence) if bad else [],
     )
-    if result.reason and not result.reason.startswith("not run"):
-        result.reason = f"not run: {result.reason}"
     return result
 
 

@@ -17,13 +17,14 @@ A kernel lands in one bucket, first match wins:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tileiropt.bench.records import SLOWER
 from tileiropt.classify.rules.base import KernelFinding
-from tileiropt.errors import PINNING_ERROR
-from tileiropt.schema import ERROR, FAIL, PASS, REJECTED_BY_TILEIR
+from tileiropt.errors import ExitCode, cause_exit_code
+from tileiropt.schema import ERROR, FAIL, PASS, Cause
 
 if TYPE_CHECKING:
     from tileiropt.report.model import KernelReport, Verdict
@@ -33,7 +34,32 @@ ATTENTION, READY, EMULATED, PROVEN, UNTUNED, UNPROVEN = \
 BUCKETS = (ATTENTION, READY, EMULATED, PROVEN, UNTUNED, UNPROVEN)
 BUCKET_LABELS = {ATTENTION: "needs attention", READY: "validated on TileIR", EMULATED: "validated on TileIR (emulated)",
                  PROVEN: "ready to try on TileIR", UNTUNED: "compatible with TileIR, not tuned", UNPROVEN: "not proven"}
-SLOWER = "slower"  # the paired verdict of a slower optimized file (runtime.bench.records.SLOWER)
+
+# What a failed check of the original says first, by whose failure it is
+ORIGINAL_FAILS = {
+    Cause.KERNEL: "the original fails its own check",
+    Cause.REFERENCE: "the project's reference raised, not the kernel (fix: the kernel's `reference` key)",
+    Cause.COMPILER: "the compiler rejects the original",
+    Cause.ENVIRONMENT: "this machine cannot run the original",
+    Cause.TOOL: "tileiropt could not replay the original: an error of tileiropt, not of the kernel",
+    Cause.NONDETERMINISM: "the original disagrees with itself on the same inputs",
+    Cause.TIMEOUT: "the original's check did not finish in the time allowed",
+    Cause.OUT_OF_MEMORY: "the original's check ran out of memory",
+    Cause.UNKNOWN: "the original's check failed, and whose failure it is could not be told",
+}
+# ... and a failed check of the TileIR code
+TILEIR_FAILS = {
+    Cause.KERNEL: "the TileIR code gives wrong results",
+    Cause.REFERENCE: "the project's reference raised, not the kernel (fix: the kernel's `reference` key)",
+    Cause.COMPILER: "the TileIR compiler rejects it",
+    Cause.ENVIRONMENT: "this machine cannot run its TileIR code",
+    Cause.TOOL: "tileiropt could not replay it: an error of tileiropt, not of the kernel",
+    Cause.NONDETERMINISM: "the original disagrees with itself on the same inputs, beyond what the TileIR code is "
+                          "compared within",
+    Cause.TIMEOUT: "its TileIR code did not finish in the time allowed",
+    Cause.OUT_OF_MEMORY: "its TileIR code ran out of memory",
+    Cause.UNKNOWN: "its TileIR code failed, and whose failure it is could not be told",
+}
 
 
 @dataclass
@@ -43,6 +69,15 @@ class KernelVerdict:
     proven_on: str = ""  # PROVEN: the backend the TileIR code passed on
     max_difference: float | None = None  # PROVEN: the largest difference from the original's output
     agrees_only: bool = False  # PROVEN on the interpreter where its bfloat16 products are wrong: the files agree
+    cause: Cause | None = None  # ATTENTION from a failed check: whose failure it is; else a caveat, or None
+    evidence: list[str] = field(default_factory=list)  # what that cause was told from (the failing call's frames)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The exit code this verdict alone gives a run (`errors.cause_exit_code`; README: exit codes)."""
+        if self.bucket != ATTENTION:
+            return ExitCode.OK
+        return cause_exit_code(self.cause)
 
 
 def error_findings(findings: list[KernelFinding]) -> list[KernelFinding]:
@@ -62,14 +97,13 @@ def kernel_verdict(k: KernelReport, rejected: dict[str, dict[str, Any]] | None =
     set_aside = (rejected or {}).get(str(Path(k.optimized_path).resolve())) if k.optimized_path else None
     code = k.tileir_code
     if k.stopped:
-        return KernelVerdict(ATTENTION, f"stopped at {k.stopped.get('phase')}: {_short(k.stopped.get('reason'))}")
+        cause = k.stopped.get("cause")
+        return KernelVerdict(ATTENTION, f"stopped at {k.stopped.get('phase')}: {_short(k.stopped.get('reason'))}",
+                             cause=Cause(cause) if cause in set(Cause) else None)
     if set_aside:
         return KernelVerdict(ATTENTION, f"its optimized file was set aside: {_short(set_aside.get('reason'))}")
     if k.compatibility.status in (FAIL, ERROR):
-        failure = _first_failure(k.compatibility)
-        if PINNING_ERROR in str(failure):  # the tool's own error: never the user's kernel failing
-            return KernelVerdict(ATTENTION, f"tileiropt could not replay the original: {_short(failure)}")
-        return KernelVerdict(ATTENTION, f"the original fails its own check: {_short(failure)}")
+        return _failed(k.compatibility, ORIGINAL_FAILS, where=False)
     if any((r.get("paired") or {}).get("verdict") == SLOWER for r in k.benchmark.ptx_ratios):
         return KernelVerdict(ATTENTION, "its optimized file is slower than the original on PTX beyond the threshold "
                                         "(see its benchmark): it is not kept")
@@ -77,11 +111,7 @@ def kernel_verdict(k: KernelReport, rejected: dict[str, dict[str, Any]] | None =
     wrong = next((v for v in (k.tileir_validation, emulated, code) if v is not None and v.status in (FAIL, ERROR)),
                  None)
     if wrong is not None:
-        where = wrong.backend_description or wrong.backend
-        failure = _first_failure(wrong)
-        what = "the TileIR compiler rejects it" if REJECTED_BY_TILEIR in failure else \
-            "tileiropt could not replay it" if PINNING_ERROR in failure else "the TileIR code gives wrong results"
-        return KernelVerdict(ATTENTION, f"{what} ({where}): {_short(failure)}")
+        return _failed(wrong, TILEIR_FAILS, where=True)
     fell_back = next((v for v in (k.tileir_validation, emulated) if v is not None and v.status == PASS and v.fallback),
                      None)
     if fell_back is not None:  # it passed, but PTX compiled it: it never ran on TileIR, and nothing said so
@@ -122,6 +152,18 @@ def kernel_verdict(k: KernelReport, rejected: dict[str, dict[str, Any]] | None =
                                        "(run the same command again to go on)")
     reason = (code.reason if code is not None else "") or k.tileir_validation.reason or "not run"
     return KernelVerdict(UNPROVEN, f"the TileIR code never ran: {_short(reason)}")
+
+
+def _failed(failed: Verdict, words: dict[Cause, str], *, where: bool) -> KernelVerdict:
+    """The verdict of a failed check, in the words of its cause (an errored record whose kernel raised is said so,
+    never as wrong results)."""
+    cause = failed.cause or Cause.UNKNOWN
+    what = words[cause]
+    if cause == Cause.KERNEL and failed.failed_status == ERROR:
+        what = "the original raises in its own code" if words is ORIGINAL_FAILS else "the TileIR code raises"
+    on = f" ({failed.backend_description or failed.backend})" if where else ""
+    return KernelVerdict(ATTENTION, f"{what}{on}: {_short(_first_failure(failed))}", cause=cause,
+                         evidence=list(failed.evidence))
 
 
 def not_tuned(k: KernelReport) -> str | None:

@@ -25,7 +25,7 @@ from tileiropt.report.verdict import ATTENTION
 from tileiropt.run.pipeline import run_pipeline, run_target
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, STATUSES
 
-_STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
+_STYLE: dict[str, str] = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
 
 
 def outcome_table(result: RunResult) -> Table:

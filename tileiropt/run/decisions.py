@@ -8,10 +8,10 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from tileiropt.bench.records import ORIGINAL, SLOWER, THE_MACHINE, BenchRow, group_key, slower_cause
-from tileiropt.errors import PINNING_ERROR
+from tileiropt.harness.backends import BACKENDS
 from tileiropt.harness.gate import TWIN_SUFFIX
 from tileiropt.project.spec import KernelSpec
-from tileiropt.schema import ERROR, FAIL, REJECTED_BY_TILEIR
+from tileiropt.schema import ERROR, FAIL, Cause
 from tileiropt.validate.records import ValidationRecord
 
 
@@ -20,7 +20,9 @@ def refuses_own_code(record: ValidationRecord, spec: KernelSpec, twins: Collecti
     optimized file: none launched, and none apply wrote, `twins` being apply's (optimized file, kernel) pairs,
     `ApplyRecord.twins`): the original fails there the same way, so the optimized file is no worse and is kept;
     the kernel itself is stopped, and its lint finding names the fix."""
-    if not record.reason.startswith(REJECTED_BY_TILEIR):
+    backend = BACKENDS.get(record.backend)
+    on_tileir = backend is not None and (backend.expected_backend == "tileir" or backend.emulated)
+    if record.cause != Cause.COMPILER or not on_tileir:
         return False
     kernel = ((spec.launch.kernel if spec.launch else None) or spec.entry or "").rsplit(".", 1)[-1]
     launched = any(name.endswith(TWIN_SUFFIX) for name in record.provenance.kernels)
@@ -38,7 +40,7 @@ def rejections(specs: Iterable[KernelSpec], records: Iterable[ValidationRecord],
     for record in records:
         spec = by_kernel.get(record.kernel)
         if spec is not None and record.variant == "optimized" and record.status in (FAIL, ERROR) and \
-                not refuses_own_code(record, spec, twins) and PINNING_ERROR not in record.reason:  # the tool's own
+                not refuses_own_code(record, spec, twins) and record.cause != Cause.TOOL:  # the tool's own
             reasons.setdefault(spec.optimized_path, f"{record.kernel}: validation {record.status} on "
                                                     f"{record.backend} ({record.config}): {record.reason}")
     for row in rows:

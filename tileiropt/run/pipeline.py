@@ -36,7 +36,7 @@ from tileiropt.contract.store import Store
 from tileiropt.engine.engine import RunWorkers
 from tileiropt.engine.executors import Executor
 from tileiropt.engine.workers import take_worker_starts
-from tileiropt.errors import check_seconds
+from tileiropt.errors import ExitCode, check_seconds
 from tileiropt.project.spec import Project
 from tileiropt.records.run import RunResult
 from tileiropt.report.artifacts import Artifacts
@@ -119,7 +119,8 @@ class Pipeline:
         """The outcome joins the run's: its row of run.json, the kernels it stopped, the program's failure."""
         self.outcomes.append(outcome)
         self.result.phases.append(outcome.result)
-        self.result.stopped = {kernel: {"phase": stop.phase, "reason": stop.reason}
+        self.result.stopped = {kernel: {"phase": stop.phase, "reason": stop.reason,
+                                        **({"cause": stop.cause} if stop.cause else {})}
                                for kernel, stop in policy.stopped(self.outcomes).items()}
         if outcome.program is not None:
             self.result.program = outcome.program
@@ -155,10 +156,13 @@ class Pipeline:
             self.context.workers.close()  # the workers kept between phases end, the run's Triton caches go
             self.context.adopted.close()  # the machine's facts are probed again by whatever runs next
         self.result.kernels = [kernel_info(s, self.context.request.bench_settings.sizes) for s in self.context.specs]
-        self.result.exit_code = int(policy.exit_code([*self.outcomes, *settled], set_aside=bool(self.result.rejected),
-                                                     interrupted=self.interrupted))
+        outcomes, set_aside, interrupted = [*self.outcomes, *settled], bool(self.result.rejected), self.interrupted
+
+        def decide(attention: list[str | None]) -> ExitCode:  # the run's one exit code, once the verdicts are known
+            return policy.exit_code(outcomes, set_aside=set_aside, interrupted=interrupted, attention=attention)
+
         self.result.seconds = round(time.monotonic() - started, 3)  # every phase but the report's rendering
-        report_run(self.result, self.held(), self.context.on_event)
+        report_run(self.result, self.held(), self.context.on_event, decide)
         return self.result
 
     def held(self) -> Artifacts:

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tileiropt.engine.workers import Launcher
+from tileiropt.harness.blame import Death, blame_death
 from tileiropt.harness.provenance import Provenance
 from tileiropt.schema import ERROR
-from tileiropt.validate.cases import Case, record_for
+from tileiropt.validate.cases import Case, record_for, user_paths
 from tileiropt.validate.records import PREPARE, ValidationRecord, record_from_dict
 
 RecordCallback = Callable[[ValidationRecord], None]
@@ -58,10 +59,14 @@ class CaseJobs:
             return int(event["item"])
         return None
 
-    def lost(self, case: Case, backend: str, item: int | None, label: str, cause: str, seconds: float | None,
+    def lost(self, case: Case, backend: str, item: int | None, label: str, death: Death, seconds: float | None,
              launcher: Launcher, base: Provenance) -> None:
-        self.add(case, item, record_for(case, backend, label if item is not None else PREPARE, ERROR, cause, base,
-                                        seconds=seconds), launcher)
+        """The worker died or hung in `item`: its record says how, and whose failure the evidence shows."""
+        during = f"the config {label}" if item is not None and label else "the file's import or its reference"
+        blame = blame_death(death, user_paths(case), during=during)
+        reason = blame.why if blame.why.startswith(death.words) else f"{death.words}: {blame.why}"
+        self.add(case, item, record_for(case, backend, label if item is not None else PREPARE, ERROR, reason, base,
+                                        cause=blame.cause, evidence=blame.evidence, seconds=seconds), launcher)
 
     def ended(self, case: Case, finished: bool) -> None:
         if self.on_case_done:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tileiropt.harness.package_paths import package_folder
 from tileiropt.harness.provenance import Provenance, file_digest
 from tileiropt.harness.scaling import describe_scaling
 from tileiropt.output import JobMessage
 from tileiropt.project.launch import CapturedLaunch
-from tileiropt.schema import NOT_RUN
+from tileiropt.schema import NOT_RUN, Cause, Repeat
 from tileiropt.validate.records import Measures, ValidationRecord
 
 if TYPE_CHECKING:
@@ -52,9 +54,19 @@ class Case(JobMessage):
     DECODED: ClassVar[dict[str, Callable[[Any], Any]]] = {"launch": CapturedLaunch.from_json}
 
 
+def user_paths(case: Case) -> list[str]:
+    """The case's own files and, for a package, its folder: a failure raised in them is the user's code's."""
+    files = [str(Path(p).resolve()) for p in (case.path, case.original_path) if p]
+    folder = package_folder(Path(case.original_path or case.path), case.module)
+    return files + ([str(folder)] if folder else [])
+
+
 def record_for(case: Case, backend: str, config: str, status: str, reason: str = "",
-               provenance: Provenance | None = None, **measures: Unpack[Measures]) -> ValidationRecord:
-    """A record of `case` on `backend`; `measures` fills max_abs, mismatches, seconds, ..."""
+               provenance: Provenance | None = None, *, cause: Cause | None = None, evidence: list[str] | None = None,
+               repeat: Repeat | None = None, bf16_wrong: bool = False,
+               **measures: Unpack[Measures]) -> ValidationRecord:
+    """A record of `case` on `backend`: whose failure it is (`cause`, `evidence`: `harness.blame`), the earlier
+    config it repeats (`repeat`); `measures` fills max_abs, mismatches, seconds, ..."""
     if case.scaled_from and status != NOT_RUN:
         note = describe_scaling(case.scaled_from, case.shapes)
         reason = f"{reason}; {note}" if reason else note
@@ -62,5 +74,6 @@ def record_for(case: Case, backend: str, config: str, status: str, reason: str =
         kernel=case.kernel, variant=case.variant, backend=backend, config=config, status=status,
         reason=reason, path=case.path, shapes=case.shapes, dtypes=case.dtypes, reference=case.reference or None,
         atol=case.atol, rtol=case.rtol, scaled_from=case.scaled_from, source_sha256=file_digest(case.path),
-        provenance=provenance or Provenance(), **measures,
+        provenance=provenance or Provenance(), cause=cause, evidence=list(evidence or []), repeat=repeat,
+        bf16_wrong=bf16_wrong, **measures,
     )

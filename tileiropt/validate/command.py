@@ -21,7 +21,7 @@ from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SAME_ON_INTERPRETER
 from tileiropt.validate.records import ValidateRun, ValidationRecord, load_validate_run, save_validate_run
 from tileiropt.validate.run import earlier_validation, tally, validate_project
 
-_STYLE = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
+_STYLE: dict[str, str] = {PASS: "green", FAIL: "bold red", ERROR: "bold red", NOT_RUN: "yellow"}
 
 
 def _number(value: float | None) -> str:

@@ -13,7 +13,7 @@ from tileiropt.contract.policy import live
 from tileiropt.engine.progress import phase_progress
 from tileiropt.phases import BY_NAME
 from tileiropt.project.spec import KernelSpec
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, REFERENCE_RAISED
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, Cause
 from tileiropt.validate.records import ValidateRun, ValidationRecord
 from tileiropt.validate.run import tally, validate_project
 
@@ -23,12 +23,13 @@ def failures(run: ValidateRun, phase: str, what: str) -> list[Stop]:
     stops: dict[str, Stop] = {}
     for record in run.records:
         if record.status in (FAIL, ERROR):
-            if record.reason.startswith(REFERENCE_RAISED):  # the project's reference, not the kernel's file
-                why = (f"the project's reference of {record.kernel} raised on {record.backend}"
-                       f"{record.reason.removeprefix(REFERENCE_RAISED)} (fix: the kernel's `reference` key)")
+            cause = record.cause or Cause.UNKNOWN
+            if cause == Cause.REFERENCE:  # the project's reference, not the kernel's file
+                why = (f"the project's reference of {record.kernel} raised on {record.backend}: {record.reason} (fix: "
+                       "the kernel's `reference` key)")
             else:
                 why = f"{what} {record.status} on {record.backend} ({record.config}): {record.reason}"
-            stops.setdefault(record.kernel, Stop(record.kernel, phase, why))
+            stops.setdefault(record.kernel, Stop(record.kernel, phase, why, cause))
     return list(stops.values())
 
 

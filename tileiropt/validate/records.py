@@ -20,11 +20,11 @@ from tileiropt.schema import (
     FAIL,
     NOT_RUN,
     PASS,
-    SAME_ON_INTERPRETER,
-    SAME_ON_PTX,
-    SAME_ON_PTX_EARLIER,
     SCHEMA_VERSION,
+    Cause,
+    Repeat,
     count_statuses,
+    read_cause,
     read_status,
 )
 
@@ -79,6 +79,12 @@ class ValidationRecord:
     source_sha256: str | None = None  # the file validated, as it was: `report` marks records whose file changed
     provenance: Provenance = field(default_factory=Provenance)
     inputs: str | None = None  # the input key of its case (tileiropt.engine.resume): a re-run reuses on a match
+    cause: Cause | None = None  # whose failure it is (a failed or errored record; on a pass, a caveat such as
+    # NONDETERMINISM), set where it was observed (tileiropt.harness.blame)
+    evidence: list[str] = field(default_factory=list)  # what the cause was told from: the failing call's last
+    # frames, a dead worker's stderr tail (shown by the report)
+    repeat: Repeat | None = None  # not run: an earlier config computes (or compiles) the same (schema.Repeat)
+    bf16_wrong: bool = False  # a pass on the interpreter where its bfloat16 products are wrong (probed)
 
     @property
     def passed(self) -> bool:
@@ -88,8 +94,7 @@ class ValidationRecord:
     def hint_only_repeat(self) -> bool:
         """Not run because an earlier config computes the same: on the interpreter, the same meta-parameters and
         pre-hook; on PTX with the TileIR code forced on, the same config with its TileIR hints as PTX compiles them."""
-        repeats = (SAME_ON_INTERPRETER, SAME_ON_PTX, SAME_ON_PTX_EARLIER)
-        return self.status == NOT_RUN and self.reason.startswith(repeats)
+        return self.status == NOT_RUN and self.repeat is not None
 
 
 @dataclass
@@ -161,6 +166,8 @@ def record_from_dict(data: dict[str, Any]) -> ValidationRecord:
     data = dict(data)
     data["provenance"] = dataclass_from_dict(Provenance, data.get("provenance") or {})
     data["status"] = read_status(data.get("status"))
+    data["cause"] = read_cause(data.get("cause"))
+    data["repeat"] = Repeat(str(data["repeat"])) if data.get("repeat") else None
     for key in ("max_abs", "max_rel"):
         data[key] = _number(data.get(key))
     return dataclass_from_dict(ValidationRecord, data)

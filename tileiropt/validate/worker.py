@@ -15,17 +15,14 @@ A failure before the first item (importing, the reference) is one "prepare" reco
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
-
-import libcst as cst
 
 from tileiropt.capture import replay
 from tileiropt.check.environment import (
@@ -36,131 +33,66 @@ from tileiropt.check.environment import (
 )
 from tileiropt.engine.worker_io import Emitter
 from tileiropt.errors import PINNING_ERROR
-from tileiropt.harness import harness, loading, stand_ins
-from tileiropt.harness.autotuners import autotuners, find_autotuner, own_run, pruned_reason
+from tileiropt.harness import fault_injection, harness, loading, stand_ins
+from tileiropt.harness.autotuners import autotuners, own_run, pruned_reason
 from tileiropt.harness.backends import EMULATOR_SETUP, TILEIR_CODE_ON_PTX, Backend
+from tileiropt.harness.blame import IMPORT_STAGE, KERNEL_STAGE, REFERENCE_STAGE
 from tileiropt.harness.configs import ConfigItem, config_items, first_configs, label_after_run, pinned_item
-from tileiropt.harness.exception_sites import exception_location
-from tileiropt.harness.gate import extended_autotuners
-from tileiropt.harness.gate_off import gate_off
 from tileiropt.harness.launches import LaunchRecorder
-from tileiropt.harness.loading import EntryCall, package_folder
+from tileiropt.harness.loading import EntryCall
 from tileiropt.harness.provenance import Provenance, fallback_note
-from tileiropt.harness.tileir_surface import tileir_code_on, tileir_configs
 from tileiropt.schema import (
     AUTOTUNED,
     ERROR,
     FAIL,
     NOT_RUN,
     PASS,
-    REFERENCE_RAISED,
-    REJECTED_BY_TILEIR,
     SAME_ON_INTERPRETER,
     SAME_ON_PTX,
+    Cause,
+    Repeat,
 )
 from tileiropt.validate import reference_cache
-from tileiropt.validate.cases import Case, record_for
+from tileiropt.validate.cases import Case, record_for, user_paths
+from tileiropt.validate.config_repeats import dropped_hint_duplicates, interpreted_duplicates, item_costs, not_attached
+from tileiropt.validate.judge import Judged, judge_comparison, judge_failure
 from tileiropt.validate.records import NONE, PREPARE, Measures
-from tileiropt.validate.shards import compile_cost, owners
+from tileiropt.validate.second_look import SecondLook, own_spread, same_kernel_code
+from tileiropt.validate.shards import owners
 
 if TYPE_CHECKING:
-    from triton import Config
     from typing_extensions import Unpack
 
-OWN_RUN = object()  # prepared["expected"] of a case whose one run is its own reference (`_own_reference`)
 OWN_RUN_REASON = "one run: on the interpreter the original is its own reference (a second run gives the same bits)"
 _POISONED = re.compile(r"illegal memory access|device-side assert|CUDA error|unspecified launch failure",
-                       re.IGNORECASE)
+                       re.IGNORECASE)  # a third party's words for a CUDA context that cannot be used again
 
 
-def compared_status(ok: bool, reason: str, *, interpreted: bool, dtypes: dict[str, str]) -> tuple[str, str]:
-    """The status of a record whose output was compared: PASS or FAIL, except a bf16 mismatch under the
-    interpreter, which computes bf16 on raw bit patterns (kernels that upcast to fp32 are exact): it says nothing
-    about the kernel, so it is NOT_RUN there and a GPU backend decides. On a GPU a mismatch is always FAIL."""
-    if ok:
-        return PASS, reason
-    if interpreted and "bfloat16" in dtypes.values():
-        return NOT_RUN, f"not run on the interpreter: bf16 arithmetic (it operates on bf16 bit patterns): {reason}"
-    return FAIL, reason
+@dataclass
+class Prepared:
+    """A case's inputs and what its output must equal, made once before its items run."""
 
-def not_attached(module: ModuleType, path: str) -> dict[str, str]:
-    """Kernel name -> why the TileIR configs the file's TileIR blocks add are not in its autotuner's list (a
-    package's autotuner keeping its list fixed): read after the import, with the TileIR code on or off."""
-    if not tileir_code_on():
-        return {}
-    try:
-        source = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return {}
-    missing = {}
-    for name in sorted(extended_autotuners(source)):
-        tuner = find_autotuner(getattr(module, name, None))
-        if tuner is None:
-            missing[name] = "no autotuner found"
-        elif not tileir_configs(tuner.configs):
-            missing[name] = f"its autotuner ({type(tuner).__name__}) does not take new configs"
-    return missing
+    inputs: dict[str, Any]
+    expected: Any = None
+    reference_inputs: Any = None  # the inputs after the reference ran (an in-place reference wrote them)
+    structure: Any = None  # the expected output's structure (dtypes, shapes); None: compare the inputs
+    check_dtype: bool = True
+    own_run_key: str | None = None  # the original's one run is its own reference: saved under this key
+    own_run: bool = False
 
 
-def interpreted_duplicates(module: ModuleType, items: list[ConfigItem]) -> dict[int, int]:
-    """Item index -> the earlier item it repeats under the interpreter: the same autotuner config's meta-parameters
-    and pre-hook (what the interpreter computes with), the hints aside. Item 0 holds every autotuner's first config."""
-    return _duplicates(module, items, _computed_with)
+@dataclass
+class ItemResult:
+    """One item's record, the autotuners its call launched (None when it raised), and whether the CUDA context is
+    still usable."""
 
+    record: dict[str, Any]
+    launched: set[str] | None
+    poisoned: bool = False
 
-def _computed_with(name: str, config: Config) -> tuple[str, str, int]:
-    return name, repr(sorted((getattr(config, "kwargs", None) or {}).items())), id(getattr(config, "pre_hook", None))
-
-
-def dropped_hint_duplicates(module: ModuleType, items: list[ConfigItem]) -> dict[int, int]:
-    """Item index -> the earlier item it repeats on PTX with the TileIR code forced on: the config Triton gets,
-    its TileIR hints dropped or raised (`tileir_surface`), equal in every field Triton compiles with, so the same
-    code. Item 0 holds every autotuner's first config."""
-    return _duplicates(module, items, _compiled_with)
-
-
-def _compiled_with(name: str, config: Config) -> tuple[Any, ...]:
-    options = tuple(getattr(config, option, None) for option in ("num_warps", "num_stages", "num_ctas", "maxnreg"))
-    return (*_computed_with(name, config), options, getattr(config, "ir_override", None))
-
-
-def item_costs(module: ModuleType, items: list[ConfigItem]) -> list[float]:
-    """Per item, its config's `compile_cost` (the deal's order across a case's jobs); an item that pins no config
-    (the autotuner's own choice, a launch) counts as the costliest: it may compile any of them."""
-    tuners = autotuners(module)
-    costs = []
-    for item in items:
-        tuner = tuners.get(item.autotuner) if item.pin and item.autotuner is not None else None
-        if tuner is None or item.index >= len(tuner.configs):
-            costs.append(math.inf)
-            continue
-        config = tuner.configs[item.index]
-        costs.append(compile_cost(getattr(config, "kwargs", None) or {}, getattr(config, "num_warps", None)))
-    return costs
-
-
-def _duplicates(module: ModuleType, items: list[ConfigItem],
-                key: Callable[[str, Config], tuple[object, ...]]) -> dict[int, int]:
-    tuners = autotuners(module)
-    seen: dict[Any, int] = {}
-    for name, tuner in tuners.items():
-        seen.setdefault(key(name, tuner.configs[0]), 0)
-    found = {}
-    for index, item in enumerate(items):
-        if not item.pin or item.autotuner is None or item.autotuner not in tuners:
-            continue
-        computed = key(item.autotuner, tuners[item.autotuner].configs[item.index])
-        if computed in seen:
-            found[index] = seen[computed]
-        else:
-            seen[computed] = index
-    return found
-
-
-# Python's own words for a call whose arguments do not bind: what a kernel launched without the arguments its
-# package's tuner binds raises before anything is compiled
-_UNBOUND = re.compile(r"TypeError: \S+\(\) (missing \d+ required (positional|keyword-only) argument"
-                      r"|got multiple values for argument|got an unexpected keyword argument)")
+    @property
+    def status(self) -> str:
+        return str(self.record["status"])
 
 
 class CaseRunner:
@@ -178,9 +110,11 @@ class CaseRunner:
         if self.exact:
             case.atol = case.rtol = 0.0
 
-    def record(self, config: str, status: str, reason: str = "", provenance: Provenance | None = None,
+    def record(self, config: str, judged: Judged, provenance: Provenance | None = None,
                **measures: Unpack[Measures]) -> dict[str, Any]:
+        """The record of an item as `judged`, with the notes every record of the case carries."""
         case = self.case
+        status, reason, cause = judged.status, judged.reason, judged.cause
         if status == PASS and case.variant == "optimized" and case.original_path and case.path != case.original_path:
             extra = stand_ins.raised_only_in(case.path, case.original_path)
             if extra:  # the optimized file's own module-level code fails where the original's does not
@@ -192,9 +126,11 @@ class CaseRunner:
                     reason = f"{raised} (its kernels use atomics: a self-check may fail on one run and pass on " \
                              "the next; not counted as a failure)"
                 else:
-                    status, reason = FAIL, raised
-        note = "; ".join(filter(None, [stand_ins.note(self.scopes(), self.own_files()), self.noise_note,
-                                       self.arithmetic_note()]))
+                    status, reason, cause = FAIL, raised, Cause.KERNEL
+        bf16_note = self.arithmetic_note()
+        note = "; ".join(filter(None, [stand_ins.note(self.scopes(), self.own_files()), self.noise_note, bf16_note]))
+        if self.noise_note and status == PASS and cause is None:
+            cause = Cause.NONDETERMINISM  # a pass within the original's own spread: said as its caveat
         launched = provenance.kernels if provenance is not None else {}
         missing = {name: why for name, why in self.not_attached.items() if name in launched}
         if missing:  # only for kernels this record launched
@@ -204,7 +140,9 @@ class CaseRunner:
         if note:
             reason = f"{reason}; {note}" if reason else note
         return asdict(record_for(self.case, self.backend.name, config, status, reason,
-                                 provenance or Provenance(**asdict(self.base)), **measures))
+                                 provenance or Provenance(**asdict(self.base)), cause=cause,
+                                 evidence=judged.evidence, repeat=judged.repeat,
+                                 bf16_wrong=bool(bf16_note) and status == PASS, **measures))
 
     def arithmetic_note(self) -> str:
         """What the interpreter computes wrongly for this case's inputs (bf16 products), or ""."""
@@ -216,13 +154,13 @@ class CaseRunner:
 
     def run(self) -> bool:
         """Run the case; False when the worker must exit (the CUDA context is unusable)."""
-        case, emit = self.case, self.emit
+        case = self.case
         stand_ins.begin()  # its records name the stand-ins its own code reached, not an earlier case's
         try:  # the reference first: with reference "original", a package's original is imported, then replaced
             with self.part("prepare"):
                 prepared = self.prepare()
         except Exception as exc:
-            self.emit_prepare_failure(exc, "reference")
+            self.emit_prepare_failure(exc, REFERENCE_STAGE)
             return not _POISONED.search(str(exc))
         try:
             with self.part("import"):
@@ -230,8 +168,16 @@ class CaseRunner:
                 self.not_attached = not_attached(module, case.path) if case.variant == "optimized" else {}
                 entry = self.entry(module)
         except Exception as exc:
-            self.emit_prepare_failure(exc, "import")
+            self.emit_prepare_failure(exc, IMPORT_STAGE)
             return not _POISONED.search(str(exc))
+        if not self.run_items(module, entry, prepared):
+            return False
+        self.emit("job_done", id=case.id, parts=self.parts)
+        return True
+
+    def run_items(self, module: ModuleType, entry: EntryCall, prepared: Prepared) -> bool:
+        """Run the case's config items this job owns; False when the CUDA context became unusable."""
+        case, emit = self.case, self.emit
         # a captured launch runs at its own config (its grid was computed for it)
         items = [ConfigItem(replay.label(case.launch), pin=False)] if case.launch else \
             config_items(module, self.best_config)
@@ -241,65 +187,69 @@ class CaseRunner:
         owner = owners(len(items), same_as, case.shards, item_costs(module, items) if case.shards > 1 else None)
         launched_known: set[str] | None = None
         for index in range(case.start_item, len(items)):
+            item = items[index]
             if owner[index] != case.shard:  # another job of this case runs it (`validate.shards`)
                 continue
-            item = items[index]
             if item.autotuner is not None and launched_known is not None and item.autotuner not in launched_known:
                 emit("skip", id=case.id, item=index)
                 continue
             emit("start", id=case.id, item=index)
-            if index in same_as:  # it would compute, or compile, exactly what that item did
-                earlier = items[same_as[index]].label
-                reason = (f"{SAME_ON_INTERPRETER} `{earlier}` (its record above); num_warps, num_stages, num_ctas "
-                          "and occupancy do not change what the interpreter computes") if self.backend.interpreted \
-                    else (f"{SAME_ON_PTX} `{earlier}` (its record above); occupancy and 2-CTA mode are TileIR's, "
-                          "num_warps only a hint to it, and PTX compiles the same code for both")
-                emit("record", id=case.id, item=index, record=self.record(item.label, NOT_RUN, reason))
-                continue
-            if self.unpinnable and item.pin and item.autotuner == self.unpinnable[0]:
-                emit("record", id=case.id, item=index, record=self.record(item.label, NOT_RUN, (
-                    f"not run: {self.unpinnable[1]}; its record above ran it as the user runs it")))
+            if index in same_as or (self.unpinnable and item.pin and item.autotuner == self.unpinnable[0]):
+                earlier = items[same_as[index]].label if index in same_as else ""
+                emit("record", id=case.id, item=index, record=self.record(item.label, self.not_again(earlier)))
                 continue
             with self.part("items"):
-                record, launched, poisoned = self.run_item(module, entry, item, prepared)
-                if record["status"] in (FAIL, ERROR) and not poisoned:
-                    record, launched, poisoned = self.as_the_user_runs_it(module, entry, item, prepared, record,
-                                                                          (launched, poisoned))
-            if launched is not None:
-                launched_known = launched
-            if item.autotuner is not None and launched is not None and item.autotuner not in launched:
+                result = self.run_item(module, entry, item, prepared)
+                if result.status == ERROR and not result.poisoned:
+                    result = self.as_the_user_runs_it(module, entry, item, prepared, result)
+            if result.launched is not None:
+                launched_known = result.launched
+            if item.autotuner is not None and result.launched is not None and item.autotuner not in result.launched:
                 emit("skip", id=case.id, item=index)
                 continue
-            emit("record", id=case.id, item=index, record=record)
-            if poisoned:
+            emit("record", id=case.id, item=index, record=result.record)
+            if result.poisoned:
                 return False
-        emit("job_done", id=case.id, parts=self.parts)
         return True
 
-    def as_the_user_runs_it(self, module: ModuleType, entry: EntryCall, item: ConfigItem, prepared: dict[str, Any],
-                            record: dict[str, Any], ran: tuple[set[str] | None, bool]
-                            ) -> tuple[dict[str, Any], set[str] | None, bool]:
-        """A project entry's config item whose launch, pinned to a package's own autotuner (a subclass with its own
-        `run`), could not even bind its kernel's arguments (`_UNBOUND`: the tuner binds arguments of its own, which a
-        launch of its kernel alone lacks): run once more as the user runs it, the autotuner choosing. When that
-        passes, the pinning was the tool's failure: the record is that run's, saying so, and the autotuner's other
-        items are not run (`unpinnable`: none of them can be pinned either). A config that ran and gave wrong values,
-        or did not compile, keeps its own failure."""
+    def not_again(self, earlier: str) -> Judged:
+        """An item not run: it repeats `earlier` (what the interpreter computes, or PTX compiles), or its autotuner
+        cannot be pinned (`unpinnable`: its record above ran it as the user runs it)."""
+        if not earlier:
+            assert self.unpinnable is not None
+            return Judged(NOT_RUN, f"not run: {self.unpinnable[1]}; its record above ran it as the user runs it")
+        if self.backend.interpreted:
+            return Judged(NOT_RUN, f"{SAME_ON_INTERPRETER} `{earlier}` (its record above); num_warps, num_stages, "
+                                   "num_ctas and occupancy do not change what the interpreter computes",
+                          repeat=Repeat.INTERPRETER)
+        return Judged(NOT_RUN, f"{SAME_ON_PTX} `{earlier}` (its record above); occupancy and 2-CTA mode are TileIR's, "
+                               "num_warps only a hint to it, and PTX compiles the same code for both",
+                      repeat=Repeat.PTX)
+
+    def as_the_user_runs_it(self, module: ModuleType, entry: EntryCall, item: ConfigItem, prepared: Prepared,
+                            pinned: ItemResult) -> ItemResult:
+        """A project entry's config item that raised while pinned to a package's own autotuner (a subclass with its
+        own `run`, which may bind arguments, keep a cache or choose in ways a pin from outside breaks): run once more
+        as the user runs it, the autotuner choosing. When that passes, the pinning was the tool's failure (TOOL): the
+        record is that run's, saying so, and the autotuner's other items are not run (`unpinnable`). When it fails
+        too, the pinned failure stands, its cause as observed. A config that ran and gave wrong values keeps its
+        own failure."""
         tuners = autotuners(module)
         name = item.autotuner or next((n for n, t in tuners.items() if own_run(t)), None)  # item 0: every first
         tuner = tuners.get(name or "")
-        if not item.pin or self.case.launch is not None or tuner is None or not own_run(tuner) or \
-                record["status"] != ERROR or not _UNBOUND.search(record["reason"] or ""):
-            return (record, *ran)  # a config that ran and failed, or failed to compile, is that config's failure
-        again, launched, poisoned = self.run_item(module, entry, ConfigItem(AUTOTUNED, pin=False), prepared)
-        if again["status"] != PASS:
-            return (record, *ran)
+        if not item.pin or self.case.launch is not None or tuner is None or not own_run(tuner):
+            return pinned
+        again = self.run_item(module, entry, ConfigItem(AUTOTUNED, pin=False), prepared)
+        if again.status != PASS:
+            return pinned
         why = (f"{type(tuner).__name__}, the package's own autotuner of {name}, cannot be pinned to one "
-               f"config from outside (pinned, {record['reason'] or record['status']})")
+               f"config from outside (pinned, {pinned.record['reason'] or pinned.status})")
         self.unpinnable = (name or "", why)
-        again["reason"] = "; ".join(filter(None, [f"run as the user runs it, its autotuner choosing: {why}",
-                                                  again.get("reason")]))
-        return again, launched, poisoned
+        again.record["reason"] = "; ".join(filter(None, [f"run as the user runs it, its autotuner choosing: {why}",
+                                                         again.record.get("reason")]))
+        again.record["cause"] = Cause.TOOL  # the pinned run's failure was the tool's; this run passed
+        again.record["evidence"] = pinned.record.get("evidence") or []
+        return again
 
     @contextlib.contextmanager
     def part(self, name: str) -> Iterator[None]:
@@ -312,19 +262,23 @@ class CaseRunner:
 
     def emit_prepare_failure(self, exc: BaseException, stage: str) -> None:
         """One (prepare) record: not run when the cause is this machine, an error otherwise."""
-        status, reason = self.classify_failure(exc, stage)
-        self.emit("record", id=self.case.id, item=None, record=self.record(PREPARE, status, reason))
+        judged = self.judge_failure(exc, stage)
+        self.emit("record", id=self.case.id, item=None, record=self.record(PREPARE, judged))
         self.emit("job_done", id=self.case.id, parts=self.parts)
+
+    def judge_failure(self, exc: BaseException, stage: str) -> Judged:
+        """What an exception raised at `stage` is, and whose (`validate.judge.judge_failure`)."""
+        return judge_failure(exc, stage, self.scopes(), interpreted=self.backend.interpreted,
+                             reference_is_original=self.case.reference == "original")
 
     def own_files(self) -> list[str]:
         """The case's kernel files: the validated one and its original."""
         return [str(Path(p).resolve()) for p in (self.case.path, self.case.original_path) if p]
 
     def scopes(self) -> list[str]:
-        """The files (and, for a package, its folder) whose skipped and emulated calls this case's records name."""
-        case = self.case
-        folder = package_folder(Path(case.original_path or case.path), case.module)
-        return self.own_files() + ([str(folder)] if folder else [])
+        """The files (and, for a package, its folder) whose skipped and emulated calls this case's records name,
+        and whose frames make a failure the user's code's."""
+        return user_paths(self.case)
 
     def entry(self, module: ModuleType) -> EntryCall:
         """The call of (inputs, args, dims): the project's entry, or the captured launch's replay."""
@@ -365,7 +319,7 @@ class CaseRunner:
             return loading.load_kernel_module(path, case.original_path or case.path, case.module, case.entry,
                                               case.search_paths, case.launch.bare_packages if case.launch else ())
 
-    def prepare(self) -> dict[str, Any]:
+    def prepare(self) -> Prepared:
         """Inputs, the reference output, and the expected output structure (dtypes, shapes)."""
         case = self.case
         if case.launch:
@@ -380,10 +334,9 @@ class CaseRunner:
         saved = reference_cache.load(self.reference_folder, key, self.backend.device)
         if saved is not None:  # computed by an earlier case of this run on this device
             expected, used = saved
-            return {"inputs": inputs, "expected": expected, "reference_inputs": used, "structure": expected,
-                    "check_dtype": True}
+            return Prepared(inputs, expected, used, expected)
         if self._own_reference():
-            return {"inputs": inputs, "expected": OWN_RUN, "key": key}
+            return Prepared(inputs, own_run_key=key, own_run=True)
         if reference.kind == "original":
             original_module = self.original_module()
             function = reference.resolve(self.entry(original_module))
@@ -403,45 +356,17 @@ class CaseRunner:
                 structure = expected  # shapes still checked; the dtype is the upcast one
         harness.synchronize(self.backend.device)
         reference_cache.save(self.reference_folder, key, expected, used)  # no key: not to be cached (atomics)
-        return {"inputs": inputs, "expected": expected, "reference_inputs": used,
-                "structure": structure, "check_dtype": check_dtype}
+        return Prepared(inputs, expected, used, structure, check_dtype)
 
-    def classify_failure(self, exc: BaseException, stage: str) -> tuple[str, str]:
-        """(status, reason) of an exception raised at `stage` ("import", "reference" or "kernel"): NOT_RUN
-        when this machine cannot run the code (no GPU, a limit of the interpreter), ERROR otherwise."""
-        text = harness.describe_exception(exc)
-        location = exception_location(exc)
-        if location:
-            text = f"{text} (at {location})"
-        rejection = harness.tileir_rejection(exc)
-        if rejection:  # before the interpreter's limits: the emulated compiler refuses inline asm there too
-            return ERROR, f"{REJECTED_BY_TILEIR}: {rejection}"  # raised in the compiler: no line of the user's
-        if harness.needs_cuda(exc):
-            return NOT_RUN, f"not run: needs a GPU ({text})"
-        limit = harness.interpreter_limit(exc) if self.backend.interpreted else None
-        if limit:
-            return NOT_RUN, f"not run on the interpreter: {limit} ({text})"
-        if stage == "import":
-            missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
-            if missing:
-                return ERROR, (f"cannot import the kernel file: it needs the module {missing!r}, which is not "
-                               f"installed (pip install {missing.split('.')[0]}) ({text})")
-            return ERROR, f"cannot import the kernel file: {text}"
-        if stage == "reference":
-            if self.case.reference == "original":
-                return ERROR, f"the original kernel raised: {text}"
-            return ERROR, f"{REFERENCE_RAISED}: {text}"
-        return ERROR, text
-
-    def run_item(self, module: ModuleType, entry: EntryCall, item: ConfigItem, prepared: dict[str, Any]
-                 ) -> tuple[dict[str, Any], set[str] | None, bool]:
-        """(record, autotuners launched or None when the call raised, CUDA context poisoned)."""
+    def run_item(self, module: ModuleType, entry: EntryCall, item: ConfigItem, prepared: Prepared) -> ItemResult:
+        """Run one item (the tool's own call of the entry, observed) and judge what it gave."""
         case = self.case
         started = time.perf_counter()
-        inputs = harness.clone_inputs(prepared["inputs"])
+        inputs = harness.clone_inputs(prepared.inputs)
         output, failure = None, None
         with pinned_item(module, item), LaunchRecorder(module) as launches:
             try:
+                fault_injection.before_call(case.kernel)  # a test hook: the tool's own call fails, as asked
                 output = entry(inputs, case.args, case.dims)
                 harness.synchronize(self.backend.device)
             except Exception as exc:
@@ -455,71 +380,77 @@ class CaseRunner:
             if pruned or skipped:  # the autotuner would not run it either: nothing to validate here
                 reason = f"not run: {pruned}" if pruned else \
                     f"not run: skipped by the autotuner: {skipped} ({harness.describe_exception(failure)})"
-                return self.record(label, NOT_RUN, reason, provenance, seconds=seconds), None, False
-            status, reason = self.classify_failure(failure, "kernel")
-            record = self.record(label, status, reason, provenance, seconds=seconds)
-            return record, None, bool(_POISONED.search(str(failure)))
+                return ItemResult(self.record(label, Judged(NOT_RUN, reason), provenance, seconds=seconds), None)
+            judged = self.judge_failure(failure, KERNEL_STAGE)
+            return ItemResult(self.record(label, judged, provenance, seconds=seconds), None,
+                              bool(_POISONED.search(str(failure))))
+        if prepared.own_run:  # the original's own run: kept as the reference of the later cases
+            reference_cache.save(self.reference_folder, prepared.own_run_key, output, inputs)
+            return ItemResult(self.record(label, Judged(PASS, OWN_RUN_REASON), provenance,
+                                          seconds=time.perf_counter() - started), launches.autotuners)
+        record = self.compared(label, output, inputs, prepared, provenance, started)
+        return ItemResult(record, launches.autotuners)
 
-        if prepared["expected"] is OWN_RUN:  # the original's own run: kept as the reference of the later cases
-            reference_cache.save(self.reference_folder, prepared["key"], output, inputs)
-            return self.record(label, PASS, OWN_RUN_REASON, provenance, seconds=time.perf_counter() - started), \
-                launches.autotuners, False
-        expected, structure = prepared["expected"], prepared["structure"]
+    def compared(self, label: str, output: object, inputs: dict[str, Any], prepared: Prepared,
+                 provenance: Provenance, started: float) -> dict[str, Any]:
+        """The record of an item whose call returned: its output (or the input it wrote) against the expected."""
+        case = self.case
+        expected, structure = prepared.expected, prepared.structure
         path = "out"
         if output is None and expected is None:  # in-place kernel and reference: compare the inputs
-            output, expected, structure = inputs, prepared["reference_inputs"], None
+            output, expected, structure = inputs, prepared.reference_inputs, None
         elif output is None:  # an in-place kernel: its output is the one input it wrote
-            written = harness.written_inputs(prepared["inputs"], inputs)
+            written = harness.written_inputs(prepared.inputs, inputs)
             if len(written) == 1:
                 path = f"{written[0]} (written in place)"
                 output = inputs[written[0]]
-        problem = harness.check_structure(output, structure, path, check_dtype=prepared["check_dtype"]) \
+        problem = harness.check_structure(output, structure, path, check_dtype=prepared.check_dtype) \
             if structure is not None else None
         if problem:
-            seconds = time.perf_counter() - started
-            return self.record(label, FAIL, problem, provenance, seconds=seconds), launches.autotuners, False
+            return self.record(label, Judged(FAIL, problem, Cause.KERNEL), provenance,
+                               seconds=time.perf_counter() - started)
         result = harness.compare(output, expected, case.atol, case.rtol, path)
-        whose = ""
-        if not result.ok and self.exact and path == "out":  # bit-exact expected: whose difference is it?
-            result, whose = self.second_look(output, expected, prepared, path, result)
-            if whose.startswith(PINNING_ERROR):
-                return self.record(label, ERROR, whose, provenance, seconds=time.perf_counter() - started), \
-                    launches.autotuners, False
-        seconds = time.perf_counter() - started
-        reason = "; ".join(filter(None, [result.reason, whose]))
+        look = SecondLook(result)
+        if not result.ok and path == "out" and case.reference == "original":  # whose difference is it?
+            look = self.second_look(output, expected, prepared, path, result)
+            if look.tool_error:
+                return self.record(label, Judged(ERROR, look.note, Cause.TOOL), provenance,
+                                   seconds=time.perf_counter() - started)
+        result = look.result
+        reason = "; ".join(filter(None, [result.reason, look.note]))
         if provenance.fallback:
             note = fallback_note(provenance.compiled_backend, self.backend.expected_backend, provenance)
             if note is not None:  # always, where `provenance.fallback` is set (see `provenance`)
                 reason = f"{reason}; {note}" if reason else note
-        status, reason = compared_status(result.ok, reason, interpreted=self.backend.interpreted,
-                                         dtypes=case.dtypes)
-        record = self.record(label, status, reason, provenance, max_abs=result.max_abs,
-                             max_rel=result.max_rel, mismatches=result.mismatches, elements=result.elements,
-                             first_mismatch=result.first_mismatch, mismatch_in=result.mismatch_in, seconds=seconds)
-        return record, launches.autotuners, False
+        judged = judge_comparison(result.ok, reason, interpreted=self.backend.interpreted, dtypes=case.dtypes,
+                                  nondeterministic=look.spread > 0)
+        return self.record(label, judged, provenance, max_abs=result.max_abs, max_rel=result.max_rel,
+                           mismatches=result.mismatches, elements=result.elements,
+                           first_mismatch=result.first_mismatch, mismatch_in=result.mismatch_in,
+                           seconds=time.perf_counter() - started)
 
-    def second_look(self, output: object, expected: object, prepared: dict[str, Any], path: str,
-                    result: harness.Comparison) -> tuple[harness.Comparison, str]:
-        """A replay expected bit-exact differs: (the comparison to keep, whose difference it is). The original runs
-        once more on the same inputs: if it differs from itself, the kernel disagrees with itself (a race, an
-        order of updates not fixed) and the comparison is within twice its own spread; if it does not and the
-        kernel's code is the same in both files, the difference is the tool's replay, never the optimized file's
-        (a reason starting with PINNING_ERROR). Otherwise the comparison stands."""
+    def second_look(self, output: object, expected: object, prepared: Prepared, path: str,
+                    result: harness.Comparison) -> SecondLook:
+        """An output differs from the original's: whose difference is it? The original runs once more on the same
+        inputs: if it differs from itself, the kernel disagrees with itself (a race, an order of updates not fixed:
+        NONDETERMINISM) and the comparison is within twice its own spread; if it does not, the replay was expected
+        bit-exact and the kernel's code is the same in both files, the difference is the tool's replay, never the
+        optimized file's (TOOL). Otherwise the comparison stands."""
         case = self.case
         try:
-            spread = own_spread(self.original_call(), expected, prepared["inputs"], case)
+            spread = own_spread(self.original_call(), expected, prepared.inputs, case)
         except Exception:  # noqa: BLE001 - no second look: the first comparison stands
-            return result, ""
+            return SecondLook(result)
         if spread > 0:
             widened = harness.compare(output, expected, 2 * spread, 0.0, path)
-            return widened, (f"the kernel disagrees with itself: the original run twice on the same inputs differs "
-                             f"by up to {spread:.3g}; compared within {2 * spread:.3g}")
-        if case.variant == "optimized" and case.launch and same_kernel_code(case.path, case.original_path,
-                                                                            case.launch.kernel):
-            return result, (f"{PINNING_ERROR} {case.launch.kernel} alike on both sides: its code is the same in the "
-                            f"optimized file and the original, which gives the same bits every run, yet the two "
-                            f"replays differ ({result.reason})")
-        return result, ""
+            return SecondLook(widened, f"the kernel disagrees with itself: the original run twice on the same inputs "
+                                       f"differs by up to {spread:.3g}; compared within {2 * spread:.3g}", spread)
+        if self.exact and case.variant == "optimized" and case.launch and \
+                same_kernel_code(case.path, case.original_path, case.launch.kernel):
+            return SecondLook(result, f"{PINNING_ERROR} {case.launch.kernel} alike on both sides: its code is the "
+                                      f"same in the optimized file and the original, which gives the same bits every "
+                                      f"run, yet the two replays differ ({result.reason})", tool_error=True)
+        return SecondLook(result)
 
     def original_module(self) -> Any:
         """The untransformed kernel file's module (the reference "original")."""
@@ -541,39 +472,6 @@ class CaseRunner:
         return provenance
 
 
-def own_spread(function: Callable[..., Any], expected: object, inputs: dict[str, Any], case: Case) -> float:
-    """How far the original, run once more on the same inputs, lands from its first run (`expected`; comparing
-    reads the values, which waits for the device)."""
-    again, _ = harness.evaluate_reference(function, "original", inputs, case.args, case.dims)
-    return harness.compare(again, expected, 0.0, 0.0).max_abs or 0.0
-
-
-def same_kernel_code(path: str, original: str | None, kernel: str) -> bool:
-    """Whether the kernel's function is the same source in both files (or the files are byte-identical), the
-    optimized one read as the gate off compiles it (an in-place rewrite `a if TILEIR else b` read as `b`)."""
-    import ast
-
-    if not original:
-        return False
-    try:
-        texts = [Path(p).read_text(encoding="utf-8") for p in (path, original)]
-        texts[0] = gate_off(texts[0]) if texts[0] != texts[1] else texts[0]
-    except (OSError, UnicodeDecodeError, cst.ParserSyntaxError):
-        return False
-    if texts[0] == texts[1]:
-        return True
-
-    def source(text: str) -> str | None:
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            return None
-        found = [ast.get_source_segment(text, node) for node in ast.walk(tree)
-                 if isinstance(node, ast.FunctionDef) and node.name == kernel]
-        return found[0] if len(found) == 1 else None
-
-    first = source(texts[0])
-    return first is not None and first == source(texts[1])
 
 
 def backend_blocked(backend: Backend, release: str | None = None, judged: list[str] | None = None) -> str | None:
@@ -600,7 +498,7 @@ def run_case_job(job: dict[str, Any], backend: Backend, base: Provenance, emit: 
     the backend cannot run in this process (one "not run" record)."""
     case = Case.from_json(job["case"])
     if blocked:
-        record = record_for(case, backend.name, NONE, NOT_RUN, f"not run: {blocked}", base)
+        record = record_for(case, backend.name, NONE, NOT_RUN, f"not run: {blocked}", base, cause=Cause.ENVIRONMENT)
         emit("record", id=case.id, item=None, record=record)
         emit("job_done", id=case.id, parts={})
         return True
