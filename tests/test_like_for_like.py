@@ -12,6 +12,7 @@ import pytest
 from tileiropt.bench.worker import same_code, start_from
 from tileiropt.harness.launches import code_digest, launch_config
 from tileiropt.harness.provenance import Provenance
+from tileiropt.schema import NOT_RUN
 
 from shared import TEST_FIXTURES
 
@@ -168,7 +169,7 @@ def _swept() -> object:
             BenchLine("PTX (ENABLE_TILE=0), original", "original", "ptx", f"{original}", "1.00x", original, 1.0),
             BenchLine("PTX (ENABLE_TILE=0), optimized", "optimized", "ptx", f"{optimized}", "1.00x", optimized, 1.0),
             BenchLine("TileIR (ENABLE_TILE=1), optimized", "optimized", "tileir", "not run: nvtriton is not "
-                      "installed", "—")])
+                      "installed", "—", status=NOT_RUN)])
 
     ratios = [{"size": 1024, "dtypes": "x=bfloat16", "ratio": 1.0, "within_noise": True,
                "paired": {"verdict": "same code", "ci_low": 1.0, "ci_high": 1.0, "threshold": 0.05, "rounds": 0}},

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from tileiropt.cli import app
 from tileiropt.errors import ExitCode
 from tileiropt.project.spec import load_project, parse_project
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SAME_ON_INTERPRETER, SAME_ON_PTX
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SAME_ON_INTERPRETER, SAME_ON_PTX, Cause, Repeat
 from tileiropt.validate.records import PREPARE, load_validate_run
 from tileiropt.validate.run import validate_project
 
@@ -80,6 +80,7 @@ def test_off_by_one_mask_points_at_the_last_element(run):
     (record,) = _records(run, "off_by_one")
     assert record.status == FAIL and record.config == "(launch)"
     assert record.first_mismatch == [999] and record.mismatches == 1 and record.elements == 1000
+    assert record.cause == Cause.KERNEL  # its output is wrong against its reference
     assert "first at (999,)" in record.reason
     assert record.provenance.compiled_backend == "interpreter"
     assert record.provenance.kernels == {"add_kernel": "interpreter"}
@@ -103,6 +104,7 @@ def test_reference_that_raises_gives_one_clear_record(run):
     (record,) = _records(run, "reference_raises")
     assert record.status == ERROR and record.config == PREPARE
     assert "the reference raised: ValueError: this reference always fails" in record.reason
+    assert record.cause == Cause.REFERENCE
     from tileiropt.validate.phase import failures
     from tileiropt.validate.records import ValidateRun
 
@@ -114,13 +116,15 @@ def test_reference_that_raises_gives_one_clear_record(run):
 def test_cuda_only_wrapper_is_not_run_under_the_interpreter(run):
     (record,) = _records(run, "cuda_only")
     assert record.status == NOT_RUN  # this machine cannot run it; it is not the kernel's failure
-    assert record.reason.startswith("not run: needs a GPU (")
+    assert record.reason.startswith("not run: needs a GPU (") and record.cause == Cause.ENVIRONMENT
 
 
 def test_compile_error_keeps_the_first_lines_of_the_error(run):
     (record,) = _records(run, "compile_error")
     assert record.status == ERROR and "no_such_function" in record.reason
-    assert record.reason.endswith("(at compile_error.py:13)")  # the kernel line, not the interpreter's
+    assert record.reason.endswith("in the kernel's own code (at tests/fixtures/validate/compile_error.py:13 in "
+                                  "broken_kernel)")  # the kernel line, not the interpreter's
+    assert record.cause == Cause.KERNEL and record.evidence[-1].endswith("compile_error.py:13 in broken_kernel")
 
 
 def test_a_config_that_ends_the_process_costs_only_its_record(run):
@@ -128,17 +132,24 @@ def test_a_config_that_ends_the_process_costs_only_its_record(run):
     assert [r.status for r in records] == [PASS, ERROR, PASS]
     assert records[1].reason.startswith("crashed (exit code 7)")
     assert records[1].config.startswith("BLOCK_SIZE=64")
+    # os._exit in the kernel's pre-hook leaves no traceback: whose failure it is cannot be told, and is not guessed
+    assert records[1].cause == Cause.UNKNOWN and "could not tell whose failure" in records[1].reason
 
 
 def test_a_hanging_config_times_out_and_the_rest_still_run(run):
     records = _records(run, "hang")
     assert [r.status for r in records] == [PASS, ERROR, PASS]
-    assert records[1].reason == f"timeout after {TIMEOUT_S:g}s"
+    assert records[1].reason.startswith(f"timeout after {TIMEOUT_S:g}s; it ran past its time limit in the config "
+                                        "BLOCK_SIZE=64")
+    assert records[1].cause == Cause.TIMEOUT
 
 
 def test_a_segfault_does_not_stop_the_kernels_after_it(run):
     (record,) = _records(run, "segfault")
     assert record.status == ERROR and record.reason.startswith("crashed: SIGSEGV")
+    # the crash's own frames (faulthandler) show the wrapper's line: the kernel's code, with that evidence
+    assert record.cause == Cause.KERNEL and "segfault.py:9 in crash" in record.reason
+    assert any(line.endswith("segfault.py:9 in crash") or "segfault.py\", line 9" in line for line in record.evidence)
     assert all(r.status == PASS for r in _records(run, "two_first") + _records(run, "in_place"))
 
 
@@ -152,7 +163,9 @@ def test_a_config_out_of_device_resources_is_not_run(run):
 def test_a_file_whose_import_hangs_costs_one_prepare_record(run):
     (record,) = _records(run, "import_hang")
     assert record.status == ERROR and record.config == PREPARE
-    assert record.reason == f"timeout after {TIMEOUT_S:g}s (while importing the file or evaluating the reference)"
+    assert record.reason.startswith(f"timeout after {TIMEOUT_S:g}s (while importing the file or evaluating the "
+                                    "reference); it ran past its time limit")
+    assert record.cause == Cause.TIMEOUT
 
 
 def test_only_launched_autotuners_are_varied(run):
@@ -378,8 +391,8 @@ def test_configs_alike_once_ptx_drops_the_tileir_hints_run_once() -> None:
     import triton
 
     from tileiropt.harness.configs import config_items
-    from tileiropt.validate.records import ValidationRecord
     from tileiropt.validate.config_repeats import dropped_hint_duplicates
+    from tileiropt.validate.records import ValidationRecord
 
     def kernel(x_ptr, BLOCK):  # the autotuner only holds it
         pass
@@ -393,7 +406,7 @@ def test_configs_alike_once_ptx_drops_the_tileir_hints_run_once() -> None:
     items = config_items(module)
     assert dropped_hint_duplicates(module, items) == {1: 0, 5: 2}
     record = ValidationRecord("k", "optimized", "tileir-code-on-ptx", "BLOCK=64", NOT_RUN,
-                              f"{SAME_ON_PTX} `BLOCK=64, num_stages=2` (its record above)")
+                              f"{SAME_ON_PTX} `BLOCK=64, num_stages=2` (its record above)", repeat=Repeat.PTX)
     assert record.hint_only_repeat  # counted as a repeat, not as something that could not run
 
 
@@ -434,7 +447,7 @@ def test_whose_difference_a_bit_exact_replay_shows(tmp_path: Path) -> None:
     from tileiropt.errors import PINNING_ERROR
     from tileiropt.harness import harness
     from tileiropt.project.launch import CapturedLaunch
-    from tileiropt.validate.worker import CaseRunner, same_kernel_code
+    from tileiropt.validate.worker import CaseRunner, Prepared, same_kernel_code
 
     source = "import triton\n\n@triton.jit\ndef k(x):\n    pass\n"
     (tmp_path / "k.py").write_text(source)
@@ -451,16 +464,19 @@ def test_whose_difference_a_bit_exact_replay_shows(tmp_path: Path) -> None:
     case = SimpleNamespace(args={}, dims={}, variant="optimized", path=str(tmp_path / "k_tileir.py"),
                            original_path=str(tmp_path / "k.py"), launch=CapturedLaunch("k", "k.py", ()))
     again = iter([torch.tensor([0.0, 2e-9, 0.0, 0.0])])
-    runner = SimpleNamespace(case=case, backend=SimpleNamespace(device="cpu"),
+    runner = SimpleNamespace(case=case, backend=SimpleNamespace(device="cpu"), exact=True,
                              original_call=lambda: lambda inputs, args, dims: next(again))
-    kept, whose = CaseRunner.second_look(runner, output, expected, {"inputs": {}}, "out", first)
-    assert kept.ok and whose.startswith("the kernel disagrees with itself: the original run twice on the same "
-                                        "inputs differs by up to 2e-09; compared within 4e-09")
+    prepared = Prepared(inputs={})
+    look = CaseRunner.second_look(runner, output, expected, prepared, "out", first)
+    assert look.result.ok and look.note.startswith("the kernel disagrees with itself: the original run twice on the "
+                                                   "same inputs differs by up to 2e-09; compared within 4e-09")
+    assert look.spread > 0 and not look.tool_error  # NONDETERMINISM, told by the original's second run
     runner.original_call = lambda: lambda inputs, args, dims: torch.zeros(4)  # the original is steady
-    kept, whose = CaseRunner.second_look(runner, output, expected, {"inputs": {}}, "out", first)
-    assert not kept.ok and whose.startswith(f"{PINNING_ERROR} k alike on both sides")
+    look = CaseRunner.second_look(runner, output, expected, prepared, "out", first)
+    assert not look.result.ok and look.tool_error and look.note.startswith(f"{PINNING_ERROR} k alike on both sides")
     case.path = str(tmp_path / "other.py")  # its code changed: the optimized file's difference
-    assert CaseRunner.second_look(runner, output, expected, {"inputs": {}}, "out", first)[1] == ""
+    look = CaseRunner.second_look(runner, output, expected, prepared, "out", first)
+    assert (look.note, look.tool_error, look.spread) == ("", False, 0.0)
 
 
 def test_the_command_starts_its_workers_without_importing_torch_itself(tmp_path):
@@ -493,6 +509,7 @@ def test_the_table_names_each_case_once_and_indents_its_configs_wherever_they_fo
                                 max_abs=1e-3 if status == PASS else None, path="/x.py", dtypes={"a": "float16"})
                for config, status, reason in [
                    (long, PASS, ""), ("BLOCK_SIZE_M=64", NOT_RUN, f"{SAME_ON_PTX} `{long}` (its record above)")]]
+    records[1].repeat = Repeat.PTX
     console = Console(width=60, record=True)
     console.print(summary_table(ValidateRun(records=records, backends=["tileir-code-on-ptx"])))
     lines = console.export_text().splitlines()
@@ -548,7 +565,8 @@ def test_a_reused_hint_only_repeat_counts_as_a_repeat_on_the_progress_line_as_wh
     from tileiropt.validate.run import REPEATED, progress_word
 
     repeat = ValidationRecord("k", "optimized", "tileir-code-on-interpret", "BLOCK=64, num_warps=8", NOT_RUN,
-                              f"{SAME_ON_INTERPRETER} `BLOCK=64, num_warps=4` (its record above)", path="/k.py")
+                              f"{SAME_ON_INTERPRETER} `BLOCK=64, num_warps=4` (its record above)", path="/k.py",
+                              repeat=Repeat.INTERPRETER)
     assert repeat.hint_only_repeat and progress_word(repeat) == REPEATED
     other = ValidationRecord("k", "optimized", "tileir", "BLOCK=64", NOT_RUN, "not run: no GPU", path="/k.py")
     assert progress_word(other) == NOT_RUN

@@ -87,7 +87,8 @@ STATES: dict[str, tuple[dict[str, Any], str, str]] = {
     "emulator wrong": ({"tileir_emulated": _verdict(FAIL, "emulated TileIR", ["c: fail: 3 differ"])}, ATTENTION,
                        "the TileIR code gives wrong results (emulated TileIR): c: fail: 3 differ"),
     "emulated compiler refuses": ({"tileir_emulated": _verdict(ERROR, "emulated TileIR", [
-        "c: error: rejected by the TileIR compiler: RuntimeError: `tileiras` failed"], cause=Cause.COMPILER)}, ATTENTION,
+        "c: error: rejected by the TileIR compiler: RuntimeError: `tileiras` failed"], cause=Cause.COMPILER)},
+        ATTENTION,
         "the TileIR compiler rejects it (emulated TileIR)"),
     "fell back to PTX": ({"tileir_validation": Verdict(PASS, backend="tileir", compiled_by="cuda", fallback=True)},
                          ATTENTION, "the TileIR backend fell back to PTX for it (tileir; compiled by cuda)"),

@@ -88,8 +88,8 @@ def test_an_optimized_file_whose_own_self_check_raised(tmp_path: Path, monkeypat
     from tileiropt.harness.backends import BACKENDS
     from tileiropt.harness.provenance import Provenance
     from tileiropt.schema import PASS
-    from tileiropt.validate.judge import Judged
     from tileiropt.validate.cases import Case
+    from tileiropt.validate.judge import Judged
     from tileiropt.validate.run import file_uses_atomics
     from tileiropt.validate.worker import CaseRunner
 

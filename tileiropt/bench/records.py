@@ -523,8 +523,9 @@ def mark_fallback(row: BenchRow) -> None:
     if row.backend not in (TILEIR, TILEIR_EMULATED) or not compiled:
         return
     note = fallback_note(compiled, "tileir", row.provenance)
+    already = row.provenance.fallback  # marked before (a row read back): its reason says so already
     row.provenance.fallback = note is not None
-    if note is not None and note not in row.reason:
+    if note is not None and not already:
         row.reason = f"{row.reason}; {note}" if row.reason else note
 
 

@@ -345,11 +345,11 @@ class BenchJobs:
         blame = blame_death(death, own, during=f"the timing of {label}" if label else "the kernel's import")
         if item is None:  # before any item: every row left costs the cause
             for pending in job.items[job.start_item:]:
-                self.add(pending, pending.row(ERROR, f"{cause}: {blame.why}", Provenance(**asdict(base)),
+                self.add(pending, pending.row(ERROR, f"{cause}; {blame.why}", Provenance(**asdict(base)),
                                               cause=blame.cause, evidence=blame.evidence), launcher)
         elif item < len(job.items):
             reason = f"{cause} (after {seconds:.1f}s)" if seconds is not None else cause
-            self.add(job.items[item], job.items[item].row(ERROR, f"{reason}: {blame.why}", Provenance(**asdict(base)),
+            self.add(job.items[item], job.items[item].row(ERROR, f"{reason}; {blame.why}", Provenance(**asdict(base)),
                                                           cause=blame.cause, evidence=blame.evidence), launcher)
         else:
             optimized = job.items[job.pairs[item - len(job.items)][1]]

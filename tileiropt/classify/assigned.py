@@ -21,8 +21,9 @@ A later assignment extends the kernel's *chain* when it wraps the name bound las
 ...(k)`) or adds no second autotuner (`tuned = triton.autotune(...)(k)` over a kernel without one): the kernel's
 outermost object is then under the name it binds. Any other makes a second object beside the chain (`side`: a
 second autotuner `small = triton.autotune(...)(k)` over an autotuned `k`, a wrapper over an earlier name): its
-launches are the kernel's too, but apply gives it no TileIR code, and says so. A plain one-argument call is a layer only where it rebinds the name it
-wraps (`k = wrap(k)`) or wraps a jit call (`k = wrap(triton.jit(k))`): `sig = inspect.signature(k)` is not one.
+launches are the kernel's too, but apply gives it no TileIR code, and says so. A plain one-argument call is a
+layer only where it rebinds the name it wraps (`k = wrap(k)`) or wraps a jit call (`k = wrap(triton.jit(k))`):
+`sig = inspect.signature(k)` is not one.
 """
 
 from __future__ import annotations

@@ -90,7 +90,9 @@ class KernelRecord:
         data["class"] = data.pop("kernel_class")
         order = ["file", "kernel", "line", "class", "confidence", "evidence", "strategy", "is_entry", "persistent",
                  "uses_tma", "uses_block_ptr", "findings", "tensor_of_pointer_lines", "calls", "pointer_params",
-                 "size_params", "in_place_params", "atomic_lines", "ir", "made_by", "bound_to"]
+                 "size_params", "in_place_params", "atomic_lines", "ir"]
+        if self.made_by != "decorator":  # said where it says something: a decorated kernel's keys are as they were
+            order += ["made_by", "bound_to"]
         return {key: data[key] for key in order}
 
 
@@ -630,8 +632,7 @@ def _classify(kernel: KernelInfo, own: FunctionFacts, everything: list[tuple[Fun
         findings=[],
         tensor_of_pointer_lines=pointer_lines if kernel_class == "dot" else [],
         calls=list(kernel.calls),
-        made_by=kernel.made_by,
-        bound_to=kernel.bound_to,
+        made_by=kernel.made_by, bound_to=kernel.bound_to,
     )
 
 

@@ -26,6 +26,7 @@ class PhaseResult:
     workers: int = 0  # worker processes the phase started (validate, bench, capture replays)
     worker_start_s: float = 0.0  # their time from start to ready (Python, torch, Triton, the GPU), summed
     jobs: list[JobTiming] = field(default_factory=list)  # each job of the engine: worker start, import, compile...
+    interrupted: bool = False  # the run was interrupted (Ctrl-C, SIGTERM) during this phase
 
 
 @dataclass(frozen=True)

@@ -428,6 +428,7 @@ class Slots(Generic[J]):
         base = self._base(name)
         if started is not None:  # the item that was running costs its record, once it crashed a fresh worker too
             if self.retry_in_fresh_worker(current, started, death):
+                current.start_item = started  # the same item again, in the next worker
                 self.pool.put_back(current, name)
                 return
             label = plan[started] if started < len(plan) else f"item {started}"

@@ -11,6 +11,7 @@ tell, the cause is UNKNOWN and says what was seen: a failure is never the kernel
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
 import signal
@@ -58,7 +59,11 @@ class Frame:
 
 
 def _short_path(file: str) -> str:
+    """A frame's file as people read it: inside an installed package, from the package; tileiropt's own from its
+    folder; else relative to the current folder where it is below it."""
     path = Path(file)
+    with contextlib.suppress(ValueError, OSError):
+        return str(path.resolve().relative_to(PACKAGE_FOLDER.parent))
     parts = path.parts
     for anchor in ("site-packages", "dist-packages"):
         if anchor in parts:
@@ -132,27 +137,26 @@ def stderr_frames(lines: Sequence[str]) -> list[Frame]:
 
 
 def blame_frames(frames: Sequence[Frame], owners: Owners, *, stage: str, what: str) -> Blame:
-    """The cause told by the frames of a failing call (outer to inner): who raised `what`."""
+    """The cause told by the frames of a failing call (outer to inner): who did `what` ("ValueError raised", "the
+    worker crashed (SIGSEGV)")."""
     evidence = [str(f) for f in frames[-FRAMES_KEPT:]]
     if not frames:
         return Blame(Cause.UNKNOWN, f"could not tell whose failure: {what}, with no traceback", evidence)
     innermost = frames[-1]
     owner = owners.of(innermost.file)
     if owner == Owners.TOOL:
-        return Blame(Cause.TOOL, f"an error of tileiropt, not of the kernel: raised in its own code at {innermost}",
+        return Blame(Cause.TOOL, f"an error of tileiropt, not of the kernel: {what} in its own code at {innermost}",
                      evidence)
+    if stage == REFERENCE_STAGE:  # the project's reference, wherever its code lives (a torch expression, a module)
+        return Blame(Cause.REFERENCE, f"{what} in the reference (at {innermost})", evidence)
     if owner == Owners.COMPILER:
-        return Blame(Cause.COMPILER, f"Triton's compiler rejected it (at {innermost})", evidence)
+        return Blame(Cause.COMPILER, f"{what} in Triton's compiler (at {innermost})", evidence)
     caller = next((f for f in reversed(frames) if owners.of(f.file) in (Owners.USER, Owners.TOOL)), None)
     if owner == Owners.USER or (caller is not None and owners.of(caller.file) == Owners.USER):
         where = innermost if owner == Owners.USER else caller
-        if stage == REFERENCE_STAGE:
-            return Blame(Cause.REFERENCE, f"the reference raised (at {where})", evidence)
-        return Blame(Cause.KERNEL, f"raised in the kernel's own code (at {where})", evidence)
-    if stage == REFERENCE_STAGE and caller is None:  # a reference expression, evaluated by itself
-        return Blame(Cause.REFERENCE, f"the reference raised (at {innermost})", evidence)
+        return Blame(Cause.KERNEL, f"{what} in the kernel's own code (at {where})", evidence)
     called = f", called from tileiropt at {caller}" if caller is not None else ""
-    return Blame(Cause.UNKNOWN, f"could not tell whose failure: raised in a third party at {innermost}{called}",
+    return Blame(Cause.UNKNOWN, f"could not tell whose failure: {what} in a third party at {innermost}{called}",
                  evidence)
 
 
@@ -177,8 +181,9 @@ def blame_exception(exc: BaseException, own: Iterable[str], *, stage: str, refer
         return Blame(Cause.OUT_OF_MEMORY, "an allocation failed: out of memory", evidence)
     if _NO_DEVICE.search(text):
         return Blame(Cause.ENVIRONMENT, "this machine has no usable GPU for it", evidence)
-    if isinstance(exc, ModuleNotFoundError) and exc.name and importlib.util.find_spec(exc.name.split(".")[0]) is None:
-        return Blame(Cause.ENVIRONMENT, f"the module {exc.name!r} is not installed here", evidence)
+    missing = next((c for c in exception_chain(exc) if isinstance(c, ModuleNotFoundError)), None)
+    if missing is not None:  # a module this machine lacks: not installed, or an extension never built here
+        return Blame(Cause.ENVIRONMENT, f"the module {missing.name!r} is not installed (or built) here", evidence)
     if isinstance(exc, HarnessError) and exc.cause is not None:
         return Blame(exc.cause, str(exc), evidence)
     owners = Owners(own)
@@ -225,19 +230,19 @@ def blame_death(death: Death, own: Iterable[str], *, during: str) -> Blame:
     exit without one, is UNKNOWN, with the evidence."""
     tail = death.stderr[-STDERR_KEPT:]
     if death.returncode is None and death.timed_out is None and not tail:  # no process: the engine's words say why
-        return Blame(Cause.UNKNOWN, f"could not tell whose failure: {death.words} ({during})", [])
+        return Blame(Cause.UNKNOWN, f"could not tell whose failure ({during})", [])
     if death.timed_out is not None:
-        return Blame(Cause.TIMEOUT, f"{death.how()} in {during}", tail)
+        return Blame(Cause.TIMEOUT, f"it ran past its time limit in {during}", tail)
     text = "\n".join(tail)
     if _OUT_OF_MEMORY.search(text):
-        return Blame(Cause.OUT_OF_MEMORY, f"the worker {death.how()} in {during}: out of memory", tail)
+        return Blame(Cause.OUT_OF_MEMORY, f"out of memory in {during}", tail)
     frames = stderr_frames(tail)
     crashed = death.returncode is not None and death.returncode < 0 and \
         -death.returncode in {int(s) for s in _CRASH_SIGNALS}
     if frames:
-        told = blame_frames(frames, Owners(own), stage=KERNEL_STAGE, what=f"the worker {death.how()}")
-        what = "crashed the process" if crashed else f"ended the worker ({death.how()})"
-        return Blame(told.cause, f"{told.why}: {what} in {during}", tail)
+        what = f"the process crashed ({death.signal_name})" if crashed else f"the worker {death.how()}"
+        told = blame_frames(frames, Owners(own), stage=KERNEL_STAGE, what=what)
+        return Blame(told.cause, f"{told.why}, in {during}", tail)
     if death.signal_name == "SIGKILL":
         return Blame(Cause.UNKNOWN, f"could not tell whose failure: the worker was killed by SIGKILL in {during} (the "
                                     "system's out-of-memory killer or another process), with no traceback", tail)

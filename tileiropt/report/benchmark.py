@@ -44,7 +44,8 @@ def _line(row: BenchRow) -> BenchLine:
         time, speedup = row.reason or "not run", "—"
     else:
         time, speedup = f"error: {row.reason}", "—"
-    return BenchLine(label, row.variant, row.backend, time, speedup, row.median_ms, row.speedup)
+    return BenchLine(label, row.variant, row.backend, time, speedup, row.median_ms, row.speedup,
+                     status=PASS if row.status == PASS and row.median_ms is not None else row.status)
 
 
 def benchmark_for(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> Benchmark:

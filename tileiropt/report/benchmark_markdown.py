@@ -7,6 +7,7 @@ from __future__ import annotations
 from tileiropt.bench.records import BenchRow, dtype_key, peak_text, rate_text
 from tileiropt.report.markdown_blocks import bullets, cell, table
 from tileiropt.report.model import Benchmark, BenchTable
+from tileiropt.schema import NOT_RUN, PASS
 
 
 def _size_title(t: BenchTable) -> str:
@@ -94,7 +95,7 @@ def benchmark_md(b: Benchmark) -> str:
     if not b.ran and not b.tables:
         return b.reason
     texts = {line.time for t in b.tables for line in t.lines}
-    if len(texts) == 1 and next(iter(texts)).startswith("not run") and not b.details:
+    if len(texts) == 1 and all(line.status == NOT_RUN for t in b.tables for line in t.lines) and not b.details:
         sizes = ", ".join(str(s) for t in b.tables for s in (t.sizes if t.sizes else [t.size]) if s is not None)
         return f"{next(iter(texts))} (every row{', sizes ' + sizes if sizes else ''})"
     if b.plot.endswith(".svg"):
@@ -106,9 +107,9 @@ def benchmark_md(b: Benchmark) -> str:
     same_everywhere = {}
     if len(b.tables) > 1:
         for label in dict.fromkeys(line.label for t in b.tables for line in t.lines):
-            texts = {line.time for t in b.tables for line in t.lines if line.label == label}
-            count = sum(line.label == label for t in b.tables for line in t.lines)
-            if len(texts) == 1 and count == len(b.tables) and next(iter(texts)).startswith(("not run", "error")):
+            lines = [line for t in b.tables for line in t.lines if line.label == label]
+            texts = {line.time for line in lines}
+            if len(texts) == 1 and len(lines) == len(b.tables) and all(line.status != PASS for line in lines):
                 same_everywhere[label] = next(iter(texts))
     if same_everywhere:
         parts.append("At every size:\n\n" + bullets([f"{label}: {text}" for label, text in same_everywhere.items()]))

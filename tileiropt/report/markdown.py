@@ -234,7 +234,8 @@ def summary_md(report: Report) -> str:
     if not report.kernels:  # no empty table: the first lines say why nothing was checked
         return "No kernel in the records: nothing was validated or timed (why: at the top)."
     shared = run_wide_not_run(report)
-    rows = []
+    rows: list[list[str]] = []
+    ran: list[list[bool]] = []  # per cell: whether it says what ran (else why not)
     for k in report.kernels:
         b = k.benchmark
         if b.ptx_ratios:
@@ -255,13 +256,17 @@ def summary_md(report: Report) -> str:
         verdict = _verdict_of(k)
         row = [k.name, BUCKET_LABELS.get(verdict.bucket, verdict.bucket), kind, _short_verdict(k.compatibility),
                transformations]
+        cells_ran = [True, True, k.classification.ran, k.compatibility.status in VERDICT_TEXT, k.transformations.ran]
         row += [] if "tileir" in shared else [_short_verdict(k.tileir_validation)]
+        cells_ran += [] if "tileir" in shared else [k.tileir_validation.status in VERDICT_TEXT]
         row += [] if "bench" in shared else [ratio, speedup]
+        cells_ran += [] if "bench" in shared else [bool(b.ptx_ratios), bool(b.tileir_speedups)]
         rows.append(row + [output])
+        ran.append(cells_ran + [k.output.ran])
     header = ["Kernel", "Verdict", "Type", "Compatibility (ENABLE_TILE=0)", "Transformations"]
     header += [] if "tileir" in shared else ["TileIR validation"]
     header += [] if "bench" in shared else ["PTX time optimized/original (<1 faster)", "TileIR speedup"]
-    header, rows, same = _without_shared_columns(header + ["Output"], rows)
+    header, rows, same = _without_shared_columns(header + ["Output"], rows, ran)
     text = table(header, fold_launches(rows))
     if shared:
         left_out = {"tileir": "TileIR validation", "bench": "PTX time and TileIR speedup"}
@@ -288,13 +293,13 @@ def fold_launches(rows: list[list[str]]) -> list[list[str]]:
     return folded
 
 
-def _without_shared_columns(header: list[str], rows: list[list[str]]
+def _without_shared_columns(header: list[str], rows: list[list[str]], ran: list[list[bool]]
                             ) -> tuple[list[str], list[list[str]], list[tuple[str, str]]]:
-    """The table less the columns where every row says the same "not run" reason (said once below it)."""
+    """The table less the columns where every row says the same reason it did not run (said once below it)."""
     if len(rows) < 2:
         return header, rows, []
     dropped = [index for index in range(1, len(header))
-               if len({row[index] for row in rows}) == 1 and rows[0][index].startswith("not run")]
+               if len({row[index] for row in rows}) == 1 and not any(cells[index] for cells in ran)]
     keep = [index for index in range(len(header)) if index not in dropped]
     return ([header[i] for i in keep], [[row[i] for i in keep] for row in rows],
             [(header[i], rows[0][i]) for i in dropped])

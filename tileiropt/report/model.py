@@ -71,6 +71,7 @@ class BenchLine:
     speedup: str  # "1.00x" or "—"
     median_ms: float | None = None
     speedup_value: float | None = None
+    status: str = "pass"  # the row's status (schema): a line that did not run says why in `time`
 
 
 @dataclass

@@ -56,7 +56,7 @@ def interrupted_phase(run: RunResult | None) -> str | None:
     """The phase a run was interrupted in (run.json), or None."""
     if run is None or run.exit_code != 130:
         return None
-    return next((p.phase for p in run.phases if p.detail == "interrupted"), "an earlier phase")
+    return next((p.phase for p in run.phases if p.interrupted), "an earlier phase")
 
 
 def missing_record(artifacts: Artifacts, record: str, command: str) -> str:

@@ -90,16 +90,32 @@ def _short(text: object, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+NONDETERMINISM_CAVEAT = ("; the original disagrees with itself on the same inputs (nondeterminism): its code was "
+                         "compared within twice the original's own spread")
+
+
 def kernel_verdict(k: KernelReport, rejected: dict[str, dict[str, Any]] | None = None,
                    interrupted: str | None = None) -> KernelVerdict:
     """The verdict of one kernel (a `report.build.KernelReport`); `rejected`: run.json's set-aside files, keyed by
-    resolved path; `interrupted`: the phase the run was interrupted in, if it was."""
+    resolved path; `interrupted`: the phase the run was interrupted in, if it was. A verdict that is no failure says
+    the caveat its passes carry (NONDETERMINISM: passed within the original's own spread)."""
+    verdict = _verdict_of(k, rejected, interrupted)
+    if verdict.bucket == ATTENTION or verdict.cause is not None:
+        return verdict
+    sections = [getattr(k, name, None) for name in ("tileir_validation", "tileir_emulated", "tileir_code",
+                                                     "optimized_ptx", "compatibility")]
+    if any(v is not None and v.status == PASS and v.cause == Cause.NONDETERMINISM for v in sections):
+        verdict.text += NONDETERMINISM_CAVEAT
+        verdict.cause = Cause.NONDETERMINISM
+    return verdict
+
+
+def _verdict_of(k: KernelReport, rejected: dict[str, dict[str, Any]] | None, interrupted: str | None
+                ) -> KernelVerdict:
     set_aside = (rejected or {}).get(str(Path(k.optimized_path).resolve())) if k.optimized_path else None
     code = k.tileir_code
     if k.stopped:
-        cause = k.stopped.get("cause")
-        return KernelVerdict(ATTENTION, f"stopped at {k.stopped.get('phase')}: {_short(k.stopped.get('reason'))}",
-                             cause=Cause(cause) if cause in set(Cause) else None)
+        return _stopped(k.stopped)
     if set_aside:
         return KernelVerdict(ATTENTION, f"its optimized file was set aside: {_short(set_aside.get('reason'))}")
     if k.compatibility.status in (FAIL, ERROR):
@@ -152,6 +168,17 @@ def kernel_verdict(k: KernelReport, rejected: dict[str, dict[str, Any]] | None =
                                        "(run the same command again to go on)")
     reason = (code.reason if code is not None else "") or k.tileir_validation.reason or "not run"
     return KernelVerdict(UNPROVEN, f"the TileIR code never ran: {_short(reason)}")
+
+
+def _stopped(stopped: dict[str, str]) -> KernelVerdict:
+    """A kernel a phase stopped: where a failed record stopped it, in the words of its cause (the original's check at
+    compatibility, the TileIR code's at validate)."""
+    phase, reason = stopped.get("phase"), _short(stopped.get("reason"))
+    cause = Cause(stopped["cause"]) if stopped.get("cause") in set(Cause) else None
+    if cause is None:
+        return KernelVerdict(ATTENTION, f"stopped at {phase}: {reason}")
+    words = ORIGINAL_FAILS if phase == "compatibility" else TILEIR_FAILS
+    return KernelVerdict(ATTENTION, f"{words[cause]} (stopped at {phase}): {reason}", cause=cause)
 
 
 def _failed(failed: Verdict, words: dict[Cause, str], *, where: bool) -> KernelVerdict:

@@ -89,6 +89,9 @@ def serve(setup: dict[str, Any], emit: Emitter, jobs: Iterable[dict[str, Any]]) 
 
 
 def main() -> int:
+    import faulthandler
+
+    faulthandler.enable()  # a crash (SIGSEGV, SIGABRT, ...) leaves the Python frames in stderr: the cause's evidence
     emit, setup = start_worker()
     return serve(setup, emit, more_lines())
 

@@ -151,7 +151,9 @@ class Pipeline:
         except KeyboardInterrupt:  # every worker has ended; the records that finished are saved
             self.interrupted = True
             kept = any(o.phase == self.step for o in self.outcomes)  # between two phases: neither was cut
-            self.keep(Outcome.of("report" if kept else self.step, NOT_RUN, "interrupted"))
+            cut = Outcome.of("report" if kept else self.step, NOT_RUN, "interrupted")
+            cut.result.interrupted = True
+            self.keep(cut)
         finally:
             self.context.workers.close()  # the workers kept between phases end, the run's Triton caches go
             self.context.adopted.close()  # the machine's facts are probed again by whatever runs next

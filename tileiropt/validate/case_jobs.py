@@ -64,7 +64,7 @@ class CaseJobs:
         """The worker died or hung in `item`: its record says how, and whose failure the evidence shows."""
         during = f"the config {label}" if item is not None and label else "the file's import or its reference"
         blame = blame_death(death, user_paths(case), during=during)
-        reason = blame.why if blame.why.startswith(death.words) else f"{death.words}: {blame.why}"
+        reason = f"{death.words}; {blame.why}"
         self.add(case, item, record_for(case, backend, label if item is not None else PREPARE, ERROR, reason, base,
                                         cause=blame.cause, evidence=blame.evidence, seconds=seconds), launcher)
 

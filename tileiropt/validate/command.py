@@ -17,7 +17,7 @@ from tileiropt.errors import ExitCode, UserError
 from tileiropt.harness.scaling import describe_scaling
 from tileiropt.invocation import invoked_command
 from tileiropt.output import console, err_console
-from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, SAME_ON_INTERPRETER
+from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS, Repeat
 from tileiropt.validate.records import ValidateRun, ValidationRecord, load_validate_run, save_validate_run
 from tileiropt.validate.run import earlier_validation, tally, validate_project
 
@@ -75,7 +75,7 @@ def detail_lines(run: ValidateRun) -> list[str]:
     for r in run.records:
         where = f"{r.kernel} {r.variant} {_dtypes(r)} {r.backend} [{short_config(r.config)}]"
         if r.status == NOT_RUN:  # hint-only repeats: one line for them all (each names its own twin)
-            repeated = REPEATED_ON_INTERPRETER if r.reason.startswith(SAME_ON_INTERPRETER) else REPEATED_ON_PTX
+            repeated = REPEATED_ON_INTERPRETER if r.repeat == Repeat.INTERPRETER else REPEATED_ON_PTX
             key = (r.backend, repeated if r.hint_only_repeat else r.reason.removeprefix("not run: "))
             not_run[key] = not_run.get(key, 0) + 1
         elif r.status != PASS:

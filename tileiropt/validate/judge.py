@@ -5,6 +5,7 @@ tables: `tests/decisions/test_record_status.py` and `tests/decisions/test_causes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tileiropt.harness import harness
 from tileiropt.harness.blame import IMPORT_STAGE, REFERENCE_STAGE, Blame, blame_exception
@@ -54,9 +55,6 @@ def judge_failure(exc: BaseException, stage: str, own: list[str], *, interpreted
     NOT_RUN where this machine cannot run the code (no GPU, a limit of the interpreter), else ERROR, with the cause
     told by the exception's type and frames (`harness.blame`)."""
     text = harness.describe_exception(exc)
-    location = exception_location(exc)
-    if location:
-        text = f"{text} (at {location})"
     blame = blame_exception(exc, own, stage=stage, reference_is_original=reference_is_original)
     rejected = harness.tileir_rejection(exc) is not None  # before the interpreter's limits: the emulated compiler
     # refuses inline asm there too
@@ -64,11 +62,16 @@ def judge_failure(exc: BaseException, stage: str, own: list[str], *, interpreted
         return Judged(NOT_RUN, f"not run: needs a GPU ({text})", Cause.ENVIRONMENT, blame.evidence)
     limit = harness.interpreter_limit(exc) if interpreted and not rejected else None
     if limit:
-        return Judged(NOT_RUN, f"not run on the interpreter: {limit} ({text})", Cause.ENVIRONMENT, blame.evidence)
-    return Judged(ERROR, failure_reason(exc, stage, text, blame, reference_is_original), blame.cause, blame.evidence)
+        location = exception_location(exc)
+        where = f" (at {location})" if location else ""
+        return Judged(NOT_RUN, f"not run on the interpreter: {limit} ({text}{where})", Cause.ENVIRONMENT,
+                      blame.evidence)
+    reason = failure_reason(exc, stage, text, blame, reference_is_original, own)
+    return Judged(ERROR, reason, blame.cause, blame.evidence)
 
 
-def failure_reason(exc: BaseException, stage: str, text: str, blame: Blame, reference_is_original: bool) -> str:
+def failure_reason(exc: BaseException, stage: str, text: str, blame: Blame, reference_is_original: bool,
+                   own: list[str]) -> str:
     """The words of an errored record: what failed, then whose failure it is."""
     rejection = harness.tileir_rejection(exc)
     if rejection:
@@ -76,8 +79,12 @@ def failure_reason(exc: BaseException, stage: str, text: str, blame: Blame, refe
     if stage == IMPORT_STAGE:
         missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
         if missing and blame.cause == Cause.ENVIRONMENT:
+            top = missing.split(".")[0]
+            if any(Path(p).name == top for p in own):  # a module of the user's own package: an extension not built
+                return (f"cannot import the kernel file: its package's module {missing!r} is not there (an extension "
+                        f"not built on this machine? build the package first) ({text})")
             return (f"cannot import the kernel file: it needs the module {missing!r}, which is not installed (pip "
-                    f"install {missing.split('.')[0]}) ({text})")
+                    f"install {top}) ({text})")
         return f"cannot import the kernel file: {text}; {blame.why}"
     if stage == REFERENCE_STAGE:
         what = "the original kernel raised" if reference_is_original else "the reference raised"

@@ -154,7 +154,7 @@ def ir_relevant(name: str, scanned: Scan, builder: FactsBuilder) -> str | None:
                     return f"{callee} (defined in another module) at line {call.line}"
             else:
                 return f"a call at line {call.line}"
-        for decorator in node.decorator_list:
+        for decorator in scanned.layers(current, node):  # `k = triton.jit(k, noinline=True)` too
             if isinstance(decorator, ast.Call) and any(k.arg == "noinline" for k in decorator.keywords):
                 return f"noinline at line {decorator.lineno}"
     return None

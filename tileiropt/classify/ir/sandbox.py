@@ -91,11 +91,14 @@ class FileSandbox:
                 continue
             try:
                 function = _rebuild(node, self.path, self.namespace, self.scanned.module.aliases)
-                options = _jit_options(node, self.scanned.module.aliases)
+                options = _jit_options(self.scanned.layers(kernel.name, node), self.scanned.module.aliases)
                 self.jit[kernel.name] = triton.JITFunction(function, **options)
             except Exception as exc:  # a def this Triton's JITFunction does not take: noted, not lowered
                 self.notes.append(f"{kernel.name}: {type(exc).__name__}: {exc}")
         self.namespace.update(self.jit)
+        for kernel in self.scanned.module.kernels:  # `helper = triton.jit(_helper_py)`: called as `helper`
+            if kernel.name in self.jit:
+                self.namespace.update(dict.fromkeys(kernel.bound_names, self.jit[kernel.name]))
         self._package_imports(tree, used)
 
     # imports -------------------------------------------------------------------------------------
@@ -315,9 +318,10 @@ def _default(node: ast.expr, aliases: dict[str, str]) -> Any:
     return value if ok else None
 
 
-def _jit_options(node: ast.FunctionDef, aliases: dict[str, str]) -> dict[str, Any]:
-    """The keyword options of `@triton.jit(...)` that change the IR (noinline)."""
-    for decorator in node.decorator_list:
+def _jit_options(layers: list[ast.expr], aliases: dict[str, str]) -> dict[str, Any]:
+    """The keyword options of `@triton.jit(...)` (or of `triton.jit(fn, ...)` applied by assignment, `layers`: what
+    is applied over the def) that change the IR (noinline)."""
+    for decorator in layers:
         if isinstance(decorator, ast.Call) and call_name(decorator, aliases) in JIT:
             for keyword in decorator.keywords:
                 if keyword.arg == "noinline" and isinstance(keyword.value, ast.Constant):

@@ -215,7 +215,7 @@ class NoInline(Rule):
                "    tl.store(x_ptr, helper(tl.load(x_ptr)))\n"]
 
     def check(self, ctx: KernelContext) -> Iterable[Finding]:
-        for decorator in ctx.node.decorator_list:
+        for decorator in ctx.scan.layers(ctx.kernel.name, ctx.node):  # `k = triton.jit(k, noinline=True)` too
             if isinstance(decorator, ast.Call) and any(
                     k.arg == "noinline" and isinstance(k.value, ast.Constant) and k.value.value is True
                     for k in decorator.keywords):
