@@ -386,3 +386,17 @@ def test_a_run_captures_validates_them_like_decorated_ones(tmp_path: Path, monke
                    for kernel in ("_gelu_add_kernel", "_row_sum_kernel", "_scale_kernel", "_negate_py")
                    for variant, backend in (("original", "interpret"), ("optimized", "interpret"),
                                             ("optimized", "tileir-code-on-interpret"))}
+
+
+def test_a_library_file_whose_kernels_are_all_made_by_assignment_is_a_kernel_file(tmp_path: Path) -> None:
+    """Library mode finds such a file (no decorator anywhere in it) as it finds a decorated one; another library's
+    `jit` applied the same way is not Triton's."""
+    from tileiropt.project.library import library_files
+
+    package = tmp_path / "lib"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "ops.py").write_text(FIXTURE.read_text())
+    (package / "numba_ops.py").write_text("import numba\n\n\ndef k(x):\n    return x\n\n\nk = numba.jit(k)\n")
+    found = library_files(package)
+    assert [p.name for p in found.kernel_files] == ["ops.py"]

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tileiropt.errors import ExitCode
+
 from shared import ROOT, TEST_FIXTURES
 
 EMULATOR = Path(__file__).parent / "emulated_nvtriton"
@@ -162,7 +164,7 @@ def test_a_construct_tileiras_refuses_is_reported_with_its_message_and_the_file_
     kernel is validated under the emulator."""
     shutil.copy(FIXTURES / "gelu.py", tmp_path / "gelu.py")
     done = _run_under_emulator(tmp_path, "gelu.py")
-    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.returncode == ExitCode.COMPILER, done.stdout[-2000:] + done.stderr[-2000:]  # a compiler refused it
     summary = json.loads(done.stdout)
     assert summary["verdicts"]["scale_kernel"]["bucket"] == "emulated"
     gelu = summary["verdicts"]["gelu_kernel"]

@@ -572,7 +572,7 @@ def test_a_pass_on_an_interpreter_that_computes_bfloat16_wrongly_is_agreement_no
                                 max_abs=0.0, path="/k.py", dtypes={"x": "float32"}) for i in range(4)]
     records.append(ValidationRecord("k", "optimized", "tileir-code-on-interpret", "C9", "pass",
                                     f"{BF16_WRONG} in this Triton (probed): ...", max_abs=0.01, path="/k.py",
-                                    dtypes={"x": "bfloat16"}))
+                                    dtypes={"x": "bfloat16"}, bf16_wrong=True))  # its field: never its words
     summary = verdict(records)
     assert summary.agrees_only and not any(BF16_WRONG in note for note in summary.notes)  # past the notes shown
 

@@ -241,8 +241,8 @@ def test_an_interruption_before_the_ptx_rows_is_why_nothing_was_timed() -> None:
     kernel = BenchKernel("k", "/tmp/k.py", "/tmp/k_tileir.py", "k")
     tileir_only = BenchRun(rows=[BenchRow("k", "optimized", "tileir", 1024, NOT_RUN, "not run: nvtriton is not "
                                           "installed")])
-    interrupted = RunResult(phases=[PhaseResult("bench", NOT_RUN, detail="interrupted")], kernels=[kernel],
-                            stopped={}, artifacts="/tmp", exit_code=130)
+    interrupted = RunResult(phases=[PhaseResult("bench", NOT_RUN, detail="interrupted", interrupted=True)],
+                            kernels=[kernel], stopped={}, artifacts="/tmp", exit_code=130)
     cut = benchmark_for(kernel, Artifacts(Path("/tmp"), bench=tileir_only, run=interrupted), None)
     assert cut.reason == "not run: the run was interrupted during bench"
     whole = benchmark_for(kernel, Artifacts(Path("/tmp"), bench=tileir_only), None)  # no interruption: the machine's

@@ -16,6 +16,8 @@ import sysconfig
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tileiropt.schema import Cause
+
 TAIL_LINES = 12  # the output's last lines kept in the record and shown
 _PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
 _PYTEST_FRAME = re.compile(r"^(?P<file>[^\s:][^:]*\.py):(?P<line>\d+): ")
@@ -37,6 +39,7 @@ class ProgramFailure:
     where: str  # "two.py:27" (relative to the folder the program ran in when inside it), or ""
     output: list[str]  # the output's last lines
     needs_gpu: bool = False  # it failed for want of a GPU (or its driver)
+    cause: str | None = None  # whose failure (a `schema.Cause`), told where it was read (`program_cause`)
 
     def summary(self) -> str:
         """One line: the exception and where (with the fix for a module that is not installed), else the exit
@@ -62,7 +65,8 @@ class ProgramFailure:
         return cls(exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
                    exception=str(data.get("exception") or ""), where=str(data.get("where") or ""),
                    output=[str(line) for line in output] if isinstance(output, list) else [],
-                   needs_gpu=data.get("needs_gpu") is True)
+                   needs_gpu=data.get("needs_gpu") is True,
+                   cause=str(data["cause"]) if data.get("cause") in {c.value for c in Cause} else None)
 
 
 def _library_paths() -> tuple[str, ...]:
@@ -116,9 +120,29 @@ def read_failure(output: str, exit_code: int | None, cwd: str | None = None) -> 
         if not exception:
             exception = next((m["text"] for line in reversed(lines) if (m := _EXCEPTION.match(line.strip()))), "")
     text = "\n".join(lines[-200:])
+    needs_gpu = any(marker in text for marker in NEEDS_GPU)
     return ProgramFailure(exit_code=exit_code, exception=exception, where=_innermost_own(frames, cwd),
-                          output=[line[:400] for line in lines[-TAIL_LINES:]],
-                          needs_gpu=any(marker in text for marker in NEEDS_GPU))
+                          output=[line[:400] for line in lines[-TAIL_LINES:]], needs_gpu=needs_gpu,
+                          cause=program_cause(exception, frames, text, needs_gpu, cwd))
+
+
+_OUT_OF_MEMORY = re.compile(r"out of memory|can't allocate memory|OutOfMemoryError|MemoryError")
+
+
+def program_cause(exception: str, frames: list[tuple[str, str]], text: str, needs_gpu: bool, cwd: str | None
+                  ) -> str:
+    """Whose failure the program's is, from what its output shows: the machine (no GPU, a module not installed), out
+    of memory, tileiropt's own recorder (its innermost frame), the program's own code (a traceback into it), or
+    unknown (no traceback: a signal, an exit without one)."""
+    if needs_gpu or MISSING_MODULE.match(exception):
+        return Cause.ENVIRONMENT
+    if _OUT_OF_MEMORY.search(exception or text):
+        return Cause.OUT_OF_MEMORY
+    if frames:
+        innermost = os.path.realpath(os.path.join(cwd or "", frames[-1][0]))
+        tool = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+        return Cause.TOOL if innermost.startswith(tool) else Cause.KERNEL
+    return Cause.UNKNOWN
 
 
 def exit_status(code: int | None) -> str:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tileiropt.classify.assigned import assigned_kernels
 from tileiropt.classify.names import collect_import, dotted_parts, qualified
 from tileiropt.classify.reexports import collect_reexports, module_level
 from tileiropt.errors import UserError
@@ -23,7 +24,8 @@ from tileiropt.schema import GATE_MARKER
 
 SKIPPED_FOLDERS = {"__pycache__", "site-packages", "node_modules", "build", "dist"}  # besides hidden ones
 # a decorator line naming what `is_triton_decorator` takes: a file without one defines no kernel, and is not parsed
-_KERNEL_DECORATOR = re.compile(r"^[ \t]*@[^\n]*\b(?:jit|autotune|heuristics)\b", re.MULTILINE)
+_KERNEL_DECORATOR = re.compile(r"^[ \t]*@[^\n]*\b(?:jit|autotune|heuristics)\b"
+                               r"|^[ \t]*\w+[ \t]*(?::[^=\n]*)?=[^\n]*\bjit\b", re.MULTILINE)  # or `k = triton.jit(k)`
 
 
 @dataclass
@@ -75,6 +77,8 @@ def defines_kernel(tree: ast.Module, path: str = "<string>") -> bool:
                   for d in node.decorator_list if _named_like_kernel(d)]
     if any(ast.unparse(_target(d)).startswith("triton.") for d in decorators):
         return True
+    if made_by_assignment(statements):
+        return True
     # only the imports binding a decorator's first name can make it Triton's: the package's other modules are read
     # for those alone (following every import of a file inside torch read 569 of torch's modules)
     needed = {parts[0] for parts in (dotted_parts(_target(d)) for d in decorators) if parts}
@@ -87,6 +91,16 @@ def defines_kernel(tree: ast.Module, path: str = "<string>") -> bool:
             if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) in needed for a in node.names):
                 collect_reexports(node, path, aliases)
     return any(is_triton_decorator(d, aliases) for d in decorators)
+
+
+def made_by_assignment(statements: list[ast.stmt]) -> bool:
+    """Whether module-level assignments make a kernel of a module-level def (`k = triton.jit(k)`, then
+    `k = triton.autotune(...)(k)`, ...: `classify.assigned`), with no decorator anywhere."""
+    aliases: dict[str, str] = {}
+    for node in statements:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            collect_import(node, aliases)
+    return bool(assigned_kernels(statements, aliases))
 
 
 def _target(decorator: ast.expr) -> ast.expr:

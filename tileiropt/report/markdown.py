@@ -44,12 +44,11 @@ from tileiropt.report.verdict import (
     UNTUNED,
     KernelVerdict,
 )
-from tileiropt.schema import FAIL, PASS
+from tileiropt.report.verdict_markdown import VERDICT_TEXT, compatibility_md, verdict_details, verdict_line
 
 T = TypeVar("T")
 
 TEMPLATE = "report.md"
-VERDICT_TEXT: dict[str, str] = {PASS: "PASSED", FAIL: "FAILED"}  # how a verdict that ran reads in the report
 KERNEL_MARKER = "<!-- tileiropt:kernel-section"
 
 
@@ -86,40 +85,6 @@ def classification_md(c: Classification) -> str:
     else:
         lines.append("- TileIR lint: no finding")
     return "\n".join(lines)
-
-
-def verdict_line(v: Verdict) -> str:
-    """"PASSED — Max difference: 3.1e-03" or "not run: <reason>"."""
-    if v.status not in VERDICT_TEXT:
-        return v.reason or "not run"
-    bound = f" (tolerance {v.tolerance})" if v.tolerance else ""
-    return f"{VERDICT_TEXT[v.status]} — Max difference: {format_difference(v.max_difference)}{bound}"
-
-
-def verdict_details(v: Verdict) -> list[str]:
-    """Where the verdict came from: the backend, what really compiled the kernels, how many configs."""
-    if v.status not in VERDICT_TEXT:
-        return []
-    where = [f"backend: {v.backend_description}", f"compiled by: {v.compiled_by or 'unknown'}"]
-    where.append(f"{v.configs} record{'s' if v.configs != 1 else ''} (autotune configs x dtypes)")
-    if v.not_run > v.repeats:
-        where.append(f"{v.not_run - v.repeats} not run")
-    if v.repeats:
-        where.append(f"{v.repeats} config(s) repeating another's compiled or computed config, run once (the "
-                     "interpreter computes the same whatever the hints; PTX compiles a TileIR config's hints alike)")
-    if v.dtypes:
-        where.append("dtypes: " + "; ".join(v.dtypes))
-    lines = ["; ".join(where)]
-    if v.fallback:
-        lines.append("**fallback**: some kernels were compiled by another backend than the one asked for")
-    lines += [f"failure: {f}" for f in v.failures]
-    lines += v.notes
-    return lines
-
-
-def compatibility_md(v: Verdict) -> str:
-    details = verdict_details(v)
-    return verdict_line(v) + ("\n\n" + bullets(details) if details else "")  # a blank line: a list in every renderer
 
 
 def tileir_md(k: KernelReport, shared: dict[str, str] | None = None) -> str:

@@ -104,7 +104,7 @@ def kernel_verdict(k: KernelReport, rejected: dict[str, dict[str, Any]] | None =
         return verdict
     sections = [getattr(k, name, None) for name in ("tileir_validation", "tileir_emulated", "tileir_code",
                                                      "optimized_ptx", "compatibility")]
-    if any(v is not None and v.status == PASS and v.cause == Cause.NONDETERMINISM for v in sections):
+    if any(v is not None and v.status == PASS and getattr(v, "cause", None) == Cause.NONDETERMINISM for v in sections):
         verdict.text += NONDETERMINISM_CAVEAT
         verdict.cause = Cause.NONDETERMINISM
     return verdict

@@ -260,6 +260,32 @@ def progress_word(record: ValidationRecord) -> str:
     return REPEATED if record.hint_only_repeat else record.status
 
 
+def _announce(plan: Plan, progress: Progress | None, on_record: RecordCallback | None) -> None:
+    """Tell the progress line what the plan holds, and pass on the records decided before any worker (reused, or
+    not run here)."""
+    if progress is not None:
+        units = collections.Counter(plan.instant)
+        units.update(case.kernel for cases in plan.cases.values() for case in cases)
+        progress.plan(dict(units))
+    for _, record in plan.records:
+        if progress is not None:
+            progress.record(record.kernel, progress_word(record))
+        if on_record:
+            on_record(record)
+    if progress is not None:
+        for kernel in plan.instant:
+            progress.finished(kernel, reused=True)
+
+
+def _in_plan_order(plan: Plan, cases: CaseJobs) -> list[ValidationRecord]:
+    """Every record, those decided before the workers and those they made, in the plan's order of cases and items."""
+    keyed = list(plan.records)
+    for (case_id, item), record in list(cases.records):
+        keyed.append((plan.keys[case_id] + (item,), record))
+    keyed.sort(key=lambda pair: pair[0])
+    return [record for _, record in keyed]
+
+
 def validate_project(
     project: Project,
     kernels: list[str] | None = None,
@@ -337,18 +363,7 @@ def validate_project(
         if progress is not None:
             progress.finished(case.kernel)
 
-    if progress is not None:
-        units = collections.Counter(plan.instant)
-        units.update(case.kernel for cases in plan.cases.values() for case in cases)
-        progress.plan(dict(units))
-    for _, record in plan.records:  # decided before any worker: reused, or not run here
-        if progress is not None:
-            progress.record(record.kernel, progress_word(record))
-        if on_record:
-            on_record(record)
-    if progress is not None:
-        for kernel in plan.instant:
-            progress.finished(kernel, reused=True)
+    _announce(plan, progress, on_record)
     cases = CaseJobs(plan.timeouts, best_config=not all_configs, on_record=report, inputs=plan.inputs,
                      on_case_done=case_done, reference_cache=workers.scratch)
     slots = workers.slots(JobPool(plan.cases), {b.name: b for b in chosen}, cases)
@@ -357,16 +372,12 @@ def validate_project(
     finally:
         if own_workers:
             workers.close()
-    keyed = list(plan.records)
-    for (case_id, item), record in list(cases.records):
-        keyed.append((plan.keys[case_id] + (item,), record))
-    keyed.sort(key=lambda pair: pair[0])
     complete += [r.inputs for _, r in plan.records if r.inputs]
     if interrupted:
         notes.append("interrupted: the records that finished are kept; run again to go on (finished cases are "
                      "reused)")
     return ValidateRun(
-        records=[record for _, record in keyed],
+        records=_in_plan_order(plan, cases),
         backends=[b.name for b in chosen],
         command=list(command) if command is not None else list(sys.argv),
         environment=machine.environment or environment_summary(workers.release),
