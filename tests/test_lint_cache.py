@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tileiropt.classify import classify as classify_module
+from tileiropt.classify import parallel as parallel_module
 from tileiropt.classify.classify import classify_files, classify_paths, collect_files
 from tileiropt.classify.lint_cache import LintCache, file_result, local_imports
 from tileiropt.classify.rules import ALL_RULES
@@ -85,9 +86,9 @@ def test_a_damaged_entry_is_a_miss_and_the_cache_can_be_turned_off(cache_folder:
 
 def test_many_files_in_processes_give_what_one_process_gives(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TILEIROPT_NO_LINT_CACHE", "1")
-    monkeypatch.setattr(classify_module, "PARALLEL_FILES", 2)
-    monkeypatch.setattr(classify_module, "FILES_PER_JOB", 1)
-    monkeypatch.setattr(classify_module, "FILES_PER_WORKER", 1)
+    monkeypatch.setattr(parallel_module, "PARALLEL_FILES", 2)
+    monkeypatch.setattr(parallel_module, "FILES_PER_JOB", 1)
+    monkeypatch.setattr(parallel_module, "FILES_PER_WORKER", 1)
     files = [p for p in collect_files([EXAMPLES]) if p.suffix == ".py"]
     rules = list(ALL_RULES)
     serial = classify_files(files, lambda _: rules, jobs=1)

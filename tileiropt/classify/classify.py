@@ -19,8 +19,6 @@ from there (`syntax_records`), and the IR check works on copies.
 from __future__ import annotations
 
 import ast
-import atexit
-import concurrent.futures
 import hashlib
 import os
 from collections.abc import Callable, Iterable
@@ -30,16 +28,18 @@ from typing import Any
 
 from tileiropt.classify.discovery import KernelInfo, Scan
 from tileiropt.classify.facts import TL, FactsBuilder, FunctionFacts
+from tileiropt.classify.helpers_reached import helper_facts, imported_helper
 from tileiropt.classify.ir.check import check_file, ir_codes, ir_finding, same_file, source_certain_codes
 from tileiropt.classify.ir.sandbox import Registry
-from tileiropt.classify.lint_cache import LintCache, file_result
+from tileiropt.classify.lint_cache import LintCache
 from tileiropt.classify.model import FileModel, FileModels
+from tileiropt.classify.parallel import MAX_JOBS, Workers, rules_of
 from tileiropt.classify.params import is_size_param
 from tileiropt.classify.rules import ALL_RULES, Finding, KernelContext, Rule, select_rules, suppressed
 from tileiropt.errors import UserError
 from tileiropt.harness.gate import optimized_original
 from tileiropt.output import to_jsonable
-from tileiropt.releases import Release, get_release, newest
+from tileiropt.releases import Release, newest
 from tileiropt.schema import ERROR, NOT_RUN, PASS
 
 CLASSES = ("dot", "norm", "elementwise", "reduction")
@@ -138,7 +138,7 @@ def classify_files(files: list[Path], rules_for: Callable[[Path], list[Rule]], r
     codes = {path: [rule.code for rule in rules_for(path)] for path in files}
     keys: dict[Path, str] = {}
     results: dict[Path, FileResult] = {}
-    workers = _Workers(release, ir, dtypes, min(jobs or os.cpu_count() or 1, MAX_JOBS))
+    workers = Workers(release, ir, dtypes, min(jobs or os.cpu_count() or 1, MAX_JOBS))
     todo: list[Path] = []
     try:
         for index, path in enumerate(files):
@@ -156,7 +156,7 @@ def classify_files(files: list[Path], rules_for: Callable[[Path], list[Rule]], r
             workers.offer(todo, codes, unread=len(files) - index - 1)
         workers.offer(todo, codes, unread=0)
         options = IROptions(registry=Registry(), dtypes=dtypes) if ir else None
-        done = {path: classify_file(path, rules=_rules(codes[path]), release=release, ir=options, models=models)
+        done = {path: classify_file(path, rules=rules_of(codes[path]), release=release, ir=options, models=models)
                 for path in todo}  # what no worker took: few files, classified here
         done.update(workers.results())
     finally:
@@ -166,72 +166,6 @@ def classify_files(files: list[Path], rules_for: Callable[[Path], list[Rule]], r
         if path in keys:
             cache.put(keys[path], result)
     return [results[path] for path in files]
-
-
-PARALLEL_FILES = 24  # fewer files than this to classify are classified in this process (a worker costs a start)
-FILES_PER_WORKER = 8  # at least this many files in all for each worker process
-FILES_PER_JOB = 4  # files a worker takes at once
-MAX_JOBS = 16
-
-
-class _Workers:
-    """Worker processes, started once `PARALLEL_FILES` files need classifying (never for an unchanged re-run): at
-    most `jobs`, and no more than one per `FILES_PER_WORKER` of the files that may need it; each takes
-    `FILES_PER_JOB` files at a time. `jobs` < 2: none."""
-
-    def __init__(self, release: Release, ir: bool, dtypes: list[str] | None, jobs: int):
-        self.release, self.ir, self.dtypes, self.jobs = release, ir, dtypes, jobs
-        self.pool: concurrent.futures.ProcessPoolExecutor | None = None
-        self.sent: list[tuple[list[Path], concurrent.futures.Future[list[dict[str, Any]]]]] = []
-
-    def offer(self, todo: list[Path], codes: dict[Path, list[str]], unread: int) -> None:
-        """Send the files of `todo` to the workers, a job's worth at a time (all once no file is `unread`: the
-        files whose cache key is still to be read), once there are enough of them; what is sent leaves `todo`."""
-        if self.pool is None:
-            jobs = min(self.jobs, (len(todo) + unread) // FILES_PER_WORKER)
-            if jobs < 2 or len(todo) < PARALLEL_FILES:
-                return
-            import multiprocessing
-
-            context = multiprocessing.get_context("spawn")  # no fork of a process that may hold Triton's threads
-            self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context,
-                                                               initializer=_exit_without_teardown)
-        while len(todo) >= FILES_PER_JOB or (not unread and todo):
-            chunk, todo[:] = todo[:FILES_PER_JOB], todo[FILES_PER_JOB:]
-            job = ([(str(p), codes[p]) for p in chunk], self.release.version, self.ir, self.dtypes)
-            self.sent.append((chunk, self.pool.submit(_classify_chunk, job)))
-
-    def results(self) -> dict[Path, FileResult]:
-        return {path: file_result(data) for chunk, future in self.sent for path, data in zip(chunk, future.result())}
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
-
-
-def _exit_without_teardown() -> None:
-    """A worker process ends without tearing its heap down object by object (a second or more with Triton's
-    lowered modules in it): its results are sent before it exits, and the system frees its memory."""
-    atexit.register(os._exit, 0)
-
-
-def _rules(codes: list[str]) -> list[Rule]:
-    wanted = set(codes)
-    return [rule for rule in ALL_RULES if rule.code in wanted]
-
-
-_REGISTRIES: dict[tuple[str, bool, tuple[str, ...] | None], Registry] = {}  # a worker's, kept across its jobs
-
-
-def _classify_chunk(job: tuple[list[tuple[str, list[str]]], str, bool, list[str] | None]) -> list[dict[str, Any]]:
-    """A job of a worker: its files with their rule codes (see `_Workers`), as JSON; one registry for the worker's
-    jobs of one release and dtypes."""
-    files, version, ir, dtypes = job
-    key = (version, ir, tuple(dtypes) if dtypes is not None else None)
-    options = IROptions(registry=_REGISTRIES.setdefault(key, Registry()), dtypes=dtypes) if ir else None
-    release = get_release(version)
-    return [classify_file(Path(path), rules=_rules(codes), release=release, ir=options).to_json()
-            for path, codes in files]
 
 
 def lint_context(release: Release, ir: bool, dtypes: list[str] | None) -> dict[str, Any]:
@@ -358,7 +292,7 @@ def _records(model: FileModel, release: Release) -> list[KernelRecord]:
     records = []
     for kernel, node in zip(scanned.module.kernels, scanned.kernel_nodes, strict=True):
         own = builder.facts(node)
-        everything = _transitive(own, model)
+        everything = helper_facts(own, model)
         record = _classify(kernel, own, everything, scanned)
         use = model.params.use(node)
         record.pointer_params = [p.name for p in kernel.params if p.name in use.pointers]
@@ -406,7 +340,7 @@ def _imported_errors(own: FunctionFacts, model: FileModel, release: Release) -> 
         for line, callee in own.helper_calls:
             if callee in functions or callee in reported:
                 continue
-            helper = _imported_helper(model, callee)
+            helper = imported_helper(model, callee)
             if helper is None or str(Path(helper[0].path).resolve()) in _IN_PROGRESS:
                 continue
             owner, node = helper
@@ -483,67 +417,6 @@ def _call_start(spans: list[tuple[int, int]], line: int) -> int:
     """The first line of the innermost multi-line call holding `line` (the line itself when none does)."""
     holding = [(last - first, first) for first, last in spans if first <= line <= last]
     return min(holding)[1] if holding else line
-
-
-def _transitive(own: FunctionFacts, model: FileModel) -> list[tuple[FunctionFacts, str | None]]:
-    """The kernel's facts and those of every JIT helper it calls (with the helper's name): helpers of its own file,
-    and helpers it imports from the package's other modules (`from .utils import safe_dot`), found without
-    importing anything, and the helpers those call in their own files."""
-    result: list[tuple[FunctionFacts, str | None]] = [(own, None)]
-    seen = {(str(Path(model.path).resolve()), own.name)}
-    queue = [(own, model)]
-    while queue:
-        facts, where = queue.pop(0)
-        functions = {node.name: node for node in where.scan.kernel_nodes}
-        for _, callee in facts.helper_calls:
-            found = (where, functions[callee]) if callee in functions else _imported_helper(where, callee)
-            if found is None:
-                continue
-            owner, node = found
-            key = (str(Path(owner.path).resolve()), node.name)
-            if key in seen:
-                continue
-            seen.add(key)
-            helper = owner.facts.facts(node)
-            result.append((helper, callee))
-            queue.append((helper, owner))
-    return result
-
-
-def _imported_helper(model: FileModel, name: str) -> tuple[FileModel, ast.FunctionDef] | None:
-    """The JIT function `name` names in `model` through a module-level `from <module> import ...` of a module of
-    the package's own tree, with that module's model; None when it is not one."""
-    for node in model.scan.tree.body:
-        if not isinstance(node, ast.ImportFrom):
-            continue
-        for alias in node.names:
-            if (alias.asname or alias.name) != name:
-                continue
-            path = Registry().module_file(model.path, node.module, node.level)
-            other = _helper_model(str(path)) if path is not None else None
-            if other is None:
-                return None
-            return next(((other, n) for n in other.scan.kernel_nodes if n.name == alias.name), None)
-    return None
-
-
-_HELPER_MODELS: dict[tuple[str, int, int], FileModel | None] = {}  # a package's helper modules, read once a process
-
-
-def _helper_model(path: str) -> FileModel | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    key = (path, info.st_size, info.st_mtime_ns)
-    if key not in _HELPER_MODELS:
-        try:
-            model = FileModel.read(path)
-            model.scan  # noqa: B018 - parsed now: a module that does not parse is not followed
-        except (UserError, SyntaxError, ValueError, RecursionError):
-            model = None
-        _HELPER_MODELS[key] = model
-    return _HELPER_MODELS[key]
 
 
 def _collect(everything: list[tuple[FunctionFacts, str | None]], attribute: str) -> list[Evidence]:

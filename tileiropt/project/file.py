@@ -8,10 +8,8 @@ from __future__ import annotations
 import builtins
 import math
 import re
-import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -19,23 +17,21 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from tileiropt.classify.modules import locate_module, package_name_for
-from tileiropt.engine.executors import EXECUTORS, Executor
 from tileiropt.errors import MAX_SECONDS, UserError, check_seconds
 from tileiropt.harness.entry_ref import EntryRef, reference_kind, unknown_names
 from tileiropt.project import entries
-from tileiropt.project.library import library_files
 from tileiropt.project.metric_expressions import ExpressionError, parse_expression
 from tileiropt.project.model import (
     DEFAULT_ARTIFACTS,
     DEFAULT_MAX_CONFIGS,
     DEFAULT_SIZES,
-    DEFAULT_STALL_S,
     DEFAULT_TIMEOUT_S,
     PROJECT_FILE,
-    CaptureRequest,
     KernelSpec,
     Project,
 )
+from tileiropt.project.run_tables import capture_request, executor_table
+from tileiropt.project.where import Where, key_line, parse_command, unknown_keys  # noqa: F401 - read from here too
 from tileiropt.releases import get_release
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2")
@@ -51,63 +47,11 @@ KERNEL_KEYS = {"name", "path", "module", "entry", "call", "reference", "inputs",
 _CALL_SCOPE = {"torch", "F", "math"}  # besides inputs, dims, args and the module's names
 DEFAULT_KEYS = {"sizes", "dtypes", "atol", "rtol", "timeout", "seed"}
 _TOP_KEYS = {"project", "defaults", "kernel", "executor"}
-_EXECUTOR_KEYS = {"kind", "gpus", "partition", "time", "gpus_per_task", "tasks", "srun_args"}
 PROJECT_KEYS = {"artifacts", "max_configs", "hint_autotune", "capture", "capture_files", "capture_budget",
                 "capture_stall", "capture_cap", "library", "include", "exclude", "tileir_version"}
 
 
-class _Where:
-    """Builds errors that name the file, the line and the key path."""
-
-    def __init__(self, file: str | None):
-        self.file = file
-
-    def error(self, key: str, message: str, hint: str | None = None) -> UserError:
-        prefix = f"[{key}] " if key else ""
-        return UserError(f"{prefix}{message}", file=self.file, line=self.line_of(key), hint=hint)
-
-    def line_of(self, key: str) -> int | None:
-        try:
-            return key_line(Path(self.file).read_text(encoding="utf-8"), key) if self.file and key else None
-        except OSError:
-            return None
-
-
-_KEY_PART = re.compile(r"([A-Za-z_][\w-]*)(?:\[(\d+)\])?")
-
-
-def key_line(text: str, key: str) -> int | None:
-    """The line (1-based) where a key path such as `kernel[1].reference` or `defaults.sizes` is written in the
-    TOML text: the key's own line inside its table (`[[kernel]]` counted; `name =`, a dotted `name.x =`, or a
-    sub-table `[kernel.name]`), else its table's header; None where neither is found."""
-    parts = [m.groups() for m in (_KEY_PART.fullmatch(p) for p in key.split(".")) if m]
-    if not parts:
-        return None
-    lines = text.splitlines()
-    table, index = parts[0]
-    name = re.escape(table)
-    header = re.compile(rf"^\s*\[\[\s*{name}\s*\]\]" if index is not None else rf"^\s*\[\[?\s*{name}\s*\]\]?")
-    starts = [n for n, line in enumerate(lines) if header.match(line)]
-    wanted = int(index) if index is not None else 0
-    if len(starts) <= wanted:
-        found = next((n for n, line in enumerate(lines) if re.match(rf"^\s*{name}\s*(=|\.)", line)), None)
-        return None if found is None else found + 1
-    start = starts[wanted]
-    later = [n for n in starts if n > start]
-    end = later[0] if later else len(lines)  # the next table of the same name; sub-tables belong to this one
-    if len(parts) > 1:
-        inner = re.escape(parts[1][0])
-        for n in range(start + 1, end):
-            if re.match(rf"^\s*\[\s*{name}\s*\.\s*{inner}\s*\]", lines[n]):
-                return n + 1  # a sub-table of its own: `[kernel.args]`
-        section = next((n for n in range(start + 1, end) if re.match(r"^\s*\[", lines[n])), end)
-        for n in range(start + 1, section):
-            if re.match(rf"^\s*[\"']?{inner}[\"']?\s*(=|\.)", lines[n]):
-                return n + 1
-    return start + 1
-
-
-def normalize_dtype(value: object, where: _Where, key: str) -> str:
+def normalize_dtype(value: object, where: Where, key: str) -> str:
     if not isinstance(value, str):
         raise where.error(key, f"dtype must be a string, got {value!r}", f"use one of {', '.join(DTYPES)}")
     name = value.strip().removeprefix("torch.")
@@ -117,7 +61,7 @@ def normalize_dtype(value: object, where: _Where, key: str) -> str:
     return name
 
 
-def _shape(value: object, where: _Where, key: str) -> list[int | str]:
+def _shape(value: object, where: Where, key: str) -> list[int | str]:
     if not isinstance(value, list):
         raise where.error(key, f"shape must be a list of sizes, got {value!r}",
                           'write it like [32, 512] or ["M", 512]')
@@ -144,7 +88,7 @@ def unquoted(name: str, value: object) -> str | None:
     return f"write it unquoted: {name} = {value.strip()}"
 
 
-def _number(value: object, where: _Where, key: str, *, positive: bool = True) -> float:
+def _number(value: object, where: Where, key: str, *, positive: bool = True) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise where.error(key, f"expected a number, got {value!r}", unquoted(key.rpartition(".")[2], value))
     if positive and value < 0:
@@ -152,7 +96,7 @@ def _number(value: object, where: _Where, key: str, *, positive: bool = True) ->
     return float(value)
 
 
-def _kernel_location(raw: dict, key: str, root: Path, where: _Where) -> tuple[Path, str | None]:
+def _kernel_location(raw: dict, key: str, root: Path, where: Where) -> tuple[Path, str | None]:
     """(the kernel file, its dotted module name or None): from `path`, from `module`, or both."""
     module = raw.get("module")
     if module is not None and (not isinstance(module, str) or not all(p.isidentifier() for p in module.split("."))):
@@ -178,7 +122,7 @@ def _kernel_location(raw: dict, key: str, root: Path, where: _Where) -> tuple[Pa
 
 
 def _entry_and_call(raw: dict, key: str, path: Path, module: str | None, root: Path,
-                    where: _Where) -> tuple[str, str | None]:
+                    where: Where) -> tuple[str, str | None]:
     """(entry, call): the entry as given (or the callee of `call`), and the call expression or None."""
     call = raw.get("call")
     if call is not None and (not isinstance(call, str) or not call.strip()):
@@ -204,7 +148,7 @@ def _entry_and_call(raw: dict, key: str, path: Path, module: str | None, root: P
     return entry, call
 
 
-def _entry_source(ref: EntryRef, path: Path, root: Path, where: _Where, key: str) -> Path:
+def _entry_source(ref: EntryRef, path: Path, root: Path, where: Where, key: str) -> Path:
     """The file that defines the entry: the kernel file, or the module named before the colon."""
     if ref.module is None:
         return path
@@ -216,7 +160,7 @@ def _entry_source(ref: EntryRef, path: Path, root: Path, where: _Where, key: str
 
 
 def _check_call(key: str, path: Path, entry: str, call: str | None, inputs: dict, dims: dict, args: dict,
-                root: Path, where: _Where) -> None:
+                root: Path, where: Where) -> None:
     """The call (or ``entry(**inputs, **args)``) must read only known names and fit the callee's signature."""
     ref = EntryRef.parse(entry)
     assert ref is not None
@@ -248,7 +192,7 @@ def _check_call(key: str, path: Path, entry: str, call: str | None, inputs: dict
             raise where.error(f"{key}.call", problem, "fix the call's arguments")
 
 
-def _timeout(value: float | None, where: _Where, key: str) -> float:
+def _timeout(value: float | None, where: Where, key: str) -> float:
     if value is None:
         return DEFAULT_TIMEOUT_S
     try:
@@ -257,20 +201,13 @@ def _timeout(value: float | None, where: _Where, key: str) -> float:
         raise where.error(key, f"must be a number of seconds in (0, {MAX_SECONDS:g}], got {value!r}") from None
 
 
-def _seed(value: object, where: _Where) -> int:
+def _seed(value: object, where: Where) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise where.error("defaults.seed", f"must be an integer, got {value!r}")
     return value
 
 
-def _unknown_keys(table: dict, allowed: set[str], where: _Where, key: str) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise where.error(key + "." + unknown[0] if key else unknown[0], "unknown key",
-                          f"allowed keys: {', '.join(sorted(allowed))}")
-
-
-def _dtype_variants(value: object, inputs: dict[str, list], where: _Where, key: str) -> list[dict[str, str]]:
+def _dtype_variants(value: object, inputs: dict[str, list], where: Where, key: str) -> list[dict[str, str]]:
     """dtypes as one string, a list of strings (a sweep), or a table per input name."""
     if value is None:
         value = "float32"
@@ -291,11 +228,11 @@ def _dtype_variants(value: object, inputs: dict[str, list], where: _Where, key: 
     raise where.error(key, f"expected a dtype string, a list or a table, got {value!r}")
 
 
-def _kernel(raw: object, index: int, defaults: dict, root: Path, where: _Where, artifacts_folder: str) -> KernelSpec:
+def _kernel(raw: object, index: int, defaults: dict, root: Path, where: Where, artifacts_folder: str) -> KernelSpec:
     key = f"kernel[{index}]"
     if not isinstance(raw, dict):
         raise where.error(key, "each [[kernel]] must be a table")
-    _unknown_keys(raw, KERNEL_KEYS, where, key)
+    unknown_keys(raw, KERNEL_KEYS, where, key)
     path, module = _kernel_location(raw, key, root, where)
     entry, call = _entry_and_call(raw, key, path, module, root, where)
     name = raw.get("name", entry.rpartition(":")[2].split(".")[0])
@@ -410,7 +347,7 @@ def import_folders(path: Path, module: str | None) -> list[Path]:
     return folders
 
 
-def _check_reference(reference: str, inputs: dict, dims: dict, args: dict, where: _Where, key: str,
+def _check_reference(reference: str, inputs: dict, dims: dict, args: dict, where: Where, key: str,
                      folders: list[Path]) -> None:
     """What can be known of a reference before anything runs: an expression reads only what its scope holds; a
     function's top-level package can be found (without importing it) in `folders` or on sys.path."""
@@ -443,16 +380,16 @@ def _check_reference(reference: str, inputs: dict, dims: dict, args: dict, where
 
 
 def parse_project(data: dict, file: Path | None, root: Path) -> Project:
-    where = _Where(str(file) if file else None)
-    _unknown_keys(data, _TOP_KEYS, where, "")
+    where = Where(str(file) if file else None)
+    unknown_keys(data, _TOP_KEYS, where, "")
     project = data.get("project", {})
     defaults = data.get("defaults", {})
     if not isinstance(project, dict):
         raise where.error("project", "must be a table")
     if not isinstance(defaults, dict):
         raise where.error("defaults", "must be a table")
-    _unknown_keys(project, PROJECT_KEYS, where, "project")
-    _unknown_keys(defaults, DEFAULT_KEYS, where, "defaults")
+    unknown_keys(project, PROJECT_KEYS, where, "project")
+    unknown_keys(defaults, DEFAULT_KEYS, where, "defaults")
     sizes = defaults.get("sizes", list(DEFAULT_SIZES))
     if (not isinstance(sizes, list) or not sizes
             or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes)):
@@ -463,7 +400,7 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
         _dtype_variants(given, {name: [] for name in given} if isinstance(given, dict) else {"x": []}, where,
                         "defaults.dtypes")
     kernels_raw = data.get("kernel", [])
-    capture = _capture_request(project, root, where)
+    capture = capture_request(project, root, where)
     if not isinstance(kernels_raw, list) or (not kernels_raw and capture is None):
         raise where.error("kernel", "no [[kernel]] table", "add one [[kernel]] table per kernel entry point, "
                           "or `capture = \"<command>\"` with `capture_files` under [project]")
@@ -497,103 +434,8 @@ def parse_project(data: dict, file: Path | None, root: Path) -> Project:
         except UserError as exc:
             raise where.error("project.tileir_version", exc.message, exc.hint) from None
     return Project(file=file, root=root, kernels=kernels, artifacts=(root / artifacts), max_configs=max_configs,
-                   capture=capture, tileir_version=tileir_version, executor=_executor(data.get("executor"), where),
+                   capture=capture, tileir_version=tileir_version, executor=executor_table(data.get("executor"), where),
                    hint_autotune=tuple(hint_autotune))
-
-
-def _executor(table: object, where: _Where) -> Any:
-    """`[executor] kind = "slurm"`, `partition`, `time`, `gpus_per_task`, `tasks`, `srun_args`; or `gpus` for
-    this host. Checked here (exit 2 naming the key); whether srun exists is checked when it is used."""
-    if table is None:
-        return None
-    if not isinstance(table, dict):
-        raise where.error("executor", "must be a table")
-    _unknown_keys(table, _EXECUTOR_KEYS, where, "executor")
-    kind = table.get("kind", "local")
-    if kind not in EXECUTORS:
-        raise where.error("executor.kind", f"unknown executor {kind!r}", f"use one of {', '.join(EXECUTORS)}")
-    for key in ("partition", "time"):
-        if key in table and not (isinstance(table[key], str) and table[key].strip()):
-            raise where.error(f"executor.{key}", f"must be a non-empty string, got {table[key]!r}")
-    for key, low, high in (("tasks", 1, 4096), ("gpus_per_task", 0, 64)):
-        value = table.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
-            raise where.error(f"executor.{key}", f"must be an integer in [{low}, {high}], got {value!r}")
-    for key in ("srun_args", "gpus"):
-        value = table.get(key)
-        if value is not None and (not isinstance(value, list) or not all(isinstance(v, (str, int)) for v in value)):
-            raise where.error(f"executor.{key}", f"must be a list of strings, got {value!r}")
-    return Executor(kind=kind, gpus=[str(g) for g in table["gpus"]] if "gpus" in table else None,
-                    partition=table.get("partition"), time=table.get("time"),
-                    gpus_per_task=table.get("gpus_per_task"), tasks=table.get("tasks", 4),
-                    srun_args=[str(a) for a in table.get("srun_args", [])])
-
-
-def _capture_request(project: dict, root: Path, where: _Where) -> CaptureRequest | None:
-    """`[project] capture = "pytest tests/test_ops.py"` (+ `capture_files`, `capture_budget`, `capture_cap`)."""
-    if "capture" not in project:
-        for key in ("capture_files", "capture_budget", "capture_stall", "capture_cap", "library", "include",
-                    "exclude"):
-            if key in project:
-                raise where.error(f"project.{key}", "needs `capture`", "add capture = \"<command>\"")
-        return None
-    command = project["capture"]
-    if not isinstance(command, str) or not command.strip():
-        raise where.error("project.capture", f"must be a command string, got {command!r}",
-                          'e.g. capture = "pytest tests/test_ops.py -k rms"')
-    files = project.get("capture_files", [])
-    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
-        raise where.error("project.capture_files", "must be a list of kernel file paths")
-    paths = [(root / f).resolve() for f in files]
-    for path, name in zip(paths, files, strict=True):
-        if not path.is_file():
-            raise where.error("project.capture_files", f"{name}: kernel file not found",
-                              "fix the path (relative to the project file)")
-    library = _library(project, root, where)
-    if library is not None:
-        paths += [p for p in library.kernel_files if p not in paths]
-    budget = project.get("capture_budget")
-    stall = project.get("capture_stall", DEFAULT_STALL_S)
-    for key, value in (("capture_budget", budget), ("capture_stall", stall)):
-        try:
-            if value is not None:
-                check_seconds(key, value)
-        except UserError:
-            raise where.error(f"project.{key}", f"must be seconds in (0, {MAX_SECONDS:g}], got {value!r}") \
-                from None
-    cap = project.get("capture_cap", 3)
-    if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= 1000:
-        raise where.error("project.capture_cap", f"must be an integer in [1, 1000], got {cap!r}",
-                          "the distinct launches kept per kernel, e.g. capture_cap = 6")
-    return CaptureRequest(files=paths, command=parse_command(command), cap=cap, stall=float(stall),
-                          budget=float(budget) if budget is not None else None,
-                          library=library.folder if library is not None else None,
-                          made_by_call=library.made_by_call if library is not None else [])
-
-
-def _library(project: dict, root: Path, where: _Where) -> Any:
-    """`library = "src/pkg"` (+ `include`, `exclude` globs): the kernel files of a library folder, or None."""
-    if "library" not in project:
-        for key in ("include", "exclude"):
-            if key in project:
-                raise where.error(f"project.{key}", "needs `library`", 'add library = "src/mypkg"')
-        return None
-    folder = project["library"]
-    if not isinstance(folder, str) or not folder.strip():
-        raise where.error("project.library", f"must be a folder path, got {folder!r}", 'e.g. library = "src/mypkg"')
-    globs = {}
-    for key in ("include", "exclude"):
-        value = project.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise where.error(f"project.{key}", f"must be a list of globs, got {value!r}", 'e.g. ["ops/*.py"]')
-        globs[key] = value
-    if not (root / folder).is_dir():
-        raise where.error("project.library", f"{folder}: folder not found")
-    found = library_files(root / folder, globs["include"] or None, globs["exclude"] or None)
-    if not found.kernel_files:
-        raise where.error("project.library", f"{folder}: no Python file defines a Triton kernel",
-                          "give the folder of the kernel files, or widen `include`")
-    return found
 
 
 def load_project(path: Path | str) -> Project:
@@ -614,11 +456,3 @@ def load_project(path: Path | str) -> Project:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"cannot read: {exc}", file=str(path)) from None
     return parse_project(data, path.resolve(), path.resolve().parent)
-
-
-def parse_command(text: str) -> list[str]:
-    try:
-        return shlex.split(text)
-    except ValueError as exc:
-        raise UserError(f"capture command is not valid shell syntax: {exc}", hint="quote it as a shell would") \
-            from None

@@ -260,6 +260,35 @@ def progress_word(record: ValidationRecord) -> str:
     return REPEATED if record.hint_only_repeat else record.status
 
 
+class _Listener:
+    """What happens as the workers' records and cases finish: the journal, the progress line, the caller's callback,
+    and the input keys whose cases finished (`complete`)."""
+
+    def __init__(self, plan: Plan, jobs_left: ShardCount, log: Journal | None, progress: Progress | None,
+                 on_record: RecordCallback | None):
+        self.plan, self.jobs_left, self.log, self.progress, self.on_record = plan, jobs_left, log, progress, on_record
+        self.lock = threading.Lock()
+        self.complete: list[str] = []
+
+    def record(self, record: ValidationRecord) -> None:
+        if self.log is not None and record.inputs:
+            self.log.append("record", record)
+        if self.progress is not None:
+            self.progress.record(record.kernel, progress_word(record))
+        if self.on_record:
+            with self.lock:
+                self.on_record(record)
+
+    def case_done(self, case: Case, finished: bool) -> None:
+        key = self.plan.inputs.get(case.id)
+        if key and self.jobs_left.ended(key, finished):  # the last job of its case (`validate.shards`)
+            self.complete.append(key)
+            if self.log is not None:
+                self.log.append("done", key)
+        if self.progress is not None:
+            self.progress.finished(case.kernel)
+
+
 def _announce(plan: Plan, progress: Progress | None, on_record: RecordCallback | None) -> None:
     """Tell the progress line what the plan holds, and pass on the records decided before any worker (reused, or
     not run here)."""
@@ -306,11 +335,11 @@ def validate_project(
 ) -> ValidateRun:
     """Validate the project's kernels; every record is returned (validate.json is the caller's to save).
 
-    `backends` defaults by machine (`backends.default_backends`); `variants` defaults to both
-    when the optimized file exists. `all_configs=False` validates only the config the
-    autotuner picks (GPU backends; the interpreter cannot benchmark, so it still pins each).
-    Workers run in the `executor`'s slots (default: this host, every visible GPU); without a GPU,
-    `parallel` workers at once (default: the CPU cores). With `journal`, each finished record goes at once
+    `backends` defaults by machine (`backends.default_backends`); `variants` defaults to both when the
+    optimized file exists. `all_configs=False` validates only the config the autotuner picks (GPU
+    backends; the interpreter cannot benchmark, so it still pins each). Workers run in the `executor`'s
+    slots (default: this host, every visible GPU); without a GPU, `parallel` workers at once (default:
+    the CPU cores). With `journal`, each finished record goes at once
     to the artifacts folder's journal; with `earlier` (`earlier_validation(artifacts)`), a case whose inputs
     did not change reuses its earlier records. Ctrl-C or SIGTERM ends every worker; the run returned then
     holds what finished (`interrupted`). `workers`: what the run's workers share (the CUDA Tile IR release, the
@@ -318,8 +347,7 @@ def validate_project(
     """
     started = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    if timeout is not None:
-        check_seconds("--timeout", timeout)
+    check_seconds("--timeout", timeout) if timeout is not None else None
     own_workers = workers is None
     workers = workers or RunWorkers(project.tileir_version)
     machine = machine or Machine.probe(workers.release)
@@ -327,52 +355,27 @@ def validate_project(
     executor = (executor or Executor()).check()
     specs = project.select(kernels)
     chosen = _choose_backends(backends, machine)
-    notes = []
-    if not all_configs and any(b.interpreted for b in chosen):
-        notes.append("--best-config needs a GPU to benchmark; interpreter backends validate every config")
     plan = plan_cases(project, specs, chosen, machine, variants, timeout, best_config=not all_configs,
                       earlier=earlier, release=workers.release)
-    if plan.reused:
-        notes.append(f"{plan.reused} record(s) reused from the run of {earlier.source if earlier else '?'} "
-                     "(inputs unchanged; --fresh redoes them)")
-    lock = threading.Lock()
-    log = Journal(project.artifacts, "validate") if journal else None
-    complete: list[str] = []
-
-    def report(record: ValidationRecord) -> None:
-        if log is not None and record.inputs:
-            log.append("record", record)
-        if progress is not None:
-            progress.record(record.kernel, progress_word(record))
-        if on_record:
-            with lock:
-                on_record(record)
-
-    gpu_work = any(b.needs_gpu for b in chosen) and machine.has_gpu
-    per_gpu = validate_per_gpu(memory_gib=machine.device.memory_gib)
-    launchers = executor.slots(gpu_work=gpu_work, per_gpu=per_gpu,
+    notes = ["--best-config needs a GPU to benchmark; interpreter backends validate every config"] \
+        if not all_configs and any(b.interpreted for b in chosen) else []
+    notes += [f"{plan.reused} record(s) reused from the run of {earlier.source if earlier else '?'} (inputs "
+              "unchanged; --fresh redoes them)"] if plan.reused else []
+    launchers = executor.slots(gpu_work=any(b.needs_gpu for b in chosen) and machine.has_gpu,
+                               per_gpu=validate_per_gpu(memory_gib=machine.device.memory_gib),
                                cpu_slots=parallel or os.cpu_count() or 1)
-    jobs_left = spread_cases(plan, chosen, len(launchers), machine.has_gpu)
-
-    def case_done(case: Case, finished: bool) -> None:
-        key = plan.inputs.get(case.id)
-        if key and jobs_left.ended(key, finished):  # the last job of its case (`validate.shards`)
-            complete.append(key)
-            if log is not None:
-                log.append("done", key)
-        if progress is not None:
-            progress.finished(case.kernel)
-
+    listener = _Listener(plan, spread_cases(plan, chosen, len(launchers), machine.has_gpu),
+                         Journal(project.artifacts, "validate") if journal else None, progress, on_record)
     _announce(plan, progress, on_record)
-    cases = CaseJobs(plan.timeouts, best_config=not all_configs, on_record=report, inputs=plan.inputs,
-                     on_case_done=case_done, reference_cache=workers.scratch)
+    cases = CaseJobs(plan.timeouts, best_config=not all_configs, on_record=listener.record, inputs=plan.inputs,
+                     on_case_done=listener.case_done, reference_cache=workers.scratch)
     slots = workers.slots(JobPool(plan.cases), {b.name: b for b in chosen}, cases)
     try:
         interrupted = not run_jobs(slots, launchers)
     finally:
         if own_workers:
             workers.close()
-    complete += [r.inputs for _, r in plan.records if r.inputs]
+    complete = listener.complete + [r.inputs for _, r in plan.records if r.inputs]
     if interrupted:
         notes.append("interrupted: the records that finished are kept; run again to go on (finished cases are "
                      "reused)")
