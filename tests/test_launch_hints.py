@@ -119,3 +119,27 @@ def test_every_launch_layout_reads_back_as_written_with_the_gate_off() -> None:
     assert "add_kernel[(1,)](x, y, out, n, **opts)\n" in body  # its own options may hold it: left alone
     assert body.count("# the input") == 1 and body.count("# launch it") == 1  # comments never copied
     assert body.count('**({"occupancy": 4} if TILEIR else {})') == 4
+
+
+def test_a_hint_through_a_package_s_wrapper_is_measured_to_reach_the_kernel(tmp_path: Path) -> None:
+    """A kernel behind a launch wrapper of its package gets its hint at the launch like any other; whether the
+    wrapper passes it on is measured where the TileIR code runs (the options its JIT function received), never
+    guessed: a wrapper that drops it leaves the kernel not tuned, saying what was measured."""
+    import json
+    import shutil
+
+    folder = tmp_path / "wrapped_launch"
+    shutil.copytree(TEST_FIXTURES / "wrapped_launch", folder)
+    done = subprocess.run([sys.executable, "-m", "tileiropt", "run", "tileiropt.toml"], cwd=folder, text=True,
+                          capture_output=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    verdicts = json.loads((folder / ".tileiropt" / "run.json").read_text())["verdicts"]
+    assert verdicts["scale"]["bucket"] == "proven"  # PassesOptions hands occupancy to the kernel
+    assert verdicts["shift"]["bucket"] == "untuned"
+    assert "occupancy does not reach `shift_kernel` through KeepsArguments (measured: " in verdicts["shift"]["text"]
+    report = (folder / ".tileiropt" / "report.md").read_text()
+    assert "checked: `scale_kernel`: its launch's occupancy reaches the kernel through PassesOptions" in report
+    records = json.loads((folder / ".tileiropt" / "validate.json").read_text())["records"]
+    forced = [r for r in records if r["backend"] == "tileir-code-on-interpret"]
+    assert {tuple(r["provenance"]["options"].get(k, ())) for r in forced for k in r["provenance"]["options"]} == \
+        {("occupancy",), ()}

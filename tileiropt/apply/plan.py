@@ -495,10 +495,6 @@ def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | No
             "not rewrite" if ran is not None else "no TileIR hint at its launch: it is "
             "launched from another file (a hint goes where the launch is)")
         return
-    if kernel.wrappers:
-        plan.report.skipped.append(f"no TileIR hint at its launch: wrapped by {', '.join(kernel.wrappers)}, which "
-                                   "may not pass a launch option it does not know through to the kernel")
-        return
     if "occupancy" in {p.name for p in kernel.params}:
         plan.report.skipped.append("no TileIR hint at its launch: a parameter of the kernel is named occupancy")
         return
@@ -510,13 +506,16 @@ def plan_launch_hints(kernel: KernelInfo, kernel_class: str, occupancy: int | No
         return
     hints = {"occupancy": occupancy}
     plan.launch_hints.update({line: hints for line, _ in sites})
+    plan.report.hint_through = list(kernel.wrappers)  # a wrapper may drop it: checked where the TileIR code runs
     plan.launched_as = list(kernel.names)
     lines = ", ".join(f"L{line}" + (" (.warmup)" if (line, keywords) in warmups else "") for line, keywords in sites)
     passed = sorted({name for _, keywords in sites for name in keywords if name in LAUNCH_OPTIONS})
     plan.report.changes.append(Change(
         sites[0][0],
         f"occupancy {occupancy} at its launch{'es' if len(sites) > 1 else ''} under the gate ({lines}): "
-        f"{hint_splat(hints, flag)}; no autotuner added",
+        f"{hint_splat(hints, flag)}; no autotuner added" + (
+            f"; it passes through {', '.join(kernel.wrappers)}: whether it reaches the kernel is checked where the "
+            "TileIR code runs" if kernel.wrappers else ""),
         f"launched with fixed options{' (' + ', '.join(passed) + ')' if passed else ''} and no autotuner, so the "
         f"author's launch is kept; {occupancy} is {release_label}'s starting occupancy for {kernel_class} kernels "
         f"(TileIR's default is 1); `--hint-autotune {kernel.name}` added to the same `tileiropt run` (or `apply`) "

@@ -16,6 +16,7 @@ import sysconfig
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tileiropt.harness.blame import needs_a_device
 from tileiropt.schema import Cause
 
 TAIL_LINES = 12  # the output's last lines kept in the record and shown
@@ -23,12 +24,6 @@ _PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
 _PYTEST_FRAME = re.compile(r"^(?P<file>[^\s:][^:]*\.py):(?P<line>\d+): ")
 _PYTEST_EXCEPTION = re.compile(r"^E\s+(?P<text>[A-Za-z_][\w.]*(?::.*)?)$")
 _EXCEPTION = re.compile(r"^(?P<text>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failed)\b(?::.*)?)$")
-# What a program says when it needs a GPU this machine does not have (torch, Triton's driver, CUDA).
-NEEDS_GPU = ("Torch not compiled with CUDA enabled", "Found no NVIDIA driver", "No CUDA GPUs are available",
-             "Please check that your driver is complete", "CUDA driver version is insufficient",
-             "no CUDA-capable device", "libcuda.so cannot found", "0 active drivers", "cuInit")
-
-
 MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 
 
@@ -120,7 +115,7 @@ def read_failure(output: str, exit_code: int | None, cwd: str | None = None) -> 
         if not exception:
             exception = next((m["text"] for line in reversed(lines) if (m := _EXCEPTION.match(line.strip()))), "")
     text = "\n".join(lines[-200:])
-    needs_gpu = any(marker in text for marker in NEEDS_GPU)
+    needs_gpu = needs_a_device(text)
     return ProgramFailure(exit_code=exit_code, exception=exception, where=_innermost_own(frames, cwd),
                           output=[line[:400] for line in lines[-TAIL_LINES:]], needs_gpu=needs_gpu,
                           cause=program_cause(exception, frames, text, needs_gpu, cwd))

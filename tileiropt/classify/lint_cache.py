@@ -6,7 +6,10 @@ The key of a file (`LintCache.key`) is the SHA-256 of: the file's path and bytes
 of the file's own tree that it imports, and those they import (the IR check rebuilds JIT helpers from them); the
 rule codes selected; whether the IR check runs and with which dtypes; the release as resolved (inherited tables
 too); the tool's own sources (`engine.resume.tool_digest`); Triton's and torch's versions; the values of the
-environment variables the file and those modules read by name (an `if` on one picks the definition analysed).
+environment variables the file and those modules read by name (an `if` on one picks the definition analysed), but
+for those the tool sets per process (`environment.SET_PER_PROCESS`): an `if` on `TRITON_INTERPRET` is never decided,
+and the IR check always lowers with it off (`ir.interpreter_off`), so no result depends on it and the shell's value
+neither splits nor mixes entries.
 Entries live in the tool's cache folder (`cache.cache_dir()/classify`), one JSON file each; an unreadable entry is
 a miss.
 `TILEIROPT_NO_LINT_CACHE=1` turns the cache off.
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tileiropt.cache import cache_dir
-from tileiropt.classify.environment import names_read
+from tileiropt.classify.environment import SET_PER_PROCESS, names_read
 from tileiropt.classify.modules import package_name_for
 from tileiropt.classify.rules.base import Finding
 from tileiropt.classify.source import read_regular_file
@@ -56,7 +59,7 @@ class LintCache:
             file_digest, read = _file_digest(dependency)
             digest.update(b"\0" + str(dependency).encode() + b"\0" + file_digest.encode())
             names.update(read)
-        for name in sorted(names):  # an `if` on the environment picks which definition is analysed
+        for name in sorted(names - SET_PER_PROCESS):  # an `if` on the environment picks the definition analysed
             digest.update(f"\0${name}={os.environ.get(name)!r}".encode())
         return digest.hexdigest()
 

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tileiropt.classify.ir import interpreter_off
 from tileiropt.classify.ir.sandbox import Registry
 from tileiropt.classify.lint_cache import file_result
 from tileiropt.classify.rules import ALL_RULES
@@ -27,25 +28,33 @@ MAX_JOBS = 16
 class Workers:
     """Worker processes, started once `PARALLEL_FILES` files need classifying (never for an unchanged re-run): at
     most `jobs`, and no more than one per `FILES_PER_WORKER` of the files that may need it; each takes
-    `FILES_PER_JOB` files at a time. `jobs` < 2: none."""
+    `FILES_PER_JOB` files at a time. `jobs` < 2: none. Where `TRITON_INTERPRET` is on in this process and the IR
+    check runs (`isolated`), every file goes to the workers, one at least, which drop the variable before they
+    import Triton (`interpreter_off`): the IR check never lowers through the interpreter."""
 
     def __init__(self, release: Release, ir: bool, dtypes: list[str] | None, jobs: int):
         self.release, self.ir, self.dtypes, self.jobs = release, ir, dtypes, jobs
+        self.isolated = ir and interpreter_off.on()
         self.pool: concurrent.futures.ProcessPoolExecutor | None = None
         self.sent: list[tuple[list[Path], concurrent.futures.Future[list[dict[str, Any]]]]] = []
 
     def offer(self, todo: list[Path], codes: dict[Path, list[str]], unread: int) -> None:
         """Send the files of `todo` to the workers, a job's worth at a time (all once no file is `unread`: the
-        files whose cache key is still to be read), once there are enough of them; what is sent leaves `todo`."""
+        files whose cache key is still to be read), once there are enough of them (any, when `isolated`); what
+        is sent leaves `todo`."""
         if self.pool is None:
             jobs = min(self.jobs, (len(todo) + unread) // FILES_PER_WORKER)
-            if jobs < 2 or len(todo) < PARALLEL_FILES:
+            if self.isolated:
+                jobs = max(jobs, 1)
+                if not todo:
+                    return
+            elif jobs < 2 or len(todo) < PARALLEL_FILES:
                 return
             import multiprocessing
 
             context = multiprocessing.get_context("spawn")  # no fork of a process that may hold Triton's threads
             self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context,
-                                                               initializer=_exit_without_teardown)
+                                                               initializer=_start_worker)
         while len(todo) >= FILES_PER_JOB or (not unread and todo):
             chunk, todo[:] = todo[:FILES_PER_JOB], todo[FILES_PER_JOB:]
             job = ([(str(p), codes[p]) for p in chunk], self.release.version, self.ir, self.dtypes)
@@ -59,9 +68,11 @@ class Workers:
             self.pool.shutdown(cancel_futures=True)
 
 
-def _exit_without_teardown() -> None:
-    """A worker process ends without tearing its heap down object by object (a second or more with Triton's
-    lowered modules in it): its results are sent before it exits, and the system frees its memory."""
+def _start_worker() -> None:
+    """A worker's first act, before it imports Triton: `TRITON_INTERPRET` dropped (its IR check lowers with Triton's
+    front end, see `interpreter_off`); and it ends without tearing its heap down object by object (a second or more
+    with Triton's lowered modules in it): its results are sent before it exits, and the system frees its memory."""
+    interpreter_off.drop()
     atexit.register(os._exit, 0)
 
 

@@ -50,6 +50,8 @@ class ApplyKernel:
     configs_added_at_most: int | None = None  # configs built by code: counted at import, at most this many
     changes: list[Change] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # why something was not done
+    hint_through: list[str] = field(default_factory=list)  # the package's wrappers its launch hints pass through:
+    # whether they reach the kernel is measured where its TileIR code runs (`Provenance.options`)
 
 
 @dataclass

@@ -32,9 +32,19 @@ _COMPILER_TYPES = {"CompilationError", "CompileTimeAssertionFailure", "PTXASErro
                    "TileirasError", "MLIRCompilationError"}
 _OUT_OF_MEMORY = re.compile(r"out of memory|can't allocate memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation",
                             re.IGNORECASE)
-_NO_DEVICE = re.compile(r"Torch not compiled with CUDA|compiled without CUDA|no NVIDIA driver|Found no NVIDIA driver|"
-                        r"0 active drivers|CUDA driver version is insufficient|no CUDA-capable device",
-                        re.IGNORECASE)
+# What programs and libraries say when this machine has no GPU they can use (torch, Triton's driver, CUDA, a
+# library's own device probe): the one list the validation's, the bench's and the capture's judgements read.
+NO_DEVICE = re.compile(r"Torch not compiled with CUDA|compiled without CUDA|no NVIDIA driver|Found no NVIDIA driver|"
+                       r"No CUDA GPUs are available|Please check that your driver is complete|0 active drivers|"
+                       r"CUDA driver version is insufficient|no CUDA-capable device|libcuda\.so cannot found|cuInit|"
+                       r"cuda.*(not available|unavailable)|needs a GPU|"
+                       r"no (cuda |gpu |nvidia |accelerator )?devices? (were |was |is )?(detected|found|available)",
+                       re.IGNORECASE)
+
+
+def needs_a_device(text: str) -> bool:
+    """Whether a failure's words say this machine lacks a GPU (or its driver): `NO_DEVICE`."""
+    return NO_DEVICE.search(text) is not None
 _FRAME_LINE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<name>\S+)| in (?P<name2>\S+))?')
 _CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE, signal.SIGILL}
 
@@ -104,14 +114,25 @@ class Owners:
         return self.THIRD_PARTY
 
 
+def explicit_chain(exc: BaseException) -> list[BaseException]:
+    """The exception and those it was raised from (`raise ... from ...`: `__cause__`), outer to inner. An exception
+    it was raised while handling (`__context__`) is not followed: one a library caught and handled is not why."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__
+    return chain
+
+
 def exception_frames(exc: BaseException) -> list[Frame]:
-    """The frames of the innermost exception of the chain that has a traceback (where it was first raised), outer
-    to inner."""
+    """The frames of the innermost exception `exc` was raised from (`explicit_chain`) that has a traceback, outer to
+    inner: where the failure began (the kernel's line under Triton's interpreter, which re-raises it from its own)."""
     found: list[Frame] = []
-    for current in exception_chain(exc):
+    for current in explicit_chain(exc):
         frames = [Frame(f.filename, f.lineno or 0, f.name) for f in traceback.extract_tb(current.__traceback__)]
         if frames:
-            found = frames  # a later link of the chain is the earlier failure (its cause or context)
+            found = frames
     return found
 
 
@@ -179,7 +200,7 @@ def blame_exception(exc: BaseException, own: Iterable[str], *, stage: str, refer
         return Blame(Cause.COMPILER, f"{which} rejected it", evidence)
     if names & {"OutOfMemoryError", "MemoryError"} or _OUT_OF_MEMORY.search(text):
         return Blame(Cause.OUT_OF_MEMORY, "an allocation failed: out of memory", evidence)
-    if _NO_DEVICE.search(text):
+    if needs_a_device(text):
         return Blame(Cause.ENVIRONMENT, "this machine has no usable GPU for it", evidence)
     missing = next((c for c in exception_chain(exc) if isinstance(c, ModuleNotFoundError)), None)
     if missing is not None:  # a module this machine lacks: not installed, or an extension never built here

@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from tileiropt.harness import stand_ins
+from tileiropt.harness.blame import needs_a_device
 from tileiropt.harness.entry_ref import reference_kind
 from tileiropt.harness.exception_sites import exception_chain
 from tileiropt.harness.script_definitions import definitions_only
@@ -553,11 +554,8 @@ def out_of_resources(exc: BaseException) -> bool:
 
 
 def needs_cuda(exc: BaseException) -> bool:
-    """True when the exception says the code asked for CUDA (torch.cuda..., device="cuda")."""
-    text = f"{type(exc).__name__}: {exc}"
-    return bool(re.search(r"Torch not compiled with CUDA|compiled without CUDA|CUDA driver|no NVIDIA driver|"
-                          r"Found no NVIDIA driver|cuda.*(not available|unavailable)|"
-                          r"0 active drivers|needs a GPU", text, re.IGNORECASE))
+    """True when the exception says the code asked for a GPU this machine lacks (`blame.NO_DEVICE`)."""
+    return needs_a_device(f"{type(exc).__name__}: {exc}")
 
 
 # What Triton's interpreter cannot do that compiled Triton can: (pattern of the error, what it is).

@@ -151,6 +151,7 @@ class LaunchRecorder:
         # run, only its last launch (the chosen config), not the ones it timed to choose
         self._ran: list[tuple[str, dict[str, Any], Any]] = []
         self._wrapped: list[tuple[Any, Any]] = []
+        self.received: dict[str, set[str]] = {}  # kernel -> the launch options its JIT function was given
 
     @property
     def launched(self) -> dict[str, dict[str, Any]]:
@@ -202,6 +203,8 @@ class LaunchRecorder:
                 result = original(*args, **kwargs)
                 del self._ran[first:-1]  # the configs it timed to choose: only its last launch ran for the caller
                 return result
+            if isinstance(item, JIT_TYPES):  # what reached the kernel, before any run drops a hint it rejects
+                self.received.setdefault(function_name(item), set()).update(k for k in kwargs if k in _OPTIONS)
             result = original(*args, **kwargs)
             if isinstance(item, JIT_TYPES):  # wrappers' results are not compiled kernels
                 name = function_name(item)

@@ -20,6 +20,9 @@ class Provenance:
     # "code": the SHA-256 of its compiled PTX with names of files and debug locations left out (None where nothing
     # was compiled: the interpreter)}
     launched: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # launched kernel -> the launch options its JIT function received (occupancy, num_warps, ...): what reached it
+    # through the package's wrappers, measured at the launch (a wrapper that drops an option leaves it out)
+    options: dict[str, list[str]] = field(default_factory=dict)
     device: dict[str, Any] = field(default_factory=dict)  # {name, capability, sm_count}
     triton_distribution: str | None = None
     triton_version: str | None = None

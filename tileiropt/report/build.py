@@ -21,6 +21,7 @@ from tileiropt.harness.provenance import file_digest
 from tileiropt.project.launch import kernel_labels
 from tileiropt.report.artifacts import RUN_FILE, Artifacts, projects_of
 from tileiropt.report.benchmark import benchmark_for
+from tileiropt.report.hint_reach import hint_reach
 from tileiropt.report.library import library_summary
 from tileiropt.report.markdown_blocks import launch_names
 from tileiropt.report.model import Benchmark, Classification, KernelReport, Report, Section, Verdict
@@ -176,11 +177,15 @@ def _unreadable(kernel: BenchKernel, reason: str) -> KernelReport:
 
 def _kernel_report(kernel: BenchKernel, artifacts: Artifacts, stopped: dict[str, str] | None) -> KernelReport:
     tileir, code, ptx = tileir_for(kernel, artifacts, stopped)
+    transformations = transformations_for(kernel, artifacts, stopped)
+    reach = hint_reach(kernel, artifacts)
+    transformations.lines += [f"checked: {line}" for line in reach.reached] + \
+        [f"checked: {line}" for line in reach.unreached]
     return KernelReport(
         name=kernel.name, path=kernel.path, optimized_path=kernel.optimized_path, stopped=stopped,
         classification=classification_for(kernel, artifacts, stopped),
         compatibility=compatibility_for(kernel, artifacts, stopped),
-        transformations=transformations_for(kernel, artifacts, stopped),
+        transformations=transformations, hint_unreached=reach.unreached,
         tileir_validation=tileir, tileir_code=code, optimized_ptx=ptx,
         benchmark=benchmark_for(kernel, artifacts, stopped),
         output=output_for(kernel, artifacts, stopped),

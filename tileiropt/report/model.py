@@ -112,6 +112,7 @@ class KernelReport:
     coverage: list[Coverage] = field(default_factory=list)
     tileir_emulated: Verdict | None = None  # the optimized file under the tests' emulated nvtriton (never TileIR)
     verdict: KernelVerdict | None = None  # the one verdict (report.verdict): every line that states one reads it
+    hint_unreached: list[str] = field(default_factory=list)  # launch hints a wrapper dropped (report.hint_reach)
 
 
 @dataclass

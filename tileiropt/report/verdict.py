@@ -144,7 +144,7 @@ def _verdict_of(k: KernelReport, rejected: dict[str, dict[str, Any]] | None, int
         speeds = k.benchmark.tileir_speedups
         speed = f"; {min(speeds):.2f}x-{max(speeds):.2f}x the PTX original" if speeds else ""
         return KernelVerdict(READY, f"validated on the TileIR backend{speed}")
-    untuned = not_tuned(k)
+    untuned = not_tuned(k) or "; ".join(getattr(k, "hint_unreached", None) or []) or None
     passed = next((v for v in (emulated, code) if v is not None and v.status == PASS), None)
     if untuned is not None and passed is not None:
         on = passed.backend_description or passed.backend

@@ -1,6 +1,6 @@
 """What a validation item's outcome is, as pure decisions: the status and cause of a compared output, and of a call
 that raised. The worker observes (runs, compares, catches); these functions judge what it observed. Their decision
-tables: `tests/decisions/test_record_status.py` and `tests/decisions/test_causes.py`."""
+tables: `tests/decisions/test_record_status.py` and `tests/decisions/test_cause_decisions.py`."""
 
 from __future__ import annotations
 

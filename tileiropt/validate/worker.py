@@ -466,6 +466,7 @@ class CaseRunner:
         provenance = Provenance(**asdict(self.base))
         provenance.kernels = dict(launches.kernels)
         provenance.launched = dict(launches.launched)
+        provenance.options = {name: sorted(options) for name, options in launches.received.items()}
         provenance.compiled_backend = launches.backend_summary()
         if self.backend.expected_backend == "tileir" and provenance.compiled_backend:
             provenance.fallback = fallback_note(provenance.compiled_backend, "tileir", provenance) is not None

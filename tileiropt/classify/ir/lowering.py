@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from tileiropt.classify.ir import interpreter_off
+
 if TYPE_CHECKING:
     from triton.runtime.jit import JITFunction
 
@@ -52,6 +54,9 @@ def _backend() -> tuple[Any, Any, Any]:
 
 def available() -> str | None:
     """None when this Triton can lower kernels here; else why not (one line)."""
+    refused = interpreter_off.unusable()  # never lower through the interpreter (see `interpreter_off`)
+    if refused:
+        return refused
     try:
         from triton._C.libtriton import ir  # noqa: F401
         from triton.compiler import ASTSource  # noqa: F401
