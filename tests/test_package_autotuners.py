@@ -50,7 +50,7 @@ def test_apply_adds_to_package_autotuners_and_keys_on_sizes() -> None:
     # heuristics above autotune: its autotuner is .fn
     assert "    add_bias_kernel.fn.configs = add_bias_kernel.fn.configs + [" in out
     assert "relu_kernel = triton.autotune(" not in out
-    assert "wrapped by passthrough()" in by_name["relu_kernel"].skipped[0]
+    assert by_name["relu_kernel"].hint_through == ["passthrough()"]  # its launch hint: measured where it runs
     for kernel in ("scale_kernel", "softmax_kernel", "add_bias_kernel", "square_kernel", "cube_kernel"):
         assert f"{kernel} = triton.autotune(" not in out, kernel
     assert any("disk_autotune(...)" in c.what for c in by_name["scale_kernel"].changes)
@@ -108,9 +108,9 @@ def test_pruned_and_skipped_configs_are_not_failures(piped) -> None:
     assert cube["BLOCK=128"].status == PASS
 
 
-def test_wrapper_without_autotuner_is_left_alone_and_says_so(piped) -> None:
+def test_a_wrapper_without_autotuner_gets_its_hint_at_the_launch_to_be_measured(piped) -> None:
     _, artifacts = piped
     on = _records(artifacts, "relu", "tileir-code-on-interpret")
     assert all(r.status == PASS for r in on)
-    skipped = [s for f in artifacts.apply.files for k in f.kernels if k.kernel == "relu_kernel" for s in k.skipped]
-    assert any("wrapped by passthrough()" in s for s in skipped), skipped
+    through = [k.hint_through for f in artifacts.apply.files for k in f.kernels if k.kernel == "relu_kernel"]
+    assert through == [["passthrough()"]], through

@@ -21,7 +21,8 @@ class Provenance:
     # was compiled: the interpreter)}
     launched: dict[str, dict[str, Any]] = field(default_factory=dict)
     # launched kernel -> the launch options its JIT function received (occupancy, num_warps, ...): what reached it
-    # through the package's wrappers, measured at the launch (a wrapper that drops an option leaves it out)
+    # through the package's wrappers, measured at the launch (a wrapper that drops an option leaves it out); only
+    # where the call went through the user's code (a project's entry), never a replay below the wrappers
     options: dict[str, list[str]] = field(default_factory=dict)
     device: dict[str, Any] = field(default_factory=dict)  # {name, capability, sm_count}
     triton_distribution: str | None = None

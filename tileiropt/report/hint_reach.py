@@ -21,7 +21,7 @@ class HintReach:
     """Per kernel whose launch hints pass through wrappers: measured to reach it, or not (with the evidence)."""
 
     reached: list[str] = field(default_factory=list)  # lines for the report: "`k`: occupancy reaches it ..."
-    unreached: list[str] = field(default_factory=list)  # why the hint took no effect, per kernel
+    unreached: list[str] = field(default_factory=list)  # why the hint took no effect, or is not known to, per kernel
 
 
 def _tileir_code_on(backend: str) -> bool:
@@ -43,10 +43,16 @@ def hint_reach(kernel: BenchKernel, artifacts: Artifacts) -> HintReach:
     records = [r for r in artifacts.validate.records if r.kernel == kernel.name and r.variant == OPTIMIZED
                and r.status != NOT_RUN and _tileir_code_on(r.backend)]
     for name, wrappers in through:
-        given = [set(r.provenance.options[name]) for r in records if name in r.provenance.options]
-        if not given:
-            continue  # its TileIR code never launched it: nothing measured (the validation says why)
+        launched = [r for r in records if name in r.provenance.kernels]
+        if not launched:
+            continue  # not this entry's kernel, or its TileIR code never launched it (the validation says why)
+        given = [set(r.provenance.options[name]) for r in launched if name in r.provenance.options]
         by = ", ".join(wrappers)
+        if not given:  # replayed below the wrapper: the replay passed the hint itself
+            found.unreached.append(f"its launch's {HINT} passes through {by}, and whether it reaches `{name}` was "
+                                   "not measured (no call through the wrapper ran with the TileIR code on: a replay "
+                                   "launches below it); a project entry that calls the wrapper measures it")
+            continue
         if any(HINT in options for options in given):
             found.reached.append(f"`{name}`: its launch's {HINT} reaches the kernel through {by} (measured: its "
                                  "JIT function received it where the TileIR code ran)")

@@ -466,7 +466,8 @@ class CaseRunner:
         provenance = Provenance(**asdict(self.base))
         provenance.kernels = dict(launches.kernels)
         provenance.launched = dict(launches.launched)
-        provenance.options = {name: sorted(options) for name, options in launches.received.items()}
+        if not self.case.launch:  # a replay launches below the package's wrappers, with the hints itself: no measure
+            provenance.options = {name: sorted(options) for name, options in launches.received.items()}
         provenance.compiled_backend = launches.backend_summary()
         if self.backend.expected_backend == "tileir" and provenance.compiled_backend:
             provenance.fallback = fallback_note(provenance.compiled_backend, "tileir", provenance) is not None
