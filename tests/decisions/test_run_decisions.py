@@ -52,27 +52,29 @@ class _Row:
 ])
 def test_a_slower_optimized_file_is_set_aside(pairs: list[tuple[str, float, float]], slower: bool) -> None:
     spec = KernelSpec(name="k", path=Path("/tmp/k.py"), entry="k", reference="original", inputs={}, dtypes=[{}])
-    rows = [_Row("k", _Paired(*p)) for p in pairs]
+    original = _Row("k", None, variant="original", launched=_RAN)  # the optimized rows ran other code
+    rows = [original] + [_Row("k", _Paired(*p), launched=_OTHER_CODE) for p in pairs]
     assert (spec.optimized_path in rejections([spec], [], rows)) is slower  # type: ignore[arg-type]
 
 
 _RAN = {"k": {"config": "BLOCK=128, num_warps=4", "code": "c1"}}
+_OTHER_CODE = {"k": {"config": "BLOCK=128, num_warps=4", "code": "c2"}}
 
 
-@pytest.mark.parametrize(("original", "optimized", "cause"), [
-    (_RAN, {"k": {"config": "BLOCK=128, num_warps=8", "code": "c2"}},
+@pytest.mark.parametrize(("original", "optimized", "captured", "cause"), [
+    (_RAN, {"k": {"config": "BLOCK=128, num_warps=8", "code": "c2"}}, False,
      "the configs differ (original k: BLOCK=128, num_warps=4; optimized k: BLOCK=128, num_warps=8)"),
-    (_RAN, {"k": {"config": "BLOCK=128, num_warps=4", "code": "c2"}}, "same config, the compiled code differs: k"),
-    (_RAN, {}, "which kernels and configs ran is not known for both rows"),
-    (_RAN, _RAN, "the same kernels, configs and compiled code: the difference is outside the kernels (the entry's "
-                 "own work around them) or the machine"),
-    ({"k": {"config": "B=1", "code": None}}, {"k": {"config": "B=1", "code": None}},
-     "same config; the compiled code is not known (no PTX to compare)"),
-    (_RAN, _RAN, None),  # a captured launch: the same code at the same config is the machine's, never a set-aside
+    (_RAN, _OTHER_CODE, False, "same config, the compiled code differs: k"),
+    (_RAN, _RAN, False, "the same kernels, configs and compiled code: the difference is outside the kernels (the "
+                        "entry's own work around them) or the machine"),
+    # no evidence that the optimized file ran anything else: a timing is never set aside on a guess
+    (_RAN, {}, False, None),  # which kernels and configs ran is not known for both rows (a launch cache, say)
+    ({"k": {"config": "B=1", "code": None}}, {"k": {"config": "B=1", "code": None}}, False, None),  # no PTX to compare
+    (_RAN, _RAN, True, None),  # a captured launch: the same code at the same config is the machine's
 ])
-def test_a_set_aside_names_its_cause(original: dict, optimized: dict, cause: str | None) -> None:
+def test_a_set_aside_names_its_cause(original: dict, optimized: dict, captured: bool, cause: str | None) -> None:
     spec = KernelSpec(name="k", path=Path("/tmp/k.py"), entry="k", reference="original", inputs={}, dtypes=[{}],
-                      launch=CapturedLaunch("k", "/tmp/k.py", ()) if cause is None else None)
+                      launch=CapturedLaunch("k", "/tmp/k.py", ()) if captured else None)
     rows = [_Row("k", None, variant="original", launched=original),
             _Row("k", _Paired(SLOWER, 1.06, 1.2), launched=optimized)]
     reasons = rejections([spec], [], rows)  # type: ignore[arg-type]

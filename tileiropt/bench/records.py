@@ -19,7 +19,7 @@ from tileiropt.errors import ExitCode
 from tileiropt.harness.provenance import Provenance, fallback_note
 from tileiropt.output import dataclass_from_dict, load_record_file
 from tileiropt.project.metric_expressions import evaluate
-from tileiropt.schema import ERROR, PASS, SCHEMA_VERSION, Cause, count_statuses, read_cause, read_status
+from tileiropt.schema import ERROR, PASS, SCHEMA_VERSION, Cause, StrEnum, count_statuses, read_cause, read_status
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -460,25 +460,40 @@ def code_proof(rows: list[BenchRow]) -> str:
             + (f"; {timed} pair(s) timed where the code differs" if timed else ""))
 
 
-def slower_cause(original: BenchRow | None, optimized: BenchRow, captured: bool = True) -> str:
+class Slower(StrEnum):
+    """What an optimized row timed slower than the original's ran differently, told from each row's launches."""
+
+    CONFIGS = "configs"  # its kernels ran at other configs
+    CODE = "code"  # at the same configs, the compiled code differs
+    NOT_KNOWN = "not known"  # which kernels, configs or code ran is not known for both rows: no evidence either way
+    MACHINE = "machine"  # the same configs and compiled code, a captured launch alone: the machine
+    OUTSIDE = "outside"  # the same kernels, configs and code, through an entry: its host work, or the machine
+
+    @property
+    def evidence_against_the_file(self) -> bool:
+        """Whether the optimized file itself ran something else (or more around the same kernels)."""
+        return self in (Slower.CONFIGS, Slower.CODE, Slower.OUTSIDE)
+
+
+def slower_cause(original: BenchRow | None, optimized: BenchRow, captured: bool = True) -> tuple[Slower, str]:
     """Why an optimized row timed slower, from what each row's launches ran: the configs, else the compiled code.
     `captured`: the rows replay a captured launch (the kernel alone), not an entry whose wrapper may do more."""
     mine = optimized.provenance.launched
     theirs = original.provenance.launched if original is not None else {}
     if not mine or not theirs:
-        return "which kernels and configs ran is not known for both rows"
+        return Slower.NOT_KNOWN, "which kernels and configs ran is not known for both rows"
     configs = {k: v.get("config") for k, v in theirs.items()}, {k: v.get("config") for k, v in mine.items()}
     if configs[0] != configs[1]:
         def said(found: dict[str, Any]) -> str:
             return "; ".join(f"{k}: {v}" for k, v in found.items())
 
-        return f"the configs differ (original {said(configs[0])}; optimized {said(configs[1])})"
+        return Slower.CONFIGS, f"the configs differ (original {said(configs[0])}; optimized {said(configs[1])})"
     differs = [k for k in mine if mine[k].get("code") != theirs[k].get("code")]
     if differs:
-        return f"same config, the compiled code differs: {', '.join(differs)}"
+        return Slower.CODE, f"same config, the compiled code differs: {', '.join(differs)}"
     if any(not v.get("code") for v in (*mine.values(), *theirs.values())):
-        return "same config; the compiled code is not known (no PTX to compare)"
-    return THE_MACHINE if captured else OUTSIDE_THE_KERNELS
+        return Slower.NOT_KNOWN, "same config; the compiled code is not known (no PTX to compare)"
+    return (Slower.MACHINE, THE_MACHINE) if captured else (Slower.OUTSIDE, OUTSIDE_THE_KERNELS)
 
 
 THE_MACHINE = "same config and the same compiled code: the difference is the machine"

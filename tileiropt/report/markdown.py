@@ -338,6 +338,7 @@ def next_steps_md(report: Report) -> str:
         said = f"TileIR code agrees with the original with the {backend}, whose bfloat16 products are wrong: a " \
                "GPU proves it right" if agrees_only else f"TileIR code proven correct with the {backend}"
         ready.append(f"ready to try on TileIR ({said}): {proven_kernels(kernels)}")
+    ready += grouped_lines([(name, caveat) for name, v in by_bucket[PROVEN] for caveat in v.caveats])
     ready += grouped_lines([(name, f"{BUCKET_LABELS[EMULATED]}: {v.text}") for name, v in by_bucket[EMULATED]])
     if proven or by_bucket[EMULATED]:
         ready.append(f"next, on a Blackwell GPU with nvtriton: `{rerun_command(run, report)}`")

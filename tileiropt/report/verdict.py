@@ -71,6 +71,7 @@ class KernelVerdict:
     agrees_only: bool = False  # PROVEN on the interpreter where its bfloat16 products are wrong: the files agree
     cause: Cause | None = None  # ATTENTION from a failed check: whose failure it is; else a caveat, or None
     evidence: list[str] = field(default_factory=list)  # what that cause was told from (the failing call's frames)
+    caveats: list[str] = field(default_factory=list)  # what a verdict that is no failure must still say
 
     @property
     def exit_code(self) -> ExitCode:
@@ -90,6 +91,9 @@ def _short(text: object, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+SLOWER_KEPT = ("; its optimized file timed slower than the original on PTX, with no evidence that it ran other code "
+               "(the same code at the same config, or which code ran is not known): kept, not set aside; see its "
+               "benchmark")
 NONDETERMINISM_CAVEAT = ("; the original disagrees with itself on the same inputs (nondeterminism): its code was "
                          "compared within twice the original's own spread")
 
@@ -100,12 +104,17 @@ def kernel_verdict(k: KernelReport, rejected: dict[str, dict[str, Any]] | None =
     resolved path; `interrupted`: the phase the run was interrupted in, if it was. A verdict that is no failure says
     the caveat its passes carry (NONDETERMINISM: passed within the original's own spread)."""
     verdict = _verdict_of(k, rejected, interrupted)
+    if verdict.bucket != ATTENTION and any((r.get("paired") or {}).get("verdict") == SLOWER
+                                           for r in k.benchmark.ptx_ratios):
+        verdict.text += SLOWER_KEPT  # set aside where it ran other code (`run.decisions`); here it did not
+        verdict.caveats.append(SLOWER_KEPT.removeprefix("; "))
     if verdict.bucket == ATTENTION or verdict.cause is not None:
         return verdict
     sections = [getattr(k, name, None) for name in ("tileir_validation", "tileir_emulated", "tileir_code",
                                                      "optimized_ptx", "compatibility")]
     if any(v is not None and v.status == PASS and getattr(v, "cause", None) == Cause.NONDETERMINISM for v in sections):
         verdict.text += NONDETERMINISM_CAVEAT
+        verdict.caveats.append(NONDETERMINISM_CAVEAT.removeprefix("; "))
         verdict.cause = Cause.NONDETERMINISM
     return verdict
 
@@ -120,9 +129,6 @@ def _verdict_of(k: KernelReport, rejected: dict[str, dict[str, Any]] | None, int
         return KernelVerdict(ATTENTION, f"its optimized file was set aside: {_short(set_aside.get('reason'))}")
     if k.compatibility.status in (FAIL, ERROR):
         return _failed(k.compatibility, ORIGINAL_FAILS, where=False)
-    if any((r.get("paired") or {}).get("verdict") == SLOWER for r in k.benchmark.ptx_ratios):
-        return KernelVerdict(ATTENTION, "its optimized file is slower than the original on PTX beyond the threshold "
-                                        "(see its benchmark): it is not kept")
     emulated = k.tileir_emulated
     wrong = next((v for v in (k.tileir_validation, emulated, code) if v is not None and v.status in (FAIL, ERROR)),
                  None)

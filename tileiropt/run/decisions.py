@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
-from tileiropt.bench.records import ORIGINAL, SLOWER, THE_MACHINE, BenchRow, group_key, slower_cause
+from tileiropt.bench.records import ORIGINAL, SLOWER, BenchRow, group_key, slower_cause
 from tileiropt.harness.backends import BACKENDS
 from tileiropt.harness.gate import TWIN_SUFFIX
 from tileiropt.project.spec import KernelSpec
@@ -49,9 +49,9 @@ def rejections(specs: Iterable[KernelSpec], records: Iterable[ValidationRecord],
         if spec is not None and paired is not None and paired.verdict == SLOWER:
             original = next((r for r in rows if r.variant == ORIGINAL and r.backend == row.backend
                              and group_key(r) == group_key(row)), None)
-            cause = slower_cause(original, row, captured=bool(spec.launch))
-            if cause == THE_MACHINE:
-                continue  # a captured launch: the same code at the same config is the same work: the machine
+            kind, cause = slower_cause(original, row, captured=bool(spec.launch))
+            if not kind.evidence_against_the_file:
+                continue  # the same code at the same config (the machine), or no evidence either way: never a guess
             reasons.setdefault(spec.optimized_path, f"{row.kernel}: {paired.ratio:.3f}x the original's time on "
                                                     f"PTX at size {row.size} (95% interval {paired.ci_low:.3f}-"
                                                     f"{paired.ci_high:.3f}, above 1+{paired.threshold:g}); "
