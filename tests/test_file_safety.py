@@ -164,17 +164,31 @@ def test_a_failing_optimized_file_is_set_aside(tmp_path: Path) -> None:
 
 def test_a_slower_optimized_file_is_set_aside(tmp_path: Path) -> None:
     from tileiropt.bench.records import BenchRow, BenchRun, PairedTiming
+    from tileiropt.harness.provenance import Provenance
     from tileiropt.validate.records import ValidateRun
 
     pipeline = _pipeline(tmp_path, in_place=True)
     pipeline.validation = ValidateRun(records=[_record("pass")], backends=["ptx"])
     slow = PairedTiming(rounds=10, a_ms=[1.0] * 10, b_ms=[1.1] * 10, ratio=1.1, ci_low=1.09, ci_high=1.11,
                         threshold=0.05, verdict="slower")
-    pipeline.bench_run = BenchRun(rows=[BenchRow(kernel="scale", variant="optimized", backend="ptx", size=64,
-                                                 status="pass", paired=slow)])
+    ran = {"scale_kernel": {"config": "BLOCK=64, num_warps=4", "code": "original"}}
+    other = {"scale_kernel": {"config": "BLOCK=64, num_warps=4", "code": "optimized"}}
+    original = BenchRow(kernel="scale", variant="original", backend="ptx", size=64, status="pass",
+                        provenance=Provenance(launched=ran))
+    # no evidence that it ran other code (which code ran is not known): kept, but never written in place
+    pipeline.bench_run = BenchRun(rows=[original, BenchRow(kernel="scale", variant="optimized", backend="ptx",
+                                                           size=64, status="pass", paired=slow)])
+    pipeline.settle()
+    assert pipeline.result.rejected == {} and pipeline.result.in_place == {}
+    assert (tmp_path / "k.py").read_text() == KERNEL
+    assert "cp " in pipeline.result.in_place_refused[str(tmp_path / "k.py")]
+    # other compiled code at the same config, and slower: set aside
+    pipeline.bench_run = BenchRun(rows=[original, BenchRow(kernel="scale", variant="optimized", backend="ptx",
+                                                           size=64, status="pass", paired=slow,
+                                                           provenance=Provenance(launched=other))])
     pipeline.settle()
     (entry,) = pipeline.result.rejected.values()
-    assert "1.100x the original's time on PTX" in entry["reason"]
+    assert "1.100x the original's time on PTX" in entry["reason"] and "the compiled code differs" in entry["reason"]
     assert (tmp_path / "k.py").read_text() == KERNEL  # --in-place: a regression never reaches the user's file
     assert pipeline.result.in_place == {}
 

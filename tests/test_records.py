@@ -46,7 +46,7 @@ def test_apply_record_is_written_as_documented() -> None:
     assert written["kernels"][0] == {"kernel": "k", "line": 12, "class": "dot", "twin": "k_tileir",
                                      "configs_added": 8, "configs_added_at_most": None,
                                      "changes": [{"line": 20, "what": "TileIR configs added", "why": "dot kernel"}],
-                                     "skipped": ["TMA left alone: masked loads"]}
+                                     "skipped": ["TMA left alone: masked loads"], "hint_through": []}
     assert written["host_changes"] == [{"line": 4, "what": '`target.backend in ("cuda", "tileir")`',
                                         "why": "nvtriton's backend is tileir"}]
     assert document["errors"] == [{"file": "/p/bad.py", "status": "error", "error": "cannot parse"}]

@@ -11,7 +11,9 @@ from tileiropt.capture.capture import CaptureResult, add_captured_kernels, cut_s
 from tileiropt.capture.interpreter_route import ROUTE_NOTE, interpreter_route
 from tileiropt.contract.context import RunContext
 from tileiropt.contract.outcome import Outcome
+from tileiropt.contract.store import Store
 from tileiropt.engine.prestart import prestart
+from tileiropt.output import is_record
 from tileiropt.phases import BY_NAME
 from tileiropt.project.spec import KernelSpec
 from tileiropt.schema import ERROR, FAIL, NOT_RUN, PASS
@@ -22,7 +24,12 @@ class CapturePhase:
     needs: tuple[str, ...] = ("check",)
 
     def wanted(self, context: RunContext) -> bool:
-        return context.project.capture is not None
+        """Only when the project asks for a capture; a run that does not capture supersedes the capture record an
+        earlier run left in the records folder (`supersede_capture`)."""
+        if context.project.capture is None:
+            supersede_capture(context.store)
+            return False
+        return True
 
     def run(self, context: RunContext, earlier: Sequence[Outcome]) -> Outcome:
         """Run the program, keep the distinct launches of the target files' kernels as replay specs."""
@@ -94,15 +101,32 @@ def outcome(status: str, detail: str, result: CaptureResult, program: dict[str, 
     return done
 
 
+def supersede_capture(store: Store) -> None:
+    """Remove the capture record (capture.json) an earlier run left in `store`'s folder: this run does not capture,
+    and its report must not open with another run's program and launch counts. Only a regular file the tool wrote
+    goes; a link, or a file that is not a record of the tool's, is left as it is."""
+    path = store.path(CaptureResult)
+    try:
+        if path.is_file() and not path.is_symlink() and is_record(path.read_text(encoding="utf-8")):
+            path.unlink()
+    except (OSError, UnicodeDecodeError):
+        pass  # not removable here: the report says whose records it holds
+
+
 def progress_line(context: RunContext) -> Callable[[str], None]:
-    """Where the capture's progress line goes: the phase's line on a terminal; in a pipe, a line every 30 s."""
-    printed = [time.monotonic()]
+    """Where the capture's progress line goes: the phase's line on a terminal; in a pipe, a line every 30 s of the
+    program's run, the first 30 s after it started (each line's time is the program's: a line counted from the
+    phase's start would come as the program starts, after the targets' kernels were found, and say "0s")."""
+    printed: list[float] = []  # when the last line was printed; the first: when the program's first line came
 
     def show(text: str) -> None:
         context.on_event("capture", text)
         console = context.request.console
-        if console is not None and not console.is_terminal and time.monotonic() - printed[0] >= 30:
-            printed[0] = time.monotonic()
+        now = time.monotonic()
+        if not printed:
+            printed.append(now)
+        if console is not None and not console.is_terminal and now - printed[0] >= 30:
+            printed[0] = now
             console.print(f"capture: {text}", markup=False, highlight=False, soft_wrap=True)
 
     return show
