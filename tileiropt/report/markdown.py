@@ -44,7 +44,14 @@ from tileiropt.report.verdict import (
     UNTUNED,
     KernelVerdict,
 )
-from tileiropt.report.verdict_markdown import VERDICT_TEXT, compatibility_md, verdict_details, verdict_line
+from tileiropt.report.verdict_markdown import (
+    CAUSE_LABELS,
+    VERDICT_TEXT,
+    compatibility_md,
+    verdict_details,
+    verdict_line,
+)
+from tileiropt.schema import Cause
 
 T = TypeVar("T")
 
@@ -316,6 +323,8 @@ def next_steps_md(report: Report) -> str:
     here = ""  # what this machine could not run: the environment's, not the code's
     if program is not None:
         shown = f"**the program** (`{short_command([str(c) for c in program.get('command') or []])}`)"
+        cause = Cause(program["cause"]) if program.get("cause") in set(Cause) else None
+        whose = f" (whose failure: {CAUSE_LABELS[cause]})" if cause is not None else ""
         if program.get("needs_gpu") and program.get("launched_none"):  # nothing launched before it stopped
             here = (f"Not run here: {shown} needs a GPU before its first launch and this machine has none: "
                     f"{one_line(program.get('summary'))}; to validate its kernels here under the interpreter: "
@@ -324,9 +333,9 @@ def next_steps_md(report: Report) -> str:
             here = (f"Not run to its end here: {shown} needs a GPU and this machine has none (its launches before "
                     f"that are validated): {one_line(program.get('summary'))}")
         elif program.get("launched_none"):  # it ran, but nothing of the targets: nothing else could run
-            attention.insert(0, f"{shown}: {one_line(program.get('summary'))}")
+            attention.insert(0, f"{shown}{whose}: {one_line(program.get('summary'))}")
         else:
-            attention.insert(0, f"{shown} failed: {one_line(program.get('summary'))}")
+            attention.insert(0, f"{shown} failed{whose}: {one_line(program.get('summary'))}")
     ready = grouped_lines([(name, v.text) for name, v in by_bucket[READY]])
     # (backend, agreeing only) -> kernel -> its launches' max differences
     proven: dict[tuple[str, bool], dict[str, list[float | None]]] = {}
