@@ -255,7 +255,8 @@ def test_a_failing_module_level_self_check_is_the_programs_failure_not_the_repla
         and failure.where.startswith("failing_self_check.py:"), failure
     assert result.program is not None and result.program["summary"].startswith("AssertionError")
     report = (result.artifacts and Path(result.artifacts, "report.md").read_text(encoding="utf-8"))
-    assert f"failed: {result.program['summary']}" in report and "The program's last lines:" in report
+    assert f"failed (whose failure: its own code): {result.program['summary']}" in report  # a traceback into it
+    assert "The program's last lines:" in report and result.program["cause"] == "kernel"
     records = [r for r in artifacts.validate.records if r.backend != "tileir"]
     assert records and all(r.status == PASS for r in records)
     # the optimized file too is imported as its definitions (and the TileIR code the tool put in it): the program

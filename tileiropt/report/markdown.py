@@ -324,7 +324,8 @@ def next_steps_md(report: Report) -> str:
     if program is not None:
         shown = f"**the program** (`{short_command([str(c) for c in program.get('command') or []])}`)"
         cause = Cause(program["cause"]) if program.get("cause") in set(Cause) else None
-        whose = f" (whose failure: {CAUSE_LABELS[cause]})" if cause is not None else ""
+        whose = "" if cause is None else " (whose failure: its own code)" if cause == Cause.KERNEL else \
+            f" (whose failure: {CAUSE_LABELS[cause]})"
         if program.get("needs_gpu") and program.get("launched_none"):  # nothing launched before it stopped
             here = (f"Not run here: {shown} needs a GPU before its first launch and this machine has none: "
                     f"{one_line(program.get('summary'))}; to validate its kernels here under the interpreter: "
