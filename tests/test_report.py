@@ -173,7 +173,7 @@ def test_summary_and_environment(artifacts: Path) -> None:
     summary = markdown.split("## Summary")[1].split("## Environment")[0]
     assert "| matmul | validated on TileIR | dot-related | PASSED (2.0e-03) | 3 changes | PASSED (3.0e-03) " \
            "| 1.01-1.20 | 1.04x-1.25x | matmul_tileir.py |" in summary
-    assert "| broken | needs attention | element-wise | FAILED (1.0e+00) |" in summary
+    assert "| broken | needs attention (exit 1) | element-wise | FAILED (1.0e+00) |" in summary
     environment = markdown.split("## Environment")[1]
     assert "3.6.0 (nvtriton), TileIR backend present" in environment
     assert "FAKE GPU (test fixture) (sm_100, 148 SMs)" in environment and "| TileIR ready | yes |" in environment

@@ -142,13 +142,13 @@ def test_a_failing_original_stops_its_kernel_and_the_others_go_on(tmp_path: Path
     assert result.exit_code == ExitCode.FAILED, result.output
     data = json.loads(result.stdout)
     assert data["stopped"]["wrong"]["phase"] == "compatibility"
-    assert "the original file fail" in data["stopped"]["wrong"]["reason"]
+    assert "the original file: fail" in data["stopped"]["wrong"]["reason"]
     assert "good" not in data["stopped"] and (tmp_path / "scale_tileir.py").is_file()
     assert not (tmp_path / "wrong_scale_tileir.py").exists()
     report = (tmp_path / ".tileiropt" / "report.md").read_text()
     wrong = kernel_section(report, "wrong")
     assert "FAILED — Max difference: 1.0e+00" in wrong
-    assert wrong.count("not run: stopped at compatibility: the original file fail") >= 3
+    assert wrong.count("not run: stopped at compatibility: the original file: fail") >= 3
     good = kernel_section(report, "good")
     assert "PASSED — Max difference: 0.0e+00" in good and "not run: no GPU (every row, sizes 1024)" in good
 

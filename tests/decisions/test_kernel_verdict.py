@@ -164,7 +164,7 @@ def test_summary_verdict_column_agrees_with_first_lines() -> None:
                      _kernel("c", tileir_code=None))
     summary = summary_md(report)
     assert "| a | ready to try on TileIR |" in summary
-    assert "| b | needs attention |" in summary
+    assert "| b | needs attention (" in summary  # with whose failure and its exit code
     assert "| c | not proven |" in summary
 
 

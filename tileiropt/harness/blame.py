@@ -249,8 +249,8 @@ def blame_death(death: Death, own: Iterable[str], *, during: str) -> Blame:
     """The cause of a worker's death `during` (what it was doing: "the config BLOCK=64", "the file's import"): a
     timeout is TIMEOUT; a crash whose stderr holds a traceback is told by its frames; a kill with no traceback, or an
     exit without one, is UNKNOWN, with the evidence."""
-    tail = death.stderr[-STDERR_KEPT:]
-    if death.returncode is None and death.timed_out is None and not tail:  # no process: the engine's words say why
+    tail = death.stderr[-STDERR_KEPT:] or [f"the worker {death.how()}, with nothing on its stderr"]
+    if death.returncode is None and death.timed_out is None and not death.stderr:  # no process: the engine's words
         return Blame(Cause.UNKNOWN, f"could not tell whose failure ({during})", [])
     if death.timed_out is not None:
         return Blame(Cause.TIMEOUT, f"it ran past its time limit in {during}", tail)

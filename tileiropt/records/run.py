@@ -46,7 +46,7 @@ class RunResult:
     program: dict[str, Any] | None = None
     cwd: str = ""  # the folder the run was started in: the report's next-step command starts there
     target: str = ""  # what the run covered: its project file, else its kernel files (`run_target`)
-    verdicts: dict[str, dict[str, str]] = field(default_factory=dict)  # kernel -> its one verdict (report.verdict)
+    verdicts: dict[str, dict[str, Any]] = field(default_factory=dict)  # kernel -> its one verdict (report.verdict)
     in_place_refused: dict[str, str] = field(default_factory=dict)  # the user's file -> why --in-place did not write
 
 

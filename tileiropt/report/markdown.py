@@ -46,10 +46,12 @@ from tileiropt.report.verdict import (
 )
 from tileiropt.report.verdict_markdown import (
     CAUSE_LABELS,
+    SHORT_CAUSES,
     VERDICT_TEXT,
     compatibility_md,
     verdict_details,
     verdict_line,
+    verdict_word,
 )
 from tileiropt.schema import Cause
 
@@ -169,12 +171,22 @@ def short_reason(reason: str, limit: int = 48) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def _bucket_cell(verdict: KernelVerdict) -> str:
+    """"needs attention (tileiropt, exit 6)": the bucket, and for one that needs attention, whose failure and the
+    exit code it gives."""
+    label = BUCKET_LABELS.get(verdict.bucket, verdict.bucket)
+    if verdict.bucket != ATTENTION:
+        return label
+    whose = f"{SHORT_CAUSES[verdict.cause]}, " if verdict.cause is not None else ""
+    return f"{label} ({whose}exit {int(verdict.exit_code)})"
+
+
 def _short_verdict(v: Verdict) -> str:
     """`PASSED (3.1e-03)`; `PASSED` alone where no difference was measured (the original as its own reference)."""
     if v.status in VERDICT_TEXT:
         if v.max_difference is None:
-            return VERDICT_TEXT[v.status]
-        return f"{VERDICT_TEXT[v.status]} ({format_difference(v.max_difference)})"
+            return verdict_word(v)
+        return f"{verdict_word(v)} ({format_difference(v.max_difference)})"
     return short_reason(v.reason or "not run")
 
 
@@ -226,7 +238,7 @@ def summary_md(report: Report) -> str:
         kind = k.classification.kernel_type if k.classification.ran else short_reason(k.classification.reason)
         output = k.output.lines[0].removeprefix("File: ") if k.output.ran else short_reason(k.output.reason)
         verdict = _verdict_of(k)
-        row = [k.name, BUCKET_LABELS.get(verdict.bucket, verdict.bucket), kind, _short_verdict(k.compatibility),
+        row = [k.name, _bucket_cell(verdict), kind, _short_verdict(k.compatibility),
                transformations]
         cells_ran = [True, True, k.classification.ran, k.compatibility.status in VERDICT_TEXT, k.transformations.ran]
         row += [] if "tileir" in shared else [_short_verdict(k.tileir_validation)]
@@ -470,7 +482,7 @@ def kernel_md(k: KernelReport, template: str, shared: dict[str, str] | None = No
                  else benchmark_md(k.benchmark))
     return template.format(
         name=one_line(k.name),
-        verdict=f"**Verdict: {BUCKET_LABELS.get(verdict.bucket, verdict.bucket)}** — {one_line(verdict.text)}",
+        verdict=f"**Verdict: {_bucket_cell(verdict)}** — {one_line(verdict.text)}",
         classification=classification_md(k.classification),
         compatibility=compatibility_md(k.compatibility),
         transformations=section_md(k.transformations),

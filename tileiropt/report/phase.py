@@ -37,7 +37,8 @@ def report_run(result: RunResult, held: Artifacts, on_event: Callable[[str, str]
         report = build_report(load_artifacts(store.folder, held), result.kernels)
         verdicts = [k.verdict for k in report.kernels if k.verdict is not None]
         result.verdicts = {k.name: {"bucket": k.verdict.bucket, "text": k.verdict.text,
-                                    **({"cause": str(k.verdict.cause)} if k.verdict.cause else {})}
+                                    **({"cause": str(k.verdict.cause)} if k.verdict.cause else {}),
+                                    "exit_code": int(k.verdict.exit_code)}
                            for k in report.kernels if k.verdict is not None}
         result.exit_code = int(decide([v.cause for v in verdicts if v.bucket == ATTENTION]))
         decided = True

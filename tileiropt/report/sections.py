@@ -166,11 +166,17 @@ def verdict(records: list[ValidationRecord]) -> Verdict:
         failures=[f"{r.config} [{dtype_key(r.dtypes)}]: {r.status}: {r.reason}" for r in bad[:MAX_FAILURES]],
         notes=notes,
         agrees_only=any(r.bf16_wrong for r in ran if r.status == PASS),
-        cause=bad[0].cause or Cause.UNKNOWN if bad else next((r.cause for r in ran if r.cause), None),
+        cause=_cause_of(bad[0]) if bad else next((r.cause for r in ran if r.cause), None),
         failed_status=bad[0].status if bad else "",
         evidence=list(bad[0].evidence) if bad else [],
     )
     return result
+
+
+def _cause_of(record: ValidationRecord) -> Cause:
+    """A failed record's cause; a record written before causes: a wrong output (FAIL) is the kernel's, anything else
+    (ERROR) could not be told."""
+    return record.cause or (Cause.KERNEL if record.status == FAIL else Cause.UNKNOWN)
 
 
 def _records(artifacts: Artifacts, kernel: str, variant: str, backends: tuple[str, ...]) -> list[ValidationRecord]:

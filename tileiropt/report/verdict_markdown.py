@@ -11,12 +11,19 @@ from tileiropt.schema import FAIL, PASS, Cause
 VERDICT_TEXT: dict[str, str] = {PASS: "PASSED", FAIL: "FAILED"}  # how a verdict that ran reads in the report
 
 
+def verdict_word(v: Verdict) -> str:
+    """PASSED, FAILED (the kernel's own failure), or FAILED with whose failure it is where it is not the kernel's."""
+    if v.status == FAIL and v.cause not in (None, Cause.KERNEL):
+        return f"FAILED, not the kernel's: {SHORT_CAUSES[v.cause]}"
+    return VERDICT_TEXT[v.status]
+
+
 def verdict_line(v: Verdict) -> str:
     """"PASSED — Max difference: 3.1e-03" or "not run: <reason>"."""
     if v.status not in VERDICT_TEXT:
         return v.reason or "not run"
     bound = f" (tolerance {v.tolerance})" if v.tolerance else ""
-    return f"{VERDICT_TEXT[v.status]} — Max difference: {format_difference(v.max_difference)}{bound}"
+    return f"{verdict_word(v)} — Max difference: {format_difference(v.max_difference)}{bound}"
 
 
 def verdict_details(v: Verdict) -> list[str]:
@@ -38,8 +45,8 @@ def verdict_details(v: Verdict) -> list[str]:
     lines += [f"failure: {f}" for f in v.failures]
     if v.failures and v.cause is not None:
         lines.append(f"whose failure: {CAUSE_LABELS.get(v.cause, v.cause)}")
-    if v.evidence:  # the failing call's last frames, or a dead worker's last lines
-        lines.append("its last frames: " + " <- ".join(f"`{frame}`" for frame in reversed(v.evidence[-4:])))
+    if v.evidence:  # the failing call's last frames (innermost first), or a dead worker's last lines
+        lines.append("evidence: " + " <- ".join(f"`{line}`" for line in reversed(v.evidence[-4:])))
     lines += v.notes
     return lines
 
@@ -53,7 +60,13 @@ CAUSE_LABELS = {
     Cause.NONDETERMINISM: "the original disagrees with itself on the same inputs",
     Cause.TIMEOUT: "it ran past its time limit",
     Cause.OUT_OF_MEMORY: "out of memory",
-    Cause.UNKNOWN: "could not be told (the evidence is below)",
+    Cause.UNKNOWN: "could not be told (the evidence follows)",
+}
+# ... in a table cell
+SHORT_CAUSES = {
+    Cause.KERNEL: "the kernel", Cause.REFERENCE: "the reference", Cause.COMPILER: "a compiler",
+    Cause.ENVIRONMENT: "this machine", Cause.TOOL: "tileiropt", Cause.NONDETERMINISM: "nondeterminism",
+    Cause.TIMEOUT: "a timeout", Cause.OUT_OF_MEMORY: "out of memory", Cause.UNKNOWN: "unknown",
 }
 
 

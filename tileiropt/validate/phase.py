@@ -28,7 +28,7 @@ def failures(run: ValidateRun, phase: str, what: str) -> list[Stop]:
                 why = (f"the project's reference of {record.kernel} raised on {record.backend}: {record.reason} (fix: "
                        "the kernel's `reference` key)")
             else:
-                why = f"{what} {record.status} on {record.backend} ({record.config}): {record.reason}"
+                why = f"{what}: {record.status} on {record.backend} at {record.config}: {record.reason}"
             stops.setdefault(record.kernel, Stop(record.kernel, phase, why, cause))
     return list(stops.values())
 
