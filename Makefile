@@ -45,7 +45,7 @@ demo-emulated: install
 	rm -rf build/demo-emulated/.tileiropt
 	ENABLE_TILE=1 PYTHONPATH=$(CURDIR)/tests/emulated_nvtriton $(BIN)/tileiropt run build/demo-emulated/
 
-# both cores of the CI machine, a test file per process (module fixtures run once; the suite is 6-7 min there)
+# both cores of the CI machine, a test file per process (module fixtures run once; the suite is 8-9 min there)
 TEST_PROCESSES ?= 2
 test: install
 	$(BIN)/python -m pytest -q -n $(TEST_PROCESSES) --dist loadfile
