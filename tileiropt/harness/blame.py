@@ -232,11 +232,11 @@ class Death:
             return f"signal {-self.returncode}"
 
     def how(self) -> str:
-        """"timeout after 30s", "killed by SIGKILL", "exited with code 1"."""
+        """"was stopped after 30s (its time limit)", "was killed by SIGKILL", "exited with code 1"."""
         if self.timed_out is not None:
-            return f"timeout after {self.timed_out:g}s"
+            return f"was stopped after {self.timed_out:g}s (its time limit)"
         if self.signal_name:
-            return f"killed by {self.signal_name}"
+            return f"was killed by {self.signal_name}"
         return f"exited with code {self.returncode}"
 
 
