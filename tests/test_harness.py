@@ -404,8 +404,8 @@ def test_tileir_records_flag_kernels_compiled_by_another_backend():
 
     case = Case(id=0, kernel="k", variant="optimized", path="k_tileir.py", entry="k", reference="original",
                 shapes={"x": [4]}, dtypes={"x": "float32"}, atol=1e-4, rtol=1e-4)
-    fell_back = SimpleNamespace(kernels={"k": "cuda"}, launched={}, backend_summary=lambda: "cuda")
-    native = SimpleNamespace(kernels={"k": "tileir"}, launched={}, backend_summary=lambda: "tileir")
+    fell_back = SimpleNamespace(kernels={"k": "cuda"}, launched={}, received={}, backend_summary=lambda: "cuda")
+    native = SimpleNamespace(kernels={"k": "tileir"}, launched={}, received={}, backend_summary=lambda: "tileir")
     assert CaseRunner(case, TILEIR, False, Provenance(), None).provenance(fell_back).fallback
     assert not CaseRunner(case, TILEIR, False, Provenance(), None).provenance(native).fallback
     assert not CaseRunner(case, PTX, False, Provenance(), None).provenance(fell_back).fallback

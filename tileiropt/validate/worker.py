@@ -467,8 +467,7 @@ class CaseRunner:
         provenance.kernels = dict(launches.kernels)
         provenance.launched = dict(launches.launched)
         if not self.case.launch:  # a replay launches below the package's wrappers, with the hints itself: no measure
-            received = getattr(launches, "received", {})
-            provenance.options = {name: sorted(options) for name, options in received.items()}
+            provenance.options = {name: sorted(options) for name, options in launches.received.items()}
         provenance.compiled_backend = launches.backend_summary()
         if self.backend.expected_backend == "tileir" and provenance.compiled_backend:
             provenance.fallback = fallback_note(provenance.compiled_backend, "tileir", provenance) is not None
